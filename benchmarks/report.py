@@ -1,0 +1,59 @@
+"""Turn a pytest-benchmark JSON file into the ratio tables of docs/benchmarks.md.
+
+    python benchmarks/report.py out/matmul.json [more.json ...]
+
+Within each benchmark group, every ``role="distla"`` case is divided by
+every ``role="baseline"`` case of the same group (medians of one run), and
+its collective bytes by its communication model where the case records one.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+
+def _fmt_time(s: float) -> str:
+    return f"{s * 1e3:.1f} ms" if s < 10 else f"{s:.2f} s"
+
+
+def report(paths: list[str]) -> str:
+    groups: dict[str, list[dict]] = {}
+    machine = None
+    for path in paths:
+        with open(path) as f:
+            data = json.load(f)
+        machine = machine or data.get("machine_info", {})
+        for b in data["benchmarks"]:
+            groups.setdefault(b.get("group") or b["name"], []).append(b)
+    out = []
+    if machine:
+        out.append(
+            f"Machine: {machine.get('cpu', {}).get('brand_raw', '?')}, "
+            f"{machine.get('cpu', {}).get('count', '?')} cores; python {machine.get('python_version')}."
+        )
+    for group, rows in groups.items():
+        base = [r for r in rows if r["extra_info"].get("role") == "baseline"]
+        mine = [r for r in rows if r["extra_info"].get("role") != "baseline"]
+        out.append(f"\n### {group}\n")
+        cols = ["case", "median", "GFLOP/s", *[f"vs {b['extra_info']['name']}" for b in base],
+                "coll. bytes / model", "peak MiB/dev"]
+        out.append("| " + " | ".join(cols) + " |")
+        out.append("|" + "---|" * len(cols))
+        for r in base + mine:
+            info, med = r["extra_info"], r["stats"]["median"]
+            flops = info.get("flops")
+            cells = [info.get("name", r["name"]), _fmt_time(med),
+                     f"{flops / med / 1e9:.1f}" if flops else "-"]
+            for b in base:
+                cells.append("-" if r is b or r in base else f"{med / b['stats']['median']:.2f}x")
+            model = info.get("model_bytes")
+            cells.append(f"{info['collective_bytes'] / model:.3f}" if model else "-")
+            peak = info.get("peak_bytes")
+            cells.append(f"{peak / 2**20:.1f}" if peak else "-")
+            out.append("| " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
+if __name__ == "__main__":
+    print(report(sys.argv[1:]))

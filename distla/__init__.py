@@ -1,0 +1,22 @@
+"""distla: distributed dense linear algebra and 3D FFT for sharded JAX arrays.
+
+Keep your ``jax.Array``s sharded over a device mesh and call distla where you
+would call ``@``, ``jnp.linalg``, ``jax.scipy.linalg`` or ``jnp.fft``: the work
+stays distributed (no device holds a whole operand) and the result comes back
+sharded.
+"""
+
+from importlib import metadata as _metadata
+
+from .cost import Cost as Cost
+from .cost import cost as cost
+from .layout import make_mesh as make_mesh
+from .layout import shard as shard
+from .matmul import matmul as matmul
+
+try:
+    __version__ = _metadata.version("distla")
+except _metadata.PackageNotFoundError:  # running from a source tree without install
+    __version__ = "0+unknown"
+
+__all__ = ["Cost", "__version__", "cost", "make_mesh", "matmul", "shard"]

@@ -1,0 +1,186 @@
+"""Reading the mesh off the operands, and running a global-view body on it.
+
+Every public distla function follows the same path: find the mesh the
+operands live on (``operand_mesh``), map the problem onto a process grid of
+that mesh (``grid_of``), then trace a body written for ``Auto`` axes inside
+``run_on_mesh``, which makes ``Explicit`` meshes look like ``Auto`` ones for
+the padding, re-layout and cropping around the ``shard_map`` kernel, and puts
+the result in the layout the caller asked for.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import jax
+from jax.sharding import AbstractMesh, AxisType, NamedSharding
+from jax.sharding import PartitionSpec as P
+
+
+@dataclasses.dataclass(frozen=True)
+class Grid:
+    """A ``pr x pc`` process grid laid on one or two axes of a mesh.
+
+    ``row``/``col`` are mesh axis names; ``col`` is ``None`` on a 1-axis mesh
+    (then ``pc == 1``).
+    """
+
+    mesh: AbstractMesh
+    row: str | None
+    col: str | None
+
+    @property
+    def pr(self) -> int:
+        return 1 if self.row is None else self.mesh.shape[self.row]
+
+    @property
+    def pc(self) -> int:
+        return 1 if self.col is None else self.mesh.shape[self.col]
+
+    @property
+    def size(self) -> int:
+        return self.pr * self.pc
+
+    @property
+    def shape_str(self) -> str:
+        return f"{self.pr}x{self.pc}"
+
+    @property
+    def block_spec(self) -> P:
+        """The 2D block layout ``P(row, col)``."""
+        return P(self.row, self.col)
+
+
+def describe_mesh(mesh: AbstractMesh | jax.sharding.Mesh) -> str:
+    """``"2x4 mesh ('rows', 'cols')"``-style text for error messages."""
+    shape = "x".join(str(s) for s in mesh.axis_sizes) or "0-axis"
+    return f"{shape} mesh {tuple(mesh.axis_names)}"
+
+
+def _concrete_devices(x: Any):
+    sharding = getattr(x, "sharding", None)
+    if isinstance(x, jax.core.Tracer) or not isinstance(sharding, NamedSharding):
+        return None
+    return tuple(d.id for d in sharding.mesh.devices.flat)
+
+
+def operand_mesh(*operands: Any, names: Sequence[str]) -> AbstractMesh | None:
+    """The mesh that the sharded operands share, or ``None`` if none is sharded.
+
+    Works on concrete arrays and on tracers (the mesh is part of the abstract
+    value in jax >= 0.9, for ``Auto`` and ``Explicit`` axes alike). Operands
+    that are not jax arrays, or that live on a single device, do not vote.
+
+    Raises:
+      ValueError: two operands live on different meshes.
+    """
+    found: list[tuple[str, AbstractMesh, Any]] = []
+    for name, x in zip(names, operands, strict=True):
+        if not isinstance(x, jax.Array):
+            continue
+        sharding = jax.typeof(x).sharding
+        mesh = getattr(sharding, "mesh", None)
+        if not isinstance(mesh, AbstractMesh) or mesh.size <= 1:
+            continue
+        found.append((name, mesh, _concrete_devices(x)))
+    if not found:
+        return None
+    name0, mesh0, devs0 = found[0]
+    for name, mesh, devs in found[1:]:
+        same_devices = devs is None or devs0 is None or devs == devs0
+        if mesh != mesh0 or not same_devices:
+            raise ValueError(
+                f"operands are on different meshes: {name0} on {describe_mesh(mesh0)} "
+                f"{mesh0.axis_types}, {name} on {describe_mesh(mesh)} {mesh.axis_types}. "
+                "Put both on the same mesh (distla.shard(x, mesh))."
+            )
+    return mesh0
+
+
+def grid_of(mesh: AbstractMesh, *, what: str) -> Grid:
+    """Map a 1- or 2-axis mesh onto a ``pr x pc`` grid (axis 0 rows, axis 1 cols)."""
+    names = tuple(mesh.axis_names)
+    if len(names) == 1:
+        return Grid(mesh, names[0], None)
+    if len(names) == 2:
+        return Grid(mesh, names[0], names[1])
+    raise ValueError(
+        f"{what} needs operands on a 1- or 2-axis mesh; got a {describe_mesh(mesh)}. "
+        "Build one with distla.make_mesh((pr, pc))."
+    )
+
+
+def is_explicit(mesh: AbstractMesh) -> bool:
+    return any(t == AxisType.Explicit for t in mesh.axis_types)
+
+
+def fitting_spec(shape: Sequence[int], mesh: AbstractMesh, desired: P) -> P:
+    """The largest even layout of ``mesh`` that fits ``shape``.
+
+    ``desired`` (for example ``P('rows', 'cols')``) is used when every axis
+    divides its dimension. Otherwise the mesh axes it names are moved (to
+    another dimension, or dropped) so that the array is split over as many
+    devices as possible with every split even; ties keep axes where
+    ``desired`` put them. ``(1000, 1023)`` with ``P('r', 'c')`` on a 2x4 mesh
+    gives ``P(('r', 'c'), None)``: 8 even shards rather than 2.
+    """
+    ndim = len(shape)
+    desired = tuple(desired) + (None,) * (ndim - len(desired))
+    home: dict[str, int] = {}
+    for dim, entry in enumerate(desired):
+        for ax in (entry,) if isinstance(entry, str) else (entry or ()):
+            home[ax] = dim
+    axes = [ax for ax in mesh.axis_names if ax in home]  # mesh order
+    best_key, best = None, P(*([None] * ndim))
+    for choice in itertools.product(range(ndim + 1), repeat=len(axes)):
+        per_dim: list[list[str]] = [[] for _ in range(ndim)]
+        for ax, dim in zip(axes, choice):
+            if dim < ndim:
+                per_dim[dim].append(ax)
+        if any(shape[d] % math.prod(mesh.shape[a] for a in per_dim[d]) for d in range(ndim)):
+            continue
+        shards = math.prod(mesh.shape[a] for d in range(ndim) for a in per_dim[d])
+        at_home = sum(1 for ax, dim in zip(axes, choice) if dim == home[ax])
+        key = (shards, at_home, tuple(-d for d in choice))
+        if best_key is None or key > best_key:
+            entries = [None if not d else (d[0] if len(d) == 1 else tuple(d)) for d in per_dim]
+            best_key, best = key, P(*entries)
+    return best
+
+
+def constrain(x: jax.Array, spec: P) -> jax.Array:
+    """``with_sharding_constraint`` on the mesh of the current context."""
+    return jax.lax.with_sharding_constraint(
+        x, NamedSharding(jax.sharding.get_abstract_mesh(), spec)
+    )
+
+
+def run_on_mesh(body: Callable[..., Any], mesh: AbstractMesh, out_specs: Any, *args: Any) -> Any:
+    """Trace ``body(*args)`` with ``mesh`` in context and return ``out_specs`` layouts.
+
+    ``body`` is written for ``Auto`` axes: it may pad, slice and re-lay out its
+    operands with ``constrain`` and call ``jax.shard_map``. On a mesh with
+    ``Explicit`` axes it runs under ``jax.sharding.auto_axes``, so XLA's
+    partitioner, not the sharding-in-types rules, handles those steps; the
+    result comes back with the ``Explicit`` sharding ``out_specs`` names.
+    Must be called while tracing (inside ``jax.jit``).
+    """
+    shardings = jax.tree.map(
+        lambda s: NamedSharding(mesh, s), out_specs, is_leaf=lambda s: isinstance(s, P)
+    )
+    with jax.sharding.use_abstract_mesh(mesh):
+        if is_explicit(mesh):
+            return jax.sharding.auto_axes(body, out_sharding=shardings)(*args)
+        out = body(*args)
+        return jax.tree.map(jax.lax.with_sharding_constraint, out, shardings)
+
+
+def shard_map(kernel: Callable[..., Any], *, in_specs: Any, out_specs: Any) -> Callable[..., Any]:
+    """``jax.shard_map`` over the mesh of the current context (see ``run_on_mesh``)."""
+    return jax.shard_map(
+        kernel, mesh=jax.sharding.get_abstract_mesh(), in_specs=in_specs, out_specs=out_specs
+    )

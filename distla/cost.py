@@ -1,0 +1,349 @@
+"""What a call costs per device, read from its compiled program: ``distla.cost``."""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import functools
+import math
+import re
+from collections.abc import Callable
+from typing import Any
+
+import jax
+
+from . import _hlo
+
+COLLECTIVE_KINDS = (
+    "all-gather",
+    "all-reduce",
+    "reduce-scatter",
+    "all-to-all",
+    "collective-permute",
+    "collective-broadcast",
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class CollectiveOp:
+    """One collective instruction of the compiled program.
+
+    Attributes:
+      kind: one of ``COLLECTIVE_KINDS``.
+      shape: its per-device result shape, as HLO prints it.
+      group_size: devices in each of its replica groups.
+      bytes: bytes one device receives each time it runs (see ``Cost``).
+      count: how many times it runs (while-loop trip counts multiplied out).
+    """
+
+    kind: str
+    shape: str
+    group_size: int
+    bytes: int
+    count: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Cost:
+    """Per-device cost of one compiled call.
+
+    ``collective_bytes[kind]`` is what one device receives over the whole call
+    from collectives of that kind, under the textbook ring/pairwise algorithms
+    for a group of ``g`` devices: all-gather ``(g-1)/g`` of its result;
+    reduce-scatter ``g-1`` times its result; all-reduce ``2(g-1)/g`` of its
+    operand; all-to-all ``(g-1)/g`` of its operand; collective-permute and
+    collective-broadcast their whole operand.
+
+    Attributes:
+      num_devices: devices the program is partitioned over.
+      collective_bytes: bytes received per device, by kind (every kind present).
+      collective_counts: collective instructions executed, by kind.
+      collectives: every collective instruction, with its size and count.
+      argument_bytes, output_bytes, temp_bytes, alias_bytes: XLA's memory
+        analysis of the per-device program.
+      peak_memory_bytes: ``argument + output + temp - alias``: what one
+        device holds at the high-water mark.
+      flops: per-device floating-point operations of the dense work — dots,
+        triangular solves, LAPACK calls and FFTs, with loops multiplied out
+        (complex work counted as 4 real flops per multiply-add pair, LAPACK's
+        convention; FFTs as 5·N·log2(N)).
+      xla_flops: XLA's own cost analysis, which counts a loop body once.
+      exact: False when a loop had no known trip count (counted once).
+    """
+
+    num_devices: int
+    collective_bytes: dict[str, int]
+    collective_counts: dict[str, int]
+    collectives: tuple[CollectiveOp, ...]
+    argument_bytes: int
+    output_bytes: int
+    temp_bytes: int
+    alias_bytes: int
+    flops: float
+    xla_flops: float
+    exact: bool
+
+    @property
+    def peak_memory_bytes(self) -> int:
+        return self.argument_bytes + self.output_bytes + self.temp_bytes - self.alias_bytes
+
+    @property
+    def total_collective_bytes(self) -> int:
+        return sum(self.collective_bytes.values())
+
+    def largest(self, kind: str | None = None) -> int:
+        """Bytes of the largest single result of a collective (of ``kind``)."""
+        sizes = [
+            _hlo.shape_bytes(op.shape)
+            for op in self.collectives
+            if kind is None or op.kind == kind
+        ]
+        return max(sizes, default=0)
+
+    def __str__(self) -> str:
+        mib = 2.0**20
+        lines = [f"per device, {self.num_devices} devices"]
+        for kind in COLLECTIVE_KINDS:
+            if self.collective_counts[kind]:
+                lines.append(
+                    f"  {kind:<20} {self.collective_bytes[kind] / mib:10.2f} MiB "
+                    f"in {self.collective_counts[kind]} ops"
+                )
+        lines.append(f"  {'peak memory':<20} {self.peak_memory_bytes / mib:10.2f} MiB")
+        lines.append(f"  {'flops':<20} {self.flops:10.4g}")
+        return "\n".join(lines)
+
+
+def cost(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Cost:
+    """Compile ``fn(*args, **kwargs)`` and report its cost per device.
+
+    Nothing is executed: the program is lowered and compiled for these
+    arguments (arrays, or ``jax.ShapeDtypeStruct`` with a ``sharding``), then
+    read. Keyword arguments are bound as static values.
+
+    Args:
+      fn: any function jax can jit, for example ``distla.matmul``.
+      *args: its array arguments.
+      **kwargs: static keyword arguments (``algorithm="cannon"``).
+
+    Returns:
+      A :class:`Cost`: bytes each collective kind moves into each device,
+      peak memory per device, and flops per device.
+
+    Example:
+      >>> import distla, jax.numpy as jnp
+      >>> mesh = distla.make_mesh((2, 4))
+      >>> a = distla.shard(jnp.ones((512, 512)), mesh)
+      >>> c = distla.cost(distla.matmul, a, a)
+      >>> c.collective_bytes["all-gather"] < a.nbytes
+      True
+    """
+    target = functools.partial(fn, **kwargs) if kwargs else fn
+    compiled = jax.jit(target).lower(*args).compile()
+    return cost_of_compiled(compiled)
+
+
+def cost_of_compiled(compiled: Any) -> Cost:
+    """The :class:`Cost` of an already compiled ``jax.stages.Compiled``."""
+    module = _hlo.parse(compiled.as_text())
+    summary = _Walker(module).summary(module.entry)
+    mem = compiled.memory_analysis()
+    xla = compiled.cost_analysis()
+    if isinstance(xla, list):  # older jax returned one dict per module
+        xla = xla[0] if xla else {}
+    ops = tuple(
+        CollectiveOp(kind, shape, g, b, n) for (kind, shape, g, b), n in summary.ops.items()
+    )
+    bytes_by_kind = {k: 0 for k in COLLECTIVE_KINDS}
+    counts = {k: 0 for k in COLLECTIVE_KINDS}
+    for op in ops:
+        bytes_by_kind[op.kind] += op.bytes * op.count
+        counts[op.kind] += op.count
+    return Cost(
+        num_devices=module.num_partitions,
+        collective_bytes=bytes_by_kind,
+        collective_counts=counts,
+        collectives=ops,
+        argument_bytes=int(getattr(mem, "argument_size_in_bytes", 0)),
+        output_bytes=int(getattr(mem, "output_size_in_bytes", 0)),
+        temp_bytes=int(getattr(mem, "temp_size_in_bytes", 0)),
+        alias_bytes=int(getattr(mem, "alias_size_in_bytes", 0)),
+        flops=summary.flops,
+        xla_flops=float((xla or {}).get("flops", 0.0)),
+        exact=summary.exact,
+    )
+
+
+@dataclasses.dataclass
+class _Summary:
+    ops: collections.Counter  # (kind, shape, group, bytes) -> executions
+    flops: float = 0.0
+    exact: bool = True
+
+    def add(self, other: _Summary, times: int = 1) -> None:
+        for key, n in other.ops.items():
+            self.ops[key] += n * times
+        self.flops += other.flops * times
+        self.exact &= other.exact
+
+
+class _Walker:
+    def __init__(self, module: _hlo.Module):
+        self.m = module
+        self.memo: dict[str, _Summary] = {}
+
+    def summary(self, comp: str) -> _Summary:
+        if comp in self.memo:
+            return self.memo[comp]
+        s = _Summary(collections.Counter())
+        self.memo[comp] = s  # guards against (impossible) recursion
+        table = self.m.computations.get(comp, {})
+        for name in self.m.order.get(comp, []):
+            ins = table[name]
+            self._instruction(ins, table, s)
+        return s
+
+    def _instruction(self, ins: _hlo.Instruction, table: dict, s: _Summary) -> None:
+        op = ins.opcode
+        kind = _collective_kind(op)
+        if kind is not None:
+            shape = ins.shape
+            if op.endswith("-start"):
+                shape = _done_shape(ins, table) or shape
+            g = _group_size(ins, self.m.num_partitions)
+            b = _received_bytes(kind, shape, g, ins)
+            s.ops[(kind, _strip_layout(shape), g, b)] += 1
+        s.flops += _flops(ins, table)
+        calls = _hlo.called(ins)
+        if op == "while":
+            n = _hlo.trip_count(ins)
+            if n is None:
+                s.exact = False
+                n = 1
+            for role, comp in calls:
+                s.add(self.summary(comp), n if role == "body" else n + 1)
+            return
+        branches = [c for role, c in calls if role == "branch"]
+        if branches:
+            best = max((self.summary(c) for c in branches), key=lambda x: x.flops)
+            worst = _Summary(collections.Counter())
+            for c in branches:  # collectives: the union, counted once per branch
+                for key, n in self.summary(c).ops.items():
+                    worst.ops[key] = max(worst.ops[key], n)
+            worst.flops = best.flops
+            s.add(worst)
+        for role, comp in calls:
+            if role == "calls":
+                s.add(self.summary(comp))
+
+
+def _collective_kind(opcode: str) -> str | None:
+    base = opcode.removesuffix("-start")
+    if opcode.endswith("-done"):
+        return None
+    return base if base in COLLECTIVE_KINDS else None
+
+
+def _done_shape(start: _hlo.Instruction, table: dict) -> str | None:
+    for ins in table.values():
+        if ins.opcode.endswith("-done") and start.name in ins.operands:
+            return ins.shape
+    return None
+
+
+def _strip_layout(shape: str) -> str:
+    return re.sub(r"\{[^{}]*\}", "", shape)
+
+
+def _group_size(ins: _hlo.Instruction, num_partitions: int) -> int:
+    if ins.opcode.startswith(("collective-permute", "collective-broadcast")):
+        return 2
+    groups = ins.attr("replica_groups")
+    if groups is None or groups in ("{}", ""):
+        return num_partitions
+    iota = re.match(r"\[(\d+),(\d+)\]<=", groups)
+    if iota:
+        return int(iota.group(2))
+    first = re.search(r"\{([0-9,\s]*)\}", groups[1:] if groups.startswith("{{") else groups)
+    if first:
+        return len([x for x in first.group(1).split(",") if x.strip()])
+    return num_partitions
+
+
+def _received_bytes(kind: str, shape: str, g: int, ins: _hlo.Instruction) -> int:
+    nbytes = _hlo.shape_bytes(shape)
+    if kind in ("collective-permute", "collective-broadcast"):
+        pairs = ins.attr("source_target_pairs") or ""
+        moves = [p for p in re.findall(r"\{(\d+),(\d+)\}", pairs) if p[0] != p[1]]
+        if kind == "collective-permute" and not moves:
+            return 0
+        if ins.opcode.endswith("-start"):  # (operand, result, ...) tuple
+            parts = _hlo.arrays_in(shape)
+            nbytes = parts[1].nbytes if len(parts) > 1 else nbytes
+        return nbytes
+    if g <= 1:
+        return 0
+    if kind == "all-gather":
+        return nbytes * (g - 1) // g
+    if kind == "reduce-scatter":
+        return nbytes * (g - 1)
+    if kind == "all-reduce":
+        return 2 * nbytes * (g - 1) // g
+    return nbytes * (g - 1) // g  # all-to-all
+
+
+def _operand_arrays(ins: _hlo.Instruction, table: dict) -> list[_hlo.Array]:
+    out = []
+    for name in ins.operands:
+        src = table.get(name)
+        arrays = _hlo.arrays_in(src.shape) if src is not None else []
+        out.append(arrays[0] if arrays else None)
+    return out
+
+
+def _complex_factor(dtype: str) -> int:
+    return 4 if dtype.startswith("c") else 1
+
+
+def _flops(ins: _hlo.Instruction, table: dict) -> float:
+    op = ins.opcode
+    outs = _hlo.arrays_in(ins.shape)
+    if not outs:
+        return 0.0
+    out = outs[0]
+    if op == "dot":
+        lhs = _operand_arrays(ins, table)[0]
+        dims = ins.attr("lhs_contracting_dims") or "{}"
+        contract = [int(d) for d in re.findall(r"\d+", dims)]
+        if lhs is None:
+            return 0.0
+        k = math.prod(lhs.dims[d] for d in contract)
+        return 2.0 * out.size * k * _complex_factor(out.dtype)
+    if op == "triangular-solve":
+        a, _ = _operand_arrays(ins, table)[:2]
+        if a is None:
+            return 0.0
+        n = a.dims[-1]
+        rows, cols = out.dims[-2], out.dims[-1]
+        batch = math.prod(out.dims[:-2])
+        left = (ins.attr("left_side") or "false") == "true"
+        flops = n * n * (cols if left else rows)
+        return float(flops * batch * _complex_factor(out.dtype))
+    if op == "custom-call":
+        target = (ins.attr("custom_call_target") or "").strip('"')
+        if "getrf" in target:
+            m, n = out.dims[-2], out.dims[-1]
+            batch = math.prod(out.dims[:-2])
+            big, small = max(m, n), min(m, n)
+            return float((big * small * small - small**3 / 3) * batch * _complex_factor(out.dtype))
+        return 0.0
+    if op == "fft":
+        lengths = [int(d) for d in re.findall(r"\d+", ins.attr("fft_length") or "")]
+        n = math.prod(lengths)
+        if n <= 1:
+            return 0.0
+        fft_type = ins.attr("fft_type") or "FFT"
+        batch = math.prod(out.dims[: len(out.dims) - len(lengths)])
+        real = fft_type in ("RFFT", "IRFFT")
+        return (2.5 if real else 5.0) * n * math.log2(n) * batch
+    return 0.0

@@ -1,0 +1,1 @@
+"""Rows of ``python -m distla demo``, one module per capability."""

@@ -1,0 +1,173 @@
+"""Distributed matrix multiplication: ``distla.matmul``."""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import Any, Literal
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+from distla.kernels.cannon import cannon_local
+from distla.kernels.summa import summa_k_multiple, summa_local
+
+from ._checks import as_array, canonical_precision, result_dtype
+from ._mesh import (
+    Grid,
+    constrain,
+    fitting_spec,
+    grid_of,
+    operand_mesh,
+    run_on_mesh,
+    shard_map,
+)
+
+Algorithm = Literal["auto", "summa", "cannon"]
+ALGORITHMS = ("auto", "summa", "cannon")
+
+def matmul(
+    a: jax.typing.ArrayLike,
+    b: jax.typing.ArrayLike,
+    *,
+    algorithm: Algorithm = "auto",
+    precision: lax.PrecisionLike = None,
+    panels: int | None = None,
+) -> jax.Array:
+    """Distributed ``a @ b`` for matrices sharded on a 1- or 2-axis mesh.
+
+    No device ever holds a whole operand: SUMMA moves A's block row and B's
+    block column through the devices in ``panels`` slices; Cannon shifts
+    blocks between neighbours. Equal in value to ``a @ b``.
+
+    Args:
+      a: ``[m, k]`` matrix, sharded on a mesh with axes ``(r, c)`` (or one axis
+        ``r``, read as an ``r x 1`` grid). Any layout is accepted (2D blocks
+        ``P(r, c)``, row or column blocks, replicated, transposed blocks);
+        other layouts are re-laid out to ``P(r, c)`` first.
+      b: ``[k, n]`` matrix on the same mesh.
+      algorithm: ``"summa"`` (any ``pr x pc`` mesh), ``"cannon"`` (square
+        meshes only) or ``"auto"`` (SUMMA; see ``docs/matmul.md`` for why).
+      precision: ``lax.Precision`` of the local products. ``None`` means
+        ``HIGHEST``, the precision distla's accuracy tests assume; on GPU/TPU
+        ``DEFAULT`` is faster and less accurate.
+      panels: SUMMA only: number of steps over the contraction dimension
+        (``None``: chosen from the operand sizes). More panels, less memory.
+
+    Returns:
+      ``[m, n]`` array on the same mesh, in the 2D block layout ``P(r, c)``
+      when the mesh divides ``(m, n)``; otherwise in the largest even layout
+      that fits (see ``distla.shard``). Sizes the mesh does not divide are
+      padded inside and cropped on the way out. Inputs on one device (or not
+      sharded) give ``jnp.matmul(a, b)``.
+
+    Raises:
+      ValueError: an operand is not 2-D, the inner dimensions differ,
+        ``"cannon"`` on a non-square mesh, an unknown algorithm, or operands
+        on different meshes.
+      TypeError: integer or boolean operands.
+
+    See also:
+      ``jnp.matmul``, the one-device equivalent; ``distla.cost`` to see what a
+      call moves and holds per device.
+
+    Example:
+      >>> import distla, jax.numpy as jnp
+      >>> mesh = distla.make_mesh((2, 4))
+      >>> a = distla.shard(jnp.ones((512, 256)), mesh)
+      >>> b = distla.shard(jnp.ones((256, 128)), mesh)
+      >>> c = distla.matmul(a, b)
+      >>> c.shape, c.sharding.spec
+      ((512, 128), PartitionSpec('rows', 'cols'))
+    """
+    what = "distla.matmul"
+    a = as_array(a, "a", what)
+    b = as_array(b, "b", what)
+    if a.ndim != 2 or b.ndim != 2:
+        raise ValueError(
+            f"{what} multiplies 2-D matrices; got a of shape {a.shape} and b of shape "
+            f"{b.shape}. For stacks of matrices use jnp.matmul or jax.vmap."
+        )
+    if a.shape[1] != b.shape[0]:
+        raise ValueError(
+            f"{what}: inner dimensions differ: a is {a.shape}, b is {b.shape} "
+            f"({a.shape[1]} != {b.shape[0]})"
+        )
+    if algorithm not in ALGORITHMS:
+        raise ValueError(f"{what}: algorithm must be one of {ALGORITHMS}; got {algorithm!r}")
+    if panels is not None and (not isinstance(panels, int) or panels < 1):
+        raise ValueError(f"{what}: panels must be a positive int or None; got {panels!r}")
+    dtype = result_dtype(what, a, b)
+    precision = canonical_precision(precision)
+    mesh = operand_mesh(a, b, names=("a", "b"))
+    if mesh is None:
+        return jnp.matmul(a.astype(dtype), b.astype(dtype), precision=precision)
+    grid = grid_of(mesh, what=what)
+    if algorithm == "cannon" and grid.pr != grid.pc:
+        raise ValueError(
+            f"{what}: algorithm='cannon' needs a square mesh; got a {grid.shape_str} mesh "
+            f"{tuple(mesh.axis_names)}. Use algorithm='summa' (any mesh shape)."
+        )
+    return _matmul(a, b, dtype=dtype, algorithm=algorithm, precision=precision, panels=panels)
+
+
+def _default_panels(grid: Grid, k: int) -> int:
+    """SUMMA steps: one block of A per step, as in textbook SUMMA.
+
+    With ``max(pr, pc)`` steps each A-panel is no larger than A's local block
+    and each B-panel no larger than B's, so a device holds about twice its
+    share of the operands whatever the mesh shape (on an 8x1 mesh one panel
+    would be all of B). Fewer steps only when k is too short to cut that fine.
+    """
+    chunks = math.lcm(grid.pr, grid.pc)
+    return max(1, min(max(grid.pr, grid.pc), -(-k // chunks)))
+
+
+def _choose(grid: Grid, algorithm: str) -> str:
+    if algorithm != "auto":
+        return algorithm
+    return "summa"
+
+
+def _round_up(x: int, multiple: int) -> int:
+    return -(-x // multiple) * multiple
+
+
+def _pad2(x: jax.Array, shape: tuple[int, int]) -> jax.Array:
+    if x.shape == shape:
+        return x
+    return jnp.pad(x, ((0, shape[0] - x.shape[0]), (0, shape[1] - x.shape[1])))
+
+
+@functools.partial(jax.jit, static_argnames=("dtype", "algorithm", "precision", "panels"))
+def _matmul(a, b, *, dtype, algorithm, precision, panels):
+    mesh = operand_mesh(a, b, names=("a", "b"))
+    grid = grid_of(mesh, what="distla.matmul")
+    (m, k), n = a.shape, b.shape[1]
+    algorithm = _choose(grid, algorithm)
+    if algorithm == "cannon":
+        mp, kp, np_ = (_round_up(x, grid.pr) for x in (m, k, n))
+        kernel = functools.partial(
+            cannon_local, row_axis=grid.row, col_axis=grid.col, precision=precision
+        )
+    else:
+        if panels is None:
+            panels = _default_panels(grid, k)
+        kp = _round_up(k, summa_k_multiple(grid.pr, grid.pc, panels))
+        mp, np_ = _round_up(m, grid.pr), _round_up(n, grid.pc)
+        kernel = functools.partial(
+            summa_local, row_axis=grid.row, col_axis=grid.col, panels=panels,
+            precision=precision,
+        )
+    blocks = grid.block_spec
+
+    def body(a, b):
+        a = constrain(_pad2(a.astype(dtype), (mp, kp)), blocks)
+        b = constrain(_pad2(b.astype(dtype), (kp, np_)), blocks)
+        c = shard_map(kernel, in_specs=(blocks, blocks), out_specs=blocks)(a, b)
+        return c[:m, :n]
+
+    out_spec = fitting_spec((m, n), mesh, blocks)
+    return run_on_mesh(body, mesh, out_spec, a, b)
+

@@ -1,0 +1,60 @@
+"""Test harness: 8 simulated CPU devices and the meshes every test runs on.
+
+XLA_FLAGS must be set before jax is imported anywhere, so this file sets it
+at import time (pytest imports conftest before any test module).
+"""
+
+import os
+
+_FLAG = "--xla_force_host_platform_device_count=8"
+if _FLAG.split("=")[0] not in os.environ.get("XLA_FLAGS", ""):
+    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " " + _FLAG).strip()
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+import jax  # noqa: E402
+import pytest  # noqa: E402
+from jax.sharding import AxisType  # noqa: E402
+
+jax.config.update("jax_numpy_rank_promotion", "raise")
+
+MESH_SHAPES = [(2, 4), (4, 2), (2, 2), (1, 8), (8, 1)]
+AXIS_TYPES = {"auto": AxisType.Auto, "explicit": AxisType.Explicit}
+
+
+def build_mesh(shape, kind, names=("x", "y")):
+    """A mesh of ``shape`` (on the first prod(shape) devices), or skip."""
+    need = 1
+    for s in shape:
+        need *= s
+    if jax.device_count() < need:
+        pytest.skip(f"needs {need} devices, have {jax.device_count()}")
+    types = (AXIS_TYPES[kind],) * len(shape)
+    return jax.make_mesh(shape, names[: len(shape)], axis_types=types, devices=jax.devices()[:need])
+
+
+def _mesh_params():
+    return [
+        pytest.param((shape, kind), id=f"{shape[0]}x{shape[1]}-{kind}")
+        for shape in MESH_SHAPES
+        for kind in AXIS_TYPES
+    ]
+
+
+@pytest.fixture(params=_mesh_params())
+def mesh(request):
+    """Every mesh of the harness: 2x4, 4x2, 2x2, 1x8, 8x1; Auto and Explicit."""
+    shape, kind = request.param
+    return build_mesh(shape, kind)
+
+
+@pytest.fixture(params=list(AXIS_TYPES))
+def mesh24(request):
+    """The 2x4 mesh, Auto and Explicit."""
+    return build_mesh((2, 4), request.param)
+
+
+@pytest.fixture
+def x64():
+    """Run the test with 64-bit types enabled."""
+    with jax.enable_x64(True):
+        yield

@@ -1,0 +1,271 @@
+"""distla.matmul against numpy: values, layouts, dtypes, meshes, jit, grad, errors, cost."""
+
+import functools
+
+import jax
+import jax.test_util
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from conftest import build_mesh
+from helpers import THRESHOLD, has_layout, matmul_ratio, place, random_matrix
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+
+import distla
+
+SHAPES = [
+    pytest.param((64, 48, 40), id="64x48x40"),
+    pytest.param((100, 123, 77), id="100x123x77-uneven"),
+]
+
+
+def _operands(mesh, m, k, n, dtype=np.float32, seed=0, spec=P("x", "y")):
+    rng = np.random.default_rng(seed)
+    a = random_matrix(rng, (m, k), dtype)
+    b = random_matrix(rng, (k, n), dtype)
+    return a, b, place(a, mesh, spec), place(b, mesh, spec)
+
+
+def _expected_spec(shape, mesh):
+    return distla._mesh.fitting_spec(shape, mesh.abstract_mesh, P("x", "y"))
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_summa_every_mesh(mesh, shape):
+    a, b, da, db = _operands(mesh, *shape)
+    c = distla.matmul(da, db, algorithm="summa")
+    assert c.shape == (shape[0], shape[2]) and c.dtype == np.float32
+    assert matmul_ratio(c, a, b) <= THRESHOLD
+    assert c.sharding.mesh == mesh
+    assert has_layout(c, mesh, _expected_spec(c.shape, mesh))
+
+
+def test_divisible_result_is_2d_block_layout(mesh24):
+    _, _, da, db = _operands(mesh24, 64, 32, 48)
+    c = distla.matmul(da, db)
+    assert has_layout(c, mesh24, P("x", "y"))
+
+
+def test_uneven_result_layout_spreads_over_the_mesh(mesh24):
+    # 100 rows split over 4 ('y'), 77 columns over nothing: the largest even layout
+    _, _, da, db = _operands(mesh24, 100, 30, 77)
+    c = distla.matmul(da, db)
+    assert has_layout(c, mesh24, P("y", None))
+
+
+@pytest.mark.parametrize("kind", ["auto", "explicit"])
+@pytest.mark.parametrize("shape", SHAPES)
+def test_cannon_square_mesh(kind, shape):
+    mesh = build_mesh((2, 2), kind)
+    a, b, da, db = _operands(mesh, *shape)
+    c = distla.matmul(da, db, algorithm="cannon")
+    assert matmul_ratio(c, a, b) <= THRESHOLD
+    assert has_layout(c, mesh, _expected_spec(c.shape, mesh))
+
+
+@pytest.mark.parametrize("kind", ["auto", "explicit"])
+def test_odd_sizes_1000x1023x777(kind):
+    mesh = build_mesh((2, 4), kind)
+    a, b, da, db = _operands(mesh, 1000, 1023, 777)
+    c = distla.matmul(da, db)
+    assert matmul_ratio(c, a, b) <= THRESHOLD
+
+
+@pytest.mark.parametrize(
+    "dtype",
+    [
+        pytest.param(np.float32, id="float32"),
+        pytest.param(np.complex64, id="complex64"),
+        pytest.param(np.float64, id="float64"),
+        pytest.param(np.complex128, id="complex128"),
+    ],
+)
+def test_dtypes(mesh24, dtype):
+    with jax.enable_x64(np.dtype(dtype) in (np.float64, np.complex128)):
+        a, b, da, db = _operands(mesh24, 72, 40, 56, dtype=dtype)
+        c = distla.matmul(da, db)
+        assert c.dtype == dtype
+        assert matmul_ratio(c, a, b) <= THRESHOLD
+
+
+def test_mixed_dtypes_promote(mesh24):
+    rng = np.random.default_rng(1)
+    a = random_matrix(rng, (16, 8), np.float32)
+    b = random_matrix(rng, (8, 24), np.complex64)
+    c = distla.matmul(place(a, mesh24), place(b, mesh24))
+    assert c.dtype == np.complex64
+    assert matmul_ratio(c, a, b) <= THRESHOLD
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        pytest.param(P("x", None), id="row-blocks"),
+        pytest.param(P(None, "y"), id="column-blocks"),
+        pytest.param(P(), id="replicated"),
+        pytest.param(P("y", "x"), id="transposed-blocks"),
+        pytest.param(P(("x", "y"), None), id="rows-over-both-axes"),
+    ],
+)
+def test_any_input_layout(mesh24, spec):
+    a, b, da, db = _operands(mesh24, 64, 64, 32, spec=spec)
+    c = distla.matmul(da, db)
+    assert matmul_ratio(c, a, b) <= THRESHOLD
+    assert has_layout(c, mesh24, P("x", "y"))
+
+
+def test_one_axis_mesh():
+    mesh = jax.make_mesh((8,), ("d",), devices=jax.devices()[:8])
+    rng = np.random.default_rng(2)
+    a, b = random_matrix(rng, (64, 40), np.float32), random_matrix(rng, (40, 24), np.float32)
+    spec = P("d", None)
+    c = distla.matmul(jax.device_put(a, NamedSharding(mesh, spec)), jax.device_put(b, NamedSharding(mesh, spec)))
+    assert matmul_ratio(c, a, b) <= THRESHOLD
+    assert has_layout(c, mesh, P("d", None))
+
+
+def test_one_device_falls_back_to_jnp():
+    rng = np.random.default_rng(3)
+    a, b = random_matrix(rng, (20, 10), np.float32), random_matrix(rng, (10, 5), np.float32)
+    c = distla.matmul(jnp.asarray(a), b)
+    np.testing.assert_allclose(np.asarray(c), a @ b, rtol=1e-5, atol=1e-5)
+    assert len(c.devices()) == 1
+
+
+def test_inside_jit(mesh24):
+    a, b, da, db = _operands(mesh24, 64, 48, 40)
+
+    @jax.jit
+    def f(x, y):
+        return distla.matmul(x * 2.0, y) + 1.0
+
+    c = f(da, db)
+    assert matmul_ratio(c - 1.0, 2.0 * a, b) <= THRESHOLD
+    assert has_layout(c, mesh24, P("x", "y"))
+
+
+def test_precision_names_accepted(mesh24):
+    a, b, da, db = _operands(mesh24, 32, 32, 32)
+    for precision in ("highest", jax.lax.Precision.HIGHEST, "float32"):
+        assert matmul_ratio(distla.matmul(da, db, precision=precision), a, b) <= THRESHOLD
+
+
+@pytest.mark.parametrize("algorithm", ["summa", "cannon"])
+def test_grad_matches_jnp(algorithm):
+    mesh = build_mesh((2, 2), "explicit")
+    rng = np.random.default_rng(4)
+    a, b = random_matrix(rng, (24, 20), np.float32), random_matrix(rng, (20, 12), np.float32)
+    da, db = place(a, mesh), place(b, mesh)
+    w = random_matrix(rng, (24, 12), np.float32)
+
+    def loss(mm, x, y):
+        return jnp.sum(jnp.sin(mm(x, y)) * w)
+
+    with jax.set_mesh(mesh):
+        got = jax.grad(functools.partial(loss, functools.partial(distla.matmul, algorithm=algorithm)), (0, 1))(da, db)
+    want = jax.grad(functools.partial(loss, jnp.matmul), (0, 1))(jnp.asarray(a), jnp.asarray(b))
+    for g, r in zip(got, want):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(r), rtol=2e-5, atol=2e-5)
+
+
+def test_check_grads_jvp_and_vjp(x64):
+    mesh = build_mesh((2, 4), "auto")
+    rng = np.random.default_rng(5)
+    a, b = random_matrix(rng, (16, 12), np.float64), random_matrix(rng, (12, 8), np.float64)
+    jax.test_util.check_grads(
+        distla.matmul, (place(a, mesh), place(b, mesh)), order=2, modes=("fwd", "rev")
+    )
+
+
+class TestErrors:
+    def test_rank(self, mesh24):
+        v = place(np.ones(16, np.float32), mesh24, P("x"))
+        m = place(np.ones((16, 16), np.float32), mesh24)
+        with pytest.raises(ValueError, match=r"2-D matrices.*\(16,\)"):
+            distla.matmul(v, m)
+        with pytest.raises(ValueError, match=r"2-D matrices.*\(2, 16, 16\)"):
+            distla.matmul(m, jnp.ones((2, 16, 16)))
+
+    def test_inner_dimensions(self, mesh24):
+        a = place(np.ones((16, 8), np.float32), mesh24)
+        b = place(np.ones((16, 8), np.float32), mesh24)
+        with pytest.raises(ValueError, match=r"inner dimensions differ.*\(16, 8\).*\(16, 8\)"):
+            distla.matmul(a, b)
+
+    def test_cannon_needs_square_mesh(self, mesh24):
+        a = place(np.ones((16, 16), np.float32), mesh24)
+        with pytest.raises(ValueError, match=r"square mesh; got a 2x4 mesh"):
+            distla.matmul(a, a, algorithm="cannon")
+
+    def test_unknown_algorithm(self, mesh24):
+        a = place(np.ones((16, 16), np.float32), mesh24)
+        with pytest.raises(ValueError, match="algorithm must be one of"):
+            distla.matmul(a, a, algorithm="strassen")
+
+    def test_different_meshes(self):
+        m1 = build_mesh((2, 4), "explicit")
+        m2 = build_mesh((4, 2), "explicit")
+        a = place(np.ones((16, 16), np.float32), m1)
+        b = place(np.ones((16, 16), np.float32), m2)
+        with pytest.raises(ValueError, match="different meshes"):
+            distla.matmul(a, b)
+
+    def test_same_shape_meshes_on_different_devices(self):
+        devs = jax.devices()
+        m1 = jax.make_mesh((2, 2), ("x", "y"), devices=devs[:4])
+        m2 = jax.make_mesh((2, 2), ("x", "y"), devices=devs[4:8])
+        a = place(np.ones((16, 16), np.float32), m1)
+        b = place(np.ones((16, 16), np.float32), m2)
+        with pytest.raises(ValueError, match="different meshes"):
+            distla.matmul(a, b)
+
+    def test_three_axis_mesh(self):
+        mesh = jax.make_mesh((2, 2, 2), ("a", "b", "c"))
+        a = jax.device_put(np.ones((16, 16), np.float32), NamedSharding(mesh, P("a", "b")))
+        with pytest.raises(ValueError, match=r"1- or 2-axis mesh; got a 2x2x2 mesh"):
+            distla.matmul(a, a)
+
+    def test_integer_dtype(self, mesh24):
+        a = place(np.ones((16, 16), np.int32), mesh24)
+        with pytest.raises(TypeError, match="int32"):
+            distla.matmul(a, a)
+
+
+class TestCost:
+    """No hidden gathers: bytes and memory per device from the compiled program."""
+
+    @pytest.mark.parametrize("shape", [(2, 4), (4, 2), (1, 8), (8, 1)], ids=lambda s: f"{s[0]}x{s[1]}")
+    def test_summa_moves_the_model_volume(self, shape):
+        mesh = build_mesh(shape, "explicit")
+        m = k = n = 512
+        _, _, da, db = _operands(mesh, m, k, n)
+        cost = distla.cost(distla.matmul, da, db, algorithm="summa")
+        pr, pc = shape
+        model = (m * k / pr * (pc - 1) / pc + k * n / pc * (pr - 1) / pr) * 4
+        assert cost.total_collective_bytes == pytest.approx(model, rel=0.2)
+        assert cost.total_collective_bytes == cost.collective_bytes["all-gather"]
+        # no collective result is a whole operand, and no device holds one
+        assert cost.largest() < da.nbytes
+        base = (m * k + k * n + m * n) * 4 / (pr * pc)
+        assert cost.peak_memory_bytes <= 2.5 * base
+        assert cost.flops == pytest.approx(2 * m * k * n / (pr * pc))
+
+    def test_cannon_moves_the_model_volume(self):
+        mesh = build_mesh((2, 2), "auto")
+        m = k = n = 512
+        _, _, da, db = _operands(mesh, m, k, n)
+        cost = distla.cost(distla.matmul, da, db, algorithm="cannon")
+        q = 2
+        model = (m * k + k * n) / q * 4
+        assert cost.collective_bytes["collective-permute"] == pytest.approx(model, rel=0.2)
+        assert cost.total_collective_bytes == cost.collective_bytes["collective-permute"]
+        assert cost.peak_memory_bytes <= 2.5 * (m * k + k * n + m * n) * 4 / 4
+
+    def test_more_panels_hold_less(self):
+        mesh = build_mesh((2, 4), "explicit")
+        _, _, da, db = _operands(mesh, 512, 512, 512)
+        peaks = [
+            distla.cost(distla.matmul, da, db, panels=p).peak_memory_bytes for p in (1, 2, 4, 8)
+        ]
+        assert peaks == sorted(peaks, reverse=True) and peaks[-1] < peaks[0]
