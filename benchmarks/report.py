@@ -28,23 +28,33 @@ def report(paths: list[str]) -> str:
             groups.setdefault(b.get("group") or b["name"], []).append(b)
     out = []
     if machine:
+        cpu = machine.get("cpu", {})
         out.append(
-            f"Machine: {machine.get('cpu', {}).get('brand_raw', '?')}, "
-            f"{machine.get('cpu', {}).get('count', '?')} cores; python {machine.get('python_version')}."
+            f"Machine: {cpu.get('brand_raw', '?')}, {cpu.get('count', '?')} cores; "
+            f"python {machine.get('python_version')}."
         )
     for group, rows in groups.items():
         base = [r for r in rows if r["extra_info"].get("role") == "baseline"]
         mine = [r for r in rows if r["extra_info"].get("role") != "baseline"]
         out.append(f"\n### {group}\n")
-        cols = ["case", "median", "GFLOP/s", *[f"vs {b['extra_info']['name']}" for b in base],
-                "coll. bytes / model", "peak MiB/dev"]
+        cols = [
+            "case",
+            "median",
+            "GFLOP/s",
+            *[f"vs {b['extra_info']['name']}" for b in base],
+            "coll. bytes / model",
+            "peak MiB/dev",
+        ]
         out.append("| " + " | ".join(cols) + " |")
         out.append("|" + "---|" * len(cols))
         for r in base + mine:
             info, med = r["extra_info"], r["stats"]["median"]
             flops = info.get("flops")
-            cells = [info.get("name", r["name"]), _fmt_time(med),
-                     f"{flops / med / 1e9:.1f}" if flops else "-"]
+            cells = [
+                info.get("name", r["name"]),
+                _fmt_time(med),
+                f"{flops / med / 1e9:.1f}" if flops else "-",
+            ]
             for b in base:
                 cells.append("-" if r is b or r in base else f"{med / b['stats']['median']:.2f}x")
             model = info.get("model_bytes")

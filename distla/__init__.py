@@ -8,8 +8,11 @@ sharded.
 
 from importlib import metadata as _metadata
 
+from . import fft as fft
+from . import linalg as linalg
 from .cost import Cost as Cost
 from .cost import cost as cost
+from .distributed import init_distributed as init_distributed
 from .layout import make_mesh as make_mesh
 from .layout import shard as shard
 from .matmul import matmul as matmul
@@ -19,4 +22,14 @@ try:
 except _metadata.PackageNotFoundError:  # running from a source tree without install
     __version__ = "0+unknown"
 
-__all__ = ["Cost", "__version__", "cost", "make_mesh", "matmul", "shard"]
+__all__ = [
+    "Cost",
+    "__version__",
+    "cost",
+    "fft",
+    "init_distributed",
+    "linalg",
+    "make_mesh",
+    "matmul",
+    "shard",
+]

@@ -66,6 +66,18 @@ def main(argv: list[str] | None = None) -> int:
         "--only", nargs="+", choices=["matmul", "solve", "batched", "fft"], help="run only these"
     )
     demo.set_defaults(run=_demo)
+    # `launch` (distla/_launch.py) and `scaling` (distla/_scaling.py) parse their own arguments.
+    sub.add_parser("launch", help="start N local processes on jax.distributed", add_help=False)
+    sub.add_parser("scaling", help="time an operation over meshes and sizes", add_help=False)
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] == "launch":
+        from . import _launch
+
+        return _launch.main(argv[1:])
+    if argv and argv[0] == "scaling":
+        from . import _scaling
+
+        return _scaling.main(argv[1:])
     args = parser.parse_args(argv)
     return args.run(args)
 

@@ -45,8 +45,17 @@ def to_host(x: jax.Array) -> np.ndarray:
 
 
 HEADER = (
-    "operation", "shape", "mesh", "dtype", "time", "GFLOP/s", "err ratio",
-    "coll MB/dev", "peak MB/dev", "vs 1 dev", "vs XLA",
+    "operation",
+    "shape",
+    "mesh",
+    "dtype",
+    "time",
+    "GFLOP/s",
+    "err ratio",
+    "coll MB/dev",
+    "peak MB/dev",
+    "vs 1 dev",
+    "vs XLA",
 )
 
 

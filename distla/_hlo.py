@@ -13,11 +13,28 @@ import math
 import re
 
 _ITEMSIZE = {
-    "pred": 1, "s4": 1, "u4": 1, "s8": 1, "u8": 1, "f8e4m3fn": 1, "f8e5m2": 1,
-    "f8e4m3": 1, "f8e4m3fnuz": 1, "f8e5m2fnuz": 1, "f8e3m4": 1,
-    "s16": 2, "u16": 2, "f16": 2, "bf16": 2,
-    "s32": 4, "u32": 4, "f32": 4,
-    "s64": 8, "u64": 8, "f64": 8, "c64": 8,
+    "pred": 1,
+    "s4": 1,
+    "u4": 1,
+    "s8": 1,
+    "u8": 1,
+    "f8e4m3fn": 1,
+    "f8e5m2": 1,
+    "f8e4m3": 1,
+    "f8e4m3fnuz": 1,
+    "f8e5m2fnuz": 1,
+    "f8e3m4": 1,
+    "s16": 2,
+    "u16": 2,
+    "f16": 2,
+    "bf16": 2,
+    "s32": 4,
+    "u32": 4,
+    "f32": 4,
+    "s64": 8,
+    "u64": 8,
+    "f64": 8,
+    "c64": 8,
     "c128": 16,
 }
 _ARRAY = re.compile(r"\b([a-z][a-z0-9]*)\[([0-9,]*)\]")
@@ -100,18 +117,18 @@ def _parse_instruction(line: str) -> Instruction | None:
     m = _LHS.match(line)
     if not m:
         return None
-    rest = line[m.end():]
+    rest = line[m.end() :]
     if rest.startswith("("):
         shape = _balanced(rest, 0, "(", ")")
     else:
         shape = rest.split(" ", 1)[0]
-    rest = rest[len(shape):].lstrip()
+    rest = rest[len(shape) :].lstrip()
     k = rest.find("(")
     if k < 0:
         return None
     opcode = rest[:k].strip()
     operands_text = _balanced(rest, k, "(", ")")
-    attrs = rest[k + len(operands_text):]
+    attrs = rest[k + len(operands_text) :]
     operands = re.findall(r"%([\w.\-]+)", operands_text)
     return Instruction(m.group(1), shape, opcode, operands, attrs)
 

@@ -94,9 +94,7 @@ class Cost:
     def largest(self, kind: str | None = None) -> int:
         """Bytes of the largest single result of a collective (of ``kind``)."""
         sizes = [
-            _hlo.shape_bytes(op.shape)
-            for op in self.collectives
-            if kind is None or op.kind == kind
+            _hlo.shape_bytes(op.shape) for op in self.collectives if kind is None or op.kind == kind
         ]
         return max(sizes, default=0)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import Any, Literal
+from typing import Literal
 
 import jax
 import jax.numpy as jnp
@@ -26,6 +26,7 @@ from ._mesh import (
 
 Algorithm = Literal["auto", "summa", "cannon"]
 ALGORITHMS = ("auto", "summa", "cannon")
+
 
 def matmul(
     a: jax.typing.ArrayLike,
@@ -157,7 +158,10 @@ def _matmul(a, b, *, dtype, algorithm, precision, panels):
         kp = _round_up(k, summa_k_multiple(grid.pr, grid.pc, panels))
         mp, np_ = _round_up(m, grid.pr), _round_up(n, grid.pc)
         kernel = functools.partial(
-            summa_local, row_axis=grid.row, col_axis=grid.col, panels=panels,
+            summa_local,
+            row_axis=grid.row,
+            col_axis=grid.col,
+            panels=panels,
             precision=precision,
         )
     blocks = grid.block_spec
@@ -170,4 +174,3 @@ def _matmul(a, b, *, dtype, algorithm, precision, panels):
 
     out_spec = fitting_spec((m, n), mesh, blocks)
     return run_on_mesh(body, mesh, out_spec, a, b)
-

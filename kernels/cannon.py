@@ -52,9 +52,7 @@ def cannon_local(
     """
     q = axis_size(row_axis)
     if axis_size(col_axis) != q:
-        raise ValueError(
-            f"cannon_local needs a square grid; got {q}x{axis_size(col_axis)}"
-        )
+        raise ValueError(f"cannon_local needs a square grid; got {q}x{axis_size(col_axis)}")
     grid = (row_axis, col_axis)
     # skew over both axes -> device (i, j) holds A[i, i+j] and B[i+j, j]
     a = lax.ppermute(a_blk, grid, _skew_perm(q, of="a"))

@@ -3,8 +3,8 @@
 import functools
 
 import jax
-import jax.test_util
 import jax.numpy as jnp
+import jax.test_util
 import numpy as np
 import pytest
 from conftest import build_mesh
@@ -120,7 +120,9 @@ def test_one_axis_mesh():
     rng = np.random.default_rng(2)
     a, b = random_matrix(rng, (64, 40), np.float32), random_matrix(rng, (40, 24), np.float32)
     spec = P("d", None)
-    c = distla.matmul(jax.device_put(a, NamedSharding(mesh, spec)), jax.device_put(b, NamedSharding(mesh, spec)))
+    c = distla.matmul(
+        jax.device_put(a, NamedSharding(mesh, spec)), jax.device_put(b, NamedSharding(mesh, spec))
+    )
     assert matmul_ratio(c, a, b) <= THRESHOLD
     assert has_layout(c, mesh, P("d", None))
 
@@ -163,7 +165,9 @@ def test_grad_matches_jnp(algorithm):
         return jnp.sum(jnp.sin(mm(x, y)) * w)
 
     with jax.set_mesh(mesh):
-        got = jax.grad(functools.partial(loss, functools.partial(distla.matmul, algorithm=algorithm)), (0, 1))(da, db)
+        got = jax.grad(
+            functools.partial(loss, functools.partial(distla.matmul, algorithm=algorithm)), (0, 1)
+        )(da, db)
     want = jax.grad(functools.partial(loss, jnp.matmul), (0, 1))(jnp.asarray(a), jnp.asarray(b))
     for g, r in zip(got, want):
         np.testing.assert_allclose(np.asarray(g), np.asarray(r), rtol=2e-5, atol=2e-5)
@@ -235,7 +239,9 @@ class TestErrors:
 class TestCost:
     """No hidden gathers: bytes and memory per device from the compiled program."""
 
-    @pytest.mark.parametrize("shape", [(2, 4), (4, 2), (1, 8), (8, 1)], ids=lambda s: f"{s[0]}x{s[1]}")
+    @pytest.mark.parametrize(
+        "shape", [(2, 4), (4, 2), (1, 8), (8, 1)], ids=lambda s: f"{s[0]}x{s[1]}"
+    )
     def test_summa_moves_the_model_volume(self, shape):
         mesh = build_mesh(shape, "explicit")
         m = k = n = 512
