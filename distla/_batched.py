@@ -1,14 +1,554 @@
-"""Batched solves: each device factors and solves its own matrices (private).
+"""Batched solves across devices: each device solves its own members (private).
 
-Issue 4. Called by ``distla.linalg`` for stacks ``[..., n, n]`` on a mesh,
-after the common validation; returns sharded results.
+Issue 4. ``distla.linalg`` calls these functions for stacks ``[..., n, n]``
+on a mesh, after the common checks (square matrices, ``jnp.linalg.solve``'s
+numpy-2 shape rules) and with every operand cast to the result dtype.
+
+The work is embarrassingly parallel: each device factors and solves the
+members it holds with the one-device LAPACK path (``distla.kernels.batched``)
+inside ``shard_map``, and the compiled program has no collective at all when
+the stack arrives sharded along its batch dimensions. The path of one call:
+
+1. **Kernel layout.** Every mesh axis (of size > 1) goes on a batch
+   dimension, so every device gets members: ``P(('x', 'y'), None, None)``
+   for a ``[B, n, n]`` stack on a 2-axis mesh. The axes the stack is already
+   sharded by stay where they are, in their order, and the remaining axes
+   are appended after them (a local slice, no communication): a stack in
+   ``P('y', None, None)`` on a 2x4 mesh is solved in ``P(('y', 'x'), None,
+   None)``. Among the layouts that use every device the one needing the
+   least padding wins, then the one that moves the fewest axes.
+2. **Padding.** A batch dimension the devices do not divide is padded with
+   identity systems (zero right-hand sides, identity pivots); they are
+   cropped on the way out.
+3. **Re-layout.** An operand in another layout (matrix dimensions sharded,
+   another batch axis order) is moved one mesh axis at a time (one
+   all-to-all each); a whole stack is never gathered on one device. XLA's
+   partitioner would otherwise replicate a stack whose matrix dimensions are
+   sharded before slicing it along the batch.
+4. **Results** come back in the kernel layout when it fits their shape;
+   for a padded batch, in the largest even layout of the mesh that fits
+   (``distla._mesh.fitting_spec``), reached again one axis at a time.
+
+The layout of a concrete array is read from its ``NamedSharding``, and of a
+tracer on an ``Explicit`` mesh from its type. Inside ``jax.jit`` on an
+``Auto`` mesh the tracer does not carry its layout, so the stack is assumed
+to be sharded in the kernel layout (mesh axes in mesh order on the first
+batch dimension); any other layout then costs one re-layout chosen by XLA.
 """
 
 from __future__ import annotations
 
+import functools
+import itertools
+import math
+from collections.abc import Sequence
+from typing import Any
 
-def _todo(*args, **kwargs):
-    raise NotImplementedError("batched solves are not implemented yet")
+import jax
+import jax.numpy as jnp
+import jax.scipy.linalg as jsl
+import numpy as np
+from jax import lax
+from jax.sharding import AbstractMesh, AxisType, NamedSharding
+from jax.sharding import PartitionSpec as P
+
+from distla.kernels import batched as kernels
+
+from ._mesh import constrain, fitting_spec, operand_mesh, run_on_mesh, shard_map
+
+Axes = tuple[str, ...]  # the mesh axes on one dimension, major first
+Layout = tuple[Axes, ...]  # one entry per dimension
 
 
-solve = lu_factor = lu_solve = det = slogdet = inv = _todo
+# --------------------------------------------------------------------------- public
+
+
+def solve(a: jax.Array, b: jax.Array) -> jax.Array:
+    """``jnp.linalg.solve`` for a stack sharded along its batch dimensions.
+
+    Args:
+      a: ``[..., n, n]`` stack on a mesh, ideally sharded along batch
+        dimensions only (any layout is accepted).
+      b: ``[n]`` (one vector for every member, as in ``jnp.linalg.solve``)
+        or ``[..., n, k]`` with batch dimensions that broadcast against
+        ``a``'s (numpy 2 rules: a ``[B, n]`` ``b`` is not a stack of vectors).
+
+    Returns:
+      ``x`` of shape ``[..., n]`` or ``[..., n, k]`` (the broadcast batch
+      shape), sharded along the batch dimensions in the kernel layout (see
+      the module docstring), or in the largest even layout that fits when the
+      batch was padded. A singular member gives inf/nan in that member only.
+
+    Raises:
+      ValueError: ``a`` is not a stack of square matrices, or the batch
+        dimensions of ``a`` and ``b`` do not broadcast.
+    """
+    what = "distla.linalg.solve"
+    _check_square(a, what, "a")
+    n = a.shape[-1]
+    if b.ndim == 1:
+        if b.shape[0] != n:
+            raise ValueError(f"{what}: b of shape {b.shape} does not match a of shape {a.shape}")
+        b_core = 1
+    else:
+        if b.shape[-2] != n:
+            raise ValueError(
+                f"{what}: b must have shape (n,) or (..., n, k) with n = {n}; got a of shape "
+                f"{a.shape}, b of shape {b.shape}"
+            )
+        b_core = 2
+    _broadcast_batch(what, ("a", a.shape[:-2]), ("b", b.shape[: b.ndim - b_core]))
+    out_core = b.shape[b.ndim - b_core :]
+    return _dispatch(
+        "solve", (a, b), cores=(2, b_core), fills=("eye", "zeros"), out_cores=(out_core,)
+    )[0]
+
+
+def lu_factor(a: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """``jax.scipy.linalg.lu_factor`` of every member of a sharded stack.
+
+    Args:
+      a: ``[..., n, n]`` stack on a mesh.
+
+    Returns:
+      ``(lu [..., n, n], piv [..., n] int32)``, both sharded along the batch
+      like the kernel layout; ``piv[..., i]`` is the row interchanged with row
+      ``i`` (0-based, scipy's convention).
+
+    Raises:
+      ValueError: ``a`` is not a stack of square matrices.
+    """
+    what = "distla.linalg.lu_factor"
+    _check_square(a, what, "a")
+    n = a.shape[-1]
+    lu, piv = _dispatch("lu_factor", (a,), cores=(2,), fills=("eye",), out_cores=((n, n), (n,)))
+    return lu, piv
+
+
+def lu_solve(lu: jax.Array, piv: jax.Array, b: jax.Array, *, trans: int = 0) -> jax.Array:
+    """``jax.scipy.linalg.lu_solve`` for every member of a sharded stack.
+
+    Args:
+      lu: ``[..., n, n]`` factors from :func:`lu_factor`.
+      piv: ``[..., n]`` integer pivots (scipy's convention).
+      b: ``[..., n]`` (one vector per member) or ``[..., n, k]``, with exactly
+        ``lu``'s batch dimensions.
+      trans: 0 solves ``a x = b``, 1 ``a^T x = b``, 2 ``a^H x = b``.
+
+    Returns:
+      ``x`` shaped like ``b``, sharded along the batch.
+
+    Raises:
+      ValueError: the batch dimensions of ``lu``, ``piv`` and ``b`` differ,
+        or their matrix dimensions do not match; ``trans`` not in (0, 1, 2).
+      TypeError: ``piv`` is not an integer array.
+    """
+    what = "distla.linalg.lu_solve"
+    _check_square(lu, what, "lu")
+    if trans not in (0, 1, 2):
+        raise ValueError(f"{what}: trans must be 0, 1 or 2; got {trans!r}")
+    if not jnp.issubdtype(piv.dtype, jnp.integer):
+        raise TypeError(
+            f"{what}: piv must be an integer array (from lu_factor); got dtype {piv.dtype}"
+        )
+    n, batch = lu.shape[-1], lu.shape[:-2]
+    b_core = 1 if b.ndim == lu.ndim - 1 else 2
+    if piv.shape[:-1] != batch or b.shape[: b.ndim - b_core] != batch:
+        raise ValueError(
+            f"{what}: batch dimensions differ: lu {lu.shape} has {batch}, piv {piv.shape} has "
+            f"{piv.shape[:-1]}, b {b.shape} has {b.shape[: max(b.ndim - b_core, 0)]}; lu_solve "
+            "does not broadcast them"
+        )
+    if piv.shape[-1] != n or b.ndim < 1 or b.shape[len(batch)] != n:
+        raise ValueError(
+            f"{what}: lu {lu.shape}, piv {piv.shape} and b {b.shape} do not match: piv must be "
+            f"{(*batch, n)} and b {(*batch, n)} or {(*batch, n, 'k')}"
+        )
+    return _dispatch(
+        "lu_solve",
+        (lu, piv.astype(jnp.int32), b),
+        cores=(2, 1, b_core),
+        fills=("eye", "arange", "zeros"),
+        out_cores=(b.shape[b.ndim - b_core :],),
+        trans=trans,
+    )[0]
+
+
+def det(a: jax.Array) -> jax.Array:
+    """``jnp.linalg.det`` of every member: ``[..., n, n] -> [...]`` sharded along the batch."""
+    _check_square(a, "distla.linalg.det", "a")
+    return _dispatch("det", (a,), cores=(2,), fills=("eye",), out_cores=((),))[0]
+
+
+def slogdet(a: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """``jnp.linalg.slogdet`` of every member: ``(sign [...], logabsdet [...])``.
+
+    ``sign`` has ``a``'s dtype, ``logabsdet`` its real dtype; a singular member
+    gives sign 0 and logabsdet ``-inf``. Both sharded along the batch.
+    """
+    _check_square(a, "distla.linalg.slogdet", "a")
+    sign, logabsdet = _dispatch("slogdet", (a,), cores=(2,), fills=("eye",), out_cores=((), ()))
+    return sign, logabsdet
+
+
+def inv(a: jax.Array) -> jax.Array:
+    """``jnp.linalg.inv`` of every member: ``[..., n, n]`` sharded along the batch."""
+    _check_square(a, "distla.linalg.inv", "a")
+    n = a.shape[-1]
+    return _dispatch("inv", (a,), cores=(2,), fills=("eye",), out_cores=((n, n),))[0]
+
+
+def vmap_rule(op: str, axis_size: int, in_batched: Sequence[bool], *args: jax.Array, **kw):
+    """``jax.custom_batching.custom_vmap`` rule: a vmapped one-matrix call becomes one batched call.
+
+    ``jax.vmap`` of a function of one matrix (``distla.linalg.solve`` of an
+    ``[n, n]`` matrix, say) would otherwise run the distributed one-matrix
+    algorithm under vmap. With this rule the mapped axis becomes the batch
+    dimension of a stack, and each device solves its own members, with no
+    communication when the mapped axis is sharded. Use it as::
+
+        f = jax.custom_batching.custom_vmap(one_matrix_solve)
+        f.def_vmap(functools.partial(_batched.vmap_rule, "solve"))
+
+    Args:
+      op: ``"solve"``, ``"lu_factor"``, ``"lu_solve"`` (keyword ``trans``),
+        ``"det"``, ``"slogdet"`` or ``"inv"``; the arguments are those of the
+        functions of this module (``lu_solve(lu, piv, b)``), one matrix each.
+      axis_size: the size of the mapped axis.
+      in_batched: which arguments carry the mapped axis (at axis 0).
+      *args: the arguments, mapped ones with the mapped axis first.
+
+    Returns:
+      ``(outputs, out_batched)`` as ``custom_vmap`` expects: every output
+      carries the mapped axis first.
+    """
+    # vmap broadcasts an unmapped operand against the mapped ones without any
+    # rank-promotion complaint, so the batched call must not complain either
+    with jax.numpy_rank_promotion("allow"):
+        if op == "solve":
+            a, b = args
+            if in_batched[1] and b.ndim == 2:  # one vector per member
+                return solve(a, b[..., None])[..., 0], True
+            return solve(a, b), True  # an unmapped a is factored once per device
+        if op == "lu_solve":
+            lu, piv, b = (
+                x if mapped else jnp.broadcast_to(x, (axis_size, *x.shape))
+                for x, mapped in zip(args, in_batched)
+            )
+            if b.ndim == lu.ndim - 1:  # one vector per member
+                return lu_solve(lu, piv, b[..., None], **kw)[..., 0], True
+            return lu_solve(lu, piv, b, **kw), True
+        out = {"lu_factor": lu_factor, "det": det, "slogdet": slogdet, "inv": inv}[op](*args)
+    return out, jax.tree.map(lambda _: True, out)
+
+
+# --------------------------------------------------------------------------- checks
+
+
+def _check_square(a: jax.Array, what: str, name: str) -> None:
+    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
+        raise ValueError(
+            f"{what}: {name} must be a stack (..., n, n); got {name} of shape {a.shape}"
+        )
+
+
+def _broadcast_batch(what: str, *named: tuple[str, tuple[int, ...]]) -> tuple[int, ...]:
+    try:
+        return tuple(np.broadcast_shapes(*(shape for _, shape in named)))
+    except ValueError:
+        got = ", ".join(f"{name} {shape}" for name, shape in named)
+        raise ValueError(f"{what}: batch dimensions do not broadcast: {got}") from None
+
+
+# --------------------------------------------------------------------------- layouts
+
+
+def _axes(entry: Any) -> Axes:
+    if entry is None:
+        return ()
+    if isinstance(entry, str):
+        return (entry,)
+    return tuple(entry)
+
+
+def _spec(layout: Sequence[Axes]) -> P:
+    return P(*[None if not e else (e[0] if len(e) == 1 else tuple(e)) for e in layout])
+
+
+def _source_layout(x: jax.Array, mesh: AbstractMesh) -> Layout | None:
+    """The layout ``x`` arrives in, or ``None`` where it cannot be seen.
+
+    Concrete arrays carry it in their ``NamedSharding``; tracers only on a
+    mesh whose axes are all ``Explicit`` (an ``Auto`` axis is not part of the
+    type).
+    """
+    if isinstance(x, jax.core.Tracer):
+        sharding = jax.typeof(x).sharding
+        if not all(t == AxisType.Explicit for t in mesh.axis_types):
+            return None
+        spec = sharding.spec
+    else:
+        sharding = getattr(x, "sharding", None)
+        if not isinstance(sharding, NamedSharding):
+            return None
+        spec = sharding.spec
+    entries = tuple(spec) + (None,) * (x.ndim - len(spec))
+    return tuple(tuple(ax for ax in _axes(e) if mesh.shape[ax] > 1) for e in entries)
+
+
+def _round_up(x: int, multiple: int) -> int:
+    return -(-x // multiple) * multiple
+
+
+def kernel_layout(
+    batch: tuple[int, ...], source: Layout | None, mesh: AbstractMesh
+) -> tuple[Layout, tuple[int, ...]]:
+    """Where the mesh axes go on the batch dimensions, and the padded batch shape.
+
+    Every mesh axis of size > 1 is put on some batch dimension. Among those
+    assignments the one with the fewest (padded) members wins, then the one
+    that keeps most of ``source``'s batch axes where they are (in ``source``'s
+    order, with new axes appended after them: a local slice), then the one
+    that puts axes on earlier dimensions.
+
+    Args:
+      batch: the batch shape.
+      source: the batch part of the stack's current layout (``None``:
+        unknown, treated as unsharded).
+      mesh: the mesh.
+
+    Returns:
+      ``(layout, padded)``: the mesh axes of each batch dimension and the
+      batch shape padded so that they divide it.
+    """
+    nb = len(batch)
+    source = source or ((),) * nb
+    axes = [ax for ax in mesh.axis_names if mesh.shape[ax] > 1]
+    best = None
+    for choice in itertools.product(range(nb), repeat=len(axes)):
+        layout = []
+        for d in range(nb):
+            mine = [ax for ax, c in zip(axes, choice) if c == d]
+            home = [ax for ax in source[d] if ax in mine]
+            layout.append(tuple(home + [ax for ax in mine if ax not in home]))
+        padded = tuple(
+            _round_up(size, math.prod(mesh.shape[ax] for ax in e)) for size, e in zip(batch, layout)
+        )
+        kept = (
+            padded[d] == batch[d] and layout[d][: len(source[d])] == source[d] for d in range(nb)
+        )
+        moved = sum(len(source[d]) for d, k in enumerate(kept) if not k)
+        key = (math.prod(padded), moved, choice)
+        if best is None or key < best[0]:
+            best = (key, tuple(layout), padded)
+    return best[1], best[2]
+
+
+def _divides(shape: Sequence[int], layout: Sequence[Axes], mesh: AbstractMesh) -> bool:
+    return all(s % math.prod(mesh.shape[ax] for ax in e) == 0 for s, e in zip(shape, layout))
+
+
+def _relayout(
+    x: jax.Array, src: Layout | None, dst: Layout, mesh: AbstractMesh, *, final: bool = True
+) -> jax.Array:
+    """Constrain ``x`` from ``src`` to ``dst``, moving one mesh axis per step.
+
+    Each step is a single all-to-all (or a local slice); XLA's partitioner,
+    given the whole move at once, may replicate the array first. Steps whose
+    layout does not divide the shape are skipped, and so is ``dst`` itself
+    unless ``final``.
+    """
+    if src is not None:
+        cur = [list(e) for e in src]
+        for d, want in enumerate(dst):
+            for i, ax in enumerate(want):
+                if cur[d][: i + 1] == list(want[: i + 1]):
+                    continue
+                for entry in cur:
+                    if ax in entry:
+                        entry.remove(ax)
+                cur[d].insert(i, ax)
+                if cur != [list(e) for e in dst] and _divides(x.shape, cur, mesh):
+                    x = constrain(x, _spec(cur))
+    return constrain(x, _spec(dst)) if final else x
+
+
+# --------------------------------------------------------------------------- the call
+
+
+def _dispatch(
+    op: str,
+    operands: tuple[jax.Array, ...],
+    *,
+    cores: tuple[int, ...],
+    fills: tuple[str, ...],
+    out_cores: tuple[tuple[int, ...], ...],
+    trans: int = 0,
+) -> tuple[jax.Array, ...]:
+    names = ("a", "b", "c")[: len(operands)]
+    mesh = operand_mesh(*operands, names=names)
+    # jnp's own shape rules on the global shapes: under
+    # jax_numpy_rank_promotion="raise" a stack solved against one vector raises
+    # here exactly as jnp.linalg.solve does (the kernels then allow it).
+    _one_device_shapes(
+        op,
+        tuple(x.shape for x in operands),
+        tuple(np.dtype(x.dtype) for x in operands),
+        trans,
+        jax.config.jax_numpy_rank_promotion,
+    )
+    if mesh is None or any(x.size == 0 for x in operands):
+        return _one_device(op, operands, trans)
+    sources = tuple(_source_layout(x, mesh) for x in operands)
+    return _call(
+        *operands,
+        op=op,
+        cores=cores,
+        fills=fills,
+        out_cores=out_cores,
+        sources=sources,
+        trans=trans,
+    )
+
+
+@functools.lru_cache(maxsize=256)
+def _one_device_shapes(op, shapes, dtypes, trans, rank_promotion):
+    del rank_promotion  # part of the cache key only
+    structs = [jax.ShapeDtypeStruct(s, d) for s, d in zip(shapes, dtypes)]
+    return jax.eval_shape(_reference(op, trans), *structs)
+
+
+def _reference(op: str, trans: int):
+    """The one-device jax function whose semantics ``op`` has."""
+    if op == "lu_solve":
+        return lambda lu, piv, b: jsl.lu_solve((lu, piv), b, trans=trans)
+    return {
+        "solve": jnp.linalg.solve,
+        "lu_factor": jsl.lu_factor,
+        "det": jnp.linalg.det,
+        "slogdet": jnp.linalg.slogdet,
+        "inv": jnp.linalg.inv,
+    }[op]
+
+
+def _kernel(op: str, trans: int):
+    if op == "lu_solve":
+        return functools.partial(kernels.lu_solve_local, trans=trans)
+    return {
+        "solve": kernels.solve_local,
+        "lu_factor": kernels.lu_factor_local,
+        "det": kernels.det_local,
+        "slogdet": kernels.slogdet_local,
+        "inv": kernels.inv_local,
+    }[op]
+
+
+def _as_tuple(fn):
+    def wrapped(*xs):
+        # the global shapes passed jnp's rank-promotion rule already; locally the
+        # same broadcasting is allowed whatever the config
+        with jax.numpy_rank_promotion("allow"):
+            out = fn(*xs)
+        return tuple(out) if isinstance(out, tuple) else (out,)
+
+    return wrapped
+
+
+def _one_device(op: str, operands: tuple[jax.Array, ...], trans: int) -> tuple[jax.Array, ...]:
+    return _as_tuple(_kernel(op, trans))(*operands)
+
+
+def _fill(x: jax.Array, batch: tuple[int, ...], padded: tuple[int, ...], kind: str) -> jax.Array:
+    """Pad the batch dimensions of ``x`` from ``batch`` to ``padded`` with ``kind`` members."""
+    if batch == padded:
+        return x
+    core = x.shape[len(batch) :]
+    x = jnp.pad(x, [(0, p - s) for s, p in zip(batch, padded)] + [(0, 0)] * len(core))
+    if kind == "zeros":
+        return x
+    pad_member = functools.reduce(
+        jnp.logical_or,
+        [
+            lax.broadcasted_iota(jnp.int32, padded, d) >= s
+            for d, (s, p) in enumerate(zip(batch, padded))
+            if s != p
+        ],
+    )
+    n = core[-1]
+    if kind == "eye":
+        member = jnp.eye(n, dtype=x.dtype)
+    else:  # "arange": pivots that interchange nothing
+        member = jnp.arange(n, dtype=x.dtype)
+    mask = pad_member.reshape(padded + (1,) * len(core))
+    return jnp.where(mask, jnp.broadcast_to(member, x.shape), x)
+
+
+@functools.partial(
+    jax.jit, static_argnames=("op", "cores", "fills", "out_cores", "sources", "trans")
+)
+def _call(*operands, op, cores, fills, out_cores, sources, trans):
+    mesh = operand_mesh(*operands, names=("a", "b", "c")[: len(operands)])
+    batches = [x.shape[: x.ndim - c] for x, c in zip(operands, cores)]
+    full = tuple(np.broadcast_shapes(*batches))
+    nb = len(full)
+
+    def lift(layout: Layout | None, x: jax.Array, rank: int) -> Layout | None:
+        # an operand's layout in the coordinates of the full batch shape
+        return None if layout is None else ((),) * (nb - rank) + layout
+
+    # the stack's own batch layout decides the kernel layout: the first operand
+    # with sharded batch dimensions (or, if none is, any whose layout is known)
+    lifted = [lift(s, x, len(bt)) for s, x, bt in zip(sources, operands, batches)]
+    known = [s for s, bt in zip(lifted, batches) if s is not None and bt]
+    sharded = [s for s in known if any(s[:nb])]
+    source_batch = (sharded or known or [None])[0]
+    source_batch = None if source_batch is None else source_batch[:nb]
+    layout, padded = kernel_layout(full, source_batch, mesh)
+
+    # per operand: the dims it is broadcast along stay unsharded and unpadded
+    plans = []
+    for x, core, fill, bt, src in zip(operands, cores, fills, batches, lifted):
+        if not bt:  # no batch dimensions: replicated, whole
+            plans.append(None)
+            continue
+        shape = (1,) * (nb - len(bt)) + bt
+        bcast = tuple(s == 1 and f != 1 for s, f in zip(shape, full))
+        own_pad = tuple(s if b else p for s, b, p in zip(shape, bcast, padded))
+        dst = tuple(() if b else e for b, e in zip(bcast, layout)) + ((),) * core
+        plans.append((shape, own_pad, dst, src, fill))
+    # results: the kernel layout; for a padded batch the largest even layout that
+    # fits (fitting_spec lists the axes of a dimension in mesh order)
+    out_specs = tuple(
+        _spec(layout + ((),) * len(oc))
+        if padded == full
+        else fitting_spec(full + oc, mesh, _spec(layout + ((),) * len(oc)))
+        for oc in out_cores
+    )
+
+    def body(*xs):
+        ins, in_specs = [], []
+        for x, plan in zip(xs, plans):
+            if plan is None:
+                ins.append(x)
+                in_specs.append(P())
+                continue
+            shape, own_pad, dst, src, fill = plan
+            core = x.shape[x.ndim - (len(dst) - nb) :] if len(dst) > nb else ()
+            x = x.reshape(shape + core)
+            x = _fill(x, shape, own_pad, fill)
+            x = _relayout(x, src, dst, mesh)
+            ins.append(x)
+            in_specs.append(_spec(dst))
+        kernel_out = tuple(_spec(layout + ((),) * len(oc)) for oc in out_cores)
+        kernel = _as_tuple(_kernel(op, trans))
+        outs = shard_map(kernel, in_specs=tuple(in_specs), out_specs=kernel_out)(*ins)
+        results = []
+        for y, spec in zip(outs, out_specs):
+            if padded != full:
+                target = tuple(_axes(e) for e in tuple(spec) + (None,) * (y.ndim - len(spec)))
+                y = _relayout(y, layout + ((),) * (y.ndim - nb), target, mesh, final=False)
+                y = y[tuple(slice(0, s) for s in full)]
+            results.append(y)
+        return tuple(results)
+
+    return run_on_mesh(body, mesh, out_specs, *operands)
