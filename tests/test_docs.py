@@ -1,0 +1,292 @@
+"""The documentation cannot drift from the code.
+
+- ``mkdocs build --strict`` succeeds (CI runs only pytest, so the build is a test).
+- Every fenced ``python`` block of ``docs/**/*.md`` and ``README.md`` runs. Pages
+  run in one subprocess on 8 simulated CPU devices, each page in a fresh
+  namespace, its blocks in order (a block may use what earlier blocks of its
+  page defined). A block preceded by ``<!-- docs-test: skip REASON -->`` is
+  not run (for what needs several processes, say); keep those rare. A page
+  whose block raises ``NotImplementedError`` (an operation still stubbed out in
+  this checkout) is skipped from that block on, with the reason.
+- The names documented in ``docs/api.md`` are exactly the public API:
+  ``distla.__all__``, ``distla.linalg.__all__`` and ``distla.fft``'s public
+  functions, each rendered from the object it names.
+
+Run as a script (``python tests/test_docs.py PAGES.json RESULTS.json``) it is the
+block runner the tests start.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
+SKIP_MARK = re.compile(r"^\s*<!--\s*docs-test:\s*skip\s+(.+?)\s*-->\s*$")
+FENCE = re.compile(r"^(\s*)(`{3,}|~{3,})\s*([\w+-]*)")
+MAX_EXPLICIT_SKIPS = 3
+
+
+def doc_pages() -> list[Path]:
+    pages = sorted(p for p in DOCS.rglob("*.md") if "hooks" not in p.parts)
+    return [*pages, ROOT / "README.md"]
+
+
+def python_blocks(path: Path) -> list[dict]:
+    """Fenced python blocks of a markdown file: line, code, and skip reason (or None)."""
+    lines = path.read_text().splitlines()
+    blocks, i = [], 0
+    while i < len(lines):
+        m = FENCE.match(lines[i])
+        if not m:
+            i += 1
+            continue
+        indent, fence, lang = m.groups()
+        start = i
+        i += 1
+        body = []
+        while i < len(lines) and not lines[i].strip().startswith(fence):
+            line = lines[i]
+            body.append(line[len(indent) :] if line.startswith(indent) else line.lstrip())
+            i += 1
+        i += 1
+        if lang.lower() not in ("python", "py"):
+            continue
+        prev = next((lines[j] for j in range(start - 1, -1, -1) if lines[j].strip()), "")
+        skip = SKIP_MARK.match(prev)
+        blocks.append(
+            {"line": start + 1, "code": "\n".join(body) + "\n", "skip": skip and skip.group(1)}
+        )
+    return blocks
+
+
+# --------------------------------------------------------------------------
+# The runner (in a subprocess with 8 simulated CPU devices)
+# --------------------------------------------------------------------------
+
+
+def _run_pages(pages_file: str, results_file: str) -> None:
+    import contextlib
+    import io
+    import time
+    import traceback
+
+    import jax
+
+    results = {}
+    for page in json.loads(Path(pages_file).read_text()):
+        name, blocks = page["name"], page["blocks"]
+        out = io.StringIO()
+        status, detail, ran, seconds = "ok", "", 0, {}
+        namespace = {"__name__": "__main__"}
+        for block in blocks:
+            if block["skip"]:
+                continue
+            code = compile(block["code"], f"{name}:{block['line']}", "exec")
+            t0 = time.perf_counter()
+            try:
+                with contextlib.redirect_stdout(out):
+                    exec(code, namespace)
+                ran += 1
+                seconds[block["line"]] = round(time.perf_counter() - t0, 2)
+            except NotImplementedError as e:
+                status, detail = "skip", f"{name}:{block['line']}: NotImplementedError: {e}"
+                break
+            except BaseException:  # noqa: BLE001 - reported as the test's failure
+                status = "fail"
+                detail = f"{name}:{block['line']}\n{traceback.format_exc()}"
+                detail += "\n--- output ---\n" + out.getvalue()[-3000:]
+                break
+        results[name] = {"status": status, "detail": detail, "ran": ran, "seconds": seconds}
+        jax.config.update("jax_enable_x64", False)  # pages must not leak config
+        Path(results_file).write_text(json.dumps(results))
+
+
+if __name__ == "__main__":
+    _run_pages(sys.argv[1], sys.argv[2])
+    sys.exit(0)
+
+
+# --------------------------------------------------------------------------
+# The tests
+# --------------------------------------------------------------------------
+
+import pytest  # noqa: E402
+
+
+def _page_id(path: Path) -> str:
+    return str(path.relative_to(ROOT))
+
+
+@pytest.fixture(scope="module")
+def block_results(tmp_path_factory):
+    """Run every page's python blocks once, in one subprocess."""
+    tmp = tmp_path_factory.mktemp("docs-blocks")
+    pages = [{"name": _page_id(p), "blocks": python_blocks(p)} for p in doc_pages()]
+    (tmp / "pages.json").write_text(json.dumps(pages))
+    env = dict(os.environ)
+    env["XLA_FLAGS"] = "--xla_force_host_platform_device_count=8"
+    env["JAX_PLATFORMS"] = "cpu"
+    env["MPLBACKEND"] = "Agg"
+    env.pop("DISTLA_SIMULATED_DEVICES", None)
+    proc = subprocess.run(
+        [sys.executable, __file__, str(tmp / "pages.json"), str(tmp / "results.json")],
+        cwd=tmp,  # blocks that write files write them here
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    results_file = tmp / "results.json"
+    results = json.loads(results_file.read_text()) if results_file.exists() else {}
+    return proc, results
+
+
+@pytest.mark.parametrize("page", doc_pages(), ids=_page_id)
+def test_python_blocks_run(page, block_results):
+    proc, results = block_results
+    blocks = python_blocks(page)
+    if not blocks:
+        pytest.skip("no python blocks")
+    result = results.get(_page_id(page))
+    if result is None:
+        pytest.fail(f"the block runner died before this page:\n{proc.stderr[-4000:]}")
+    if result["status"] == "fail":
+        pytest.fail(result["detail"], pytrace=False)
+    if result["status"] == "skip":
+        pytest.skip(f"operation not implemented yet: {result['detail']}")
+    assert result["ran"] == sum(1 for b in blocks if not b["skip"])
+
+
+def test_explicit_skips_are_rare_and_explained():
+    skips = [(p, b) for p in doc_pages() for b in python_blocks(p) if b["skip"]]
+    assert len(skips) <= MAX_EXPLICIT_SKIPS, [f"{p}:{b['line']}" for p, b in skips]
+    for _, b in skips:
+        assert len(b["skip"]) > 10
+
+
+def test_block_parser(tmp_path):
+    page = tmp_path / "p.md"
+    page.write_text(
+        "text\n```python\nx = 1\n```\n\n<!-- docs-test: skip needs two processes -->\n"
+        "```python\ny = 2\n```\n```bash\nls\n```\n!!! note\n    ```python\n    z = 3\n    ```\n"
+    )
+    blocks = python_blocks(page)
+    assert [(b["line"], b["code"], b["skip"]) for b in blocks] == [
+        (2, "x = 1\n", None),
+        (7, "y = 2\n", "needs two processes"),
+        (14, "z = 3\n", None),
+    ]
+
+
+def test_mkdocs_build_strict(tmp_path):
+    env = dict(os.environ, NO_MKDOCS_2_WARNING="1")
+    proc = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    import distla
+
+    home = (tmp_path / "index.html").read_text()
+    assert f"distla {distla.__version__}" in home  # from the package metadata
+    assert "{{ distla_version }}" not in home
+    api = (tmp_path / "api" / "index.html").read_text()
+    for name in _public_names():
+        assert f'id="{_api_targets()[name]}"' in api, name
+
+
+def _api_entries() -> list[tuple[str, str]]:
+    """``(documented name, target path)`` of every ``::: target`` in docs/api.md."""
+    lines = (DOCS / "api.md").read_text().splitlines()
+    entries = []
+    for i, line in enumerate(lines):
+        m = re.match(r"^:::\s+([\w.]+)\s*$", line)
+        if not m:
+            continue
+        name = m.group(1)
+        for opt in lines[i + 1 :]:
+            if opt.strip() and not opt.startswith(" "):
+                break
+            h = re.match(r"^\s+heading:\s*(\S+)\s*$", opt)
+            if h:
+                name = h.group(1)
+        entries.append((name, m.group(1)))
+    return entries
+
+
+def _api_targets() -> dict[str, str]:
+    return dict(_api_entries())
+
+
+def _public_names() -> set[str]:
+    import inspect
+
+    import distla
+
+    names = set()
+    for n in distla.__all__:
+        if n != "__version__" and not inspect.ismodule(getattr(distla, n)):
+            names.add(f"distla.{n}")
+    names |= {f"distla.linalg.{n}" for n in distla.linalg.__all__}
+    fft_names = getattr(distla.fft, "__all__", None)
+    if fft_names is None:  # no __all__ yet: its public callables
+        fft_names = [
+            n
+            for n, v in vars(distla.fft).items()
+            if not n.startswith("_")
+            and callable(v)
+            and not inspect.ismodule(v)
+            and getattr(v, "__module__", "").startswith("distla")
+        ]
+    names |= {f"distla.fft.{n}" for n in fft_names}
+    return names
+
+
+def _resolve(path: str):
+    import importlib
+
+    parts = path.split(".")
+    for i in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:i]))
+        except ImportError:
+            continue
+        for p in parts[i:]:
+            obj = getattr(obj, p)
+        return obj
+    raise ImportError(path)
+
+
+def test_api_page_documents_exactly_the_public_api():
+    entries = _api_entries()
+    documented = [name for name, _ in entries]
+    assert len(documented) == len(set(documented)), "a name is documented twice"
+    public = _public_names()
+    assert set(documented) == public, (
+        f"undocumented: {sorted(public - set(documented))}; "
+        f"documented but not public: {sorted(set(documented) - public)}"
+    )
+    for name, target in entries:  # each entry renders the object its name denotes
+        assert _resolve(target) is _resolve(name), (name, target)
+
+
+def test_public_api_of_design_is_exported():
+    """DESIGN.md's top-level names, as the package exports them."""
+    import distla
+
+    for n in ("matmul", "linalg", "fft", "make_mesh", "shard", "cost", "Cost", "__version__"):
+        assert hasattr(distla, n), n
+    for n in ("lu_factor", "lu_solve", "lu", "solve", "det", "slogdet", "inv"):
+        assert f"distla.linalg.{n}" in _public_names()
+    for n in ("fftn", "ifftn", "rfftn", "irfftn", "pfft3d", "pifft3d"):
+        assert f"distla.fft.{n}" in _public_names()
