@@ -397,7 +397,9 @@ def _dispatch(
         trans,
         jax.config.jax_numpy_rank_promotion,
     )
-    if mesh is None or any(x.size == 0 for x in operands):
+    manual = mesh is not None and any(t == AxisType.Manual for t in mesh.axis_types)
+    if mesh is None or manual or any(x.size == 0 for x in operands):
+        # not on a mesh, already inside a shard_map (local blocks), or empty
         return _one_device(op, operands, trans)
     sources = tuple(_source_layout(x, mesh) for x in operands)
     return _call(
@@ -515,7 +517,7 @@ def _call(*operands, op, cores, fills, out_cores, sources, trans):
         bcast = tuple(s == 1 and f != 1 for s, f in zip(shape, full))
         own_pad = tuple(s if b else p for s, b, p in zip(shape, bcast, padded))
         dst = tuple(() if b else e for b, e in zip(bcast, layout)) + ((),) * core
-        plans.append((shape, own_pad, dst, src, fill))
+        plans.append((shape, core, own_pad, dst, src, fill))
     # results: the kernel layout; for a padded batch the largest even layout that
     # fits (fitting_spec lists the axes of a dimension in mesh order)
     out_specs = tuple(
@@ -532,9 +534,8 @@ def _call(*operands, op, cores, fills, out_cores, sources, trans):
                 ins.append(x)
                 in_specs.append(P())
                 continue
-            shape, own_pad, dst, src, fill = plan
-            core = x.shape[x.ndim - (len(dst) - nb) :] if len(dst) > nb else ()
-            x = x.reshape(shape + core)
+            shape, core, own_pad, dst, src, fill = plan
+            x = x.reshape(shape + x.shape[x.ndim - core :])  # missing batch dims as 1s
             x = _fill(x, shape, own_pad, fill)
             x = _relayout(x, src, dst, mesh)
             ins.append(x)
