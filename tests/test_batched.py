@@ -9,6 +9,7 @@ DESIGN.md's ratios on its own.
 import jax
 import jax.numpy as jnp
 import jax.scipy.linalg as jsl
+import jax.test_util
 import numpy as np
 import pytest
 import scipy.linalg
@@ -427,6 +428,23 @@ def test_grad_matches_jnp(kind, batch, spec):
     np.testing.assert_allclose(np.asarray(gb), rb, rtol=1e-5, atol=1e-6)
     if batch == 16:
         assert has_layout(ga, mesh, spec)
+
+
+def test_check_grads_solve_and_lu_solve(x64):
+    # numerical derivatives in float64 (jax.test_util), forward and reverse
+    mesh = build_mesh((2, 4), "auto")
+    rng = np.random.default_rng(20)
+    spec = P(("x", "y"))
+    a = put(stack(rng, (8, 4, 4), np.float64, shift=4.0), mesh, spec)
+    b = put(random_matrix(rng, (8, 4, 2), np.float64), mesh, spec)
+    jax.test_util.check_grads(distla.linalg.solve, (a, b), order=1, modes=("fwd", "rev"))
+    lu, piv = distla.linalg.lu_factor(a)
+    jax.test_util.check_grads(
+        lambda lu, b: distla.linalg.lu_solve((lu, piv), b, trans=1),
+        (lu, b),
+        order=1,
+        modes=("fwd", "rev"),
+    )
 
 
 def test_inside_a_shard_map_is_local():
