@@ -41,7 +41,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import jax
@@ -240,6 +240,23 @@ def vmap_rule(op: str, axis_size: int, in_batched: Sequence[bool], *args: jax.Ar
             return lu_solve(lu, piv, b, **kw), True
         out = {"lu_factor": lu_factor, "det": det, "slogdet": slogdet, "inv": inv}[op](*args)
     return out, jax.tree.map(lambda _: True, out)
+
+
+def with_vmap_rule(op: str, fn: Callable[..., Any], **static: Any) -> Callable[..., Any]:
+    """``fn`` (a one-matrix ``op``) whose ``jax.vmap`` is one batched call (:func:`vmap_rule`).
+
+    ``static`` (``trans=1`` for ``"lu_solve"``) is passed to the batched call;
+    ``fn`` must close over it, since ``custom_vmap`` traces every argument.
+    ``custom_vmap`` has no reverse-mode rule, so differentiate around it: a
+    solve built as ``lax.custom_linear_solve(lambda x: a @ x, b, solve, transpose_solve)``
+    from ``with_vmap_rule("lu_factor", ...)(lax.stop_gradient(a))`` and
+    ``with_vmap_rule("lu_solve", ..., trans=0 / 1)`` (jax's own structure for
+    ``jnp.linalg.solve``) supports ``grad``, ``jvp``, ``vmap`` and ``vmap`` of
+    ``grad``, every vmapped piece batched (``tests/test_batched.py``).
+    """
+    f = jax.custom_batching.custom_vmap(fn)
+    f.def_vmap(functools.partial(vmap_rule, op, **static))
+    return f
 
 
 # --------------------------------------------------------------------------- checks

@@ -489,8 +489,8 @@ def test_vmap_over_stacks(mesh24):
     strict=False,
     reason="vmap of a 2-D distla.linalg.solve runs the distributed LU (distla/_lu.py) under "
     "vmap (on Auto meshes: right values, not batch-sharded, ~12 s to compile; on Explicit "
-    "meshes: an error); it needs distla.linalg to route it to the batched solve with "
-    "_batched.vmap_rule (see test_vmap_rule_routes_to_the_batched_solve)",
+    "meshes: an error); it needs distla.linalg to build its one-matrix solve from LU pieces "
+    "wrapped by _batched.with_vmap_rule (see test_vmap_rule_routes_to_the_batched_solve)",
 )
 @pytest.mark.parametrize("kind", ["explicit"])
 def test_vmap_over_matrices(kind):
@@ -504,33 +504,51 @@ def test_vmap_over_matrices(kind):
     assert has_layout(x, mesh, spec)
 
 
-def _one_matrix(op, fn):
-    """A stand-in for distla.linalg's one-matrix path, batched by _batched.vmap_rule."""
-    f = jax.custom_batching.custom_vmap(fn)
-    f.def_vmap(lambda *args: _batched.vmap_rule(op, *args))
-    return f
+def _one_matrix_solve(a, b):
+    """A stand-in for distla.linalg's one-matrix solve, built as the lead would need it.
+
+    jax's own structure for jnp.linalg.solve (custom_linear_solve over an LU),
+    with the LU and the triangular solves wrapped by _batched.with_vmap_rule:
+    vmap of it is one batched call, and grad/jvp never differentiate through
+    custom_vmap (which has no transpose rule). jsl stands in for distla/_lu.py.
+    """
+    lu, piv = _batched.with_vmap_rule("lu_factor", lambda a: tuple(jsl.lu_factor(a)))(
+        jax.lax.stop_gradient(a)
+    )
+
+    def lu_solve(trans):
+        fn = _batched.with_vmap_rule(
+            "lu_solve", lambda lu, piv, b: jsl.lu_solve((lu, piv), b, trans=trans), trans=trans
+        )
+        return lambda _, x: fn(lu, piv, x)
+
+    def matvec(x):
+        return jnp.matmul(a, x, precision=jax.lax.Precision.HIGHEST)
+
+    return jax.lax.custom_linear_solve(matvec, b, lu_solve(0), lu_solve(1))
 
 
 def test_vmap_rule_routes_to_the_batched_solve():
-    mesh24 = build_mesh((2, 4), "explicit")
+    mesh = build_mesh((2, 4), "explicit")
     rng = np.random.default_rng(18)
-    a = stack(rng, (16, N, N), np.float32)
-    b = random_matrix(rng, (16, N), np.float32)
+    a = stack(rng, (16, 6, 6), np.float32, shift=6.0)
+    b = random_matrix(rng, (16, 6), np.float32)
     spec = P(("x", "y"))
-    da, db = put(a, mesh24, spec), put(b, mesh24, spec)
-    solve = jax.vmap(_one_matrix("solve", jnp.linalg.solve))
+    da, db = put(a, mesh, spec), put(b, mesh, spec)
+    solve = jax.vmap(_one_matrix_solve)
     x = solve(da, db)
     assert solve_ratios(a, x, b, np.float32).max() <= THRESHOLD
-    assert has_layout(x, mesh24, spec)
+    assert has_layout(x, mesh, spec)
     assert no_collectives(distla.cost(solve, da, db))
-    # one matrix, many right-hand sides: the matrix is not mapped
-    x = jax.vmap(_one_matrix("solve", jnp.linalg.solve), in_axes=(None, 0))(a[0], db)
-    assert solve_ratios(np.broadcast_to(a[0], a.shape), x, b, np.float32).max() <= THRESHOLD
-    lu, piv = jax.vmap(_one_matrix("lu_factor", lambda a: jsl.lu_factor(a)))(da)
-    assert has_layout(lu, mesh24, spec) and has_layout(piv, mesh24, spec)
-    lu_solve = _one_matrix("lu_solve", lambda lu, piv, b: jsl.lu_solve((lu, piv), b))
-    x = jax.vmap(lu_solve)(lu, piv, db)
-    assert solve_ratios(a, x, b, np.float32).max() <= THRESHOLD
+    # gradients of every member at once, batched too
+    with jax.set_mesh(mesh):
+        g = jax.vmap(jax.grad(lambda a, b: jnp.sum(jnp.sin(_one_matrix_solve(a, b)))))(da, db)
+    ref = jax.vmap(jax.grad(lambda a, b: jnp.sum(jnp.sin(jnp.linalg.solve(a, b)))))(a, b)
+    np.testing.assert_allclose(np.asarray(g), ref, rtol=1e-5, atol=1e-6)
+    assert has_layout(g, mesh, spec)
+    det = jax.vmap(_batched.with_vmap_rule("det", jnp.linalg.det))(da)
+    np.testing.assert_allclose(np.asarray(det), np.linalg.det(_wide(a)), rtol=1e-4)
+    assert has_layout(det, mesh, spec)
 
 
 # --------------------------------------------------------------------------- errors
