@@ -1309,7 +1309,7 @@ def plot(doc: dict[str, Any], path: Path) -> None:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
     from matplotlib.lines import Line2D
-    from matplotlib.ticker import FuncFormatter, NullLocator
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator
 
     rows = [r for r in doc["rows"] if r["time_s"] is not None]
     impls = list(dict.fromkeys(r["impl"] for r in doc["rows"]))
@@ -1359,6 +1359,7 @@ def plot(doc: dict[str, Any], path: Path) -> None:
         ax.set_xlim(devices[0] / 1.4, devices[-1] * 1.4)
         if log:
             ax.set_yscale("log")
+            ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
             ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _: f"{y:g}"))
             ax.yaxis.set_minor_formatter(FuncFormatter(lambda y, _: ""))
         ax.set_ylabel(label)
