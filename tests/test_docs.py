@@ -123,39 +123,51 @@ def _page_id(path: Path) -> str:
     return str(path.relative_to(ROOT))
 
 
+WORKERS = 2  # block runners in parallel: compiling is mostly single-threaded
+
+
 @pytest.fixture(scope="module")
 def block_results(tmp_path_factory):
-    """Run every page's python blocks once, in one subprocess."""
-    tmp = tmp_path_factory.mktemp("docs-blocks")
+    """Run every page's python blocks once, in WORKERS subprocesses (a page stays in one)."""
     pages = [{"name": _page_id(p), "blocks": python_blocks(p)} for p in doc_pages()]
-    (tmp / "pages.json").write_text(json.dumps(pages))
+    shares: list[list[dict]] = [[] for _ in range(WORKERS)]
+    for page in sorted(pages, key=lambda p: -sum(len(b["code"]) for b in p["blocks"])):
+        min(shares, key=lambda s: sum(len(b["code"]) for p in s for b in p["blocks"])).append(page)
     env = dict(os.environ)
     env["XLA_FLAGS"] = "--xla_force_host_platform_device_count=8"
     env["JAX_PLATFORMS"] = "cpu"
     env["MPLBACKEND"] = "Agg"
     env.pop("DISTLA_SIMULATED_DEVICES", None)
-    proc = subprocess.run(
-        [sys.executable, __file__, str(tmp / "pages.json"), str(tmp / "results.json")],
-        cwd=tmp,  # blocks that write files write them here
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    results_file = tmp / "results.json"
-    results = json.loads(results_file.read_text()) if results_file.exists() else {}
-    return proc, results
+    runs = []
+    for i, share in enumerate(shares):
+        tmp = tmp_path_factory.mktemp(f"docs-blocks-{i}")  # blocks that write files write here
+        (tmp / "pages.json").write_text(json.dumps(share))
+        cmd = [sys.executable, __file__, str(tmp / "pages.json"), str(tmp / "results.json")]
+        out = open(tmp / "stderr.txt", "w")
+        runs.append((tmp, out, subprocess.Popen(cmd, cwd=tmp, env=env, stdout=out, stderr=out)))
+    results, errors = {}, []
+    for tmp, out, proc in runs:
+        try:
+            proc.wait(timeout=600)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        out.close()
+        if (tmp / "results.json").exists():
+            results.update(json.loads((tmp / "results.json").read_text()))
+        errors.append((tmp / "stderr.txt").read_text()[-4000:])
+    return "\n".join(errors), results
 
 
 @pytest.mark.parametrize("page", doc_pages(), ids=_page_id)
 def test_python_blocks_run(page, block_results):
-    proc, results = block_results
+    stderr, results = block_results
     blocks = python_blocks(page)
     if not blocks:
         pytest.skip("no python blocks")
     result = results.get(_page_id(page))
     if result is None:
-        pytest.fail(f"the block runner died before this page:\n{proc.stderr[-4000:]}")
+        pytest.fail(f"the block runner died before this page:\n{stderr}")
     if result["status"] == "fail":
         pytest.fail(result["detail"], pytrace=False)
     if result["status"] == "skip":
