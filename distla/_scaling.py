@@ -855,7 +855,7 @@ class _Case:
     compiled: Any = None
 
 
-def _plan_cases(op: Operation, plan: Plan) -> list[tuple[tuple[int, ...], list[_Case]]]:
+def _plan_cases(op: Operation, plan: Plan) -> list[tuple[tuple[int, ...], tuple[int, int], list]]:
     """The cases, grouped by the (shape, mesh) whose inputs they share.
 
     A group times the distla variants on its mesh and the per-mesh baselines
@@ -899,7 +899,7 @@ def _plan_cases(op: Operation, plan: Plan) -> list[tuple[tuple[int, ...], list[_
                     for b in wanted
                     if not b.per_mesh
                 ]
-            groups.append((shape, cases))
+            groups.append((shape, grid, cases))
     return groups
 
 
@@ -910,10 +910,10 @@ def _host(x: Any) -> Any:
 
 
 class _Progress:
-    """A rich progress bar on stderr, or nothing."""
+    """A rich progress bar on stderr; plain lines without rich; nothing when quiet."""
 
     def __init__(self, total: int, quiet: bool):
-        self.bar = None
+        self.total, self.done, self.quiet, self.bar = total, 0, quiet, None
         if quiet:
             return
         try:
@@ -925,8 +925,7 @@ class _Progress:
                 TextColumn,
                 TimeElapsedColumn,
             )
-        except ImportError:  # rich is in the `scaling` extra; plain lines then
-            self.total, self.done = total, 0
+        except ImportError:  # rich comes with the `scaling` extra
             return
         self.bar = Progress(
             TextColumn("{task.description}"),
@@ -934,7 +933,6 @@ class _Progress:
             MofNCompleteColumn(),
             TimeElapsedColumn(),
             console=Console(stderr=True),
-            transient=False,
         )
         self.bar.start()
         self.task = self.bar.add_task("scaling", total=total)
@@ -942,14 +940,13 @@ class _Progress:
     def say(self, text: str) -> None:
         if self.bar is not None:
             self.bar.update(self.task, description=text)
-        elif hasattr(self, "total"):
+        elif not self.quiet:
             print(f"[{self.done}/{self.total}] {text}", file=sys.stderr, flush=True)
 
     def advance(self) -> None:
+        self.done += 1
         if self.bar is not None:
             self.bar.advance(self.task)
-        elif hasattr(self, "total"):
-            self.done += 1
 
     def close(self) -> None:
         if self.bar is not None:
@@ -974,16 +971,16 @@ def run(plan: Plan) -> dict[str, Any]:
         if why:
             raise Unavailable(why)
     groups = _plan_cases(op, plan)
-    progress = _Progress(sum(len(cases) for _, cases in groups), plan.quiet)
+    progress = _Progress(sum(len(cases) for _, _, cases in groups), plan.quiet)
     rows: list[dict[str, Any]] = []
     started = time.time()
     try:
-        for shape, cases in groups:
+        for shape, grid, cases in groups:
             rng = np.random.default_rng(0)
-            inputs: dict[tuple[int, ...], _Group] = {}
-            for c in cases:
+            inputs = {shape: _Group(op, op.make(shape, dtype, rng), grid)}
+            for c in cases:  # in weak scaling, one-device references of other shapes
                 if c.shape not in inputs:
-                    inputs[c.shape] = _Group(op, op.make(c.shape, dtype, rng), c.grid)
+                    inputs[c.shape] = _Group(op, op.make(c.shape, dtype, rng), (1, 1))
                 c.group = inputs[c.shape]
             rows += _run_group(op, plan, cases, progress, time_calls)
             del inputs, cases
