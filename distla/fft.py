@@ -35,6 +35,8 @@ import numpy as np
 from jax.sharding import PartitionSpec as P
 
 from distla.kernels.fft3d import (
+    pencil_forward,
+    pencil_inverse,
     round_up,
     slab_forward,
     slab_inverse,
@@ -56,9 +58,18 @@ from ._mesh import (
 __all__ = ["fftn", "ifftn", "irfftn", "pfft3d", "pifft3d", "rfftn"]
 
 NORMS = (None, "backward", "ortho", "forward")
+ALGORITHMS = ("auto", "slab-pencil", "pencil")
 
 # Width of the tiles that the transposes move (kernels/transpose.py).
 _TILE = 32
+
+# XLA:CPU gives each call's temporaries one allocation. glibc maps any block
+# over 32 MiB fresh on every call, and the page faults of touching it cost
+# more than the transform's copies (256^3 complex64 on 8 devices needs 32 MiB
+# of temporaries per device). Capping XLA's temporary heaps at 8 MiB keeps the
+# blocks under that threshold, so glibc reuses them. Only distla's own jit
+# sees this; inside a caller's jit pass the same ``compiler_options`` to it.
+CPU_COMPILER_OPTIONS = {"xla_multiheap_size_constraint_per_heap": 8 * 2**20}
 
 _JNP = {
     "fft": jnp.fft.fftn,
@@ -68,7 +79,7 @@ _JNP = {
 }
 
 
-def fftn(x: jax.typing.ArrayLike, *, norm: str | None = None) -> jax.Array:
+def fftn(x: jax.typing.ArrayLike, *, norm: str | None = None, algorithm: str = "auto") -> jax.Array:
     """Distributed 3D FFT, equal in value to ``jnp.fft.fftn(x, norm=norm)``.
 
     Args:
@@ -79,6 +90,8 @@ def fftn(x: jax.typing.ArrayLike, *, norm: str | None = None) -> jax.Array:
         out to those first.
       norm: ``None``/``"backward"``, ``"ortho"`` or ``"forward"``, as in
         ``jnp.fft``.
+      algorithm: ``"auto"``, ``"slab-pencil"`` or ``"pencil"`` (2-axis meshes
+        with both axes > 1; see ``docs/fft.md``). Slab meshes ignore it.
 
     Returns:
       ``[X, Y, Z]`` complex array on the same mesh: ``P(None, a, b)`` on a
@@ -102,10 +115,12 @@ def fftn(x: jax.typing.ArrayLike, *, norm: str | None = None) -> jax.Array:
       >>> y.shape, y.sharding.spec
       ((32, 32, 32), PartitionSpec(None, 'rows', 'cols'))
     """
-    return _public(x, "fftn", "fft", norm=norm)
+    return _public(x, "fftn", "fft", norm=norm, algorithm=algorithm)
 
 
-def ifftn(x: jax.typing.ArrayLike, *, norm: str | None = None) -> jax.Array:
+def ifftn(
+    x: jax.typing.ArrayLike, *, norm: str | None = None, algorithm: str = "auto"
+) -> jax.Array:
     """Distributed inverse 3D FFT, equal in value to ``jnp.fft.ifftn(x, norm=norm)``.
 
     Args:
@@ -113,6 +128,8 @@ def ifftn(x: jax.typing.ArrayLike, *, norm: str | None = None) -> jax.Array:
         (``P(None, a, b)`` on a 2-axis mesh, ``P(None, a, None)`` on a
         1-axis mesh); any other layout is re-laid out to it first.
       norm: as in ``jnp.fft``.
+      algorithm: ``"auto"``, ``"slab-pencil"`` or ``"pencil"`` (2-axis meshes
+        with both axes > 1; see ``docs/fft.md``). Slab meshes ignore it.
 
     Returns:
       ``[X, Y, Z]`` complex array in :func:`fftn`'s input layout:
@@ -126,10 +143,12 @@ def ifftn(x: jax.typing.ArrayLike, *, norm: str | None = None) -> jax.Array:
     See also:
       ``jnp.fft.ifftn``; :func:`fftn`.
     """
-    return _public(x, "ifftn", "ifft", norm=norm)
+    return _public(x, "ifftn", "ifft", norm=norm, algorithm=algorithm)
 
 
-def rfftn(x: jax.typing.ArrayLike, *, norm: str | None = None) -> jax.Array:
+def rfftn(
+    x: jax.typing.ArrayLike, *, norm: str | None = None, algorithm: str = "auto"
+) -> jax.Array:
     """Distributed real-to-complex 3D FFT, equal to ``jnp.fft.rfftn(x, norm=norm)``.
 
     The first transform is real-to-complex along the contiguous Z axis, so
@@ -141,6 +160,8 @@ def rfftn(x: jax.typing.ArrayLike, *, norm: str | None = None) -> jax.Array:
         inputs are cast as ``jnp.fft.rfftn`` casts them), laid out as for
         :func:`fftn`.
       norm: as in ``jnp.fft``.
+      algorithm: ``"auto"``, ``"slab-pencil"`` or ``"pencil"`` (2-axis meshes
+        with both axes > 1; see ``docs/fft.md``). Slab meshes ignore it.
 
     Returns:
       ``[X, Y, Z//2 + 1]`` complex array: ``P(None, a, b)`` where the mesh
@@ -156,11 +177,15 @@ def rfftn(x: jax.typing.ArrayLike, *, norm: str | None = None) -> jax.Array:
     See also:
       ``jnp.fft.rfftn``; :func:`irfftn`.
     """
-    return _public(x, "rfftn", "rfft", norm=norm)
+    return _public(x, "rfftn", "rfft", norm=norm, algorithm=algorithm)
 
 
 def irfftn(
-    x: jax.typing.ArrayLike, s: Sequence[int] | None = None, *, norm: str | None = None
+    x: jax.typing.ArrayLike,
+    s: Sequence[int] | None = None,
+    *,
+    norm: str | None = None,
+    algorithm: str = "auto",
 ) -> jax.Array:
     """Distributed complex-to-real inverse 3D FFT, equal to ``jnp.fft.irfftn(x, s, norm=norm)``.
 
@@ -171,6 +196,8 @@ def irfftn(
         ``x`` is cropped or zero-padded to ``(X', Y', Z'//2 + 1)`` first.
         Default ``(X, Y, 2 * (Zh - 1))``.
       norm: as in ``jnp.fft``.
+      algorithm: ``"auto"``, ``"slab-pencil"`` or ``"pencil"`` (2-axis meshes
+        with both axes > 1; see ``docs/fft.md``). Slab meshes ignore it.
 
     Returns:
       ``[X', Y', Z']`` real array in :func:`rfftn`'s input layout
@@ -179,16 +206,20 @@ def irfftn(
 
     Raises:
       ValueError: ``x`` is not 3-D, ``s`` is not three positive lengths, the
-        mesh has more than 2 axes, or ``norm`` is unknown.
+        mesh has more than 2 axes, or ``norm`` or ``algorithm`` is unknown.
 
     See also:
       ``jnp.fft.irfftn``; :func:`rfftn`.
     """
-    return _public(x, "irfftn", "irfft", norm=norm, s=s)
+    return _public(x, "irfftn", "irfft", norm=norm, s=s, algorithm=algorithm)
 
 
 def pfft3d(
-    x: jax.typing.ArrayLike, norm: str | None = "backward", backend: str = "JAX"
+    x: jax.typing.ArrayLike,
+    norm: str | None = "backward",
+    backend: str = "JAX",
+    *,
+    algorithm: str = "auto",
 ) -> jax.Array:
     """Drop-in for ``jaxdecomp.fft.pfft3d``: ``fftn(x).transpose(1, 2, 0)``.
 
@@ -202,6 +233,8 @@ def pfft3d(
       norm: as in ``jnp.fft`` (jaxdecomp's default ``"backward"``).
       backend: accepted for compatibility (``"JAX"`` or ``"cudecomp"``);
         distla always runs its own kernels.
+      algorithm: ``"auto"``, ``"slab-pencil"`` or ``"pencil"`` (2-axis meshes
+        with both axes > 1; see ``docs/fft.md``). Slab meshes ignore it.
 
     Returns:
       ``[Y, Z, X]`` complex array, ``fftn(x)`` transposed. Its spec is
@@ -219,11 +252,15 @@ def pfft3d(
       :func:`pifft3d`; :func:`fftn` for the natural order.
     """
     _check_backend(backend, "pfft3d")
-    return _public(x, "pfft3d", "fft", norm=norm, order="yzx")
+    return _public(x, "pfft3d", "fft", norm=norm, order="yzx", algorithm=algorithm)
 
 
 def pifft3d(
-    y: jax.typing.ArrayLike, norm: str | None = "backward", backend: str = "JAX"
+    y: jax.typing.ArrayLike,
+    norm: str | None = "backward",
+    backend: str = "JAX",
+    *,
+    algorithm: str = "auto",
 ) -> jax.Array:
     """Drop-in for ``jaxdecomp.fft.pifft3d``: ``ifftn(y.transpose(2, 0, 1))``.
 
@@ -232,6 +269,8 @@ def pifft3d(
         other layouts are re-laid out first).
       norm: as in ``jnp.fft``.
       backend: accepted for compatibility, ignored.
+      algorithm: ``"auto"``, ``"slab-pencil"`` or ``"pencil"`` (2-axis meshes
+        with both axes > 1; see ``docs/fft.md``). Slab meshes ignore it.
 
     Returns:
       ``[X, Y, Z]`` complex array in :func:`pfft3d`'s input layout
@@ -242,7 +281,7 @@ def pifft3d(
         ``norm`` or ``backend`` is unknown.
     """
     _check_backend(backend, "pifft3d")
-    return _public(y, "pifft3d", "ifft", norm=norm, order="yzx")
+    return _public(y, "pifft3d", "ifft", norm=norm, order="yzx", algorithm=algorithm)
 
 
 # --- validation ---------------------------------------------------------------------
@@ -296,6 +335,7 @@ def _public(
     norm: str | None,
     s: Any = None,
     order: str = "xyz",
+    algorithm: str = "auto",
 ) -> jax.Array:
     what = f"distla.fft.{name}"
     x = as_array(x, "x", what)
@@ -306,6 +346,8 @@ def _public(
         )
     if norm not in NORMS:
         raise ValueError(f"{what}: norm must be one of {NORMS}; got {norm!r}")
+    if algorithm not in ALGORITHMS:
+        raise ValueError(f"{what}: algorithm must be one of {ALGORITHMS}; got {algorithm!r}")
     if min(x.shape) < 1:
         raise ValueError(f"{what}: x of shape {x.shape} has an empty axis")
     if kind == "irfft":
@@ -315,7 +357,18 @@ def _public(
     if mesh is None:
         return _one_device(x.astype(in_dtype), kind, norm, s, order)
     grid_of(mesh, what=what)  # a 1- or 2-axis mesh, or ValueError
-    return _transform(x, kind=kind, norm=norm, s=s, order=order, in_dtype=in_dtype)
+    transform = _transform_cpu if _on_cpu_outside_jit(x) else _transform
+    return transform(
+        x, kind=kind, norm=norm, s=s, order=order, algorithm=algorithm, in_dtype=in_dtype
+    )
+
+
+def _on_cpu_outside_jit(x: jax.Array) -> bool:
+    """A concrete array on CPU devices (a jit inside a jit takes no compiler options)."""
+    sharding = getattr(x, "sharding", None)
+    if isinstance(x, jax.core.Tracer) or not isinstance(sharding, jax.sharding.NamedSharding):
+        return False
+    return next(iter(sharding.mesh.devices.flat)).platform == "cpu"
 
 
 def _one_device(x, kind, norm, s, order):
@@ -339,78 +392,92 @@ def _pad_to(x: jax.Array, shape: Sequence[int]) -> jax.Array:
     return jnp.pad(x, [(0, m - n) for n, m in zip(x.shape, shape)])
 
 
-def _layouts(grid: Grid, kind: str, order: str, shape_in, shape_out):
+def choose_algorithm(grid: Grid, zt: int, order: str, algorithm: str) -> str:
+    """The plan a call runs: ``"slab"``, ``"slab-pencil"`` or ``"pencil"``.
+
+    Meshes with one axis, or a second axis of size 1, always run the slab
+    plan. ``"auto"`` otherwise takes the textbook pencil plan for
+    jaxdecomp's ``(Y, Z, X)`` order (its last FFT leaves X contiguous) and
+    for spectra too short to cut into ``P`` Z-slabs (``Zt < P``), and the
+    slab-pencil plan for the natural order, which needs no local transpose
+    after its last FFT.
+    """
+    if grid.col is None or grid.pc == 1:
+        return "slab"
+    if algorithm != "auto":
+        return algorithm
+    if order == "yzx" or zt < grid.size:
+        return "pencil"
+    return "slab-pencil"
+
+
+def _layouts(grid: Grid, kind: str, order: str, algorithm: str, shape_in, shape_out):
     """The kernel, and the padded shapes and specs on each side of it.
 
-    Returns ``(kernel, pad_in, spec_in, spec_kernel_out, crop, desired_out)``.
+    Returns ``(kernel, pad_in, spec_in, spec_kernel_out, crop, desired_out)``:
+    the input is cropped/zero-padded to ``pad_in`` and laid out ``spec_in``,
+    the kernel returns ``spec_kernel_out``, and its result is cropped to
+    ``crop`` and returned in the largest even layout like ``desired_out``.
     """
     inverse = kind in ("ifft", "irfft")
     real = kind in ("rfft", "irfft")
     a, b, pa, pb = grid.row, grid.col, grid.pr, grid.pc
-    one_axis = b is None
     sizes = shape_out if inverse else shape_in  # the real-space (X, Y, Z)
     xg, yg, zg = sizes
     zt = zg // 2 + 1 if real else zg
-    if order == "yzx":  # jaxdecomp's specs, on (Y, Z, X)
-        if one_axis:
-            yzx = P(None, a, None)
-        elif pb == 1:
-            yzx = P(b, a, None)
-        elif pa == 1:
-            yzx = P(None, b, a)
-        else:
-            yzx = P(a, b, None)
-    pencils = P(a, None, None) if one_axis else P(a, b, None)
-    natural = P(None, a, None) if one_axis else P(None, a, b)
+    pencils = P(a, None, None) if b is None else P(a, b, None)
+    natural = P(None, a, None) if b is None else P(None, a, b)
+    if b is None:  # jaxdecomp's specs on (Y, Z, X)
+        yzx = P(None, a, None)
+    elif pb == 1:
+        yzx = P(b, a, None)
+    elif pa == 1:
+        yzx = P(None, b, a)
+    else:
+        yzx = P(a, b, None)
+    common = dict(sizes=sizes, real=real, norm=None, tile=_TILE)  # norm: see _transform
+    plan = choose_algorithm(grid, zt, order, algorithm)
 
-    if one_axis or pb == 1:  # slab plan over the row axis
-        p = pa
+    if plan == "slab":  # over the row axis
         split = 2 if order == "yzx" else 1
-        kernel = functools.partial(
-            slab_inverse if inverse else slab_forward,
-            axis=a,
-            sizes=sizes,
-            real=real,
-            norm=None,  # filled in by _transform
-            split=split,
-            tile=_TILE,
-        )
-        slabs = P(a, None, None)
+        space, slabs = (round_up(xg, pa), yg, zg), P(a, None, None)
         if split == 1:
-            spectrum, spec_k = (xg, round_up(yg, p), zt), P(None, a, None)
-            desired = natural
+            spectrum, crop, desired = (xg, round_up(yg, pa), zt), (xg, yg, zt), natural
         else:
-            spectrum, spec_k = (yg, round_up(zt, p), xg), P(None, a, None)
-            desired = yzx
-        space = (round_up(xg, p), yg, zg)
+            spectrum, crop, desired = (yg, round_up(zt, pa), xg), (yg, zt, xg), yzx
+        kernel = functools.partial(
+            slab_inverse if inverse else slab_forward, axis=a, split=split, **common
+        )
+        spec_k = P(None, a, None)
         if inverse:
-            return kernel, spectrum, spec_k, slabs, (xg, yg, zg), pencils
-        crop = (xg, yg, zt) if split == 1 else (yg, zt, xg)
+            return kernel, spectrum, spec_k, slabs, sizes, pencils
         return kernel, space, slabs, spec_k, crop, desired
 
-    p = pa * pb
     space = (round_up(xg, pa), round_up(yg, pb), zg)
+    common.update(row_axis=a, col_axis=b)
+    zq = round_up(zt, pa * pb if plan == "slab-pencil" else pb)
     if order == "yzx":
-        layout, spectrum, spec_k = "yzx", (round_up(yg, pa), round_up(zt, p), xg), P(a, b, None)
+        layout, spectrum, spec_k = "yzx", (round_up(yg, pa), zq, xg), P(a, b, None)
         crop, desired = (yg, zt, xg), yzx
     else:
-        desired = natural
-        crop = (xg, yg, zt)
+        crop, desired = (xg, yg, zt), natural
         fit = fitting_spec(crop, grid.mesh, natural)
-        if real and pb > 1 and fit == P(b, a, None):
+        if plan == "slab-pencil" and real and pb > 1 and fit == P(b, a, None):
             layout, spectrum, spec_k = "xy-z", (xg, yg, zt), P(b, a, None)
         else:
-            layout, spectrum, spec_k = "xyz", (xg, round_up(yg, pa), round_up(zt, p)), natural
-    common = dict(row_axis=a, col_axis=b, sizes=sizes, real=real, norm=None, tile=_TILE)
+            layout, spectrum, spec_k = "xyz", (xg, round_up(yg, pa), zq), natural
+    if plan == "pencil":
+        fwd, inv = pencil_forward, pencil_inverse
+    else:
+        fwd, inv = slab_pencil_forward, slab_pencil_inverse
     if inverse:
-        kernel = functools.partial(slab_pencil_inverse, inp=layout, **common)
-        return kernel, spectrum, spec_k, pencils, (xg, yg, zg), pencils
-    kernel = functools.partial(slab_pencil_forward, out=layout, **common)
+        kernel = functools.partial(inv, inp=layout, **common)
+        return kernel, spectrum, spec_k, pencils, sizes, pencils
+    kernel = functools.partial(fwd, out=layout, **common)
     return kernel, space, pencils, spec_k, crop, desired
 
 
-@functools.partial(jax.jit, static_argnames=("kind", "norm", "s", "order", "in_dtype"))
-def _transform(x, *, kind, norm, s, order, in_dtype):
+def _transform_impl(x, *, kind, norm, s, order, algorithm, in_dtype):
     mesh = operand_mesh(x, names=("x",))
     grid = grid_of(mesh, what="distla.fft")
     inverse = kind in ("ifft", "irfft")
@@ -425,7 +492,7 @@ def _transform(x, *, kind, norm, s, order, in_dtype):
     if kind == "irfft":  # jnp.fft.irfftn: crop/zero-pad to (X', Y', Z'//2 + 1) first
         shape_in = (s[0], s[1], s[2] // 2 + 1)
     kernel, pad_in, spec_in, spec_k, crop, desired = _layouts(
-        grid, kind, order, shape_in, shape_out
+        grid, kind, order, algorithm, shape_in, shape_out
     )
     kernel = functools.partial(kernel, norm=norm)
     out_spec = fitting_spec(crop, mesh, desired)
@@ -441,25 +508,48 @@ def _transform(x, *, kind, norm, s, order, in_dtype):
     return run_on_mesh(body, mesh, out_spec, x)
 
 
-def model_bytes(shape: Sequence[int], mesh_shape: Sequence[int], *, real: bool = False) -> float:
-    """Bytes each device receives in the forward transform's ``all_to_all``\\ s.
+_STATIC = ("kind", "norm", "s", "order", "algorithm", "in_dtype")
+_transform = jax.jit(_transform_impl, static_argnames=_STATIC)
+_transform_cpu = jax.jit(
+    _transform_impl, static_argnames=_STATIC, compiler_options=CPU_COMPILER_OPTIONS
+)
 
-    The communication model of ``docs/fft.md`` for a complex64 volume of
-    ``shape`` (``real``: the ``rfftn`` of a float32 one) on a mesh of
-    ``mesh_shape`` (``(p,)`` or ``(pa, pb)``), for the divisible case: an
-    ``all_to_all`` over ``g`` devices of a local block of ``B`` bytes
-    receives ``B (g - 1) / g``.
+
+def model_bytes(
+    shape: Sequence[int],
+    mesh_shape: Sequence[int],
+    *,
+    real: bool = False,
+    order: str = "xyz",
+    algorithm: str = "auto",
+    itemsize: int = 8,
+) -> float:
+    """Bytes each device receives in a forward transform's ``all_to_all``\\ s.
+
+    The communication model of ``docs/fft.md``: an ``all_to_all`` over ``g``
+    devices of a local block of ``B`` bytes receives ``B (g - 1) / g``. The
+    block is the complex spectrum (``itemsize`` 8 for complex64), its Z axis
+    ``Zt`` (``Z//2 + 1`` for ``real``) padded as the plan pads it.
+
+    Args:
+      shape: ``(X, Y, Z)`` of the real-space volume.
+      mesh_shape: ``(p,)`` or ``(pa, pb)``.
+      real: ``rfftn`` rather than ``fftn``.
+      order: ``"xyz"`` (``fftn``) or ``"yzx"`` (``pfft3d``).
+      algorithm: as the transforms take it.
+      itemsize: bytes per complex value.
     """
     xg, yg, zg = shape
     zt = zg // 2 + 1 if real else zg
-    if len(mesh_shape) == 1 or mesh_shape[1] == 1:
-        p = mesh_shape[0]
-        block = xg * yg * zt * 8 / p
-        return block * (p - 1) / p
-    pa, pb = mesh_shape
+    pa, pb = (mesh_shape[0], 1) if len(mesh_shape) == 1 else tuple(mesh_shape)
     p = pa * pb
-    zq = round_up(zt, p)
-    block = xg * yg * zq * 8 / p
-    first = block * (p - 1) / p
-    second = block * (pa - 1) / pa
-    return first + second if not (real and zt % pb) else first + block * (p - 1) / p
+    if pb == 1:  # slab: one exchange over p devices
+        return xg * yg * zt * itemsize / p * (p - 1) / p
+    if algorithm == "auto":
+        algorithm = "pencil" if order == "yzx" or zt < p else "slab-pencil"
+    if algorithm == "pencil":
+        block = xg * yg * round_up(zt, pb) * itemsize / p
+        return block * ((pb - 1) / pb + (pa - 1) / pa)
+    block = xg * yg * round_up(zt, p) * itemsize / p
+    odd = real and order == "xyz" and zt % pb != 0  # the XY-pencil layout: both P-way
+    return block * ((p - 1) / p + ((p - 1) / p if odd else (pa - 1) / pa))

@@ -45,8 +45,12 @@ import jax.numpy as jnp
 from ._axes import axis_size
 from .transpose import (
     xminor_to_xslabs,
+    xpencils_to_ypencils,
     xpencils_to_zslabs,
     xslabs_to_xminor,
+    ypencils_to_xpencils,
+    ypencils_to_zpencils,
+    zpencils_to_ypencils,
     zpencils_to_zslabs,
     zslabs_to_xpencils,
     zslabs_to_zpencils,
@@ -210,3 +214,59 @@ def slab_inverse(
     if real:
         return jnp.fft.irfft2(f, s=(yg, zg), axes=(1, 2), norm=norm)
     return jnp.fft.ifft2(f, norm=norm)
+
+
+def pencil_forward(
+    x: jax.Array,
+    *,
+    row_axis: str | None,
+    col_axis: str | None,
+    sizes: tuple[int, int, int],
+    real: bool,
+    norm: str | None,
+    out: str,
+    tile: int,
+) -> jax.Array:
+    """Forward 3D FFT of Z-pencils, textbook pencil plan (three 1D FFT passes).
+
+    Args:
+      x: ``(Xp/pa, Yp/pb, Z)`` local Z-pencil.
+      sizes, real, norm, tile: as for :func:`slab_pencil_forward`.
+      out: ``"yzx"``: ``(Yq/pa, Zq/pb, X)`` (jaxdecomp's order, X contiguous
+        as the last FFT leaves it); ``"xyz"``: ``(X, Yq/pa, Zq/pb)`` after a
+        local transpose. ``Zq`` is ``Zt`` padded to a multiple of ``pb``.
+    """
+    xg, yg, _ = sizes
+    pa, pb = axis_size(row_axis), axis_size(col_axis)
+    f = jnp.fft.rfft(x, axis=-1, norm=norm) if real else jnp.fft.fft(x, axis=-1, norm=norm)
+    f = _pad_axis(f, 2, round_up(f.shape[-1], pb))
+    g = zpencils_to_ypencils(f, col_axis=col_axis, tile=tile)[..., :yg]  # (Xp/pa, Zq/pb, Y)
+    g = _pad_axis(jnp.fft.fft(g, axis=-1, norm=norm), 2, round_up(yg, pa))
+    h = ypencils_to_xpencils(g, row_axis=row_axis, tile=tile)[..., :xg]  # (Yq/pa, Zq/pb, X)
+    h = jnp.fft.fft(h, axis=-1, norm=norm)
+    return h if out == "yzx" else h.transpose(2, 0, 1)
+
+
+def pencil_inverse(
+    x: jax.Array,
+    *,
+    row_axis: str | None,
+    col_axis: str | None,
+    sizes: tuple[int, int, int],
+    real: bool,
+    norm: str | None,
+    inp: str,
+    tile: int,
+) -> jax.Array:
+    """Inverse of :func:`pencil_forward`: returns the ``(Xp/pa, Yp/pb, Z)`` Z-pencil."""
+    xg, yg, zg = sizes
+    pa, pb = axis_size(row_axis), axis_size(col_axis)
+    zt = zg // 2 + 1 if real else zg
+    h = x if inp == "yzx" else x.transpose(1, 2, 0)  # (Yq/pa, Zq/pb, X)
+    h = _pad_axis(jnp.fft.ifft(h, axis=-1, norm=norm), 2, round_up(xg, pa))
+    g = xpencils_to_ypencils(h, row_axis=row_axis, tile=tile)[..., :yg]  # (Xp/pa, Zq/pb, Y)
+    g = _pad_axis(jnp.fft.ifft(g, axis=-1, norm=norm), 2, round_up(yg, pb))
+    f = ypencils_to_zpencils(g, col_axis=col_axis, tile=tile)[..., :zt]  # (Xp/pa, Yp/pb, Zt)
+    if real:
+        return jnp.fft.irfft(f, n=zg, axis=-1, norm=norm)
+    return jnp.fft.ifft(f, axis=-1, norm=norm)

@@ -255,3 +255,65 @@ def xminor_to_xslabs(x: jax.Array, *, axis: str | None, split: int, tile: int = 
     recv = exchange(chunks, (axis,))
     # all_to_all -> (p, Y, zl/t, xl, t): sender k held Z-block k
     return recv.transpose(3, 1, 0, 2, 4).reshape(xl, yg, p * zl)
+
+
+# --- the textbook pencil transposes: Z-pencils <-> Y-pencils <-> X-pencils ---------
+
+
+def zpencils_to_ypencils(x: jax.Array, *, col_axis: str | None, tile: int = 8) -> jax.Array:
+    """Z-pencils ``(X/pa, Y/pb, Zq)`` -> Y-pencils ``(X/pa, Zq/pb, Y)``: all_to_all over b.
+
+    ``Zq`` must be a multiple of ``pb``. Y comes out whole and contiguous.
+    """
+    pb = axis_size(col_axis)
+    xl, yl, zq = x.shape
+    zl = zq // pb
+    t = fit_tile(zl, tile)
+    # pack: Z-block k for device k, moving t-runs -> (pb, xl, zl/t, yl, t)
+    chunks = x.reshape(xl, yl, pb, zl // t, t).transpose(2, 0, 3, 1, 4)
+    recv = exchange(chunks, (col_axis,))
+    # all_to_all over b -> (pb, xl, zl/t, yl, t): sender k held Y-block k
+    return recv.transpose(1, 2, 4, 0, 3).reshape(xl, zl, pb * yl)
+
+
+def ypencils_to_zpencils(x: jax.Array, *, col_axis: str | None, tile: int = 8) -> jax.Array:
+    """Y-pencils ``(X/pa, Zq/pb, Y)`` -> Z-pencils ``(X/pa, Y/pb, Zq)``; ``Y % pb == 0``."""
+    pb = axis_size(col_axis)
+    xl, zl, yg = x.shape
+    yl = yg // pb
+    t = fit_tile(zl, tile)
+    # pack: Y-block k for device k, (yl, t) tiles transposed -> (pb, xl, zl/t, yl, t)
+    chunks = x.reshape(xl, zl // t, t, pb, yl).transpose(3, 0, 1, 4, 2)
+    recv = exchange(chunks, (col_axis,))
+    # all_to_all over b -> (pb, xl, zl/t, yl, t): sender k held Z-block k
+    return recv.transpose(1, 3, 0, 2, 4).reshape(xl, yl, pb * zl)
+
+
+def ypencils_to_xpencils(x: jax.Array, *, row_axis: str | None, tile: int = 8) -> jax.Array:
+    """Y-pencils ``(X/pa, Zb, Yq)`` -> X-pencils ``(Yq/pa, Zb, X)``: all_to_all over a.
+
+    ``Yq`` must be a multiple of ``pa``. X comes out whole and contiguous,
+    in jaxdecomp's ``(Y, Z, X)`` order.
+    """
+    pa = axis_size(row_axis)
+    xl, zl, yq = x.shape
+    yl = yq // pa
+    t = fit_tile(yl, tile)
+    # pack: Y-block k for device k, moving t-runs -> (pa, yl/t, zl, xl, t)
+    chunks = x.reshape(xl, zl, pa, yl // t, t).transpose(2, 3, 1, 0, 4)
+    recv = exchange(chunks, (row_axis,))
+    # all_to_all over a -> (pa, yl/t, zl, xl, t): sender k held X-block k
+    return recv.transpose(1, 4, 2, 0, 3).reshape(yl, zl, pa * xl)
+
+
+def xpencils_to_ypencils(x: jax.Array, *, row_axis: str | None, tile: int = 8) -> jax.Array:
+    """X-pencils ``(Y/pa, Zb, Xp)`` -> Y-pencils ``(Xp/pa, Zb, Y)``; ``Xp % pa == 0``."""
+    pa = axis_size(row_axis)
+    yl, zl, xg = x.shape
+    xl = xg // pa
+    t = fit_tile(yl, tile)
+    # pack: X-block k for device k, (xl, t) tiles transposed -> (pa, yl/t, zl, xl, t)
+    chunks = x.reshape(yl // t, t, zl, pa, xl).transpose(3, 0, 2, 4, 1)
+    recv = exchange(chunks, (row_axis,))
+    # all_to_all over a -> (pa, yl/t, zl, xl, t): sender k held Y-block k
+    return recv.transpose(3, 2, 0, 1, 4).reshape(xl, zl, pa * yl)

@@ -155,6 +155,29 @@ def test_sizes_the_mesh_does_not_divide(mesh_kind):
     assert fft_ratio(distla.fft.irfftn(yr, s=shape), _wide(xr)) <= THRESHOLD
 
 
+@pytest.mark.parametrize(
+    "mesh_kind, shape",
+    [
+        pytest.param(((4, 2), "explicit"), (16, 32, 64), id="4x2-explicit"),
+        pytest.param(((2, 4), "auto"), (30, 42, 50), id="2x4-auto-uneven"),
+    ],
+)
+def test_textbook_pencil_algorithm(mesh_kind, shape):
+    mesh = _mesh(*mesh_kind)
+    rng = np.random.default_rng(18)
+    x = _volume(rng, shape, np.complex64)
+    y = distla.fft.fftn(_put(x, mesh), algorithm="pencil")
+    assert fft_ratio(y, np.fft.fftn(_wide(x))) <= THRESHOLD
+    assert has_layout(y, mesh, _fits(shape, mesh, P(None, "x", "y")))
+    assert fft_ratio(distla.fft.ifftn(y, algorithm="pencil"), _wide(x)) <= THRESHOLD
+    xr = _volume(rng, shape, np.float32)
+    yr = distla.fft.rfftn(_put(xr, mesh), algorithm="pencil")
+    assert fft_ratio(yr, np.fft.rfftn(_wide(xr))) <= THRESHOLD
+    assert has_layout(yr, mesh, _fits(yr.shape, mesh, P(None, "x", "y")))
+    back = distla.fft.irfftn(yr, s=shape, algorithm="pencil")
+    assert fft_ratio(back, _wide(xr)) <= THRESHOLD
+
+
 def test_64_cubed():
     mesh = _mesh((4, 2), "auto")
     x = _volume(np.random.default_rng(4), (64, 64, 64), np.complex64)
@@ -319,6 +342,16 @@ def test_pfft3d_explicit_mesh_has_jaxdecomps_layout(shape):
     assert has_layout(back, mesh, P("x", "y", None))
 
 
+def test_pfft3d_slab_pencil_algorithm():
+    mesh = _mesh((2, 4), "explicit")
+    x = _volume(np.random.default_rng(19), (16, 32, 64), np.complex64)
+    got = distla.fft.pfft3d(_put(x, mesh), algorithm="slab-pencil")
+    assert has_layout(got, mesh, P("x", "y", None))
+    assert fft_ratio(got, np.fft.fftn(_wide(x)).transpose(1, 2, 0)) <= THRESHOLD
+    back = distla.fft.pifft3d(got, algorithm="slab-pencil")
+    assert fft_ratio(back, _wide(x)) <= THRESHOLD
+
+
 def test_pfft3d_one_axis_mesh_and_uneven_sizes():
     mesh = _mesh((8,), "explicit")
     x = _volume(np.random.default_rng(14), (16, 32, 64), np.complex64)
@@ -380,6 +413,7 @@ class TestCost:
         "mesh_shape, name, count",
         [
             pytest.param((4, 2), "fftn", 2, id="4x2-fftn"),
+            pytest.param((4, 2), "pfft3d", 2, id="4x2-pfft3d"),
             pytest.param((2, 4), "rfftn", 2, id="2x4-rfftn"),
             pytest.param((4, 2), "ifftn", 2, id="4x2-ifftn"),
             pytest.param((1, 8), "fftn", 1, id="1x8-fftn"),
@@ -398,7 +432,8 @@ class TestCost:
         assert c.collective_counts["all-to-all"] == count
         others = {k: v for k, v in c.collective_counts.items() if k != "all-to-all"}
         assert not any(others.values()), others
-        model = distla.fft.model_bytes(shape, mesh_shape, real=name == "rfftn")
+        order = "yzx" if name == "pfft3d" else "xyz"
+        model = distla.fft.model_bytes(shape, mesh_shape, real=name == "rfftn", order=order)
         assert model / 1.2 <= c.collective_bytes["all-to-all"] <= 1.2 * model
 
     def test_rfftn_moves_half_the_bytes(self):
@@ -514,6 +549,11 @@ class TestErrors:
         x = _put(np.ones((8, 8, 8), np.complex64), _mesh((4, 2), "auto"))
         with pytest.raises(TypeError, match="real input; got dtype complex64"):
             distla.fft.rfftn(x)
+
+    def test_bad_algorithm(self):
+        x = _put(np.ones((8, 8, 8), np.complex64), _mesh((4, 2), "auto"))
+        with pytest.raises(ValueError, match="algorithm must be one of.*'summa'"):
+            distla.fft.fftn(x, algorithm="summa")
 
     def test_bad_backend(self):
         x = _put(np.ones((8, 8, 8), np.complex64), _mesh((4, 2), "auto"))
