@@ -1,13 +1,320 @@
-"""Global view of the distributed LU and its solves (private).
+"""Global view of the distributed LU and its solves (private; see distla.linalg).
 
-Issue 3. Called by ``distla.linalg`` for a single matrix on a mesh.
+Each function here takes one matrix on a mesh, pads it (with an identity
+block, so the padded factorisation contains the original one), converts it
+to block-cyclic order inside ``shard_map``, runs the kernels of
+``distla.kernels.lu`` / ``distla.kernels.trsm``, and returns the results in
+the caller's 2D block layout.
 """
 
 from __future__ import annotations
 
+import functools
+import math
 
-def _todo(*args, **kwargs):
-    raise NotImplementedError("the distributed LU is not implemented yet")
+import jax
+import jax.numpy as jnp
+from jax import lax
+from jax.sharding import PartitionSpec as P
+
+from distla.kernels.cyclic import from_block_cyclic, to_block_cyclic
+from distla.kernels.lu import lu_block_cyclic
+from distla.kernels.trsm import lu_solve_block_cyclic
+
+from ._mesh import Grid, constrain, fitting_spec, grid_of, operand_mesh, run_on_mesh, shard_map
+
+# Panel width the default block size aims at (tuned in benchmarks/bench_lu.py).
+DEFAULT_BLOCK = 128
+# Up to this many right-hand sides, the solves move the solution, not the factors.
+FEW_RHS = 128
+_PRECISION = lax.Precision.HIGHEST
 
 
-lu_factor = lu_solve = lu = solve = det = slogdet = inv = _todo
+def plan(grid: Grid, n: int, block_size: int | None = None) -> tuple[int, int]:
+    """``(nb, n_pad)``: block size and padded order for an ``n x n`` LU on ``grid``.
+
+    The number of blocks ``n_pad / nb`` must be a multiple of ``pr`` and
+    ``pc`` (each device owns as many block rows and columns). With no
+    ``block_size`` the block is chosen near ``DEFAULT_BLOCK`` so that the
+    padding is as small as possible.
+    """
+    q = math.lcm(grid.pr, grid.pc)
+    if block_size is not None:
+        if not isinstance(block_size, int) or block_size < 1:
+            raise ValueError(f"block_size must be a positive int; got {block_size!r}")
+        nb = block_size
+        nbr = -(-max(1, -(-n // nb)) // q) * q
+    else:
+        nbr = -(-max(1, -(-n // DEFAULT_BLOCK)) // q) * q
+        nb = -(-n // nbr)
+    return nb, nb * nbr
+
+
+def _grid(*xs, names) -> Grid:
+    return grid_of(operand_mesh(*xs, names=names), what="distla.linalg")
+
+
+def _pad_identity(a: jax.Array, n_pad: int) -> jax.Array:
+    n = a.shape[0]
+    if n == n_pad:
+        return a
+    a = jnp.pad(a, ((0, n_pad - n), (0, n_pad - n)))
+    r = lax.broadcasted_iota(jnp.int32, a.shape, 0)
+    c = lax.broadcasted_iota(jnp.int32, a.shape, 1)
+    return jnp.where((r == c) & (r >= n), jnp.ones((), a.dtype), a)
+
+
+def _factor_local(a_blk, *, grid: Grid, nb: int):
+    a = to_block_cyclic(a_blk, axis=0, axis_name=grid.row, nb=nb)
+    a = to_block_cyclic(a, axis=1, axis_name=grid.col, nb=nb)
+    return lu_block_cyclic(a, row_axis=grid.row, col_axis=grid.col, nb=nb, precision=_PRECISION)
+
+
+def _contiguous(lu_cyc, grid: Grid, nb: int):
+    lu = from_block_cyclic(lu_cyc, axis=1, axis_name=grid.col, nb=nb)
+    return from_block_cyclic(lu, axis=0, axis_name=grid.row, nb=nb)
+
+
+def _rhs_layout(grid: Grid, k: int, trans: int) -> tuple[P, bool]:
+    """Layout of the right-hand sides for the solves, and whether k counts as few."""
+    few = k <= FEW_RHS
+    rows = grid.row if trans == 0 else grid.col
+    cols = grid.col if trans == 0 else grid.row
+    return P(rows, None if few else cols), few
+
+
+def _k_pad(grid: Grid, k: int, trans: int, few: bool) -> int:
+    if few:
+        return k
+    split = grid.pc if trans == 0 else grid.pr
+    return -(-k // split) * split
+
+
+def _solve_local(lu_cyc, piv, b_blk, *, grid: Grid, nb: int, trans: int, few: bool):
+    rows = grid.row if trans == 0 else grid.col
+    b = to_block_cyclic(b_blk, axis=0, axis_name=rows, nb=nb)
+    x = lu_solve_block_cyclic(
+        lu_cyc, piv, b, trans=trans, few=few, row_axis=grid.row, col_axis=grid.col, nb=nb,
+        precision=_PRECISION,
+    )
+    return from_block_cyclic(x, axis=0, axis_name=rows, nb=nb)
+
+
+@functools.partial(jax.jit, static_argnames=("dtype", "block_size"))
+def _lu_factor(a, *, dtype, block_size):
+    grid = _grid(a, names=("a",))
+    n = a.shape[0]
+    nb, n_pad = plan(grid, n, block_size)
+    blocks = grid.block_spec
+
+    def body(a):
+        a = constrain(_pad_identity(a.astype(dtype), n_pad), blocks)
+
+        def kernel(a_blk):
+            lu, piv = _factor_local(a_blk, grid=grid, nb=nb)
+            return _contiguous(lu, grid, nb), piv
+
+        lu, piv = shard_map(kernel, in_specs=blocks, out_specs=(blocks, P()), check_vma=False)(a)
+        return lu[:n, :n], piv[:n]
+
+    out = (fitting_spec((n, n), grid.mesh, blocks), P())
+    return run_on_mesh(body, grid.mesh, out, a)
+
+
+def lu_factor(a, *, dtype, block_size=None):
+    return _lu_factor(a, dtype=dtype, block_size=block_size)
+
+
+@functools.partial(jax.jit, static_argnames=("dtype", "trans"))
+def _lu_solve(lu, piv, b, *, dtype, trans):
+    grid = _grid(lu, b, names=("lu", "b"))
+    n = lu.shape[0]
+    vector = b.ndim == 1
+    k = 1 if vector else b.shape[1]
+    nb, n_pad = plan(grid, n)
+    blocks = grid.block_spec
+    b_spec, few = _rhs_layout(grid, k, trans)
+    k_pad = _k_pad(grid, k, trans, few)
+
+    def body(lu, piv, b):
+        lu = constrain(_pad_identity(lu.astype(dtype), n_pad), blocks)
+        piv = jnp.concatenate([piv.astype(jnp.int32), jnp.arange(n, n_pad, dtype=jnp.int32)])
+        b2 = b.astype(dtype).reshape(n, k)
+        b2 = constrain(jnp.pad(b2, ((0, n_pad - n), (0, k_pad - k))), b_spec)
+
+        def kernel(lu_blk, piv, b_blk):
+            lu_cyc = to_block_cyclic(lu_blk, axis=0, axis_name=grid.row, nb=nb)
+            lu_cyc = to_block_cyclic(lu_cyc, axis=1, axis_name=grid.col, nb=nb)
+            return _solve_local(lu_cyc, piv, b_blk, grid=grid, nb=nb, trans=trans, few=few)
+
+        x = shard_map(kernel, in_specs=(blocks, P(), b_spec), out_specs=b_spec, check_vma=False)(
+            lu, piv, b2
+        )
+        x = x[:n, :k]
+        return x[:, 0] if vector else x
+
+    out = fitting_spec(b.shape, grid.mesh, _natural_rhs_spec(grid, b.ndim))
+    return run_on_mesh(body, grid.mesh, out, lu, piv, b)
+
+
+def _natural_rhs_spec(grid: Grid, ndim: int) -> P:
+    if ndim == 1:
+        return P(tuple(a for a in (grid.row, grid.col) if a is not None))
+    return grid.block_spec
+
+
+def lu_solve(lu, piv, b, *, trans, dtype):
+    return _lu_solve(lu, piv, b, dtype=dtype, trans=trans)
+
+
+@functools.partial(jax.jit, static_argnames=("dtype", "block_size"))
+def _solve(a, b, *, dtype, block_size):
+    grid = _grid(a, b, names=("a", "b"))
+    n = a.shape[0]
+    vector = b.ndim == 1
+    k = 1 if vector else b.shape[1]
+    nb, n_pad = plan(grid, n, block_size)
+    blocks = grid.block_spec
+    b_spec, few = _rhs_layout(grid, k, 0)
+    k_pad = _k_pad(grid, k, 0, few)
+
+    def body(a, b):
+        a = constrain(_pad_identity(a.astype(dtype), n_pad), blocks)
+        b2 = b.astype(dtype).reshape(n, k)
+        b2 = constrain(jnp.pad(b2, ((0, n_pad - n), (0, k_pad - k))), b_spec)
+
+        def kernel(a_blk, b_blk):
+            lu, piv = _factor_local(a_blk, grid=grid, nb=nb)
+            return _solve_local(lu, piv, b_blk, grid=grid, nb=nb, trans=0, few=few)
+
+        x = shard_map(kernel, in_specs=(blocks, b_spec), out_specs=b_spec, check_vma=False)(a, b2)
+        x = x[:n, :k]
+        return x[:, 0] if vector else x
+
+    out = fitting_spec(b.shape, grid.mesh, _natural_rhs_spec(grid, b.ndim))
+    return run_on_mesh(body, grid.mesh, out, a, b)
+
+
+def solve(a, b, *, dtype, block_size=None):
+    return _solve(a, b, dtype=dtype, block_size=block_size)
+
+
+@functools.partial(jax.jit, static_argnames=("dtype", "block_size"))
+def _inv(a, *, dtype, block_size):
+    # lu_solve against the identity, made in the right-hand sides' layout
+    return _solve(a, jnp.eye(a.shape[0], dtype=dtype), dtype=dtype, block_size=block_size)
+
+
+def inv(a, *, dtype, block_size=None):
+    return _inv(a, dtype=dtype, block_size=block_size)
+
+
+def _unpack(lu: jax.Array, dtype) -> tuple[jax.Array, jax.Array]:
+    n = lu.shape[0]
+    r = lax.broadcasted_iota(jnp.int32, (n, n), 0)
+    c = lax.broadcasted_iota(jnp.int32, (n, n), 1)
+    lower = jnp.where(r > c, lu, jnp.where(r == c, jnp.ones((), dtype), jnp.zeros((), dtype)))
+    upper = jnp.where(r <= c, lu, jnp.zeros((), dtype))
+    return lower, upper
+
+
+@functools.partial(jax.jit, static_argnames=("dtype", "block_size"))
+def _lu(a, *, dtype, block_size):
+    grid = _grid(a, names=("a",))
+    n = a.shape[0]
+    lu, piv = _lu_factor(a, dtype=dtype, block_size=block_size)
+    blocks = fitting_spec((n, n), grid.mesh, grid.block_spec)
+
+    def body(lu, piv):
+        lower, upper = _unpack(lu, dtype)
+        perm = lax.linalg.lu_pivots_to_permutation(piv, n)
+        # P A = L U with P[i, perm[i]] = 1, so A = P^T L U: return P^T
+        rows = lax.broadcasted_iota(jnp.int32, (n, n), 0)
+        p = (perm[None, :] == rows).astype(dtype)
+        return p, lower, upper
+
+    return run_on_mesh(body, grid.mesh, (blocks, blocks, blocks), lu, piv)
+
+
+def lu(a, *, dtype, block_size=None):
+    return _lu(a, dtype=dtype, block_size=block_size)
+
+
+def _diagonal_terms(lu, piv, dtype):
+    """Pivot parity (+-1) and U's diagonal, for det and slogdet."""
+    n = lu.shape[0]
+    swaps = jnp.sum(piv != jnp.arange(n, dtype=piv.dtype))
+    parity = jnp.where(swaps % 2 == 1, -1, 1).astype(dtype)
+    return parity, jnp.diagonal(lu)
+
+
+@functools.partial(jax.jit, static_argnames=("dtype", "block_size"))
+def _slogdet(a, *, dtype, block_size):
+    grid = _grid(a, names=("a",))
+    lu, piv = _lu_factor(a, dtype=dtype, block_size=block_size)
+
+    def body(lu, piv):
+        parity, d = _diagonal_terms(lu, piv, dtype)
+        absd = jnp.abs(d)
+        unit = d / jnp.where(absd == 0, 1, absd).astype(dtype)
+        sign = parity * jnp.prod(unit)
+        sign = jnp.where(jnp.any(absd == 0), jnp.zeros((), dtype), sign)
+        return sign, jnp.sum(jnp.log(absd))
+
+    return run_on_mesh(body, grid.mesh, (P(), P()), lu, piv)
+
+
+def slogdet(a, *, dtype, block_size=None):
+    return _slogdet(a, dtype=dtype, block_size=block_size)
+
+
+@functools.partial(jax.jit, static_argnames=("dtype", "block_size"))
+def _det(a, *, dtype, block_size):
+    grid = _grid(a, names=("a",))
+    lu, piv = _lu_factor(a, dtype=dtype, block_size=block_size)
+
+    def body(lu, piv):
+        parity, d = _diagonal_terms(lu, piv, dtype)
+        return parity * jnp.prod(d)
+
+    return run_on_mesh(body, grid.mesh, P(), lu, piv)
+
+
+def det(a, *, dtype, block_size=None):
+    return _det(a, dtype=dtype, block_size=block_size)
+
+
+@functools.partial(jax.jit, static_argnames=("trans", "dtype"))
+def factors_matvec(lu, piv, x, *, trans, dtype):
+    """``A x`` (``A^T x``, ``A^H x`` for ``trans`` 1, 2) with ``A = P^T L U`` from ``lu_factor``.
+
+    Only differentiation uses it (``lax.custom_linear_solve`` differentiates
+    ``lu_solve`` with respect to ``lu`` through it), so it is written with
+    plain jnp operations and left to XLA's partitioner.
+    """
+    grid = _grid(lu, x, names=("lu", "x"))
+    n = lu.shape[0]
+
+    def body(lu, piv, x):
+        lower, upper = _unpack(lu.astype(dtype), dtype)
+        perm = lax.linalg.lu_pivots_to_permutation(piv, n)
+        hi = lax.Precision.HIGHEST
+        if trans == 0:
+            y = jnp.matmul(lower, jnp.matmul(upper, x, precision=hi), precision=hi)
+            return y[jnp.argsort(perm)]  # P^T y
+        if trans == 2:
+            lower, upper = jnp.conj(lower), jnp.conj(upper)
+        px = x[perm]  # P x
+        return jnp.matmul(upper.T, jnp.matmul(lower.T, px, precision=hi), precision=hi)
+
+    out = fitting_spec(x.shape, grid.mesh, _natural_rhs_spec(grid, x.ndim))
+    return run_on_mesh(body, grid.mesh, out, lu, piv, x)
+
+
+def trace(x):
+    """``jnp.trace`` of a matrix on a mesh, as a sum against a replicated identity.
+
+    (``jnp.diagonal`` of an Explicit-sharded matrix is not supported in jax
+    0.10.2, and wrapping it in ``auto_axes`` breaks its transpose.)
+    """
+    return jnp.sum(x * jnp.eye(x.shape[0], dtype=x.dtype))

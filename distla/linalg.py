@@ -16,10 +16,15 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import jax.scipy.linalg as jsl
+from jax import lax
+from jax.sharding import NamedSharding
 
 from . import _batched, _lu
+from ._blas import single_thread_lapack_for_cpu_devices
 from ._checks import as_array, result_dtype
-from ._mesh import operand_mesh
+from ._mesh import fitting_spec, is_explicit, operand_mesh
+from .layout import natural_spec
+from .matmul import matmul
 
 
 class SlogdetResult(NamedTuple):
@@ -38,15 +43,181 @@ def _square(a: jax.Array, what: str, *, batch: bool = True) -> None:
 
 
 def _mesh_of(*xs, names):
-    return operand_mesh(*xs, names=names)
+    mesh = operand_mesh(*xs, names=names)
+    if mesh is not None:
+        single_thread_lapack_for_cpu_devices()
+    return mesh
 
 
-def lu_factor(a: jax.typing.ArrayLike) -> tuple[jax.Array, jax.Array]:
+# --------------------------------------------------------------------- one matrix
+# The functions below run one sharded matrix through distla/_lu.py. Each is
+# wrapped so that jax.vmap of it becomes one batched call (_batched.with_vmap_rule)
+# and so that its derivatives reuse the factorisation: solves are written as
+# lax.custom_linear_solve, whose transpose is the solve with trans=1, the way
+# jnp.linalg.solve is.
+
+
+def _like(x, ref):
+    """``x`` with ``ref``'s sharding type on Explicit meshes, as lax.custom_linear_solve needs."""
+    sharding = jax.typeof(ref).sharding
+    if _explicit(sharding):
+        return jax.sharding.reshard(x, sharding)
+    return x
+
+
+def _explicit(sharding) -> bool:
+    mesh = getattr(sharding, "mesh", None)
+    return mesh is not None and mesh.size > 1 and is_explicit(mesh)
+
+
+def _natural(x):
+    """``x`` in distla's layout for its shape (largest even layout) on Explicit meshes."""
+    sharding = jax.typeof(x).sharding
+    if not _explicit(sharding):
+        return x
+    spec = fitting_spec(x.shape, sharding.mesh, natural_spec(x.ndim, sharding.mesh))
+    return jax.sharding.reshard(x, NamedSharding(sharding.mesh, spec))
+
+
+def _not_differentiable(fn, what):
+    fn = jax.custom_jvp(fn)
+
+    def rule(primals, tangents):
+        raise TypeError(
+            f"{what} is not differentiable in distla; differentiate distla.linalg.solve or "
+            "distla.linalg.lu_solve, whose derivatives reuse the factorisation."
+        )
+
+    fn.defjvp(rule)
+    return fn
+
+
+def _factor_2d(a, *, dtype, block_size):
+    def factor(a):
+        return tuple(_lu.lu_factor(a, dtype=dtype, block_size=block_size))
+
+    return _batched.with_vmap_rule("lu_factor", factor)(a)
+
+
+def _lu_solve_kernel(trans, dtype):
+    def kernel(lu, piv, b):
+        return _lu.lu_solve(lu, piv, b, trans=trans, dtype=dtype)
+
+    return _batched.with_vmap_rule("lu_solve", kernel, trans=trans)
+
+
+def _lu_solve_2d(lu, piv, b, *, trans, dtype):
+    def matvec(x):
+        return _like(_lu.factors_matvec(lu, piv, x, trans=trans, dtype=dtype), x)
+
+    def solve(_, rhs):
+        return _like(_lu_solve_kernel(trans, dtype)(lu, piv, rhs), rhs)
+
+    def transpose_solve(_, rhs):
+        if trans == 2:  # the linear transpose of x -> A^-H x is x -> conj(A^-1 conj(x))
+            x = jnp.conj(_lu_solve_kernel(0, dtype)(lu, piv, jnp.conj(rhs)))
+        else:
+            x = _lu_solve_kernel(1 - trans, dtype)(lu, piv, rhs)
+        return _like(x, rhs)
+
+    return _natural(lax.custom_linear_solve(matvec, b, solve, transpose_solve))
+
+
+def _matvec(a, x):
+    if x.ndim == 1:
+        return matmul(a, x[:, None])[:, 0]
+    return matmul(a, x)
+
+
+def _solve_linear(a, b, *, dtype, block_size):
+    """``a^-1 b`` as ``lax.custom_linear_solve``: linear in ``b``, its transpose the
+    ``trans=1`` solve, differentiable in ``a`` through ``a @ x``; the factors of
+    ``a`` are computed once."""
+    lu, piv = _factor_2d(lax.stop_gradient(a), dtype=dtype, block_size=block_size)
+    return _natural(
+        lax.custom_linear_solve(
+            lambda x: _like(_matvec(a, x), x),
+            b,
+            lambda _, rhs: _like(_lu_solve_kernel(0, dtype)(lu, piv, rhs), rhs),
+            lambda _, rhs: _like(_lu_solve_kernel(1, dtype)(lu, piv, rhs), rhs),
+        )
+    )
+
+
+def _solve_2d(a, b, *, dtype, block_size):
+    def fused(a, b):  # factorisation and solves in one program
+        return _lu.solve(a, b, dtype=dtype, block_size=block_size)
+
+    def linear(a, b):
+        return _solve_linear(a, b, dtype=dtype, block_size=block_size)
+
+    primal = jax.custom_jvp(_batched.with_vmap_rule("solve", fused))
+    primal.defjvp(lambda primals, tangents: jax.jvp(linear, primals, tangents))
+    return primal(a, b)
+
+
+def _tr_inv_times(a, da, *, dtype, block_size):
+    """``trace(a^-1 da)``, linear in ``da``, for the derivatives of det and slogdet."""
+    return _lu.trace(_solve_linear(lax.stop_gradient(a), da, dtype=dtype, block_size=block_size))
+
+
+def _slogdet_2d(a, *, dtype, block_size):
+    def primal(a):
+        return tuple(_lu.slogdet(a, dtype=dtype, block_size=block_size))
+
+    fn = jax.custom_jvp(_batched.with_vmap_rule("slogdet", primal))
+
+    def rule(primals, tangents):
+        (a,), (da,) = primals, tangents
+        sign, logabs = fn(a)
+        g = _tr_inv_times(a, da, dtype=dtype, block_size=block_size)
+        sign_dot = (g - jnp.real(g)).astype(sign.dtype) * sign
+        return (sign, logabs), (sign_dot, jnp.real(g).astype(logabs.dtype))
+
+    fn.defjvp(rule)
+    return fn(a)
+
+
+def _det_2d(a, *, dtype, block_size):
+    def primal(a):
+        return _lu.det(a, dtype=dtype, block_size=block_size)
+
+    fn = jax.custom_jvp(_batched.with_vmap_rule("det", primal))
+
+    def rule(primals, tangents):
+        (a,), (da,) = primals, tangents
+        d = fn(a)
+        return d, d * _tr_inv_times(a, da, dtype=dtype, block_size=block_size).astype(d.dtype)
+
+    fn.defjvp(rule)
+    return fn(a)
+
+
+def _inv_2d(a, *, dtype, block_size):
+    def primal(a):
+        return _lu.inv(a, dtype=dtype, block_size=block_size)
+
+    fn = jax.custom_jvp(_batched.with_vmap_rule("inv", primal))
+
+    def rule(primals, tangents):
+        (a,), (da,) = primals, tangents
+        x = fn(a)
+        return x, -matmul(matmul(x, da), x)
+
+    fn.defjvp(rule)
+    return fn(a)
+
+
+def lu_factor(
+    a: jax.typing.ArrayLike, *, block_size: int | None = None
+) -> tuple[jax.Array, jax.Array]:
     """LU factorisation with partial pivoting, as ``jax.scipy.linalg.lu_factor``.
 
     Args:
       a: ``[n, n]`` matrix, sharded on a 1- or 2-axis mesh (any layout), or a
         stack ``[..., n, n]`` sharded along its batch dimensions.
+      block_size: the distributed LU's block size ``nb`` (panel width and
+        block-cyclic block); ``None`` picks one near 128 that pads least.
 
     Returns:
       ``(lu, piv)``: ``lu`` holds ``L`` (unit diagonal, not stored) below the
@@ -77,7 +248,10 @@ def lu_factor(a: jax.typing.ArrayLike) -> tuple[jax.Array, jax.Array]:
         return jsl.lu_factor(a.astype(dtype))
     if a.ndim > 2:
         return _batched.lu_factor(a.astype(dtype))
-    return _lu.lu_factor(a, dtype=dtype)
+    factor = _not_differentiable(
+        lambda a: _factor_2d(a, dtype=dtype, block_size=block_size), what
+    )
+    return factor(a)
 
 
 def lu_solve(
@@ -130,7 +304,7 @@ def lu_solve(
         return jsl.lu_solve((lu.astype(dtype), piv), b.astype(dtype), trans=trans)
     if batch:
         return _batched.lu_solve(lu.astype(dtype), piv, b.astype(dtype), trans=trans)
-    return _lu.lu_solve(lu, piv, b, trans=trans, dtype=dtype)
+    return _lu_solve_2d(lu.astype(dtype), piv, b.astype(dtype), trans=trans, dtype=dtype)
 
 
 class LUResult(NamedTuple):
@@ -141,11 +315,12 @@ class LUResult(NamedTuple):
     u: jax.Array
 
 
-def lu(a: jax.typing.ArrayLike) -> LUResult:
+def lu(a: jax.typing.ArrayLike, *, block_size: int | None = None) -> LUResult:
     """``a == p @ l @ u``, as ``jax.scipy.linalg.lu``.
 
     Args:
       a: ``[n, n]`` matrix sharded on a 1- or 2-axis mesh.
+      block_size: as in :func:`lu_factor`.
 
     Returns:
       ``(p, l, u)``: the permutation matrix, unit lower triangular ``l`` and
@@ -164,7 +339,8 @@ def lu(a: jax.typing.ArrayLike) -> LUResult:
     mesh = _mesh_of(a, names=("a",))
     if mesh is None:
         return LUResult(*jsl.lu(a.astype(dtype)))
-    return LUResult(*_lu.lu(a, dtype=dtype))
+    factor = _not_differentiable(lambda a: _lu.lu(a, dtype=dtype, block_size=block_size), what)
+    return LUResult(*factor(a))
 
 
 def _solve_shapes(a: jax.Array, b: jax.Array, what: str) -> bool:
@@ -190,7 +366,9 @@ def _solve_shapes(a: jax.Array, b: jax.Array, what: str) -> bool:
     return False
 
 
-def solve(a: jax.typing.ArrayLike, b: jax.typing.ArrayLike) -> jax.Array:
+def solve(
+    a: jax.typing.ArrayLike, b: jax.typing.ArrayLike, *, block_size: int | None = None
+) -> jax.Array:
     """Solve ``a x = b``, as ``jnp.linalg.solve``.
 
     A single matrix sharded over a mesh is solved by the distributed LU; a
@@ -223,10 +401,10 @@ def solve(a: jax.typing.ArrayLike, b: jax.typing.ArrayLike) -> jax.Array:
         return jnp.linalg.solve(a.astype(dtype), b.astype(dtype))
     if a.ndim > 2 or b.ndim > 2 and not vector:
         return _batched.solve(a.astype(dtype), b.astype(dtype))
-    return _lu.solve(a, b, dtype=dtype)
+    return _solve_2d(a.astype(dtype), b.astype(dtype), dtype=dtype, block_size=block_size)
 
 
-def det(a: jax.typing.ArrayLike) -> jax.Array:
+def det(a: jax.typing.ArrayLike, *, block_size: int | None = None) -> jax.Array:
     """Determinant, as ``jnp.linalg.det``.
 
     From the diagonal of U and the parity of the pivots; for one sharded
@@ -246,10 +424,10 @@ def det(a: jax.typing.ArrayLike) -> jax.Array:
         return jnp.linalg.det(a.astype(dtype))
     if a.ndim > 2:
         return _batched.det(a.astype(dtype))
-    return _lu.det(a, dtype=dtype)
+    return _det_2d(a.astype(dtype), dtype=dtype, block_size=block_size)
 
 
-def slogdet(a: jax.typing.ArrayLike) -> SlogdetResult:
+def slogdet(a: jax.typing.ArrayLike, *, block_size: int | None = None) -> SlogdetResult:
     """Sign and log-magnitude of the determinant, as ``jnp.linalg.slogdet``.
 
     Args:
@@ -268,10 +446,10 @@ def slogdet(a: jax.typing.ArrayLike) -> SlogdetResult:
         return SlogdetResult(*jnp.linalg.slogdet(a.astype(dtype)))
     if a.ndim > 2:
         return SlogdetResult(*_batched.slogdet(a.astype(dtype)))
-    return SlogdetResult(*_lu.slogdet(a, dtype=dtype))
+    return SlogdetResult(*_slogdet_2d(a.astype(dtype), dtype=dtype, block_size=block_size))
 
 
-def inv(a: jax.typing.ArrayLike) -> jax.Array:
+def inv(a: jax.typing.ArrayLike, *, block_size: int | None = None) -> jax.Array:
     """Inverse, as ``jnp.linalg.inv``: ``lu_solve`` against the identity.
 
     Args:
@@ -289,7 +467,7 @@ def inv(a: jax.typing.ArrayLike) -> jax.Array:
         return jnp.linalg.inv(a.astype(dtype))
     if a.ndim > 2:
         return _batched.inv(a.astype(dtype))
-    return _lu.inv(a, dtype=dtype)
+    return _inv_2d(a.astype(dtype), dtype=dtype, block_size=block_size)
 
 
 __all__ = [

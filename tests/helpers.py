@@ -26,7 +26,7 @@ def random_matrix(rng, shape, dtype):
 def place(x, mesh, spec=P("x", "y")):
     """device_put in ``spec``, dropping axes that do not divide (as jax requires)."""
     entries = []
-    for dim, entry in enumerate(tuple(spec) + (None,) * (x.ndim - len(spec))):
+    for dim, entry in enumerate((tuple(spec) + (None,) * x.ndim)[: x.ndim]):
         axes = (entry,) if isinstance(entry, str) else tuple(entry or ())
         parts = int(np.prod([mesh.shape[a] for a in axes])) if axes else 1
         entries.append(entry if x.shape[dim] % parts == 0 else None)

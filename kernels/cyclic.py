@@ -1,0 +1,142 @@
+"""Contiguous blocks <-> 2D block-cyclic order, with one all_to_all per mesh axis.
+
+A matrix in ``P(r, c)`` gives device ``(i, j)`` the contiguous rows
+``[i·n/pr, (i+1)·n/pr)``. In block-cyclic order with block size ``nb``
+(ScaLAPACK's distribution) device row ``i`` holds instead the row blocks
+``G ≡ i (mod pr)``, in increasing ``G``; likewise for columns. The LU and the
+triangular solves run on block-cyclic matrices so that every device keeps
+working as the trailing matrix shrinks.
+
+The conversion is a permutation of blocks done with one ``all_to_all`` per
+axis, never a gather. When a device's ``B`` contiguous blocks split evenly
+over the ``P`` devices of the axis (``B`` a multiple of ``P``), block ``t`` of
+device ``s`` goes to device ``t mod P`` and the ``all_to_all`` needs no
+bookkeeping. Otherwise each device sends ``ceil(B/P)`` block slots to every
+device, some empty, chosen and compacted with small static index tables.
+Each device sends ``(P-1)/P`` of its blocks (plus at most ``P-1`` empty slots).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from ._axes import axis_size
+
+
+@functools.cache
+def _tables(blocks_per_device: int, p: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """Index tables for contiguous -> cyclic when ``blocks_per_device % p != 0``.
+
+    ``send[s, d, u]``: local block of source ``s`` in slot ``u`` for
+    destination ``d`` (``blocks_per_device`` marks an empty slot);
+    ``keep[d]``: the received slots (flattened ``(source, u)``) destination
+    ``d`` keeps, in increasing global block order.
+    """
+    b = blocks_per_device
+    slots = -(-b // p)
+    send = np.full((p, p, slots), b, dtype=np.int32)
+    keep = np.zeros((p, b), dtype=np.int32)
+    filled = np.zeros((p, p), dtype=np.int32)
+    received: list[list[tuple[int, int]]] = [[] for _ in range(p)]
+    for s in range(p):
+        for t in range(b):
+            g = s * b + t
+            d = g % p
+            u = filled[s, d]
+            send[s, d, u] = t
+            filled[s, d] += 1
+            received[d].append((g, s * slots + u))
+    for d in range(p):
+        keep[d] = [slot for _, slot in sorted(received[d])]
+    return send, keep, slots
+
+
+def to_block_cyclic(x: jax.Array, *, axis: int, axis_name: str | None, nb: int) -> jax.Array:
+    """Contiguous local block -> block-cyclic local block along ``axis``.
+
+    Args:
+      x: local block; ``x.shape[axis] = B·nb`` blocks of a dimension split
+        contiguously over the ``P`` devices of ``axis_name``.
+      axis: 0 (rows) or 1 (columns).
+      axis_name: the mesh axis that splits this dimension (``None``: no-op).
+      nb: block size.
+
+    Returns:
+      The local block in block-cyclic order: local block ``u`` of device ``d``
+      is global block ``u·P + d``.
+    """
+    p = axis_size(axis_name)
+    if p == 1:
+        return x
+    x = jnp.moveaxis(x, axis, 0)
+    b = x.shape[0] // nb
+    rest = x.shape[1:]
+    blocks = x.reshape(b, nb, *rest)
+    if b % p == 0:
+        # (B/P, P, nb, ...): axis 1 is the destination device, t mod P
+        send = blocks.reshape(b // p, p, nb, *rest)
+        # all_to_all over axis_name -> axis 1 is now the source device s
+        recv = lax.all_to_all(send, axis_name, split_axis=1, concat_axis=1, tiled=True)
+        # global block s·B + u·P + d increases with (s, u): put the source first
+        out = jnp.swapaxes(recv, 0, 1)
+    else:
+        table, keep, slots = _tables(b, p)
+        me = lax.axis_index(axis_name)
+        padded = jnp.concatenate([blocks, jnp.zeros((1, nb, *rest), x.dtype)])
+        send = padded[jnp.asarray(table)[me]]  # (P, slots, nb, ...): slots per destination
+        recv = lax.all_to_all(send, axis_name, split_axis=0, concat_axis=0, tiled=True)
+        out = recv.reshape(p * slots, nb, *rest)[jnp.asarray(keep)[me]]
+    return jnp.moveaxis(out.reshape(b * nb, *rest), 0, axis)
+
+
+def from_block_cyclic(x: jax.Array, *, axis: int, axis_name: str | None, nb: int) -> jax.Array:
+    """Inverse of :func:`to_block_cyclic`."""
+    p = axis_size(axis_name)
+    if p == 1:
+        return x
+    x = jnp.moveaxis(x, axis, 0)
+    b = x.shape[0] // nb
+    rest = x.shape[1:]
+    if b % p == 0:
+        # (P, B/P, nb, ...) ordered by (source s, u) -> (B/P, P, nb, ...) with axis 1 = s
+        send = jnp.swapaxes(x.reshape(p, b // p, nb, *rest), 0, 1)
+        # all_to_all over axis_name -> axis 1 is the sender d: local block t = u·P + d
+        out = lax.all_to_all(send, axis_name, split_axis=1, concat_axis=1, tiled=True)
+    else:
+        table, keep, slots = _tables(b, p)
+        me = lax.axis_index(axis_name)
+        # the forward map's received slots, in order, are exactly this device's blocks:
+        # scatter them back into slots and send each slot to the device it came from
+        slots_back = jnp.zeros((p * slots + 1, nb, *rest), x.dtype)
+        slots_back = slots_back.at[jnp.asarray(keep)[me]].set(x.reshape(b, nb, *rest))
+        send = slots_back[: p * slots].reshape(p, slots, nb, *rest)
+        recv = lax.all_to_all(send, axis_name, split_axis=0, concat_axis=0, tiled=True)
+        # slot u from device d holds local block table[me, d, u] (or nothing)
+        dest = jnp.asarray(table)[me].reshape(p * slots)
+        out = (
+            jnp.zeros((b + 1, nb, *rest), x.dtype)
+            .at[dest]
+            .set(recv.reshape(p * slots, nb, *rest))[:b]
+        )
+    return jnp.moveaxis(out.reshape(b * nb, *rest), 0, axis)
+
+
+def global_blocks(n_local_blocks: int, axis_name: str | None) -> jax.Array:
+    """Global block index of each local block (block-cyclic) on this device."""
+    p = axis_size(axis_name)
+    me = 0 if axis_name is None else lax.axis_index(axis_name)
+    return jnp.arange(n_local_blocks, dtype=jnp.int32) * p + me
+
+
+def local_row(g: jax.Array, *, p: int, nb: int) -> tuple[jax.Array, jax.Array]:
+    """(owner index, local index) of non-negative global row(s) ``g``, block-cyclic."""
+    g = g.astype(jnp.int32)
+    block = lax.div(g, jnp.int32(nb))
+    owner = lax.rem(block, jnp.int32(p))
+    local = lax.div(block, jnp.int32(p)) * nb + lax.rem(g, jnp.int32(nb))
+    return owner, local

@@ -1,0 +1,246 @@
+"""Blocked triangular solves ``T X = B`` on a 2D block-cyclic triangular ``T``.
+
+``T`` is ``n x n`` in block-cyclic order with block size ``nb`` on a
+``pr x pc`` grid (device ``(i, j)`` holds blocks ``I ≡ i``, ``J ≡ j``); the
+rows of ``B`` are block-cyclic over the same mesh rows. The solve walks the
+block rows in order (forward for lower ``T``, backward for upper), and at
+each step solves one ``nb``-row block with a small local triangular solve and
+updates the rest with a GEMM. Two data movements are possible, and which is
+cheaper depends on the number of right-hand sides ``k``:
+
+- :func:`trsm_few` (``k`` small, ``B`` replicated along mesh rows): ``T``
+  stays where it is and the solved blocks move. Each device accumulates
+  ``T[I, J] x_J`` for the blocks it holds; before block ``K`` is solved its
+  partial sums are reduced along the mesh row and the solution ``x_K`` is
+  broadcast. Per step two ``nb x k`` collectives: ``O(n·k)`` words in all.
+  ScaLAPACK's PDTRSV moves data the same way.
+- :func:`trsm_many` (``k`` large, ``B``'s columns split over mesh columns):
+  ``B`` stays and ``T``'s block column ``K`` is broadcast along mesh rows,
+  SUMMA-like: ``O(n²/pr)`` words, independent of ``k``, with every device
+  updating its own columns of ``B``.
+
+For ``trans`` solves the caller passes the local transpose of ``T`` and
+swaps the two axis names: the transpose of a block-cyclic matrix is
+block-cyclic on the transposed grid.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+from ._axes import axis_index, axis_size
+from .cyclic import global_blocks
+
+
+def _steps(nbr: int, lower: bool) -> range:
+    return range(nbr) if lower else range(nbr - 1, -1, -1)
+
+
+def _rest(k: int, *, lower: bool, p: int, nb: int, mloc: int) -> tuple[int, int]:
+    """Static local row range that holds every block row still to update after step k.
+
+    Lower (forward): global blocks > k; upper (backward): blocks < k. The
+    range is the one of the device that has the most such rows; the others
+    mask the rows outside.
+    """
+    if lower:
+        return ((k + 1) // p) * nb, mloc
+    return 0, ((k - 1) // p + 1) * nb if k >= 1 else 0
+
+
+def _solve_block(tkk, rhs, *, lower, unit_diagonal):
+    return lax.linalg.triangular_solve(
+        tkk, rhs, left_side=True, lower=lower, unit_diagonal=unit_diagonal
+    )
+
+
+def trsm_few(
+    t: jax.Array,
+    b: jax.Array,
+    *,
+    lower: bool,
+    unit_diagonal: bool,
+    row_axis: str | None,
+    col_axis: str | None,
+    nb: int,
+    precision: lax.PrecisionLike,
+) -> jax.Array:
+    """Solve ``T X = B`` moving the solution, for few right-hand sides.
+
+    Args:
+      t: ``(n/pr, n/pc)`` local block of triangular ``T``, block-cyclic.
+      b: ``(n/pr, k)`` local rows of ``B``, block-cyclic over ``row_axis`` and
+        the same on every device of a mesh row.
+      lower, unit_diagonal: which triangle of ``t`` is ``T``; a unit diagonal
+        is implied, not read.
+      row_axis, col_axis: mesh axes of the grid's rows and columns.
+      nb: block size.
+      precision: for the local products.
+
+    Returns:
+      ``X`` in ``b``'s layout.
+    """
+    pr, pc = axis_size(row_axis), axis_size(col_axis)
+    i, j = axis_index(row_axis), axis_index(col_axis)
+    mloc = b.shape[0]
+    nbr = mloc * pr // nb
+    row_g = jnp.repeat(global_blocks(mloc // nb, row_axis), nb)
+    acc = jnp.zeros_like(b)  # sum over the blocks J this device holds of T[I, J] x_J
+    for k in _steps(nbr, lower):
+        kr, kc = k % pr, k % pc
+        r, c = (k // pr) * nb, (k // pc) * nb
+        s = acc[r : r + nb]
+        if col_axis is not None:
+            # psum along the mesh row -> the whole sum for block row k (used on mesh row kr)
+            s = lax.psum(s, col_axis)
+        xk = _solve_block(
+            t[r : r + nb, c : c + nb], b[r : r + nb] - s, lower=lower, unit_diagonal=unit_diagonal
+        )
+        xk = jnp.where((i == kr) & (j == kc), xk, jnp.zeros_like(xk))
+        axes = tuple(a for a in (row_axis, col_axis) if a is not None)
+        if axes:
+            # psum over the grid -> x_k on every device (only device (kr, kc) adds non-zeros)
+            xk = lax.psum(xk, axes)
+        b = b.at[r : r + nb].set(jnp.where(i == kr, xk, b[r : r + nb]))
+        lo, hi = _rest(k, lower=lower, p=pr, nb=nb, mloc=mloc)
+        if hi > lo:
+            rows = (row_g[lo:hi] > k) if lower else (row_g[lo:hi] < k)
+            tk = t[lo:hi, c : c + nb]
+            tk = jnp.where(rows[:, None] & (j == kc), tk, jnp.zeros_like(tk))
+            acc = acc.at[lo:hi].add(jnp.dot(tk, xk, precision=precision))
+    return b
+
+
+def trsm_many(
+    t: jax.Array,
+    b: jax.Array,
+    *,
+    lower: bool,
+    unit_diagonal: bool,
+    row_axis: str | None,
+    col_axis: str | None,
+    nb: int,
+    precision: lax.PrecisionLike,
+) -> jax.Array:
+    """Solve ``T X = B`` moving ``T``'s block columns, for many right-hand sides.
+
+    Args:
+      t: ``(n/pr, n/pc)`` local block of triangular ``T``, block-cyclic.
+      b: ``(n/pr, k/pc)`` local block of ``B``: rows block-cyclic over
+        ``row_axis``, columns contiguous over ``col_axis``.
+      lower, unit_diagonal, row_axis, col_axis, nb, precision: as in
+        :func:`trsm_few`.
+
+    Returns:
+      ``X`` in ``b``'s layout.
+    """
+    pr, pc = axis_size(row_axis), axis_size(col_axis)
+    i, j = axis_index(row_axis), axis_index(col_axis)
+    mloc = b.shape[0]
+    nbr = mloc * pr // nb
+    row_g = jnp.repeat(global_blocks(mloc // nb, row_axis), nb)
+    for k in _steps(nbr, lower):
+        kr, kc = k % pr, k % pc
+        r, c = (k // pr) * nb, (k // pc) * nb
+        # the rows of T's block column k this step reads: the diagonal block and the rest
+        lo, hi = _rest(k, lower=lower, p=pr, nb=nb, mloc=mloc)
+        top, bot = (min(lo, r), max(hi, r + nb))
+        col = t[top:bot, c : c + nb]
+        col = jnp.where(j == kc, col, jnp.zeros_like(col))
+        if col_axis is not None:
+            # psum along the mesh row -> T's block column k on every device of the row
+            col = lax.psum(col, col_axis)
+        xk = _solve_block(
+            col[r - top : r - top + nb], b[r : r + nb], lower=lower, unit_diagonal=unit_diagonal
+        )
+        xk = jnp.where(i == kr, xk, jnp.zeros_like(xk))
+        if row_axis is not None:
+            # psum along the mesh column -> x_k for this device's columns of B
+            xk = lax.psum(xk, row_axis)
+        b = b.at[r : r + nb].set(jnp.where(i == kr, xk, b[r : r + nb]))
+        if hi > lo:
+            rows = (row_g[lo:hi] > k) if lower else (row_g[lo:hi] < k)
+            tk = jnp.where(rows[:, None], col[lo - top : hi - top], 0)
+            b = b.at[lo:hi].add(-jnp.dot(tk, xk, precision=precision))
+    return b
+
+
+def _permute_rows_gathered(b, perm, *, axis_name, nb):
+    """``new[g] = old[perm[g]]`` for every global row ``g`` (few right-hand sides).
+
+    One all-gather along ``axis_name`` gives every device all ``n`` rows of
+    ``B`` (``n x k``, cheap for small ``k``), then each device picks its own.
+    """
+    p = axis_size(axis_name)
+    mloc, k = b.shape
+    full = b if axis_name is None else lax.all_gather(b, axis_name, axis=0)
+    # (P, mloc, k) in block-cyclic order -> global row order
+    full = full.reshape(p, mloc // nb, nb, k).swapaxes(0, 1).reshape(p * mloc, k)
+    mine = jnp.repeat(global_blocks(mloc // nb, axis_name), nb) * nb + jnp.tile(
+        jnp.arange(nb), mloc // nb
+    )
+    return full[perm[mine]]
+
+
+def lu_solve_block_cyclic(
+    lu: jax.Array,
+    piv: jax.Array,
+    b: jax.Array,
+    *,
+    trans: int,
+    few: bool,
+    row_axis: str | None,
+    col_axis: str | None,
+    nb: int,
+    precision: lax.PrecisionLike,
+) -> jax.Array:
+    """Solve ``A X = B`` (``trans=0``), ``A^T X = B`` (1) or ``A^H X = B`` (2) from ``P A = L U``.
+
+    Args:
+      lu: ``(n/pr, n/pc)`` local block of ``L\\U``, block-cyclic.
+      piv: ``(n,)`` global pivots, on every device.
+      b: local rows of ``B``, block-cyclic over ``row_axis`` (``trans=0``) or
+        over ``col_axis`` (``trans`` 1, 2); ``(rows, k)`` replicated along the
+        other axis when ``few``, else ``(rows, k/P)`` split over it.
+      trans: 0, 1 or 2, as in ``scipy.linalg.lu_solve``.
+      few: use :func:`trsm_few` (and one gather for the pivots) instead of
+        :func:`trsm_many` (and the panel-by-panel interchanges).
+      row_axis, col_axis, nb, precision: as for the factorisation.
+
+    Returns:
+      ``X`` in ``b``'s layout.
+    """
+    from .lu import apply_panel_swaps
+
+    n = piv.shape[0]
+    nbr = n // nb
+    trsm = trsm_few if few else trsm_many
+    perm = lax.linalg.lu_pivots_to_permutation(piv, n)
+    if trans == 0:
+        rows, cols, t = row_axis, col_axis, lu
+    else:
+        # A^T = U^T L^T P: the transposed factors on the transposed grid
+        rows, cols, t = col_axis, row_axis, (lu.T.conj() if trans == 2 else lu.T)
+    solve = dict(row_axis=rows, col_axis=cols, nb=nb, precision=precision)
+
+    def permute(x, inverse):
+        if few:
+            return _permute_rows_gathered(
+                x, jnp.argsort(perm) if inverse else perm, axis_name=rows, nb=nb
+            )
+        steps = range(nbr - 1, -1, -1) if inverse else range(nbr)
+        for k in steps:
+            x = apply_panel_swaps(
+                x, piv[k * nb : (k + 1) * nb], k * nb, axis_name=rows, nb=nb, n=n, inverse=inverse
+            )
+        return x
+
+    if trans == 0:
+        b = permute(b, inverse=False)  # P B
+        b = trsm(t, b, lower=True, unit_diagonal=True, **solve)  # L Y = P B
+        return trsm(t, b, lower=False, unit_diagonal=False, **solve)  # U X = Y
+    b = trsm(t, b, lower=True, unit_diagonal=False, **solve)  # U^T Z = B
+    b = trsm(t, b, lower=False, unit_diagonal=True, **solve)  # L^T W = Z
+    return permute(b, inverse=True)  # X = P^T W
