@@ -82,7 +82,7 @@ class Impl:
         same shape with ``Auto`` axes (what XLA's partitioner and jaxdecomp
         need); ``"device"``: the first device; ``"host"``: numpy arrays.
       applies: ``(pr, pc) -> bool``; the impl is skipped on other meshes.
-      model: ``(shape, (pr, pc)) -> elements received per device``, or None.
+      model: ``(shape, (pr, pc), dtype) -> bytes received per device``, or None.
       model_text: the model's formula, as written in the results.
     """
 
@@ -90,7 +90,7 @@ class Impl:
     fn: Callable[..., Any]
     on: str
     applies: Callable[[tuple[int, int]], bool] = lambda grid: True
-    model: Callable[[tuple[int, ...], tuple[int, int]], float] | None = None
+    model: Callable[[tuple[int, ...], tuple[int, int], np.dtype], float] | None = None
     model_text: str = ""
 
     @property
@@ -213,14 +213,15 @@ def _matmul_check(inputs, c) -> float:
     return float(err / scale) if scale else float(err)
 
 
-def _summa_model(shape, grid) -> float:
+def _summa_model(shape, grid, dtype) -> float:
     (m, k, n), (pr, pc) = shape, grid
-    return (m / pr) * k * (pc - 1) / pc + k * (n / pc) * (pr - 1) / pr
+    elements = (m / pr) * k * (pc - 1) / pc + k * (n / pc) * (pr - 1) / pr
+    return elements * np.dtype(dtype).itemsize
 
 
-def _cannon_model(shape, grid) -> float:
+def _cannon_model(shape, grid, dtype) -> float:
     (m, k, n), (q, _) = shape, grid
-    return (m * k + k * n) / q
+    return (m * k + k * n) / q * np.dtype(dtype).itemsize
 
 
 def _matmul() -> Operation:
@@ -249,7 +250,7 @@ def _matmul() -> Operation:
                 call("summa"),
                 "mesh",
                 model=_summa_model,
-                model_text="(m/pr)·k·(pc−1)/pc + k·(n/pc)·(pr−1)/pr",
+                model_text="(m/pr)·k·(pc−1)/pc + k·(n/pc)·(pr−1)/pr elements",
             ),
             Impl(
                 "distla.matmul cannon",
@@ -257,7 +258,7 @@ def _matmul() -> Operation:
                 "mesh",
                 applies=lambda grid: grid[0] == grid[1] > 1,
                 model=_cannon_model,
-                model_text="(m·k + k·n)/q on a q x q mesh",
+                model_text="(m·k + k·n)/q elements on a q x q mesh",
             ),
         ),
         baselines=(
@@ -333,7 +334,7 @@ def _solve_flops(shape, dtype) -> float:
     return (2.0 / 3.0 * n**3 + 2.0 * n * n * max(k, 1)) * _cplx(dtype)
 
 
-def _lu_todo(doc: str) -> str:
+def _todo(doc: str) -> str:
     return f"TODO(lead): the communication model of {doc} (not written yet)"
 
 
@@ -365,7 +366,7 @@ def _solve() -> Operation:
         weak_rule="n grows as sqrt(p): memory per device stays constant",
         min_dim=lambda s, grid: _at_least_grid(s[:1], grid, "solve size"),
         footprint=lambda s, dt: (s[0] * s[0] + 2 * s[0] * max(s[1], 1)) * np.dtype(dt).itemsize,
-        model_source=_lu_todo("docs/lu.md"),
+        model_source=_todo("docs/lu.md"),
         probe=(8, 0),
     )
 
@@ -398,7 +399,7 @@ def _lu() -> Operation:
         weak_rule="n grows as sqrt(p): memory per device stays constant",
         min_dim=lambda s, grid: _at_least_grid(s, grid, "lu size"),
         footprint=lambda s, dt: 2 * s[0] * s[0] * np.dtype(dt).itemsize,
-        model_source=_lu_todo("docs/lu.md"),
+        model_source=_todo("docs/lu.md"),
         probe=(8,),
     )
 
@@ -462,7 +463,7 @@ def _batched() -> Operation:
                 "distla.linalg.solve (batched)",
                 distla.linalg.solve,
                 "mesh",
-                model=lambda s, grid: 0.0,
+                model=lambda s, grid, dt: 0.0,
                 model_text="0: each device solves its own matrices (DESIGN.md)",
             ),
         ),
@@ -524,6 +525,12 @@ def _fft(real: bool) -> Operation:
     jfn = jnp.fft.rfftn if real else jnp.fft.fftn
     name = "rfftn" if real else "fftn"
     fn = getattr(distla.fft, name)
+    documented = getattr(distla.fft, "model_bytes", None)  # the model of docs/fft.md
+
+    def model(shape, grid, dtype) -> float:
+        spectrum = np.result_type(dtype, np.complex64)  # what the all-to-alls move
+        return documented(shape, grid, real=real, itemsize=np.dtype(spectrum).itemsize)
+
     return Operation(
         name="rfft" if real else "fft",
         api=f"distla.fft.{name}",
@@ -534,7 +541,16 @@ def _fft(real: bool) -> Operation:
         dtypes=("float32", "float64") if real else ("complex64", "complex128"),
         make=lambda s, dt, rng: (_random(s, dt, rng),),
         specs=lambda mesh: (None,),
-        variants=(Impl(f"distla.fft.{name}", fn, "mesh"),),
+        variants=(
+            Impl(
+                f"distla.fft.{name}",
+                fn,
+                "mesh",
+                model=model if documented else None,
+                model_text="all-to-alls of the local spectrum, (g−1)/g each: "
+                "distla.fft.model_bytes",
+            ),
+        ),
         baselines=(
             Impl(f"one device: jnp.fft.{name}", jfn, "device"),
             Impl(f"jnp.fft.{name} on the sharded input (XLA)", jfn, "auto"),
@@ -547,7 +563,7 @@ def _fft(real: bool) -> Operation:
         weak_rule="every dimension grows as p^(1/3): points per device stay constant",
         min_dim=lambda s, grid: _at_least_grid(s[:2], grid, "fft size"),
         footprint=lambda s, dt: 2 * math.prod(s) * np.dtype(dt).itemsize * (2 if real else 1),
-        model_source=_lu_todo("docs/fft.md"),
+        model_source="docs/fft.md" if documented else _todo("docs/fft.md"),
         probe=(4, 4, 4),
     )
 
@@ -1066,7 +1082,7 @@ def _row(op: Operation, plan: Plan, c: _Case) -> dict[str, Any]:
     impl = c.impl
     model = None
     if impl.model is not None and c.role == "distla":
-        model = impl.model(c.shape, c.grid) * np.dtype(plan.dtype).itemsize / MIB
+        model = impl.model(c.shape, c.grid, np.dtype(plan.dtype)) / MIB
     return {
         "impl": impl.name,
         "role": c.role,
@@ -1241,8 +1257,7 @@ def markdown(doc: dict[str, Any]) -> str:
     formulas = [f"{k}: {f}" for k, f in doc["model"]["formulas"].items() if f]
     if formulas:
         lines.append(
-            f"- model (elements received per device; {doc['model']['source']}): "
-            + "; ".join(formulas)
+            f"- model (received per device; {doc['model']['source']}): " + "; ".join(formulas)
         )
     else:
         lines.append(f"- model: **{doc['model']['source']}**")
