@@ -595,8 +595,8 @@ def _parser() -> argparse.ArgumentParser:
         prog="python -m distla scaling",
         description=(
             "Time one distla operation and its baselines over meshes and sizes; write "
-            "results.json, results.md and scaling.png. Runs on 8+ simulated CPU devices "
-            "unless enough real devices are present."
+            "results.json, results.md and scaling.png. Uses the real devices when there are "
+            "enough for the largest mesh, else as many simulated CPU devices."
         ),
     )
     p.add_argument("--op", required=True, metavar="OP", help=" | ".join(OPERATIONS))
