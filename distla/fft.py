@@ -60,8 +60,9 @@ __all__ = ["fftn", "ifftn", "irfftn", "pfft3d", "pifft3d", "rfftn"]
 NORMS = (None, "backward", "ortho", "forward")
 ALGORITHMS = ("auto", "slab-pencil", "pencil")
 
-# Width of the tiles that the transposes move (kernels/transpose.py).
-_TILE = 32
+# Width of the tiles that each plan's transposes move (kernels/transpose.py),
+# tuned at 256^3 on 4x2 (docs/fft.md).
+_TILES = {"slab": 32, "slab-pencil": 32, "pencil": 8}
 
 # XLA:CPU gives each call's temporaries one allocation. glibc maps any block
 # over 32 MiB fresh on every call, and the page faults of touching it cost
@@ -435,8 +436,8 @@ def _layouts(grid: Grid, kind: str, order: str, algorithm: str, shape_in, shape_
         yzx = P(None, b, a)
     else:
         yzx = P(a, b, None)
-    common = dict(sizes=sizes, real=real, norm=None, tile=_TILE)  # norm: see _transform
     plan = choose_algorithm(grid, zt, order, algorithm)
+    common = dict(sizes=sizes, real=real, norm=None, tile=_TILES[plan])  # norm: see _transform
 
     if plan == "slab":  # over the row axis
         split = 2 if order == "yzx" else 1
