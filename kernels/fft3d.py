@@ -1,10 +1,10 @@
 """Distributed 3D FFT bodies: local 1D/2D transforms between global transposes.
 
-Two plans, each a per-device body for ``shard_map`` (see ``transpose.py`` for
+Three plans, each a per-device body for ``shard_map`` (see ``transpose.py`` for
 the layouts and for how each transpose arranges its local copies):
 
 **Slab-pencil** (2-axis mesh ``(a, b)``, ``P = pa*pb`` devices; also used
-with ``pa = 1``)::
+with ``pa = 1``, where the second exchange is a local transpose)::
 
     Z-pencils (X/pa, Y/pb, Z)   1D FFT along Z (contiguous)
       -> all_to_all over (b, a), P-way
@@ -18,6 +18,15 @@ natural ``(X, Y, Z)`` order directly, so no local transpose is left after
 the last FFT. It moves ``(P-1)/P + (pa-1)/pa`` of the local block per device
 instead of the textbook ``(pb-1)/pb + (pa-1)/pa``, and needs the padded Z
 (or Z/2+1) length to split ``P`` ways.
+
+**Pencil**, the textbook plan (three 1D FFT passes)::
+
+    Z-pencils (X/pa, Y/pb, Z)   1D FFT along Z
+      -> all_to_all over b, pb-way
+    Y-pencils (X/pa, Z/pb, Y)   1D FFT along Y
+      -> all_to_all over a, pa-way
+    X-pencils (Y/pa, Z/pb, X)   1D FFT along X; jaxdecomp's order, or a local
+                                transpose to (X, Y/pa, Z/pb)
 
 **Slab** (one mesh axis of ``p`` devices)::
 
@@ -145,8 +154,9 @@ def slab_pencil_inverse(
       real: complex-to-real along Z last (``irfftn``) with output length Z.
 
     Returns:
-      ``(Xp/pa, Yp/pb, Z)`` local Z-pencil of the result (padded rows hold
-      garbage-free zeros-derived values the caller crops).
+      ``(Xp/pa, Yp/pb, Z)`` local Z-pencil of the result; the padded rows
+      (``X``, ``Y`` rounded up to multiples of ``pa``, ``pb``) are zeros, for
+      the caller to crop.
     """
     xg, yg, zg = sizes
     pa, pb = axis_size(row_axis), axis_size(col_axis)

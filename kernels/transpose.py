@@ -8,6 +8,7 @@ row axis ``a`` of size ``pa`` and a column axis ``b`` of size ``pb``;
 
 - Z-pencils ``(X/pa, Y/pb, Z)``: device ``(i, j)`` holds X-block ``i`` and
   Y-block ``j`` (``P(a, b, None)``).
+- Y-pencils ``(X/pa, Z/pb, Y)`` (the textbook middle stage).
 - Z-slabs ``(Z/P, X, Y)``: device ``(i, j)`` holds Z-chunk ``j * pa + i``;
   X and Y whole (the order in which the next transpose regroups Z over ``a``).
 - X-pencils ``(X, Y/pa, Z/pb)`` (``P(None, a, b)``), or the same blocks in
