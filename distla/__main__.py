@@ -34,15 +34,22 @@ def _ensure_devices() -> None:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    _ensure_devices()
+    # Under `python -m distla launch` (or srun/mpirun) join the other processes first:
+    # jax.distributed must start before anything else touches jax. Alone, a no-op.
+    from .distributed import init_distributed
+
+    info = init_distributed()
+    if info.num_processes == 1:
+        _ensure_devices()
     import jax
 
     from . import _demo
 
     if jax.process_index() == 0:
         devs = jax.devices()
+        where = f" in {jax.process_count()} processes" if jax.process_count() > 1 else ""
         print(
-            f"distla demo: {len(devs)} {devs[0].platform} devices, jax {jax.__version__}, "
+            f"distla demo: {len(devs)} {devs[0].platform} devices{where}, jax {jax.__version__}, "
             f"{args.rounds} timed rounds (medians)",
             flush=True,
         )
@@ -53,6 +60,11 @@ def _demo(args: argparse.Namespace) -> int:
             "vs 1 dev: distla time / one-device time; vs XLA: distla time / the jnp call on the "
             "same sharded inputs (Auto mesh); err ratio passes at <= 30."
         )
+        if jax.process_count() > 1:
+            print(
+                "Across processes the one-device baseline cannot run (no device holds the "
+                "operands): '-' in vs 1 dev. Times are process 0's."
+            )
     return 0
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import math
 from collections.abc import Sequence
 
 import jax
@@ -71,8 +72,8 @@ def format_rows(rows: Sequence[Row]) -> str:
             f"{r.error_ratio:.3g}",
             f"{r.collective_mb:.2f}",
             f"{r.peak_mb:.1f}",
-            f"{r.vs_one_device:.2f}x",
-            "-" if r.vs_xla is None else f"{r.vs_xla:.2f}x",
+            f"{r.vs_one_device:.2f}x" if math.isfinite(r.vs_one_device) else "-",
+            "-" if r.vs_xla is None or not math.isfinite(r.vs_xla) else f"{r.vs_xla:.2f}x",
         )
 
     table = [HEADER] + [fmt(r) for r in rows]

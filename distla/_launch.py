@@ -1,7 +1,294 @@
-"""``python -m distla launch``: N local processes on jax.distributed (issue 6)."""
+"""``python -m distla launch``: N local processes on jax.distributed (private).
+
+Starts N copies of a Python script (or ``-m module``) on this machine, each a
+process of one ``jax.distributed`` run over loopback: process 0 hosts the
+coordinator on a free port, every process gets its own simulated CPU devices
+and gloo collectives, and ``distla.init_distributed()`` in the script picks
+the settings up from the environment. Output is streamed line by line with a
+``[p0]``-style prefix. When a process fails, the others are stopped (they
+would wait forever in a collective), and the launcher exits with the failing
+process's status; ``--timeout`` bounds the whole run.
+"""
 
 from __future__ import annotations
 
+import argparse
+import math
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from typing import IO
+
+from .distributed import ENV_COORDINATOR, ENV_NUM_PROCESSES, ENV_PROCESS_ID
+
+_DEVICE_FLAG = "--xla_force_host_platform_device_count"
+# gloo prints "[Gloo] Rank R is connected to N peer ranks. Expected number of connected
+# peer ranks is : N" per device and collective group, piece by piece from several
+# threads, so pieces of it land on lines of their own. The launcher drops lines made
+# of those pieces (and bare numbers right after them) unless --gloo-messages is given.
+_GLOO_PIECES = re.compile(
+    rb"\[Gloo\] Rank | is connected to | peer ranks\. ?|Expected number of connected "
+    rb"peer ranks is : ?"
+)
+_GLOO_MESSAGE = re.compile(
+    rb"\[Gloo\] Rank \d+ is connected to \d+ peer ranks\. Expected number of connected "
+    rb"peer ranks is : \d+"
+)
+_NUMBER_ONLY = re.compile(rb"\s*\d*\s*")
+_GLOO_WINDOW_S = 1.0
+TIMEOUT_STATUS = 124
+
+USAGE = """python -m distla launch [-n N] [--devices-per-process D] [--timeout S] \
+-- (script.py | -m module) [args ...]"""
+
+EPILOG = """
+Each process gets in its environment: JAX_COORDINATOR_ADDRESS=127.0.0.1:PORT,
+JAX_NUM_PROCESSES=N, JAX_PROCESS_ID=i, JAX_PLATFORMS=cpu,
+JAX_CPU_COLLECTIVES_IMPLEMENTATION=gloo, JAX_NUM_CPU_DEVICES=D and
+XLA_FLAGS=--xla_force_host_platform_device_count=D (other XLA flags are kept).
+The script calls distla.init_distributed() (or jax.distributed.initialize with
+those values) before any other jax call.
+
+Examples:
+  python -m distla launch -n 2 --devices-per-process 4 -- my_script.py --size 1024
+  python -m distla launch -n 2 --devices-per-process 4 -- -m distla demo --scale 0.25
+"""
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port that is free on ``host`` now (the OS picks it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def child_env(
+    base: dict[str, str], *, coordinator: str, num_processes: int, process_id: int, devices: int
+) -> dict[str, str]:
+    """The environment of process ``process_id`` (see the module docstring)."""
+    env = dict(base)
+    flags = re.sub(rf"{_DEVICE_FLAG}=\S*", "", env.get("XLA_FLAGS", ""))
+    env["XLA_FLAGS"] = f"{flags.strip()} {_DEVICE_FLAG}={devices}".strip()
+    env["JAX_NUM_CPU_DEVICES"] = str(devices)
+    env["JAX_PLATFORMS"] = "cpu"
+    env["JAX_CPU_COLLECTIVES_IMPLEMENTATION"] = "gloo"
+    env[ENV_COORDINATOR] = coordinator
+    env[ENV_NUM_PROCESSES] = str(num_processes)
+    env[ENV_PROCESS_ID] = str(process_id)
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def _parse(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
+    parser = argparse.ArgumentParser(
+        prog="python -m distla launch",
+        usage=USAGE,
+        description="Run a script as N local processes of one jax.distributed run "
+        "(loopback, gloo CPU collectives, simulated CPU devices).",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("-n", "--num-processes", type=int, default=2, help="processes (2)")
+    parser.add_argument(
+        "--devices-per-process", type=int, default=4, help="simulated CPU devices each (4)"
+    )
+    parser.add_argument(
+        "--timeout", type=float, default=None, help="stop everything after S seconds (exit 124)"
+    )
+    parser.add_argument(
+        "--grace",
+        type=float,
+        default=3.0,
+        help="seconds the other processes get to exit after one fails, before SIGKILL (3)",
+    )
+    parser.add_argument("--port", type=int, default=None, help="coordinator port (a free one)")
+    parser.add_argument("--no-prefix", action="store_true", help="do not prefix output lines")
+    parser.add_argument(
+        "--gloo-messages",
+        action="store_true",
+        help="keep gloo's 'Rank i is connected to n peer ranks' lines",
+    )
+    parser.add_argument("-m", dest="module", default=None, help="run a module, as python -m")
+    parser.add_argument("command", nargs=argparse.REMAINDER, help="script.py [args ...]")
+    argv = list(argv)
+    cut = argv.index("--") if "--" in argv else None
+    args = parser.parse_args(argv if cut is None else argv[:cut])
+    if cut is not None and args.module is None and not args.command:
+        rest = argv[cut + 1 :]  # everything after the first "--" is the command, untouched
+        if rest[:1] == ["-m"]:
+            if len(rest) < 2:
+                parser.error("-m needs a module name")
+            args.module, rest = rest[1], rest[2:]
+        args.command = rest
+    elif cut is not None:  # the "--" belongs to the script's own arguments
+        args = parser.parse_args(argv)
+    command = ["-m", args.module, *args.command] if args.module else list(args.command)
+    if not command:
+        parser.error("no script given: python -m distla launch -n 2 -- script.py [args]")
+    if args.num_processes < 1:
+        parser.error(f"-n must be at least 1; got {args.num_processes}")
+    if args.devices_per_process < 1:
+        parser.error(f"--devices-per-process must be at least 1; got {args.devices_per_process}")
+    return args, command
+
+
+def _pump(
+    stream: IO[bytes], out: IO[bytes], prefix: bytes, lock: threading.Lock, quiet: bool
+) -> None:
+    """Copy ``stream`` to ``out`` line by line, each line prefixed (gloo chatter dropped)."""
+    last_gloo = -math.inf
+    for line in iter(stream.readline, b""):
+        if quiet:
+            line, whole = _GLOO_MESSAGE.subn(b"", line)
+            rest, pieces = _GLOO_PIECES.subn(b"", line)
+            now = time.monotonic()
+            if whole or pieces:
+                last_gloo = now
+            if _NUMBER_ONLY.fullmatch(rest) and (
+                whole or pieces or (rest.strip() and now - last_gloo < _GLOO_WINDOW_S)
+            ):
+                continue
+        if not line.endswith(b"\n"):
+            line += b"\n"
+        with lock:
+            out.write(prefix + line)
+            out.flush()
+    stream.close()
+
+
+def _say(message: str) -> None:
+    print(f"[launch] {message}", file=sys.stderr, flush=True)
+
+
+def _status(returncode: int) -> int:
+    """A shell-style exit status: 128 + N for death by signal N."""
+    return 128 - returncode if returncode < 0 else returncode
+
+
+def _stop(procs: Sequence[subprocess.Popen], grace: float) -> None:
+    """SIGTERM every live process group, then SIGKILL what is left after ``grace`` s.
+
+    jax's preemption service catches SIGTERM in a process that joined a
+    distributed run, so the SIGKILL is what usually ends it.
+    """
+    live = [p for p in procs if p.poll() is None]
+    for p in live:
+        _signal_group(p, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while any(p.poll() is None for p in live) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    for p in live:
+        if p.poll() is None:
+            _signal_group(p, signal.SIGKILL)
+    for p in live:
+        p.wait()
+
+
+def _signal_group(p: subprocess.Popen, sig: int) -> None:
+    try:
+        os.killpg(p.pid, sig)  # the child leads its own group (start_new_session)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def launch(
+    command: Sequence[str],
+    *,
+    num_processes: int = 2,
+    devices_per_process: int = 4,
+    timeout: float | None = None,
+    grace: float = 3.0,
+    port: int | None = None,
+    prefix: bool = True,
+    gloo_messages: bool = False,
+) -> int:
+    """Run ``python *command`` as ``num_processes`` processes; return the exit status.
+
+    0 when every process exits with 0; otherwise the status of the first
+    process that failed (the others are stopped), or 124 on ``timeout``.
+    """
+    coordinator = f"127.0.0.1:{port or free_port()}"
+    lock = threading.Lock()
+    procs: list[subprocess.Popen] = []
+    pumps: list[threading.Thread] = []
+    try:
+        for i in range(num_processes):
+            env = child_env(
+                dict(os.environ),
+                coordinator=coordinator,
+                num_processes=num_processes,
+                process_id=i,
+                devices=devices_per_process,
+            )
+            p = subprocess.Popen(
+                [sys.executable, "-u", *command],
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+            )
+            procs.append(p)
+            tag = f"[p{i}] ".encode() if prefix else b""
+            for stream, out in ((p.stdout, sys.stdout.buffer), (p.stderr, sys.stderr.buffer)):
+                t = threading.Thread(
+                    target=_pump, args=(stream, out, tag, lock, not gloo_messages), daemon=True
+                )
+                t.start()
+                pumps.append(t)
+        status = _wait(procs, timeout=timeout, grace=grace)
+    except KeyboardInterrupt:
+        _say("interrupted; stopping every process")
+        _stop(procs, grace=0.5)
+        status = 130
+    except BaseException:
+        _stop(procs, grace=0.5)
+        raise
+    for t in pumps:
+        t.join(timeout=5)
+    return status
+
+
+def _wait(procs: Sequence[subprocess.Popen], *, timeout: float | None, grace: float) -> int:
+    start = time.monotonic()
+    while True:
+        codes = [p.poll() for p in procs]
+        failed = [(i, c) for i, c in enumerate(codes) if c not in (None, 0)]
+        if failed:
+            i, code = failed[0]
+            running = [j for j, c in enumerate(codes) if c is None]
+            if running:
+                _say(
+                    f"process {i} exited with status {_status(code)}; stopping processes "
+                    f"{', '.join(map(str, running))}"
+                )
+            _stop(procs, grace)
+            return _status(code) or 1
+        if all(c == 0 for c in codes):
+            return 0
+        if timeout is not None and time.monotonic() - start > timeout:
+            running = [j for j, c in enumerate(codes) if c is None]
+            _say(f"timeout after {timeout:g} s; stopping processes {', '.join(map(str, running))}")
+            _stop(procs, grace=min(grace, 1.0))
+            return TIMEOUT_STATUS
+        time.sleep(0.05)
+
 
 def main(argv: list[str]) -> int:
-    raise SystemExit("python -m distla launch is not implemented yet")
+    args, command = _parse(argv)
+    return launch(
+        command,
+        num_processes=args.num_processes,
+        devices_per_process=args.devices_per_process,
+        timeout=args.timeout,
+        grace=args.grace,
+        port=args.port,
+        prefix=not args.no_prefix,
+        gloo_messages=args.gloo_messages,
+    )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import zlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -90,6 +91,39 @@ def natural_spec(ndim: int, mesh: Mesh | jax.sharding.AbstractMesh) -> P:
     return P(names[0], names[1], *([None] * (ndim - 2)))
 
 
+def natural_sharding(shape: Sequence[int], mesh: Mesh, spec: P | None = None) -> NamedSharding:
+    """The ``NamedSharding`` that :func:`shard` gives an array of ``shape`` on ``mesh``.
+
+    Use it to build a global array piece by piece, each process filling only
+    its own devices' shards (nothing is gathered or compared)::
+
+        sharding = distla.layout.natural_sharding(shape, mesh)
+        x = jax.make_array_from_callback(shape, sharding, lambda idx: block_for(idx))
+
+    Args:
+      shape: the global shape.
+      mesh: the target mesh (may span several processes).
+      spec: an explicit ``PartitionSpec``; must divide ``shape`` evenly.
+
+    Returns:
+      ``NamedSharding(mesh, spec)``, with ``spec`` distla's natural layout
+      (2D blocks for matrices, pencils for volumes) or the largest even
+      layout that fits when ``spec`` is ``None``.
+
+    Raises:
+      ValueError: ``mesh`` is not a ``Mesh``, or ``spec`` names an axis the
+        mesh lacks or does not divide ``shape``.
+    """
+    if not isinstance(mesh, Mesh):
+        raise ValueError(f"shard: mesh must be a jax.sharding.Mesh; got {type(mesh).__name__}")
+    shape = tuple(int(s) for s in shape)
+    if spec is None:
+        spec = fitting_spec(shape, mesh.abstract_mesh, natural_spec(len(shape), mesh))
+    else:
+        _check_spec(shape, mesh, spec)
+    return NamedSharding(mesh, spec)
+
+
 def shard(x: Any, mesh: Mesh, spec: P | None = None) -> jax.Array:
     """Place ``x`` on ``mesh`` in distla's natural layout (or in ``spec``).
 
@@ -98,11 +132,19 @@ def shard(x: Any, mesh: Mesh, spec: P | None = None) -> jax.Array:
     to the largest even layout that fits (jax refuses uneven shardings): a
     ``(1000, 1023)`` matrix on a 2x4 mesh goes in ``P(('r', 'c'), None)``.
 
-    Under ``jax.distributed`` every process must pass the same host data (the
-    usual multi-controller rule); each process keeps only its devices' shards.
+    Across processes (``jax.distributed``, a mesh with devices of several
+    processes) host data follows the multi-controller rule: every process
+    passes the same whole array, and each keeps only its own devices'
+    shards. distla checks that rule with a 32-bit checksum per process (one
+    tiny collective) instead of gathering the data, and raises a
+    ``ValueError`` naming the processes that differ. Where each process holds
+    only its own part, build the array with ``jax.make_array_from_callback``
+    and :func:`natural_sharding` instead. Every process must call ``shard``
+    for the same arrays in the same order.
 
     Args:
-      x: a numpy or jax array (or anything ``np.asarray`` accepts).
+      x: a numpy or jax array (or anything ``np.asarray`` accepts). A jax
+        array that spans processes is re-laid out on the same devices.
       mesh: the target mesh.
       spec: an explicit ``PartitionSpec``; must divide ``x``'s shape evenly.
 
@@ -111,25 +153,51 @@ def shard(x: Any, mesh: Mesh, spec: P | None = None) -> jax.Array:
 
     Raises:
       ValueError: ``spec`` names an axis the mesh lacks or does not divide
-        the shape, or ``x`` is a jax array that this process cannot read.
+        the shape; ``x`` spans devices of other processes that are not the
+        mesh's; or, across processes, host data (shape, dtype or values)
+        that differs between processes.
     """
-    if not isinstance(mesh, Mesh):
-        raise ValueError(f"shard: mesh must be a jax.sharding.Mesh; got {type(mesh).__name__}")
-    ndim = np.ndim(x)
-    shape = tuple(np.shape(x))
-    if spec is None:
-        spec = fitting_spec(shape, mesh.abstract_mesh, natural_spec(ndim, mesh))
-    else:
-        _check_spec(shape, mesh, spec)
-    sharding = NamedSharding(mesh, spec)
-    if isinstance(x, jax.Array):
-        if not x.is_fully_addressable and not _spans_same_devices(x, mesh):
+    sharding = natural_sharding(np.shape(x), mesh, spec)
+    if isinstance(x, jax.core.Tracer):
+        return jax.device_put(x, sharding)
+    if isinstance(x, jax.Array) and not x.is_fully_addressable:
+        if not _spans_same_devices(x, mesh):
             raise ValueError(
                 "shard: x spans devices of other processes and a different mesh; re-shard it "
                 "with jax.sharding.reshard inside jax.jit instead."
             )
         return jax.device_put(x, sharding)
-    return jax.device_put(np.asarray(x), sharding)
+    if sharding.is_fully_addressable:
+        return jax.device_put(x if isinstance(x, jax.Array) else np.asarray(x), sharding)
+    # Host data (or an array on this process's devices) onto a mesh that spans processes.
+    host = np.asarray(x)
+    _check_same_on_every_process(host, sharding)
+    return jax.make_array_from_callback(host.shape, sharding, lambda idx: host[idx])
+
+
+def _fingerprint(x: np.ndarray) -> np.ndarray:
+    """Two 32-bit checksums: of the shape and dtype, and of the bytes."""
+    meta = f"{x.shape}/{x.dtype.str}".encode()
+    data = np.ascontiguousarray(x).reshape(-1).view(np.uint8)  # no copy when contiguous
+    return np.array([zlib.crc32(meta), zlib.crc32(data)], np.uint32)
+
+
+def _check_same_on_every_process(x: np.ndarray, sharding: NamedSharding) -> None:
+    """ValueError on every process when processes pass different host data to ``shard``."""
+    from jax.experimental import multihost_utils
+
+    prints = np.asarray(multihost_utils.process_allgather(_fingerprint(x)))
+    prints = prints.reshape(jax.process_count(), 2)
+    differ = [i for i in range(len(prints)) if (prints[i] != prints[0]).any()]
+    if differ:
+        what = "shape or dtype" if (prints[differ[0], 0] != prints[0, 0]) else "values"
+        raise ValueError(
+            f"shard: the host data differs between processes ({what} on process(es) "
+            f"{differ} differ from process 0; this process has shape {x.shape} {x.dtype}). "
+            "Across processes every process must pass the same whole array; to give each "
+            "process only its own part, use jax.make_array_from_callback(shape, "
+            "distla.layout.natural_sharding(shape, mesh), callback)."
+        )
 
 
 def _spans_same_devices(x: jax.Array, mesh: Mesh) -> bool:

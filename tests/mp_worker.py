@@ -1,0 +1,308 @@
+"""Worker of tests/test_multiprocess.py: every distla operation on arrays spanning processes.
+
+Run under the launcher, 2 processes x 4 simulated CPU devices, one global 2x4 mesh:
+
+    python -m distla launch -n 2 --devices-per-process 4 -- tests/mp_worker.py
+
+Every process builds the same host matrices from the same seeds, makes global
+arrays from them with ``jax.make_array_from_callback`` (each process fills
+only its own devices' shards), runs distla, gathers the result with
+``process_allgather`` and checks DESIGN.md's scaled ratios against numpy in
+float64. Every check runs (and asserts) on every process; each prints
+``mp_worker: N checks passed`` at the end. ``--fail-on I`` makes process I
+raise after the first collective instead, while the others go on into the
+next one (the launcher must stop them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+
+import distla
+
+INFO = distla.init_distributed()  # before any other jax call
+
+import jax  # noqa: E402
+import numpy as np  # noqa: E402
+import scipy.linalg  # noqa: E402
+from jax.experimental import multihost_utils  # noqa: E402
+from jax.sharding import AxisType, NamedSharding  # noqa: E402
+from jax.sharding import PartitionSpec as P  # noqa: E402
+
+THRESHOLD = 30.0
+RESULTS: list[tuple[str, float]] = []
+_CLOCK = [time.perf_counter()]
+
+
+def say(*args) -> None:
+    if jax.process_index() == 0:
+        print(*args, flush=True)
+
+
+def global_array(x: np.ndarray, mesh, spec) -> jax.Array:
+    """``x`` as a global array: each process fills only its own devices' shards."""
+    arr = jax.make_array_from_callback(x.shape, NamedSharding(mesh, spec), lambda idx: x[idx])
+    assert not arr.is_fully_addressable, "the test array must span both processes"
+    return arr
+
+
+def gather(x: jax.Array) -> np.ndarray:
+    """The whole of ``x`` on every process (a collective: all processes call it)."""
+    if x.is_fully_addressable:
+        return np.asarray(x)
+    return np.asarray(multihost_utils.process_allgather(x, tiled=True))
+
+
+def check(name: str, ratio: float, threshold: float = THRESHOLD) -> None:
+    RESULTS.append((name, ratio))
+    now = time.perf_counter()
+    say(f"  {name:<36s} ratio {ratio:9.3g}  ({now - _CLOCK[0]:.1f} s)")
+    _CLOCK[0] = now
+    assert np.isfinite(ratio) and ratio <= threshold, f"{name}: ratio {ratio} > {threshold}"
+
+
+def eps(dtype) -> float:
+    return float(np.finfo(np.dtype(dtype)).eps)
+
+
+def matmul_ratio(c, a, b) -> float:
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    err = np.linalg.norm(c.astype(np.float64) - ref)
+    return err / (np.linalg.norm(a) * np.linalg.norm(b) * a.shape[1] * eps(c.dtype))
+
+
+def solve_ratio(a, x, b) -> float:
+    """||A x - b||_inf / (||A||_inf ||x||_inf n eps), in float64 (x, b may be vectors)."""
+    a64, x64, b64 = (np.asarray(v, np.float64) for v in (a, x, b))
+    x2, b2 = x64.reshape(len(x64), -1), b64.reshape(len(b64), -1)
+    resid = np.abs(a64 @ x2 - b2).max(0)  # per column
+    scale = np.abs(a64).sum(1).max() * np.abs(x2).max(0) * a.shape[0] * eps(x.dtype)
+    return float((resid / scale).max())
+
+
+def lu_ratio(pa, l_, u, a) -> float:
+    """||P A - L U||_1 / (n ||A||_1 eps)."""
+    err = np.abs(pa.astype(np.float64) - l_.astype(np.float64) @ u.astype(np.float64))
+    return err.sum(0).max() / (a.shape[0] * np.abs(a).sum(0).max() * eps(u.dtype))
+
+
+def fft_ratio(y, ref) -> float:
+    err = np.linalg.norm(y.astype(ref.dtype) - ref)
+    return err / (np.linalg.norm(ref) * math.log2(ref.size) * eps(y.dtype))
+
+
+def perm_of(piv: np.ndarray) -> np.ndarray:
+    """The row order ``P A`` that LAPACK's swaps ``piv`` produce."""
+    perm = np.arange(len(piv))
+    for i, j in enumerate(piv):
+        perm[[i, j]] = perm[[j, i]]
+    return perm
+
+
+def check_setup(mesh) -> None:
+    assert INFO.num_processes == 2 and INFO.source == "environment", INFO
+    assert jax.process_count() == 2, jax.process_count()
+    assert jax.device_count() == 8 and jax.local_device_count() == 4
+    assert distla.init_distributed() == INFO  # idempotent
+    owners = {d.process_index for d in mesh.devices.flat}
+    assert owners == {0, 1}, owners
+    # The launcher's gloo setting, and one BLAS thread per LAPACK call (distla/_blas.py)
+    assert jax.config.jax_cpu_collectives_implementation == "gloo"
+
+
+def check_matmul(mesh, rng) -> None:
+    a = rng.standard_normal((96, 64)).astype(np.float32)
+    b = rng.standard_normal((64, 80)).astype(np.float32)
+    da, db = global_array(a, mesh, P("x", "y")), global_array(b, mesh, P("x", "y"))
+    c = distla.matmul(da, db)
+    assert not c.is_fully_addressable and c.sharding.spec == P("x", "y"), c.sharding
+    check("matmul summa 96x64x80", matmul_ratio(gather(c), a, b))
+    # other input layouts: row blocks times replicated
+    dr, dbr = global_array(a, mesh, P(("x", "y"), None)), global_array(b, mesh, P())
+    check("matmul rows x replicated", matmul_ratio(gather(jax.jit(distla.matmul)(dr, dbr)), a, b))
+
+
+def check_shard(mesh, rng) -> None:
+    # host data that every process holds alike, sizes the mesh does not divide
+    a = rng.standard_normal((30, 20)).astype(np.float32)
+    b = rng.standard_normal((20, 50)).astype(np.float32)
+    da, db = distla.shard(a, mesh), distla.shard(b, mesh)
+    assert not da.is_fully_addressable
+    np.testing.assert_array_equal(gather(da), a)
+    check("shard + matmul 30x20x50 (padded)", matmul_ratio(gather(distla.matmul(da, db)), a, b))
+    sharding = distla.layout.natural_sharding(a.shape, mesh)
+    dc = jax.make_array_from_callback(a.shape, sharding, lambda idx: a[idx])
+    assert dc.sharding == da.sharding, (dc.sharding, da.sharding)
+    # a global array passes through (re-laid out on the same mesh)
+    again = distla.shard(da, mesh, P(None, None))
+    np.testing.assert_array_equal(gather(again), a)
+    # host data that differs between processes is refused
+    mine = a + jax.process_index()
+    try:
+        distla.shard(mine, mesh)
+    except ValueError as err:
+        assert "differs between processes" in str(err), err
+    else:
+        raise AssertionError("distla.shard accepted host data that differs between processes")
+    say("  shard: same host data placed; differing host data refused (ValueError)")
+
+
+def _lu_operands(mesh, rng, n=64):
+    a = rng.standard_normal((n, n)).astype(np.float32)
+    b = rng.standard_normal((n, 3)).astype(np.float32)
+    return a, b, global_array(a, mesh, P("x", "y")), global_array(b, mesh, P("x", None))
+
+
+def check_lu(mesh, rng) -> None:
+    """lu_factor and solve: n = 64 in 4 blocks of 16 (distla's default nb here).
+
+    The rows of the mesh are the two processes, so every pivot search, row
+    swap and panel broadcast down a column crosses the process boundary.
+    """
+    a, b, da, db = _lu_operands(mesh, rng)
+    n = a.shape[0]
+    lu, piv = distla.linalg.lu_factor(da)
+    assert not lu.is_fully_addressable
+    lu_h, piv_h = gather(lu), gather(piv)
+    _, piv_ref = scipy.linalg.lu_factor(a.astype(np.float64))
+    np.testing.assert_array_equal(piv_h, piv_ref)
+    l_ = np.tril(lu_h, -1) + np.eye(n, dtype=lu_h.dtype)
+    check("lu_factor 64 (pivots = scipy's)", lu_ratio(a[perm_of(piv_h)], l_, np.triu(lu_h), a))
+    check("solve 64x3", solve_ratio(a, gather(distla.linalg.solve(da, db)), b))
+
+
+def check_lu_rest(mesh, rng) -> None:
+    """The rest of the LU family (a compile each: run with --full)."""
+    a, b, da, db = _lu_operands(mesh, rng)
+    n = a.shape[0]
+    lu, piv = distla.linalg.lu_factor(da)
+    check("lu_solve 64x3", solve_ratio(a, gather(distla.linalg.lu_solve((lu, piv), db)), b))
+    xt = distla.linalg.lu_solve((lu, piv), db, trans=1)
+    check("lu_solve trans=1", solve_ratio(a.T, gather(xt), b))
+    bv = b[:, 0].copy()
+    dbv = global_array(bv, mesh, P(("x", "y")))
+    check("solve vector", solve_ratio(a, gather(distla.linalg.solve(da, dbv)), bv))
+    # one operand a plain numpy array that every process holds alike
+    check("solve (global a, numpy b)", solve_ratio(a, gather(distla.linalg.solve(da, b)), b))
+
+    p, l_, u = (gather(t) for t in distla.linalg.lu(da))
+    check("lu (p, l, u)", lu_ratio(p.T @ a, l_, u, a))
+
+    # |det| of a 64x64 Gaussian matrix is about e^100, beyond float32: scale it by 1/4
+    a4 = a / 4
+    da4 = global_array(a4, mesh, P("x", "y"))
+    sign_ref, logdet_ref = np.linalg.slogdet(a4.astype(np.float64))
+    sign, logdet = (gather(t) for t in distla.linalg.slogdet(da4))
+    assert sign == sign_ref, (sign, sign_ref)
+    check("slogdet", abs(logdet - logdet_ref) / (n * eps(np.float32) * abs(logdet_ref)))
+    det = gather(distla.linalg.det(da4))
+    det_ref = sign_ref * np.exp(logdet_ref)
+    check("det", abs(det - det_ref) / (n * eps(np.float32) * abs(det_ref)))
+
+    inv = gather(distla.linalg.inv(da))
+    check("inv", solve_ratio(a, inv, np.eye(n)))
+
+    @jax.jit
+    def factor_and_solve(a, b):
+        return distla.linalg.lu_solve(distla.linalg.lu_factor(a), b)
+
+    check("jit(lu_factor + lu_solve)", solve_ratio(a, gather(factor_and_solve(da, db)), b))
+
+
+def check_batched(mesh, rng) -> None:
+    batch, n, k = 16, 8, 2
+    a = rng.standard_normal((batch, n, n)).astype(np.float32)
+    b = rng.standard_normal((batch, n, k)).astype(np.float32)
+    spec = P(("x", "y"), None, None)
+    da, db = global_array(a, mesh, spec), global_array(b, mesh, spec)
+    x = distla.linalg.solve(da, db)
+    assert not x.is_fully_addressable
+    xh = gather(x)
+    check("batched solve 16x8x8", max(solve_ratio(a[i], xh[i], b[i]) for i in range(batch)))
+
+
+def check_fft(mesh, rng) -> None:
+    shape = (16, 16, 8)
+    x = (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(np.complex64)
+    dx = global_array(x, mesh, P("x", "y", None))
+    y = distla.fft.fftn(dx)
+    assert not y.is_fully_addressable
+    check("fftn 16x16x8 complex64", fft_ratio(gather(y), np.fft.fftn(x.astype(np.complex128))))
+
+
+def check_fft_rest(mesh, rng) -> None:
+    shape = (16, 16, 8)
+    x = (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(np.complex64)
+    dx = global_array(x, mesh, P("x", "y", None))
+    back = distla.fft.ifftn(distla.fft.fftn(dx))
+    check("ifftn(fftn(x))", fft_ratio(gather(back), x.astype(np.complex128)))
+    r = rng.standard_normal(shape).astype(np.float32)
+    dr = global_array(r, mesh, P("x", "y", None))
+    yr = distla.fft.rfftn(dr)
+    check("rfftn 16x16x8 float32", fft_ratio(gather(yr), np.fft.rfftn(r.astype(np.float64))))
+    check(
+        "irfftn(rfftn(r))", fft_ratio(gather(distla.fft.irfftn(yr, s=shape)), r.astype(np.float64))
+    )
+    yt = distla.fft.pfft3d(dx)
+    ref = np.fft.fftn(x.astype(np.complex128)).transpose(1, 2, 0)
+    check("pfft3d (Y, Z, X order)", fft_ratio(gather(yt), ref))
+
+
+def check_cost(mesh, rng) -> None:
+    a = rng.standard_normal((64, 64)).astype(np.float32)
+    da = global_array(a, mesh, P("x", "y"))
+    c = distla.cost(distla.matmul, da, da)
+    assert c.total_collective_bytes > 0, c
+    say(f"  cost(matmul 64): {c.total_collective_bytes} collective bytes per device")
+
+
+CORE = {  # what tests/test_multiprocess.py runs (about 20 s of compiles per process)
+    "matmul": check_matmul,
+    "shard": check_shard,
+    "lu": check_lu,
+    "batched": check_batched,
+    "fft": check_fft,
+    "cost": check_cost,
+}
+REST = {  # --full adds these: every other public function, and an Auto mesh
+    "lu-rest": check_lu_rest,
+    "fft-rest": check_fft_rest,
+}
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--fail-on", type=int, default=None, help="this process raises")
+    parser.add_argument("--full", action="store_true", help="every public function, 2 meshes")
+    parser.add_argument("--only", nargs="*", default=None, help="these checks only")
+    args = parser.parse_args(argv)
+    mesh = distla.make_mesh((2, 4), ("x", "y"), axis_types=AxisType.Explicit)
+    check_setup(mesh)
+    if args.fail_on is not None:
+        one = global_array(np.ones((8, 8), np.float32), mesh, P("x", "y"))
+        print("first collective:", float(gather(jax.jit(lambda v: v.sum())(one))), flush=True)
+        if jax.process_index() == args.fail_on:
+            raise RuntimeError(f"process {args.fail_on} fails on purpose")
+        jax.block_until_ready(jax.jit(lambda v: v @ v.T)(one))  # waits for the dead peer
+        time.sleep(600)
+        return 0
+    runs = [(name, fn, mesh) for name, fn in CORE.items()]
+    if args.full:
+        auto = distla.make_mesh((2, 4), ("x", "y"), axis_types=AxisType.Auto)
+        runs += [(name, fn, mesh) for name, fn in REST.items()]
+        runs += [(name, fn, auto) for name, fn in {**CORE, **REST}.items()]
+    for name, fn, m in runs:
+        if args.only is not None and name not in args.only:
+            continue
+        say(f"{name} ({m.axis_types[0]} mesh):")
+        _CLOCK[0] = time.perf_counter()
+        fn(m, np.random.default_rng(0))
+    print(f"mp_worker: {len(RESULTS)} checks passed", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
