@@ -9,7 +9,7 @@ benchmarks/report.py turns the medians into ratios (docs/benchmarks.md).
 
 Every library is called the way its users call it: ``distla.fft.fftn`` and
 ``jaxdecomp.fft.pfft3d`` are jitted inside (distla's own jit compiles with
-``distla.fft.CPU_COMPILER_OPTIONS``); ``jax.jit(distla.fft.fftn)`` shows the
+``distla.fft.cpu_compiler_options``); ``jax.jit(distla.fft.fftn)`` shows the
 same kernel compiled inside a caller's jit, without those options. jaxdecomp
 only runs on ``Auto`` meshes.
 """

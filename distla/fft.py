@@ -26,6 +26,7 @@ layout of the mesh that fits its shape. Inputs on one device fall back to
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -66,11 +67,35 @@ _TILES = {"slab": 32, "slab-pencil": 32, "pencil": 8}
 
 # XLA:CPU gives each call's temporaries one allocation. glibc maps any block
 # over 32 MiB fresh on every call, and the page faults of touching it cost
-# more than the transform's copies (256^3 complex64 on 8 devices needs 32 MiB
-# of temporaries per device). Capping XLA's temporary heaps at 8 MiB keeps the
-# blocks under that threshold, so glibc reuses them. Only distla's own jit
-# sees this; inside a caller's jit pass the same ``compiler_options`` to it.
-CPU_COMPILER_OPTIONS = {"xla_multiheap_size_constraint_per_heap": 8 * 2**20}
+# about as much as the transform's copies (256^3 complex64 on 8 devices needs
+# 32 MiB of temporaries per device). Capping XLA's temporary heaps at the size
+# of the largest local block (8 MiB at least) keeps them under that threshold,
+# so glibc reuses them. Only distla's own jit applies this; inside a caller's
+# jit, pass ``cpu_compiler_options(...)`` to that jit.
+_MIN_HEAP = 8 * 2**20
+
+
+def cpu_compiler_options(
+    shape: Sequence[int], dtype: Any = jnp.complex64, devices: int | None = None
+) -> dict[str, int]:
+    """XLA:CPU ``compiler_options`` for a jit that runs distla FFTs of ``shape``.
+
+    Caps XLA's temporary heaps at the largest local block the transforms of a
+    ``shape`` volume (of ``dtype``, spectrum in the matching complex dtype)
+    hold on ``devices`` devices (default: all), and at 8 MiB at least; see
+    ``docs/fft.md``.
+
+    Example:
+      >>> import jax, distla
+      >>> opts = distla.fft.cpu_compiler_options((256, 256, 256))
+      >>> step = jax.jit(distla.fft.fftn, compiler_options=opts)
+    """
+    devices = jax.device_count() if devices is None else devices
+    itemsize = np.dtype(jnp.result_type(dtype, jnp.complex64)).itemsize
+    padded = math.prod(round_up(int(n), devices) for n in shape)
+    largest = round_up(itemsize * padded // devices, 2**20)
+    return {"xla_multiheap_size_constraint_per_heap": max(_MIN_HEAP, largest)}
+
 
 _JNP = {
     "fft": jnp.fft.fftn,
@@ -358,7 +383,10 @@ def _public(
     if mesh is None:
         return _one_device(x.astype(in_dtype), kind, norm, s, order)
     grid_of(mesh, what=what)  # a 1- or 2-axis mesh, or ValueError
-    transform = _transform_cpu if _on_cpu_outside_jit(x) else _transform
+    transform = _transform
+    if _on_cpu_outside_jit(x):
+        shape = tuple(max(n, m) for n, m in zip(x.shape, s or x.shape))
+        transform = _transform_with(**cpu_compiler_options(shape, in_dtype, mesh.size))
     return transform(
         x, kind=kind, norm=norm, s=s, order=order, algorithm=algorithm, in_dtype=in_dtype
     )
@@ -511,9 +539,11 @@ def _transform_impl(x, *, kind, norm, s, order, algorithm, in_dtype):
 
 _STATIC = ("kind", "norm", "s", "order", "algorithm", "in_dtype")
 _transform = jax.jit(_transform_impl, static_argnames=_STATIC)
-_transform_cpu = jax.jit(
-    _transform_impl, static_argnames=_STATIC, compiler_options=CPU_COMPILER_OPTIONS
-)
+
+
+@functools.cache
+def _transform_with(**compiler_options: int):
+    return jax.jit(_transform_impl, static_argnames=_STATIC, compiler_options=compiler_options)
 
 
 def model_bytes(

@@ -401,6 +401,18 @@ def test_grad_matches_jnp(name, kind):
     assert np.linalg.norm(np.asarray(got) - np.asarray(want)) <= 1e-5 * scale
 
 
+def test_cpu_compiler_options_in_a_callers_jit():
+    key = "xla_multiheap_size_constraint_per_heap"
+    assert distla.fft.cpu_compiler_options((256,) * 3, np.complex64, 8) == {key: 16 * 2**20}
+    assert distla.fft.cpu_compiler_options((256,) * 3, np.float64, 8) == {key: 32 * 2**20}
+    assert distla.fft.cpu_compiler_options((16, 16, 16), devices=8) == {key: 8 * 2**20}
+    mesh = _mesh((4, 2), "explicit")
+    x = _volume(np.random.default_rng(20), (16, 16, 16), np.complex64)
+    opts = distla.fft.cpu_compiler_options(x.shape, x.dtype, devices=8)
+    y = jax.jit(distla.fft.fftn, compiler_options=opts)(_put(x, mesh))
+    assert fft_ratio(y, np.fft.fftn(_wide(x))) <= THRESHOLD
+
+
 # --- communication, from the compiled program ------------------------------------------
 
 
