@@ -404,7 +404,7 @@ def test_grad_matches_jnp(name, kind):
 def test_cpu_compiler_options_in_a_callers_jit():
     key = "xla_multiheap_size_constraint_per_heap"
     assert distla.fft.cpu_compiler_options((256,) * 3, np.complex64, 8) == {key: 16 * 2**20}
-    assert distla.fft.cpu_compiler_options((256,) * 3, np.float64, 8) == {key: 32 * 2**20}
+    assert distla.fft.cpu_compiler_options((256,) * 3, np.complex64, 4) == {key: 32 * 2**20}
     assert distla.fft.cpu_compiler_options((16, 16, 16), devices=8) == {key: 8 * 2**20}
     mesh = _mesh((4, 2), "explicit")
     x = _volume(np.random.default_rng(20), (16, 16, 16), np.complex64)
