@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import queue
 import re
 import signal
 import socket
@@ -256,28 +257,29 @@ def launch(
 
 
 def _wait(procs: Sequence[subprocess.Popen], *, timeout: float | None, grace: float) -> int:
-    start = time.monotonic()
-    while True:
-        codes = [p.poll() for p in procs]
-        failed = [(i, c) for i, c in enumerate(codes) if c not in (None, 0)]
-        if failed:
-            i, code = failed[0]
-            running = [j for j, c in enumerate(codes) if c is None]
-            if running:
-                _say(
-                    f"process {i} exited with status {_status(code)}; stopping processes "
-                    f"{', '.join(map(str, running))}"
-                )
-            _stop(procs, grace)
-            return _status(code) or 1
-        if all(c == 0 for c in codes):
-            return 0
-        if timeout is not None and time.monotonic() - start > timeout:
-            running = [j for j, c in enumerate(codes) if c is None]
+    """Wait for every process; on the first failure (in exit order) stop the rest."""
+    exits: queue.Queue[tuple[int, int]] = queue.Queue()
+    for i, p in enumerate(procs):
+        threading.Thread(target=lambda i=i, p=p: exits.put((i, p.wait())), daemon=True).start()
+    deadline = None if timeout is None else time.monotonic() + timeout
+    done = 0
+    while done < len(procs):
+        wait_s = None if deadline is None else max(0.0, deadline - time.monotonic())
+        try:
+            i, code = exits.get(timeout=wait_s)
+        except queue.Empty:
+            running = [j for j, p in enumerate(procs) if p.poll() is None]
             _say(f"timeout after {timeout:g} s; stopping processes {', '.join(map(str, running))}")
             _stop(procs, grace=min(grace, 1.0))
             return TIMEOUT_STATUS
-        time.sleep(0.05)
+        done += 1
+        if code != 0:
+            running = [j for j, p in enumerate(procs) if p.poll() is None]
+            stopping = f"; stopping processes {', '.join(map(str, running))}" if running else ""
+            _say(f"process {i} exited with status {_status(code)}{stopping}")
+            _stop(procs, grace)
+            return _status(code) or 1
+    return 0
 
 
 def main(argv: list[str]) -> int:

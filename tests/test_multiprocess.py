@@ -1,0 +1,333 @@
+"""Multi-process runs: real processes on jax.distributed through ``python -m distla launch``.
+
+The main test starts 2 processes x 4 simulated CPU devices on one global 2x4
+mesh and runs tests/mp_worker.py, which checks matmul, distla.shard,
+lu_factor, solve, batched solve and fftn on global arrays built with
+``jax.make_array_from_callback`` against numpy (the whole public API, on
+Explicit and Auto meshes, with ``DISTLA_MP_FULL=1``). The others check that a
+failing process ends the run with a non-zero status in bounded time, the
+launcher's plumbing (cheap: no jax in the children), and
+``distla.init_distributed``'s choices and errors in this process.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+import distla
+from distla import _launch
+from distla.distributed import DistributedInfo, init_distributed
+
+ROOT = Path(__file__).resolve().parents[1]
+WORKER = ROOT / "tests" / "mp_worker.py"
+
+
+def _gloo_available() -> bool:
+    try:
+        from jax._src.lib import _jax
+    except ImportError:
+        return False
+    return hasattr(_jax, "make_gloo_tcp_collectives")
+
+
+needs_gloo = pytest.mark.skipif(
+    not _gloo_available(), reason="this jaxlib has no gloo CPU collectives"
+)
+
+
+def launch(*args: str, timeout: float) -> tuple[subprocess.CompletedProcess, float]:
+    """``python -m distla launch *args`` from the repository root; (result, seconds)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("JAX_", "SLURM_", "OMPI_"))}
+    t0 = time.monotonic()
+    proc = subprocess.run(
+        [sys.executable, "-m", "distla", "launch", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    return proc, time.monotonic() - t0
+
+
+def _explain(proc: subprocess.CompletedProcess) -> str:
+    out, err = proc.stdout[-6000:], proc.stderr[-6000:]
+    return f"status {proc.returncode}\n--- stdout\n{out}\n--- stderr\n{err}"
+
+
+# ------------------------------------------------------------------ real jax processes
+
+
+@needs_gloo
+def test_operations_on_global_arrays_across_two_processes():
+    proc, _ = launch(
+        "-n", "2", "--devices-per-process", "4", "--timeout", "170", "--", str(WORKER),
+        timeout=200,
+    )  # fmt: skip
+    assert proc.returncode == 0, _explain(proc)
+    for op in ("matmul summa", "shard + matmul", "lu_factor", "solve 64x3", "batched solve",
+               "fftn"):  # fmt: skip
+        assert f"[p0]   {op}" in proc.stdout, _explain(proc)
+    for p in (0, 1):
+        assert f"[p{p}] mp_worker: 7 checks passed" in proc.stdout, _explain(proc)
+    assert "[Gloo] Rank" not in proc.stdout  # the launcher drops gloo's chatter
+
+
+@needs_gloo
+@pytest.mark.skipif(
+    not os.environ.get("DISTLA_MP_FULL"),
+    reason="the whole public API on 2 meshes compiles for ~6 minutes on 2 cores; "
+    "run with DISTLA_MP_FULL=1",
+)
+def test_every_public_function_across_two_processes():
+    proc, _ = launch(
+        "-n", "2", "--timeout", "1100", "--", str(WORKER), "--full", timeout=1200
+    )  # fmt: skip
+    assert proc.returncode == 0, _explain(proc)
+    assert "[p1] mp_worker: " in proc.stdout, _explain(proc)
+
+
+@needs_gloo
+def test_a_failing_process_ends_the_run():
+    # process 1 raises after a first collective; process 0 goes on into a collective
+    # that can never complete. The launcher must stop it and report the failure.
+    proc, seconds = launch(
+        "-n", "2", "--timeout", "90", "--", str(WORKER), "--fail-on", "1", timeout=120
+    )  # fmt: skip
+    assert proc.returncode == 1, _explain(proc)  # process 1's status, not the timeout's 124
+    assert seconds < 60, seconds
+    assert "[p1] RuntimeError: process 1 fails on purpose" in proc.stderr, _explain(proc)
+    # process 0 is stopped by the launcher, or ends itself when gloo sees the peer gone
+    assert "[launch] process 1 exited with status 1" in proc.stderr, _explain(proc)
+
+
+# ------------------------------------------------------------------ launcher plumbing
+
+
+def _script(tmp_path: Path, body: str) -> str:
+    path = tmp_path / "script.py"
+    path.write_text(textwrap.dedent(body))
+    return str(path)
+
+
+def launch_here(capfd, *argv: str) -> tuple[int, str, str, float]:
+    """The launcher in this process (children without jax: fast); (status, out, err, s)."""
+    t0 = time.monotonic()
+    status = _launch.main(list(argv))
+    seconds = time.monotonic() - t0
+    out, err = capfd.readouterr()
+    return status, out, err, seconds
+
+
+def test_launch_prefixes_output_and_sets_the_environment(tmp_path, capfd, monkeypatch):
+    script = _script(
+        tmp_path,
+        """
+        import os, sys
+        keys = ("JAX_COORDINATOR_ADDRESS", "JAX_NUM_PROCESSES", "JAX_PROCESS_ID",
+                "JAX_NUM_CPU_DEVICES", "JAX_CPU_COLLECTIVES_IMPLEMENTATION", "XLA_FLAGS")
+        print(*(os.environ[k] for k in keys), *sys.argv[1:])
+        """,
+    )
+    monkeypatch.setenv("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
+    status, out, err, _ = launch_here(
+        capfd, "-n", "3", "--devices-per-process", "2", script, "a", "--b"
+    )
+    assert status == 0, err
+    lines = sorted(out.splitlines())
+    assert len(lines) == 3, lines
+    addresses = set()
+    for i, line in enumerate(lines):
+        tag, address, count, pid, devices, impl, flags, *args = line.split()
+        assert (tag, count, pid, devices, impl) == (f"[p{i}]", "3", str(i), "2", "gloo")
+        assert flags == "--xla_force_host_platform_device_count=2"  # the harness's 8 replaced
+        assert args == ["a", "--b"]
+        addresses.add(address)
+    (address,) = addresses
+    assert address.startswith("127.0.0.1:")
+
+
+def test_launch_runs_a_module(capfd):
+    status, out, err, _ = launch_here(capfd, "-n", "2", "--", "-m", "platform", "--terse")
+    assert status == 0, err
+    assert sorted(line[:5] for line in out.splitlines()) == ["[p0] ", "[p1] "]
+
+
+def test_launch_stops_the_others_when_one_fails(tmp_path, capfd):
+    script = _script(
+        tmp_path,
+        """
+        import os, sys, time
+        if os.environ["JAX_PROCESS_ID"] == "1":
+            sys.exit(3)
+        time.sleep(120)
+        """,
+    )
+    status, out, err, seconds = launch_here(capfd, "-n", "2", "--grace", "1", script)
+    assert status == 3, err
+    assert seconds < 20, seconds
+    assert "[launch] process 1 exited with status 3; stopping processes 0" in err
+
+
+def test_launch_timeout(tmp_path, capfd):
+    script = _script(tmp_path, "import time\ntime.sleep(120)\n")
+    status, out, err, seconds = launch_here(capfd, "-n", "2", "--timeout", "1", script)
+    assert status == _launch.TIMEOUT_STATUS, err
+    assert seconds < 20, seconds
+    assert "[launch] timeout after 1 s; stopping processes 0, 1" in err
+
+
+@pytest.mark.parametrize(
+    "argv, command",
+    [
+        pytest.param(["--", "s.py", "-x"], ["s.py", "-x"], id="dashdash-script"),
+        pytest.param(["s.py", "-x", "--", "y"], ["s.py", "-x", "--", "y"], id="own-dashdash"),
+        pytest.param(["--", "-m", "m", "x"], ["-m", "m", "x"], id="dashdash-module"),
+        pytest.param(["-m", "m", "x", "--y", "1"], ["-m", "m", "x", "--y", "1"], id="module"),
+    ],
+)
+def test_launch_command_line(argv, command):
+    _, got = _launch._parse(["-n", "2", *argv])
+    assert got == command
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        pytest.param([], "no script given", id="no-script"),
+        pytest.param(["-n", "0", "s.py"], "-n must be at least 1", id="zero-processes"),
+        pytest.param(["--devices-per-process", "0", "s.py"], "at least 1", id="zero-devices"),
+        pytest.param(["--", "-m"], "-m needs a module name", id="module-missing"),
+    ],
+)
+def test_launch_command_line_errors(argv, message, capsys):
+    with pytest.raises(SystemExit):
+        _launch._parse(argv)
+    assert message in capsys.readouterr().err
+
+
+def test_gloo_chatter_is_dropped():
+    import io
+    import threading
+
+    chatter = (
+        b"[Gloo] Rank 1 is connected to 7 peer ranks. Expected number of connected peer ranks"
+        b" is : 7\n"
+        b"sum [Gloo] Rank 2 is connected to 3 peer ranks. Expected number of connected peer "
+        b"ranks is : 3\n"
+        b"0\n"
+        b" is connected to 1 peer ranks. Expected number of connected peer ranks is : 1\n"
+        b"4032.0\n"
+        b"\n"
+        b"last line without newline"
+    )
+    out = io.BytesIO()
+    _launch._pump(io.BytesIO(chatter), out, b"[p0] ", threading.Lock(), True)
+    assert out.getvalue().decode().splitlines() == [
+        "[p0] sum ",
+        "[p0] 4032.0",
+        "[p0] ",
+        "[p0] last line without newline",
+    ]
+
+
+# ------------------------------------------------------------------ init_distributed
+
+
+_ENV_PREFIXES = ("JAX_COORDINATOR", "JAX_NUM_PROCESSES", "JAX_PROCESS_ID", "SLURM_", "OMPI_",
+                 "PMI_", "MPI_LOCALRANKID")  # fmt: skip
+
+
+@pytest.fixture
+def clean_env(monkeypatch):
+    for key in list(os.environ):
+        if key.startswith(_ENV_PREFIXES):
+            monkeypatch.delenv(key)
+    return monkeypatch
+
+
+def test_init_distributed_alone_is_a_single_process(clean_env):
+    assert init_distributed() == DistributedInfo(0, 1, None, "single process")
+    assert distla.init_distributed is init_distributed
+
+
+@pytest.mark.parametrize(
+    "env",
+    [
+        pytest.param({"JAX_NUM_PROCESSES": "1", "JAX_PROCESS_ID": "0"}, id="launcher-n1"),
+        pytest.param({"OMPI_COMM_WORLD_SIZE": "1", "OMPI_COMM_WORLD_RANK": "0"}, id="mpirun-n1"),
+        pytest.param(
+            {"SLURM_JOB_ID": "7", "SLURM_STEP_NODELIST": "node1", "SLURM_NTASKS": "1",
+             "SLURM_PROCID": "0"},
+            id="srun-n1",
+        ),
+    ],
+)  # fmt: skip
+def test_init_distributed_one_process_environments_start_nothing(clean_env, env):
+    for key, value in env.items():
+        clean_env.setenv(key, value)
+    assert init_distributed() == DistributedInfo(0, 1, None, "single process")
+
+
+@pytest.mark.parametrize(
+    "env, kwargs, match",
+    [
+        pytest.param({"JAX_COORDINATOR_ADDRESS": "h:1"}, {}, "process count and id are not",
+                     id="address-only"),
+        pytest.param({"JAX_NUM_PROCESSES": "2"}, {}, "process_id is unknown", id="count-only"),
+        pytest.param({"JAX_NUM_PROCESSES": "two", "JAX_PROCESS_ID": "0"}, {},
+                     "JAX_NUM_PROCESSES='two' is not an integer", id="not-an-integer"),
+        pytest.param({}, {"num_processes": 2, "process_id": 2}, r"process_id=2 is outside 0\.\.1",
+                     id="id-out-of-range"),
+        pytest.param({"OMPI_COMM_WORLD_SIZE": "4", "OMPI_COMM_WORLD_RANK": "1"}, {},
+                     r"4 processes \(open-mpi\) but no coordinator", id="mpirun-no-address"),
+        pytest.param({"PMI_SIZE": "2", "PMI_RANK": "0"}, {},
+                     r"2 processes \(mpich\) but no coordinator", id="mpich-no-address"),
+        pytest.param({}, {"cpu_collectives": "nccl"}, "cpu_collectives must be", id="collectives"),
+    ],
+)  # fmt: skip
+def test_init_distributed_errors(clean_env, env, kwargs, match):
+    for key, value in env.items():
+        clean_env.setenv(key, value)
+    with pytest.raises(ValueError, match=match):
+        init_distributed(**kwargs)
+
+
+def test_init_distributed_after_jax_started(clean_env):
+    import jax
+
+    jax.devices()  # the backend of this test process is running
+    clean_env.setenv("JAX_COORDINATOR_ADDRESS", "127.0.0.1:1")
+    with pytest.raises(RuntimeError, match="must run before any other jax call"):
+        init_distributed(num_processes=2, process_id=0)
+
+
+# ------------------------------------------------------------------ shard in one process
+
+
+def test_natural_sharding_matches_shard(mesh24):
+    import numpy as np
+
+    x = np.arange(30 * 20, dtype=np.float32).reshape(30, 20)
+    sharding = distla.layout.natural_sharding(x.shape, mesh24)
+    assert distla.shard(x, mesh24).sharding == sharding
+    import jax
+
+    y = jax.make_array_from_callback(x.shape, sharding, lambda idx: x[idx])
+    np.testing.assert_array_equal(np.asarray(y), x)
+
+
+def test_natural_sharding_errors(mesh24):
+    from jax.sharding import PartitionSpec as P
+
+    with pytest.raises(ValueError, match="does not divide 18"):
+        distla.layout.natural_sharding((30, 18), mesh24, P("x", "y"))
+    with pytest.raises(ValueError, match="mesh must be a jax.sharding.Mesh"):
+        distla.layout.natural_sharding((30, 20), "mesh")
