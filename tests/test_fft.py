@@ -4,6 +4,7 @@ import functools
 
 import jax
 import jax.numpy as jnp
+import jax.test_util
 import numpy as np
 import pytest
 from conftest import build_mesh
@@ -411,6 +412,17 @@ def test_cpu_compiler_options_in_a_callers_jit():
     opts = distla.fft.cpu_compiler_options(x.shape, x.dtype, devices=8)
     y = jax.jit(distla.fft.fftn, compiler_options=opts)(_put(x, mesh))
     assert fft_ratio(y, np.fft.fftn(_wide(x))) <= THRESHOLD
+
+
+@pytest.mark.parametrize("name", ["fftn", "rfftn"])
+def test_check_grads_jvp_and_vjp(x64, name):
+    mesh = _mesh((2, 4), "auto")
+    x = _put(_volume(np.random.default_rng(21), (8, 8, 8), np.float64), mesh)
+    # check_grads draws its cotangents on one device: the mesh must be in context
+    with jax.set_mesh(mesh):
+        jax.test_util.check_grads(
+            getattr(distla.fft, name), (x,), order=1, modes=("fwd", "rev"), atol=1e-7, rtol=1e-7
+        )
 
 
 # --- communication, from the compiled program ------------------------------------------
