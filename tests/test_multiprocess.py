@@ -108,6 +108,22 @@ def test_a_failing_process_ends_the_run():
     assert "[launch] process 1 exited with status 1" in proc.stderr, _explain(proc)
 
 
+@needs_gloo
+def test_demo_under_the_launcher_prints_one_table():
+    proc, _ = launch(
+        "-n", "2", "--timeout", "100", "--", "-m", "distla", "demo",
+        "--only", "batched", "matmul", "--scale", "0.02", "--rounds", "1",
+        timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 0, _explain(proc)
+    headers = [line for line in proc.stdout.splitlines() if "GFLOP/s" in line]
+    assert len(headers) == 1 and headers[0].startswith("[p0] operation"), _explain(proc)
+    assert "8 cpu devices in 2 processes" in proc.stdout
+    rows = [line.split() for line in proc.stdout.splitlines() if "x64x64" in line]
+    assert len(rows) == 2 and all(row[-2] == "-" for row in rows), rows  # vs 1 dev: "-"
+    assert "[p1] " not in proc.stdout
+
+
 # ------------------------------------------------------------------ launcher plumbing
 
 
