@@ -12,6 +12,7 @@ calls ``jax.distributed.initialize`` accordingly. See docs/multiprocess.md.
 
 from __future__ import annotations
 
+import atexit
 import os
 import sys
 import traceback
@@ -37,7 +38,7 @@ _OMPI_URI = "OMPI_MCA_orte_hnp_uri"
 
 
 class DistributedInfo(NamedTuple):
-    """What :func:`init_distributed` found (and started).
+    """What ``init_distributed`` found (and started).
 
     Attributes:
       process_id: this process's index, ``jax.process_index()``.
@@ -48,7 +49,8 @@ class DistributedInfo(NamedTuple):
         (``JAX_*`` variables, as set by ``python -m distla launch``),
         ``"open-mpi"``, ``"mpich"``, ``"slurm"``, ``"open-mpi (jax)"``,
         ``"jax"`` (``cluster_detection_method``), ``"single process"``, or
-        ``"already initialized"``.
+        ``"already initialized"`` (``jax.distributed`` was started without
+        ``init_distributed``).
     """
 
     process_id: int
@@ -143,15 +145,16 @@ def init_distributed(
       cpu_collectives: ``"gloo"`` (default), ``"mpi"``, or ``None`` to
         leave jax's setting alone.
       initialization_timeout: seconds to wait for all processes to connect.
-      exit_on_uncaught_exception: in a run of several processes, print the
-        traceback of an uncaught exception and end the process at once with
-        status 1. Without it, a failing process waits in jax's shutdown
-        barrier (up to 5 minutes) for peers that are themselves stuck in a
-        collective waiting for it, and no launcher sees the failure.
+      exit_on_uncaught_exception: in a run of several processes, end the
+        process at once after an uncaught exception (status 1, traceback
+        printed) or ``sys.exit(nonzero)``. Without it, a failing process
+        waits in jax's shutdown barrier (up to 5 minutes) for peers that are
+        themselves stuck in a collective waiting for it, and no launcher sees
+        the failure. A clean exit still waits for the others.
 
     Returns:
-      A :class:`DistributedInfo` ``(process_id, num_processes,
-      coordinator_address, source)``.
+      A ``DistributedInfo(process_id, num_processes, coordinator_address,
+      source)``.
 
     Raises:
       ValueError: settings are incomplete (a process count and id but no
@@ -160,13 +163,15 @@ def init_distributed(
       RuntimeError: a jax backend was started before this call (for example
         by ``jax.devices()``) and a multi-process run was asked for.
 
-    Example::
+    See also:
+      ``jax.distributed.initialize``; ``python -m distla launch`` and
+      docs/multiprocess.md for launching, srun and mpirun.
 
-        import distla
-        info = distla.init_distributed()     # under python -m distla launch -n 2 ...
-        mesh = distla.make_mesh((2, 4))       # spans the devices of both processes
-
-    See also: ``jax.distributed.initialize``.
+    Example:
+      >>> import distla
+      >>> info = distla.init_distributed()  # first, before any other jax call
+      >>> info.num_processes  # 2 under python -m distla launch -n 2 -- script.py
+      1
     """
     if cpu_collectives not in (None, "gloo", "mpi"):
         raise ValueError(
@@ -280,23 +285,52 @@ def init_distributed(
     return info
 
 
+_exit_status: list = [None]  # what sys.exit was last called with (see below)
+
+
 def _install_fail_fast_hook(process_id: int) -> None:
-    """End the process at once on an uncaught exception (see ``init_distributed``)."""
-    previous = sys.excepthook
+    """End the process at once when it fails (see ``init_distributed``).
+
+    jax shuts its distributed runtime down at exit with a barrier that waits
+    for every process. A process that fails while the others wait for it in
+    a collective would sit in that barrier and never exit, so no launcher
+    could see the failure. For an uncaught exception and for
+    ``sys.exit(nonzero)``, this prints what happened and leaves with
+    ``os._exit``, skipping the barrier; a clean exit keeps it (process 0's
+    coordinator must outlive the others).
+    """
+    previous_hook, previous_exit = sys.excepthook, sys.exit
 
     def hook(exc_type, exc, tb):
         if issubclass(exc_type, KeyboardInterrupt):
-            return previous(exc_type, exc, tb)
+            return previous_hook(exc_type, exc, tb)
         try:
             traceback.print_exception(exc_type, exc, tb)
-            print(
-                f"[distla] process {process_id}: uncaught {exc_type.__name__}; exiting now "
-                "instead of waiting for the other processes in jax's shutdown barrier",
-                file=sys.stderr,
-            )
-            sys.stdout.flush()
-            sys.stderr.flush()
+            _leaving(process_id, f"uncaught {exc_type.__name__}")
         finally:
             os._exit(1)
 
+    def exit_(status=None):
+        _exit_status[0] = status
+        previous_exit(status)
+
+    def at_exit():
+        status = _exit_status[0]
+        if status is None or status == 0:
+            return
+        _leaving(process_id, f"sys.exit({status!r})")
+        os._exit(status if isinstance(status, int) else 1)
+
     sys.excepthook = hook
+    sys.exit = exit_
+    atexit.register(at_exit)  # runs before jax's own exit handler (registered earlier)
+
+
+def _leaving(process_id: int, why: str) -> None:
+    print(
+        f"[distla] process {process_id}: {why}; exiting now instead of waiting for the "
+        "other processes in jax's shutdown barrier",
+        file=sys.stderr,
+    )
+    sys.stdout.flush()
+    sys.stderr.flush()

@@ -10,8 +10,8 @@ only its own devices' shards), runs distla, gathers the result with
 ``process_allgather`` and checks DESIGN.md's scaled ratios against numpy in
 float64. Every check runs (and asserts) on every process; each prints
 ``mp_worker: N checks passed`` at the end. ``--fail-on I`` makes process I
-raise after the first collective instead, while the others go on into the
-next one (the launcher must stop them).
+raise (``--fail-how exit``: call ``sys.exit(3)``) after the first collective
+instead, while the others go on into the next one (the launcher must stop them).
 """
 
 from __future__ import annotations
@@ -329,7 +329,8 @@ REST = {  # --full adds these: every other public function, and an Auto mesh
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--fail-on", type=int, default=None, help="this process raises")
+    parser.add_argument("--fail-on", type=int, default=None, help="this process fails")
+    parser.add_argument("--fail-how", choices=["raise", "exit"], default="raise")
     parser.add_argument("--full", action="store_true", help="every public function, 2 meshes")
     parser.add_argument("--only", nargs="*", default=None, help="these checks only")
     args = parser.parse_args(argv)
@@ -339,6 +340,9 @@ def main(argv: list[str]) -> int:
         one = global_array(np.ones((8, 8), np.float32), mesh, P("x", "y"))
         print("first collective:", float(gather(jax.jit(lambda v: v.sum())(one))), flush=True)
         if jax.process_index() == args.fail_on:
+            if args.fail_how == "exit":
+                print(f"process {args.fail_on} exits with status 3 on purpose", flush=True)
+                sys.exit(3)
             raise RuntimeError(f"process {args.fail_on} fails on purpose")
         gather(distla.matmul(one, one))  # a collective that waits for the dead peer
         time.sleep(600)
