@@ -191,6 +191,14 @@ def _stop(procs: Sequence[subprocess.Popen], grace: float) -> None:
         p.wait()
 
 
+class _Terminated(BaseException):
+    """The launcher got SIGTERM or SIGHUP (``args[0]``: the signal number)."""
+
+
+def _terminated(signum, frame):
+    raise _Terminated(signum)
+
+
 def _signal_group(p: subprocess.Popen, sig: int) -> None:
     try:
         os.killpg(p.pid, sig)  # the child leads its own group (start_new_session)
@@ -215,6 +223,11 @@ def launch(
     process that failed (the others are stopped), or 124 on ``timeout``.
     """
     coordinator = f"127.0.0.1:{port or free_port()}"
+    if threading.current_thread() is threading.main_thread():
+        # The children lead their own sessions, so a SIGTERM/SIGHUP sent to the launcher
+        # alone would orphan them: stop them too.
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            signal.signal(sig, _terminated)
     lock = threading.Lock()
     procs: list[subprocess.Popen] = []
     pumps: list[threading.Thread] = []
@@ -248,6 +261,10 @@ def launch(
         _say("interrupted; stopping every process")
         _stop(procs, grace=0.5)
         status = 130
+    except _Terminated as sig:
+        _say(f"got signal {sig.args[0]}; stopping every process")
+        _stop(procs, grace=0.5)
+        status = 128 + sig.args[0]
     except BaseException:
         _stop(procs, grace=0.5)
         raise

@@ -208,6 +208,36 @@ def test_launch_timeout(tmp_path, capfd):
     assert "[launch] timeout after 1 s; stopping processes 0, 1" in err
 
 
+def test_launcher_terminated_stops_its_processes(tmp_path):
+    script = _script(
+        tmp_path,
+        f"""
+        import os, time
+        open(os.path.join({str(tmp_path)!r}, "pid" + os.environ["JAX_PROCESS_ID"]), "w").write(
+            str(os.getpid()))
+        time.sleep(120)
+        """,
+    )
+    launcher = subprocess.Popen(
+        [sys.executable, "-m", "distla", "launch", "-n", "2", script],
+        cwd=ROOT,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    pid_files = [tmp_path / "pid0", tmp_path / "pid1"]
+    deadline = time.monotonic() + 30
+    while not all(f.exists() and f.read_text() for f in pid_files):
+        assert time.monotonic() < deadline and launcher.poll() is None, "children did not start"
+        time.sleep(0.05)
+    launcher.terminate()
+    _, err = launcher.communicate(timeout=30)
+    assert launcher.returncode == 143, err
+    assert "[launch] got signal 15; stopping every process" in err
+    for f in pid_files:
+        with pytest.raises(ProcessLookupError):
+            os.kill(int(f.read_text()), 0)  # no orphan left behind
+
+
 @pytest.mark.parametrize(
     "argv, command",
     [
