@@ -63,7 +63,7 @@ ALGORITHMS = ("auto", "slab-pencil", "pencil")
 
 # Width of the tiles that each plan's transposes move (kernels/transpose.py),
 # tuned at 256^3 on 4x2 (docs/fft.md).
-_TILES = {"slab": 32, "slab-pencil": 32, "pencil": 8}
+_TILES = {"slab": 32, "slab-pencil": (8, 32), "pencil": 8}
 
 # XLA:CPU gives each call's temporaries one allocation. glibc maps any block
 # over 32 MiB fresh on every call, and the page faults of touching it cost

@@ -73,6 +73,8 @@ def to_block_cyclic(x: jax.Array, *, axis: int, axis_name: str | None, nb: int) 
     p = axis_size(axis_name)
     if p == 1:
         return x
+    if x.shape[axis] == nb:  # one block per device: contiguous is block-cyclic
+        return x
     x = jnp.moveaxis(x, axis, 0)
     b = x.shape[0] // nb
     rest = x.shape[1:]
@@ -97,7 +99,7 @@ def to_block_cyclic(x: jax.Array, *, axis: int, axis_name: str | None, nb: int) 
 def from_block_cyclic(x: jax.Array, *, axis: int, axis_name: str | None, nb: int) -> jax.Array:
     """Inverse of :func:`to_block_cyclic`."""
     p = axis_size(axis_name)
-    if p == 1:
+    if p == 1 or x.shape[axis] == nb:
         return x
     x = jnp.moveaxis(x, axis, 0)
     b = x.shape[0] // nb

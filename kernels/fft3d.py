@@ -97,7 +97,7 @@ def slab_pencil_forward(
     real: bool,
     norm: str | None,
     out: str,
-    tile: int,
+    tile: tuple[int, int],
 ) -> jax.Array:
     """Forward 3D FFT of Z-pencils (slab-pencil plan).
 
@@ -113,7 +113,8 @@ def slab_pencil_forward(
         to multiples of ``pa`` and ``P``); ``"yzx"``: the same blocks as
         ``(Yq/pa, Zq/pb, X)``; ``"xy-z"``: ``(Xq/pb, Yq/pa, Zt)`` XY-pencils
         (X padded to a multiple of ``pb``).
-      tile: transpose tile (``transpose.py``).
+      tile: transpose tiles (``transpose.py``) of the first and the second
+        exchange.
 
     Returns:
       The local block of the transform in the layout ``out`` names.
@@ -124,14 +125,16 @@ def slab_pencil_forward(
     f = jnp.fft.rfft(x, axis=-1, norm=norm) if real else jnp.fft.fft(x, axis=-1, norm=norm)
     zt = f.shape[-1]
     f = _pad_axis(f, 2, round_up(zt, p))
-    axes = dict(row_axis=row_axis, col_axis=col_axis, tile=tile)
-    s = zpencils_to_zslabs(f, **axes)  # (Zq/P, Xp, Yp) Z-slabs
+    axes = dict(row_axis=row_axis, col_axis=col_axis)
+    s = zpencils_to_zslabs(f, tile=tile[0], **axes)  # (Zq/P, Xp, Yp) Z-slabs
     s = jnp.fft.fftn(s[:, :xg, :yg], axes=(1, 2), norm=norm)
     if out == "xy-z":
         s = _fit(s, (s.shape[0], round_up(xg, pb), round_up(yg, pa)))
-        return zslabs_to_zpencils(s, swap=True, **axes)[..., :zt]  # (Xq/pb, Yq/pa, Zt)
+        return zslabs_to_zpencils(s, swap=True, tile=tile[0], **axes)[
+            ..., :zt
+        ]  # (Xq/pb, Yq/pa, Zt)
     s = _pad_axis(s, 2, round_up(yg, pa))
-    return zslabs_to_xpencils(s, row_axis=row_axis, order=out, tile=tile)
+    return zslabs_to_xpencils(s, row_axis=row_axis, order=out, tile=tile[1])
 
 
 def slab_pencil_inverse(
@@ -143,7 +146,7 @@ def slab_pencil_inverse(
     real: bool,
     norm: str | None,
     inp: str,
-    tile: int,
+    tile: tuple[int, int],
 ) -> jax.Array:
     """Inverse of :func:`slab_pencil_forward`.
 
@@ -162,14 +165,14 @@ def slab_pencil_inverse(
     pa, pb = axis_size(row_axis), axis_size(col_axis)
     p = pa * pb
     zt = zg // 2 + 1 if real else zg
-    axes = dict(row_axis=row_axis, col_axis=col_axis, tile=tile)
+    axes = dict(row_axis=row_axis, col_axis=col_axis)
     if inp == "xy-z":
-        s = zpencils_to_zslabs(_pad_axis(x, 2, round_up(zt, p)), swap=True, **axes)
+        s = zpencils_to_zslabs(_pad_axis(x, 2, round_up(zt, p)), swap=True, tile=tile[0], **axes)
     else:
-        s = xpencils_to_zslabs(x, row_axis=row_axis, order=inp, tile=tile)
+        s = xpencils_to_zslabs(x, row_axis=row_axis, order=inp, tile=tile[1])
     s = jnp.fft.ifftn(s[:, :xg, :yg], axes=(1, 2), norm=norm)  # (Zq/P, X, Y)
     s = _fit(s, (s.shape[0], round_up(xg, pa), round_up(yg, pb)))
-    f = zslabs_to_zpencils(s, **axes)[..., :zt]  # (Xp/pa, Yp/pb, Zt)
+    f = zslabs_to_zpencils(s, tile=tile[0], **axes)[..., :zt]  # (Xp/pa, Yp/pb, Zt)
     if real:
         return jnp.fft.irfft(f, n=zg, axis=-1, norm=norm)
     return jnp.fft.ifft(f, axis=-1, norm=norm)
@@ -241,7 +244,8 @@ def pencil_forward(
 
     Args:
       x: ``(Xp/pa, Yp/pb, Z)`` local Z-pencil.
-      sizes, real, norm, tile: as for :func:`slab_pencil_forward`.
+      sizes, real, norm: as for :func:`slab_pencil_forward`.
+      tile: transpose tile of both exchanges (``transpose.py``).
       out: ``"yzx"``: ``(Yq/pa, Zq/pb, X)`` (jaxdecomp's order, X contiguous
         as the last FFT leaves it); ``"xyz"``: ``(X, Yq/pa, Zq/pb)`` after a
         local transpose. ``Zq`` is ``Zt`` padded to a multiple of ``pb``.

@@ -78,7 +78,7 @@ def zpencils_to_zslabs(
     row_axis: str | None,
     col_axis: str | None,
     swap: bool = False,
-    tile: int = 32,
+    tile: int = 8,
 ) -> jax.Array:
     """Z-pencils ``(X/pa, Y/pb, Zp)`` -> Z-slabs ``(Zp/P, X, Y)``.
 
@@ -87,7 +87,7 @@ def zpencils_to_zslabs(
       row_axis, col_axis: mesh axes ``a`` (size pa) and ``b`` (size pb).
       swap: the input is XY-pencils ``(X/pb, Y/pa, Zp)`` instead (X split
         over ``b``, Y over ``a``).
-      tile: see the module docstring.
+      tile: see the module docstring; here runs along the Z-chunk.
 
     Returns:
       ``(Zp/P, X, Y)``: Z-chunk ``j * pa + i`` on device ``(i, j)``.
@@ -96,16 +96,17 @@ def zpencils_to_zslabs(
     p = pa * pb
     xl, yl, zp = x.shape
     m = zp // p
-    t = fit_tile(yl, tile)
-    # pack: Z-chunk c for linear index c, its (t, m) tiles transposed -> (P, xl, yl/t, m, t)
-    chunks = x.reshape(xl, yl // t, t, p, m).transpose(3, 0, 1, 4, 2)
+    t = fit_tile(m, tile)
+    # pack: Z-chunk c for linear index c, moving t-runs of it -> (P, xl, m/t, yl, t)
+    chunks = x.reshape(xl, yl, p, m // t, t).transpose(2, 0, 3, 1, 4)
     recv = exchange(chunks, (col_axis, row_axis))
-    # all_to_all over (b, a) -> (P, xl, yl/t, m, t): sender s = j*pa + i sent its pencil
-    recv = recv.reshape(pb, pa, xl, yl // t, m, t)
+    # all_to_all over (b, a) -> (P, xl, m/t, yl, t): sender s = j*pa + i sent its pencil;
+    # unpack: (yl, t) tiles transposed
+    recv = recv.reshape(pb, pa, xl, m // t, yl, t)
     if swap:  # sender (i, j) held X-block j and Y-block i
-        out = recv.transpose(4, 0, 2, 1, 3, 5)  # (m, pb, xl, pa, yl/t, t)
+        out = recv.transpose(3, 5, 0, 2, 1, 4)  # (m/t, t, pb, xl, pa, yl)
         return out.reshape(m, pb * xl, pa * yl)
-    out = recv.transpose(4, 1, 2, 0, 3, 5)  # (m, pa, xl, pb, yl/t, t)
+    out = recv.transpose(3, 5, 1, 2, 0, 4)  # (m/t, t, pa, xl, pb, yl)
     return out.reshape(m, pa * xl, pb * yl)
 
 
@@ -115,7 +116,7 @@ def zslabs_to_zpencils(
     row_axis: str | None,
     col_axis: str | None,
     swap: bool = False,
-    tile: int = 32,
+    tile: int = 8,
 ) -> jax.Array:
     """Z-slabs ``(Zp/P, X, Y)`` -> Z-pencils ``(X/pa, Y/pb, Zp)``; inverse of the above.
 
@@ -127,16 +128,16 @@ def zslabs_to_zpencils(
     m, xg, yg = x.shape
     xn, yn = (pb, pa) if swap else (pa, pb)
     xl, yl = xg // xn, yg // yn
-    t = fit_tile(yl, tile)
-    blocks = x.reshape(m, xn, xl, yn, yl // t, t)
-    # pack: block for device (i, j) at linear index j*pa + i, moving t-runs
+    t = fit_tile(m, tile)
+    blocks = x.reshape(m // t, t, xn, xl, yn, yl)
+    # pack: block for device (i, j) at linear index j*pa + i, (t, yl) tiles transposed
     if swap:  # X-block j, Y-block i
-        chunks = blocks.transpose(1, 3, 2, 4, 0, 5)  # (pb, pa, xl, yl/t, m, t)
+        chunks = blocks.transpose(2, 4, 3, 0, 5, 1)  # (pb, pa, xl, m/t, yl, t)
     else:  # X-block i, Y-block j
-        chunks = blocks.transpose(3, 1, 2, 4, 0, 5)  # (pb, pa, xl, yl/t, m, t)
-    recv = exchange(chunks.reshape(p, xl, yl // t, m, t), (col_axis, row_axis))
-    # all_to_all over (b, a) -> (P, xl, yl/t, m, t): sender c held Z-chunk c
-    return recv.transpose(1, 2, 4, 0, 3).reshape(xl, yl, p * m)
+        chunks = blocks.transpose(4, 2, 3, 0, 5, 1)  # (pb, pa, xl, m/t, yl, t)
+    recv = exchange(chunks.reshape(p, xl, m // t, yl, t), (col_axis, row_axis))
+    # all_to_all over (b, a) -> (P, xl, m/t, yl, t): sender c held Z-chunk c; unpack moves t-runs
+    return recv.transpose(1, 3, 0, 2, 4).reshape(xl, yl, p * m)
 
 
 # --- Z-slabs <-> X-pencils: one all_to_all over the row axis, pa-way --------------

@@ -87,17 +87,18 @@ def trsm_few(
     mloc = b.shape[0]
     nbr = mloc * pr // nb
     row_g = jnp.repeat(global_blocks(mloc // nb, row_axis), nb)
-    acc = jnp.zeros_like(b)  # sum over the blocks J this device holds of T[I, J] x_J
+    acc = None  # sum over the blocks J this device holds of T[I, J] x_J (zero at first)
     for k in _steps(nbr, lower):
         kr, kc = k % pr, k % pc
         r, c = (k // pr) * nb, (k // pc) * nb
-        s = acc[r : r + nb]
-        if col_axis is not None:
-            # psum along the mesh row -> the whole sum for block row k (used on mesh row kr)
-            s = lax.psum(s, col_axis)
-        xk = _solve_block(
-            t[r : r + nb, c : c + nb], b[r : r + nb] - s, lower=lower, unit_diagonal=unit_diagonal
-        )
+        rhs = b[r : r + nb]
+        if acc is not None:
+            s = acc[r : r + nb]
+            if col_axis is not None:
+                # psum along the mesh row -> the whole sum for block row k (used on mesh row kr)
+                s = lax.psum(s, col_axis)
+            rhs = rhs - s
+        xk = _solve_block(t[r : r + nb, c : c + nb], rhs, lower=lower, unit_diagonal=unit_diagonal)
         xk = jnp.where((i == kr) & (j == kc), xk, jnp.zeros_like(xk))
         axes = tuple(a for a in (row_axis, col_axis) if a is not None)
         if axes:
@@ -109,6 +110,7 @@ def trsm_few(
             rows = (row_g[lo:hi] > k) if lower else (row_g[lo:hi] < k)
             tk = t[lo:hi, c : c + nb]
             tk = jnp.where(rows[:, None] & (j == kc), tk, jnp.zeros_like(tk))
+            acc = jnp.zeros_like(b) if acc is None else acc
             acc = acc.at[lo:hi].add(jnp.dot(tk, xk, precision=precision))
     return b
 
