@@ -366,6 +366,51 @@ def test_init_distributed_after_jax_started(clean_env):
 # ------------------------------------------------------------------ shard in one process
 
 
+def test_shard_places_host_data_in_the_natural_layout(mesh24):
+    import numpy as np
+    from jax.sharding import PartitionSpec as P
+
+    x = np.arange(64 * 32, dtype=np.float32).reshape(64, 32)
+    y = distla.shard(x, mesh24)
+    assert y.sharding.spec == P("x", "y")
+    np.testing.assert_array_equal(np.asarray(y), x)
+    z = distla.shard(y, mesh24, P(None, "y"))  # a jax array is re-laid out
+    assert z.sharding.spec == P(None, "y")
+    np.testing.assert_array_equal(np.asarray(z), x)
+    odd = distla.shard(x[:, :18], mesh24)  # 18 does not split 4 ways: the largest even layout
+    assert odd.sharding.spec == P(("x", "y"), None)
+
+
+@pytest.mark.parametrize(
+    "shape, spec, match",
+    [
+        pytest.param((8, 8), ("x", "z"), "names axis 'z', which the 2x4 mesh", id="unknown-axis"),
+        pytest.param((8, 6), ("x", "y"), "splits dimension 1 of shape", id="not-dividing"),
+        pytest.param((8,), ("x", "y"), "more entries than x has dimensions", id="too-long"),
+    ],
+)
+def test_shard_errors(mesh24, shape, spec, match):
+    import numpy as np
+    from jax.sharding import PartitionSpec as P
+
+    with pytest.raises(ValueError, match=match):
+        distla.shard(np.zeros(shape, np.float32), mesh24, P(*spec))
+
+
+def test_shard_checksums_tell_processes_apart():
+    import numpy as np
+
+    from distla.layout import _fingerprint
+
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    assert (_fingerprint(x) == _fingerprint(x.copy())).all()
+    assert _fingerprint(x)[1] != _fingerprint(x + 1)[1]  # values
+    assert _fingerprint(x)[0] != _fingerprint(x.reshape(4, 3))[0]  # shape
+    assert _fingerprint(x)[0] != _fingerprint(x.astype(np.float64))[0]  # dtype
+    assert (_fingerprint(np.asfortranarray(x)) == _fingerprint(x)).all()  # memory order
+    assert _fingerprint(np.float32(1.0)).shape == (2,)  # 0-d
+
+
 def test_natural_sharding_matches_shard(mesh24):
     import numpy as np
 
