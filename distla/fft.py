@@ -340,7 +340,7 @@ def _result_dtypes(x: jax.Array, kind: str, what: str) -> tuple[np.dtype, np.dty
 
 def _check_s(s: Any, shape: tuple[int, ...], what: str) -> tuple[int, int, int]:
     if s is None:
-        return (shape[0], shape[1], 2 * (shape[2] - 1))
+        s = (shape[0], shape[1], 2 * (shape[2] - 1))
     try:
         s = tuple(int(n) for n in s)
     except TypeError as e:

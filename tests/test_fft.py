@@ -562,6 +562,11 @@ class TestErrors:
         with pytest.raises(ValueError, match=r"s must be .*\(8, 8, 5\)|s must be a sequence"):
             distla.fft.irfftn(x, s=s)
 
+    def test_default_s_of_a_one_frequency_spectrum(self):
+        x = _put(np.ones((8, 8, 1), np.complex64), _mesh((4, 2), "auto"))
+        with pytest.raises(ValueError, match=r"\(8, 8, 1\); got s=\(8, 8, 0\)"):
+            distla.fft.irfftn(x)
+
     def test_bad_norm(self):
         x = _put(np.ones((8, 8, 8), np.complex64), _mesh((4, 2), "auto"))
         with pytest.raises(ValueError, match="norm must be one of.*'backwards'"):
