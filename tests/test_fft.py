@@ -457,6 +457,9 @@ class TestCost:
         order = "yzx" if name == "pfft3d" else "xyz"
         model = distla.fft.model_bytes(shape, mesh_shape, real=name == "rfftn", order=order)
         assert model / 1.2 <= c.collective_bytes["all-to-all"] <= 1.2 * model
+        # input, output and about two blocks of temporaries: O(N/p), never the volume
+        block = np.prod(shape) * 8 / np.prod(mesh_shape)
+        assert c.peak_memory_bytes <= 6 * block
 
     def test_rfftn_moves_half_the_bytes(self):
         mesh = _mesh((4, 2), "auto")
