@@ -218,11 +218,11 @@ def _unpack(lu: jax.Array, dtype) -> tuple[jax.Array, jax.Array]:
     return lower, upper
 
 
-@functools.partial(jax.jit, static_argnames=("dtype", "block_size"))
-def _lu(a, *, dtype, block_size):
-    grid = _grid(a, names=("a",))
-    n = a.shape[0]
-    lu, piv = _lu_factor(a, dtype=dtype, block_size=block_size)
+@jax.jit
+def _plu(lu, piv):
+    grid = _grid(lu, names=("lu",))
+    n = lu.shape[0]
+    dtype = lu.dtype
     blocks = fitting_spec((n, n), grid.mesh, grid.block_spec)
 
     def body(lu, piv):
@@ -237,7 +237,8 @@ def _lu(a, *, dtype, block_size):
 
 
 def lu(a, *, dtype, block_size=None):
-    return _lu(a, dtype=dtype, block_size=block_size)
+    # two programs, so that lu, det and slogdet share lu_factor's compiled one
+    return _plu(*_lu_factor(a, dtype=dtype, block_size=block_size))
 
 
 def _diagonal_terms(lu, piv, dtype):
@@ -248,10 +249,10 @@ def _diagonal_terms(lu, piv, dtype):
     return parity, jnp.diagonal(lu)
 
 
-@functools.partial(jax.jit, static_argnames=("dtype", "block_size"))
-def _slogdet(a, *, dtype, block_size):
-    grid = _grid(a, names=("a",))
-    lu, piv = _lu_factor(a, dtype=dtype, block_size=block_size)
+@jax.jit
+def _slogdet_from(lu, piv):
+    grid = _grid(lu, names=("lu",))
+    dtype = lu.dtype
 
     def body(lu, piv):
         parity, d = _diagonal_terms(lu, piv, dtype)
@@ -265,23 +266,22 @@ def _slogdet(a, *, dtype, block_size):
 
 
 def slogdet(a, *, dtype, block_size=None):
-    return _slogdet(a, dtype=dtype, block_size=block_size)
+    return _slogdet_from(*_lu_factor(a, dtype=dtype, block_size=block_size))
 
 
-@functools.partial(jax.jit, static_argnames=("dtype", "block_size"))
-def _det(a, *, dtype, block_size):
-    grid = _grid(a, names=("a",))
-    lu, piv = _lu_factor(a, dtype=dtype, block_size=block_size)
+@jax.jit
+def _det_from(lu, piv):
+    grid = _grid(lu, names=("lu",))
 
     def body(lu, piv):
-        parity, d = _diagonal_terms(lu, piv, dtype)
+        parity, d = _diagonal_terms(lu, piv, lu.dtype)
         return parity * jnp.prod(d)
 
     return run_on_mesh(body, grid.mesh, P(), lu, piv)
 
 
 def det(a, *, dtype, block_size=None):
-    return _det(a, dtype=dtype, block_size=block_size)
+    return _det_from(*_lu_factor(a, dtype=dtype, block_size=block_size))
 
 
 @functools.partial(jax.jit, static_argnames=("trans", "dtype"))

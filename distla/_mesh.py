@@ -179,8 +179,38 @@ def run_on_mesh(body: Callable[..., Any], mesh: AbstractMesh, out_specs: Any, *a
         return jax.tree.map(jax.lax.with_sharding_constraint, out, shardings)
 
 
-def shard_map(kernel: Callable[..., Any], *, in_specs: Any, out_specs: Any) -> Callable[..., Any]:
-    """``jax.shard_map`` over the mesh of the current context (see ``run_on_mesh``)."""
+def shard_map(
+    kernel: Callable[..., Any], *, in_specs: Any, out_specs: Any, check_vma: bool = True
+) -> Callable[..., Any]:
+    """``jax.shard_map`` over the mesh of the current context (see ``run_on_mesh``).
+
+    ``check_vma=False`` for kernels whose replicated outputs (``P()``) jax
+    cannot prove replicated, such as LU pivots agreed on through psums.
+    """
     return jax.shard_map(
-        kernel, mesh=jax.sharding.get_abstract_mesh(), in_specs=in_specs, out_specs=out_specs
+        kernel,
+        mesh=jax.sharding.get_abstract_mesh(),
+        in_specs=in_specs,
+        out_specs=out_specs,
+        check_vma=check_vma,
     )
+
+
+def drop_trivial_sharding(x: Any) -> Any:
+    """``x`` with no sharding if it lives on a one-device ``Explicit`` mesh.
+
+    distla falls back to the jnp function for such operands, and jnp's
+    sharding-in-types rules reject, for example, a matmul whose contracted
+    dimensions are "sharded" over size-1 axes.
+    """
+    if not isinstance(x, jax.Array):
+        return x
+    sharding = jax.typeof(x).sharding
+    mesh = getattr(sharding, "mesh", None)
+    if not isinstance(mesh, AbstractMesh) or mesh.size != 1 or not is_explicit(mesh):
+        return x
+    if all(entry is None for entry in sharding.spec):
+        return x
+    concrete = getattr(x, "sharding", None)
+    target = concrete.mesh if isinstance(concrete, NamedSharding) else mesh
+    return jax.sharding.reshard(x, NamedSharding(target, P()))

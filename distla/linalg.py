@@ -22,7 +22,7 @@ from jax.sharding import NamedSharding
 from . import _batched, _lu
 from ._blas import single_thread_lapack_for_cpu_devices
 from ._checks import as_array, result_dtype
-from ._mesh import fitting_spec, is_explicit, operand_mesh
+from ._mesh import drop_trivial_sharding, fitting_spec, is_explicit, operand_mesh
 from .layout import natural_spec
 from .matmul import matmul
 
@@ -245,7 +245,7 @@ def lu_factor(
     dtype = result_dtype(what, a)
     mesh = _mesh_of(a, names=("a",))
     if mesh is None:
-        return jsl.lu_factor(a.astype(dtype))
+        return jsl.lu_factor(drop_trivial_sharding(a).astype(dtype))
     if a.ndim > 2:
         return _batched.lu_factor(a.astype(dtype))
     factor = _not_differentiable(
@@ -301,6 +301,7 @@ def lu_solve(
     dtype = result_dtype(what, lu, b)
     mesh = _mesh_of(lu, b, names=("lu", "b"))
     if mesh is None:
+        lu, piv, b = (drop_trivial_sharding(x) for x in (lu, piv, b))
         return jsl.lu_solve((lu.astype(dtype), piv), b.astype(dtype), trans=trans)
     if batch:
         return _batched.lu_solve(lu.astype(dtype), piv, b.astype(dtype), trans=trans)
@@ -338,7 +339,7 @@ def lu(a: jax.typing.ArrayLike, *, block_size: int | None = None) -> LUResult:
     dtype = result_dtype(what, a)
     mesh = _mesh_of(a, names=("a",))
     if mesh is None:
-        return LUResult(*jsl.lu(a.astype(dtype)))
+        return LUResult(*jsl.lu(drop_trivial_sharding(a).astype(dtype)))
     factor = _not_differentiable(lambda a: _lu.lu(a, dtype=dtype, block_size=block_size), what)
     return LUResult(*factor(a))
 
@@ -398,6 +399,7 @@ def solve(
     dtype = result_dtype(what, a, b)
     mesh = _mesh_of(a, b, names=("a", "b"))
     if mesh is None:
+        a, b = drop_trivial_sharding(a), drop_trivial_sharding(b)
         return jnp.linalg.solve(a.astype(dtype), b.astype(dtype))
     if a.ndim > 2 or b.ndim > 2 and not vector:
         return _batched.solve(a.astype(dtype), b.astype(dtype))
@@ -421,7 +423,7 @@ def det(a: jax.typing.ArrayLike, *, block_size: int | None = None) -> jax.Array:
     _square(a, what)
     dtype = result_dtype(what, a)
     if _mesh_of(a, names=("a",)) is None:
-        return jnp.linalg.det(a.astype(dtype))
+        return jnp.linalg.det(drop_trivial_sharding(a).astype(dtype))
     if a.ndim > 2:
         return _batched.det(a.astype(dtype))
     return _det_2d(a.astype(dtype), dtype=dtype, block_size=block_size)
@@ -443,7 +445,7 @@ def slogdet(a: jax.typing.ArrayLike, *, block_size: int | None = None) -> Slogde
     _square(a, what)
     dtype = result_dtype(what, a)
     if _mesh_of(a, names=("a",)) is None:
-        return SlogdetResult(*jnp.linalg.slogdet(a.astype(dtype)))
+        return SlogdetResult(*jnp.linalg.slogdet(drop_trivial_sharding(a).astype(dtype)))
     if a.ndim > 2:
         return SlogdetResult(*_batched.slogdet(a.astype(dtype)))
     return SlogdetResult(*_slogdet_2d(a.astype(dtype), dtype=dtype, block_size=block_size))
@@ -464,7 +466,7 @@ def inv(a: jax.typing.ArrayLike, *, block_size: int | None = None) -> jax.Array:
     _square(a, what)
     dtype = result_dtype(what, a)
     if _mesh_of(a, names=("a",)) is None:
-        return jnp.linalg.inv(a.astype(dtype))
+        return jnp.linalg.inv(drop_trivial_sharding(a).astype(dtype))
     if a.ndim > 2:
         return _batched.inv(a.astype(dtype))
     return _inv_2d(a.astype(dtype), dtype=dtype, block_size=block_size)

@@ -17,6 +17,7 @@ from ._checks import as_array, canonical_precision, result_dtype
 from ._mesh import (
     Grid,
     constrain,
+    drop_trivial_sharding,
     fitting_spec,
     grid_of,
     operand_mesh,
@@ -103,6 +104,7 @@ def matmul(
     precision = canonical_precision(precision)
     mesh = operand_mesh(a, b, names=("a", "b"))
     if mesh is None:
+        a, b = drop_trivial_sharding(a), drop_trivial_sharding(b)
         return jnp.matmul(a.astype(dtype), b.astype(dtype), precision=precision)
     grid = grid_of(mesh, what=what)
     if algorithm == "cannon" and grid.pr != grid.pc:
