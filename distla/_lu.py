@@ -318,3 +318,54 @@ def trace(x):
     0.10.2, and wrapping it in ``auto_axes`` breaks its transpose.)
     """
     return jnp.sum(x * jnp.eye(x.shape[0], dtype=x.dtype))
+
+
+def model_bytes(
+    n: int,
+    grid: tuple[int, int],
+    dtype,
+    *,
+    block_size: int | None = None,
+    rhs: int | None = None,
+) -> float:
+    """Bytes one device receives in an ``n x n`` LU (``rhs=None``) or solve, per docs/lu.md.
+
+    The model of ``lu_factor`` (``rhs=None``) or ``solve`` with ``rhs``
+    right-hand sides (0 for a vector) on a ``pr x pc`` grid, for the busiest
+    device (the owner of every panel it could own), counted as
+    ``distla.cost`` counts: all-gather and all-to-all ``(g-1)/g`` of their
+    result, all-reduce ``2(g-1)/g``.
+    """
+    pr, pc = grid
+    mesh = jax.sharding.AbstractMesh((pr, pc), ("r", "c"))
+    nb, n_pad = plan(Grid(mesh, "r", "c"), n, block_size)
+    item = jnp.dtype(dtype).itemsize
+    nbr, mloc, nloc = n_pad // nb, n_pad // pr, n_pad // pc
+    block = mloc * nloc
+
+    def relayout(local_blocks, p):
+        if p == 1 or local_blocks == 1:
+            return 0.0
+        if local_blocks % p == 0:
+            return (p - 1) / p
+        return (p * -(-local_blocks // p) - local_blocks // p) / local_blocks
+
+    move = block * (relayout(mloc // nb, pr) + relayout(nloc // nb, pc))
+    elements = move * (2 if rhs is None else 1)
+    for k in range(nbr):
+        height = mloc - (k // pr) * nb
+        elements += (pr - 1) * height * nb  # panel gather (owner column)
+        elements += 2 * (pc - 1) / pc * (height * nb + nb * nb + 4 * nb)  # panel broadcast
+        elements += 2 * (pr - 1) / pr * 2 * nb * nloc  # row interchanges
+    if rhs is not None:
+        k = max(rhs, 1)
+        elements += (pr - 1) / pr * n_pad * k  # pivots applied with one gather
+        for _ in range(2):  # forward and back substitution
+            elements += nbr * (2 * (pc - 1) / pc + 2 * (pr * pc - 1) / (pr * pc)) * nb * k
+        elements += block_cyclic_rhs(n_pad, k, pr) * 2
+    return elements * item
+
+
+def block_cyclic_rhs(n_pad: int, k: int, pr: int) -> float:
+    """Elements moved to put ``n_pad x k`` right-hand sides in block-cyclic order (and back)."""
+    return (pr - 1) / pr * n_pad * k / pr

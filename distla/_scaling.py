@@ -354,7 +354,15 @@ def _solve() -> Operation:
         dtypes=("float32", "float64", "complex64", "complex128"),
         make=_solve_make,
         specs=lambda mesh: (None, None),
-        variants=(Impl("distla.linalg.solve", distla.linalg.solve, "mesh"),),
+        variants=(
+            Impl(
+                "distla.linalg.solve",
+                distla.linalg.solve,
+                "mesh",
+                model=lambda s, grid, dt: distla._lu.model_bytes(s[0], grid, dt, rhs=s[1]),
+                model_text="docs/lu.md: relayout, panel gathers and broadcasts, swaps, solves",
+            ),
+        ),
         baselines=(
             Impl("one device: scipy.linalg.solve", scipy.linalg.solve, "host"),
             Impl("one device: jnp.linalg.solve", jnp.linalg.solve, "device"),
@@ -366,7 +374,7 @@ def _solve() -> Operation:
         weak_rule="n grows as sqrt(p): memory per device stays constant",
         min_dim=lambda s, grid: _at_least_grid(s[:1], grid, "solve size"),
         footprint=lambda s, dt: (s[0] * s[0] + 2 * s[0] * max(s[1], 1)) * np.dtype(dt).itemsize,
-        model_source=_todo("docs/lu.md"),
+        model_source="docs/lu.md",
         probe=(8, 0),
     )
 
@@ -387,7 +395,15 @@ def _lu() -> Operation:
         dtypes=("float32", "float64", "complex64", "complex128"),
         make=lambda s, dt, rng: (_solvable(s[0], dt, rng),),
         specs=lambda mesh: (None,),
-        variants=(Impl("distla.linalg.lu_factor", distla.linalg.lu_factor, "mesh"),),
+        variants=(
+            Impl(
+                "distla.linalg.lu_factor",
+                distla.linalg.lu_factor,
+                "mesh",
+                model=lambda s, grid, dt: distla._lu.model_bytes(s[0], grid, dt),
+                model_text="docs/lu.md: relayout + panel gathers/broadcasts + interchanges",
+            ),
+        ),
         baselines=(
             Impl("one device: scipy.linalg.lu_factor", scipy.linalg.lu_factor, "host"),
             Impl("one device: jax.scipy.linalg.lu_factor", jsl.lu_factor, "device"),
@@ -399,7 +415,7 @@ def _lu() -> Operation:
         weak_rule="n grows as sqrt(p): memory per device stays constant",
         min_dim=lambda s, grid: _at_least_grid(s, grid, "lu size"),
         footprint=lambda s, dt: 2 * s[0] * s[0] * np.dtype(dt).itemsize,
-        model_source=_todo("docs/lu.md"),
+        model_source="docs/lu.md",
         probe=(8,),
     )
 

@@ -158,8 +158,7 @@ def lu_block_cyclic(
         height = mloc - t0 * nb
         drop = k - t0 * pr  # leading gathered blocks that are above the panel
 
-        def factor_panel(a, t0=t0, lc=lc, height=height, drop=drop):
-            panel = a[t0 * nb :, lc * nb : (lc + 1) * nb]
+        def factor_panel(panel, height=height, drop=drop):
             # all_gather over rows -> (pr, height, nb): the panel column of every device row
             g = panel[None] if row_axis is None else lax.all_gather(panel, row_axis, axis=0)
             # -> global row order: block t0·pr + u·pr + s for (u, s) ascending
@@ -173,11 +172,12 @@ def lu_block_cyclic(
             )
             return mine.reshape(height, nb), lu_p[:nb], targets, sources
 
-        def skip(a, height=height):
+        def skip(panel, height=height):
             zeros = jnp.zeros((2 * nb,), jnp.int32)
-            return jnp.zeros((height, nb), a.dtype), jnp.zeros((nb, nb), a.dtype), zeros, zeros
+            return jnp.zeros_like(panel), jnp.zeros((nb, nb), panel.dtype), zeros, zeros
 
-        panel = lax.cond(j == kc, factor_panel, skip, a)
+        # only the owner column holds the panel; the others skip the gather and getrf
+        panel = lax.cond(j == kc, factor_panel, skip, a[t0 * nb :, lc * nb : (lc + 1) * nb])
         if col_axis is not None:
             # psum along the mesh row: the owner column's results, everywhere (others add zeros)
             panel = lax.psum(panel, col_axis)
