@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import jax
+from jax._src import core as jax_core  # get_axis_env: see _axes_taken_by_vmap
 from jax.sharding import AbstractMesh, AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 
@@ -75,6 +76,13 @@ def operand_mesh(*operands: Any, names: Sequence[str]) -> AbstractMesh | None:
     value in jax >= 0.9, for ``Auto`` and ``Explicit`` axes alike). Operands
     that are not jax arrays, or that live on a single device, do not vote.
 
+    Inside ``jax.vmap`` over a batch sharded on ``Explicit`` axes, those axes
+    belong to the vmap (jax marks them in its axis environment) and no
+    ``shard_map`` may use them; each vmapped example is then a one-device
+    problem and this returns ``None`` too, so the caller falls back to the
+    jnp function, which jax batches along the sharded batch with no
+    communication.
+
     Raises:
       ValueError: two operands live on different meshes.
     """
@@ -98,7 +106,15 @@ def operand_mesh(*operands: Any, names: Sequence[str]) -> AbstractMesh | None:
                 f"{mesh0.axis_types}, {name} on {describe_mesh(mesh)} {mesh.axis_types}. "
                 "Put both on the same mesh (distla.shard(x, mesh))."
             )
+    if set(mesh0.axis_names) & _axes_taken_by_vmap():
+        return None
     return mesh0
+
+
+def _axes_taken_by_vmap() -> frozenset[str]:
+    # jax has no public query for this; shard_map itself reads the same field.
+    env = jax_core.get_axis_env()
+    return frozenset(getattr(env, "explicit_mesh_axis_names", ()))
 
 
 def grid_of(mesh: AbstractMesh, *, what: str) -> Grid:

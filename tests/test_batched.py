@@ -485,23 +485,21 @@ def test_vmap_over_stacks(mesh24):
     assert no_collectives(distla.cost(jax.vmap(distla.linalg.solve), da, db))
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="vmap of a 2-D distla.linalg.solve runs the distributed LU (distla/_lu.py) under "
-    "vmap (on Auto meshes: right values, not batch-sharded, ~12 s to compile; on Explicit "
-    "meshes: an error); it needs distla.linalg to build its one-matrix solve from LU pieces "
-    "wrapped by _batched.with_vmap_rule (see test_vmap_rule_routes_to_the_batched_solve)",
-)
-@pytest.mark.parametrize("kind", ["explicit"])
+@pytest.mark.parametrize("kind", ["auto", "explicit"])
 def test_vmap_over_matrices(kind):
     mesh = build_mesh((2, 4), kind)
     rng = np.random.default_rng(16)
     a = stack(rng, (8, 4, 4), np.float32)
     b = random_matrix(rng, (8, 4), np.float32)
     spec = P(("x", "y"))
-    x = jax.vmap(distla.linalg.solve)(put(a, mesh, spec), put(b, mesh, spec))
+    da, db = put(a, mesh, spec), put(b, mesh, spec)
+    x = jax.vmap(distla.linalg.solve)(da, db)
     assert solve_ratios(a, x, b, np.float32).max() <= THRESHOLD
     assert has_layout(x, mesh, spec)
+    # each device solves its own matrices: the vmap never reaches the distributed LU
+    assert no_collectives(distla.cost(jax.vmap(distla.linalg.solve), da, db))
+    dets = jax.vmap(distla.linalg.det)(da)
+    np.testing.assert_allclose(dets, np.linalg.det(a.astype(np.float64)), rtol=1e-4)
 
 
 def _one_matrix_solve(a, b):
