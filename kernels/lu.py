@@ -84,6 +84,41 @@ def swap_sources(pivots: jax.Array, perm: jax.Array) -> tuple[jax.Array, jax.Arr
     return moved, perm[moved].astype(jnp.int32)
 
 
+def pivots_to_permutation(piv: jax.Array, nb: int) -> jax.Array:
+    """``lax.linalg.lu_pivots_to_permutation(piv, n)`` for pivots made ``nb`` rows at a time.
+
+    ``piv`` (``n``, a multiple of ``nb``) are the pivots of a blocked LU:
+    ``piv[g] >= g``, and panel ``K`` swaps only rows ``>= K·nb``. jax's
+    generic lowering (the one on CPU) swaps one row per loop iteration, ``n``
+    iterations; here each panel's swaps touch at most ``2·nb`` rows, so they
+    are replayed on those rows only (``nb`` iterations for all panels at once)
+    and the ``n/nb`` resulting sparse permutations are composed in order.
+
+    Returns:
+      ``perm`` (``n``, int32): row ``g`` of ``P A`` is row ``perm[g]`` of ``A``.
+    """
+    n = piv.shape[0]
+    nbr = n // nb
+    starts = (jnp.arange(nbr, dtype=jnp.int32) * nb)[:, None]
+    rel = piv.astype(jnp.int32).reshape(nbr, nb) - starts  # window rows, all >= own row
+    own = jnp.broadcast_to(jnp.arange(nb, dtype=jnp.int32), (nbr, nb))
+    # each touched row gets a compact index: r for the panel's own rows r < nb,
+    # nb + (first r' with the same pivot) for the rows below them
+    first = jnp.argmax(rel[:, :, None] == rel[:, None, :], axis=2).astype(jnp.int32)
+    compact = jnp.where(rel < nb, rel, nb + first)
+    cperm = jax.vmap(lambda p: lax.linalg.lu_pivots_to_permutation(p, 2 * nb))(compact)
+    row_of = jnp.concatenate([own, rel], axis=1)  # compact index -> window row
+    targets = row_of + starts
+    sources = jnp.take_along_axis(
+        row_of, jnp.take_along_axis(cperm, jnp.concatenate([own, compact], axis=1), axis=1), axis=1
+    ) + starts
+
+    def compose(k, perm):  # apply panel k after panels 0..k-1: perm[t] <- perm[s]
+        return perm.at[targets[k]].set(perm[sources[k]])
+
+    return lax.fori_loop(0, nbr, compose, jnp.arange(n, dtype=jnp.int32))
+
+
 def apply_panel_swaps(
     x: jax.Array,
     pivots: jax.Array,

@@ -214,12 +214,12 @@ def lu_solve_block_cyclic(
     Returns:
       ``X`` in ``b``'s layout.
     """
-    from .lu import apply_panel_swaps
+    from .lu import apply_panel_swaps, pivots_to_permutation
 
     n = piv.shape[0]
     nbr = n // nb
     trsm = trsm_few if few else trsm_many
-    perm = lax.linalg.lu_pivots_to_permutation(piv, n)
+    perm = pivots_to_permutation(piv, nb)
     if trans == 0:
         rows, cols, t = row_axis, col_axis, lu
     else:

@@ -450,3 +450,54 @@ class TestCost:
         assert cost.largest() < whole / 2
         nb, _ = distla._lu.plan(distla._mesh.grid_of(mesh.abstract_mesh, what="test"), n)
         assert cost.peak_memory_bytes <= 4 * (whole / 8 + n * nb * 4)
+
+    @pytest.mark.parametrize("rhs", [None, 0, 9])
+    def test_collective_bytes_match_the_model_of_the_docs(self, rhs):
+        # docs/lu.md's model (distla._lu.model_bytes) for the busiest device
+        mesh = build_mesh((2, 4), "explicit")
+        n = 512
+        sharding = jax.sharding.NamedSharding(mesh, P("x", "y"))
+        a = jax.ShapeDtypeStruct((n, n), jnp.float32, sharding=sharding)
+        if rhs is None:
+            cost = distla.cost(linalg.lu_factor, a)
+        else:
+            shape = (n,) if rhs == 0 else (n, rhs)
+            spec = P("x") if rhs == 0 else P("x", None)
+            b = jax.ShapeDtypeStruct(
+                shape, jnp.float32, sharding=jax.sharding.NamedSharding(mesh, spec)
+            )
+            cost = distla.cost(linalg.solve, a, b)
+        model = distla._lu.model_bytes(n, (2, 4), np.float32, rhs=rhs)
+        assert 0.9 <= cost.total_collective_bytes / model <= 1.1
+
+    def test_panel_flops_are_conditional(self):
+        # each panel's getrf runs under lax.cond on its owner mesh column only;
+        # distla.cost reports that share apart so that efficiency can be computed
+        mesh = build_mesh((2, 4), "explicit")
+        n = 512
+        a = jax.ShapeDtypeStruct(
+            (n, n), jnp.float32, sharding=jax.sharding.NamedSharding(mesh, P("x", "y"))
+        )
+        cost = distla.cost(linalg.lu_factor, a)
+        nb, _ = distla._lu.plan(distla._mesh.grid_of(mesh.abstract_mesh, what="test"), n)
+        # the panels' getrf: sum over panels of m·nb² - nb³/3 (m rows below the panel top)
+        getrf = sum((n - k) * nb * nb - nb**3 / 3 for k in range(0, n, nb))
+        assert 0.9 * getrf <= cost.conditional_flops <= 1.1 * getrf
+        assert cost.conditional_flops < cost.flops
+        assert distla.cost(distla.matmul, a, a).conditional_flops == 0
+
+
+def test_pivots_to_permutation_matches_lax():
+    from distla.kernels.lu import pivots_to_permutation
+
+    rng = np.random.default_rng(3)
+    for n, nb in [(16, 4), (64, 8), (40, 5), (8, 8)]:
+        for trial in range(10):
+            # pivots of a blocked LU: piv[g] >= g; some rows chosen twice, some kept
+            piv = np.array([g if rng.random() < 0.3 else rng.integers(g, n) for g in range(n)])
+            if trial % 2:
+                piv = np.maximum(np.minimum(piv, (np.arange(n) // nb + 1) * nb + 1), np.arange(n))
+                piv = np.minimum(piv, n - 1)
+            piv = jnp.asarray(piv, jnp.int32)
+            want = jax.lax.linalg.lu_pivots_to_permutation(piv, n)
+            np.testing.assert_array_equal(pivots_to_permutation(piv, nb), want)

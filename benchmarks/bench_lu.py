@@ -1,0 +1,141 @@
+"""Distributed LU: distla.linalg.solve and lu_factor on one matrix over a 2x4 mesh.
+
+For n = 1024, 2048, 4096 (float32, one right-hand side), in one session:
+
+- ``scipy.linalg.solve`` on one device with every core to its BLAS (the
+  performance target: distla at most 1.5x at n = 4096);
+- ``jax.scipy.linalg.lu_factor`` on one device;
+- ``jnp.linalg.solve`` on the same sharded input (XLA's partitioning; target:
+  distla at least 10x faster at n = 4096);
+- distla's ``solve`` and ``lu_factor``, recording collective bytes against the
+  communication model of docs/lu.md (``distla._lu.model_bytes``) and the flop
+  efficiency: useful flops (2/3·n³ + 2·n²) over the flops all devices
+  execute together (each panel is factored only by its owner mesh column:
+  ``distla.Cost.conditional_flops``).
+
+    pytest benchmarks/bench_lu.py --benchmark-json=out/lu.json
+    python benchmarks/report.py out/lu.json
+"""
+
+import os
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import scipy.linalg
+import threadpoolctl
+from jax.sharding import AxisType, NamedSharding
+from jax.sharding import PartitionSpec as P
+
+import distla
+from distla import _lu
+
+SIZES = [1024, 2048, 4096]
+MESH = (2, 4)
+
+
+def _problem(n):
+    rng = np.random.default_rng(n)
+    return rng.standard_normal((n, n), dtype=np.float32), rng.standard_normal(n, dtype=np.float32)
+
+
+def _sharded(n, axis_type=AxisType.Explicit):
+    a, b = _problem(n)
+    mesh = distla.make_mesh(MESH, ("rows", "cols"), axis_types=axis_type)
+    return (
+        jax.device_put(a, NamedSharding(mesh, P("rows", "cols"))),
+        jax.device_put(b, NamedSharding(mesh, P("rows"))),
+    )
+
+
+def _info(role, name, n, *, flops, fn=None, args=None, rhs=0, **extra):
+    info = dict(role=role, name=name, op="lu", n=n, dtype="float32", flops=flops, **extra)
+    if fn is not None:
+        cost = distla.cost(fn, *args)
+        p = cost.num_devices
+        executed = p * (cost.flops - cost.conditional_flops) + MESH[0] * cost.conditional_flops
+        info.update(
+            mesh="x".join(map(str, MESH)),
+            collective_bytes=cost.total_collective_bytes,
+            collective_ops=sum(cost.collective_counts.values()),
+            peak_bytes=cost.peak_memory_bytes,
+            model_bytes=_lu.model_bytes(n, MESH, np.float32, rhs=rhs),
+            flop_efficiency=flops / executed,
+        )
+    return info
+
+
+def _solve_flops(n):
+    return 2.0 / 3.0 * n**3 + 2.0 * n * n
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_scipy_solve(run, benchmark, n):
+    benchmark.group = f"LU solve n={n}"
+    a, b = _problem(n)
+
+    def solve(a, b):  # every core to the BLAS, whatever distla set for its devices
+        with threadpoolctl.threadpool_limits(os.cpu_count(), user_api="blas"):
+            return scipy.linalg.solve(a, b)
+
+    run(
+        solve,
+        (a, b),
+        **_info("baseline", "one device: scipy.linalg.solve", n, flops=_solve_flops(n)),
+    )
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_jax_lu_factor(run, benchmark, n):
+    benchmark.group = f"LU solve n={n}"
+    a, _ = _problem(n)
+    fn = jax.jit(jax.scipy.linalg.lu_factor)
+    args = (jax.device_put(a, jax.devices()[0]),)
+    run(fn, args, **_info("baseline", "one device: jax lu_factor", n, flops=2.0 / 3.0 * n**3))
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_xla_sharded_solve(run, benchmark, n):
+    benchmark.group = f"LU solve n={n}"
+    args = _sharded(n, AxisType.Auto)
+    fn = jax.jit(jnp.linalg.solve)
+    run(
+        fn,
+        args,
+        **_info("baseline", "XLA: jnp.linalg.solve, sharded", n, flops=_solve_flops(n), mesh="2x4"),
+    )
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_distla_solve(run, benchmark, n):
+    benchmark.group = f"LU solve n={n}"
+    args = _sharded(n)
+    fn = jax.jit(distla.linalg.solve)
+    run(
+        fn,
+        args,
+        **_info(
+            "distla", "distla.linalg.solve 2x4", n, flops=_solve_flops(n), fn=fn, args=args, rhs=0
+        ),
+    )
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_distla_lu_factor(run, benchmark, n):
+    benchmark.group = f"LU solve n={n}"
+    args = _sharded(n)[:1]
+    fn = jax.jit(distla.linalg.lu_factor)
+    run(
+        fn,
+        args,
+        **_info(
+            "distla",
+            "distla.linalg.lu_factor 2x4",
+            n,
+            flops=2.0 / 3.0 * n**3,
+            fn=fn,
+            args=args,
+            rhs=None,
+        ),
+    )
