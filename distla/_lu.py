@@ -23,12 +23,15 @@ from distla.kernels.trsm import lu_solve_block_cyclic
 
 from ._mesh import Grid, constrain, fitting_spec, grid_of, operand_mesh, run_on_mesh, shard_map
 
-# Panel widths the default block size aims at (measured in benchmarks/bench_lu.py):
-# 256 once every device still gets 4 block columns, where the rank-256 trailing
-# GEMMs run near twice as fast as rank-128 ones (n = 4096 on 2x4: 1.98 s
-# against 2.32 s); 128 below that, where a wider panel starves the grid.
+# Panel widths the default block size aims at (measured in benchmarks/bench_lu.py).
+# Wider panels make faster trailing GEMMs (rank-256 updates run near twice as
+# fast as rank-128 ones on CPU) but leave the busiest device more masked work
+# (flop efficiency at n = 4096 on 2x4: 0.89 with nb = 128, 0.855 with 171,
+# 0.80 with 256). Near 192 (nb = 171 at n = 4096: 1.98 s against 2.10 s with
+# 256 and 2.61 s with 128, interleaved) once every device keeps 4 block
+# columns; 128 below that, where a wider panel starves the grid.
 DEFAULT_BLOCK = 128
-WIDE_BLOCK = 256
+WIDE_BLOCK = 192
 # Up to this many right-hand sides, the solves move the solution, not the factors.
 FEW_RHS = 128
 _PRECISION = lax.Precision.HIGHEST
@@ -363,6 +366,9 @@ def model_bytes(
         elements += (pr - 1) * height * nb  # panel gather (owner column)
         elements += 2 * (pc - 1) / pc * (height * nb + nb * nb + 4 * nb)  # panel broadcast
         elements += 2 * (pr - 1) / pr * 2 * nb * nloc  # row interchanges
+        if k + 1 < nbr and pr > 1:  # U12, solved 1/pr per device row and all-gathered
+            cols = nloc - ((k + 1) // pc) * nb
+            elements += (pr - 1) * -(-cols // pr) * nb
     if rhs is not None:
         k = max(rhs, 1)
         elements += (pr - 1) / pr * n_pad * k  # pivots applied with one gather

@@ -345,6 +345,15 @@ def _flops(ins: _hlo.Instruction, table: dict) -> float:
             batch = math.prod(out.dims[:-2])
             big, small = max(m, n), min(m, n)
             return float((big * small * small - small**3 / 3) * batch * _complex_factor(out.dtype))
+        if "trsm" in target:  # lax.linalg.triangular_solve on CPU: LAPACK's trsm
+            a = _operand_arrays(ins, table)[0]
+            if a is None:
+                return 0.0
+            n = a.dims[-1]
+            rows, cols = out.dims[-2], out.dims[-1]
+            batch = math.prod(out.dims[:-2])
+            left = re.search(r"side = 76\b", ins.attr("backend_config") or "") is not None  # 'L'
+            return float(n * n * (cols if left else rows) * batch * _complex_factor(out.dtype))
         return 0.0
     if op == "fft":
         lengths = [int(d) for d in re.findall(r"\d+", ins.attr("fft_length") or "")]

@@ -18,7 +18,8 @@ with ``n = nbr·nb``, in block-cyclic order on a ``pr x pc`` grid (see
    involved (computed on the panel's owners from LAPACK's permutation) are
    exchanged with one psum along the mesh column.
 4. **U12** ``= L11^-1 A12``: every device of a mesh column already holds the
-   interchanged top rows from step 3 and solves for its own columns.
+   interchanged top rows from step 3; each solves for ``1/pr`` of its
+   columns and an all-gather along the mesh column completes ``U12``.
 5. **Trailing update** ``A22 -= L21 U12``: one local GEMM, the bulk of the
    flops.
 
@@ -152,6 +153,26 @@ def apply_panel_swaps(
     return x
 
 
+def _u12(l11: jax.Array, a12: jax.Array, *, row_axis: str | None) -> jax.Array:
+    """``L11^-1 A12`` for this device's columns, the solve split over the mesh column.
+
+    Every device of a mesh column holds the same ``A12`` (the interchanged
+    top rows); each solves for ``1/pr`` of the columns and one all-gather
+    along the column puts them together, instead of ``pr`` devices repeating
+    the whole solve (``nb²·n/pc`` flops per panel each).
+    """
+    pr = axis_size(row_axis)
+    cols = a12.shape[1]
+    if pr == 1 or cols == 0:
+        return lax.linalg.triangular_solve(l11, a12, left_side=True, lower=True, unit_diagonal=True)
+    chunk = -(-cols // pr)
+    a12 = jnp.pad(a12, ((0, 0), (0, pr * chunk - cols)))
+    mine = lax.dynamic_slice_in_dim(a12, axis_index(row_axis) * chunk, chunk, axis=1)
+    mine = lax.linalg.triangular_solve(l11, mine, left_side=True, lower=True, unit_diagonal=True)
+    # all_gather along the mesh column -> the columns of every device row, in order
+    return lax.all_gather(mine, row_axis, axis=1, tiled=True)[:, :cols]
+
+
 def lu_block_cyclic(
     a: jax.Array,
     *,
@@ -233,9 +254,7 @@ def lu_block_cyclic(
         cs = (k + 1) // pc
         cols_in = (col_g[cs * nb :] > k)[None, :]
         l11 = jnp.tril(diag, -1) + jnp.eye(nb, dtype=diag.dtype)
-        u12 = lax.linalg.triangular_solve(
-            l11, moved[:nb, cs * nb :], left_side=True, lower=True, unit_diagonal=True
-        )
+        u12 = _u12(l11, moved[:nb, cs * nb :], row_axis=row_axis)
         u12 = jnp.where(cols_in, u12, jnp.zeros_like(u12))
         # block row k of U lives on mesh row kr, local block row t0
         cur = a[t0 * nb : (t0 + 1) * nb, cs * nb :]
