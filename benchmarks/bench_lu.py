@@ -6,7 +6,8 @@ For n = 1024, 2048, 4096 (float32, one right-hand side), in one session:
   performance target: distla at most 1.5x at n = 4096);
 - ``jax.scipy.linalg.lu_factor`` on one device;
 - ``jnp.linalg.solve`` on the same sharded input (XLA's partitioning; target:
-  distla at least 10x faster at n = 4096);
+  distla at least 10x faster at n = 4096), as a fresh process runs it and with
+  OpenBLAS at one thread per call (as distla sets it for its own devices);
 - distla's ``solve`` and ``lu_factor``, recording collective bytes against the
   communication model of docs/lu.md (``distla._lu.model_bytes``) and the flop
   efficiency: useful flops (2/3·n³ + 2·n²) over the flops all devices
@@ -104,6 +105,36 @@ def test_xla_sharded_solve(run, benchmark, n):
         fn,
         args,
         **_info("baseline", "XLA: jnp.linalg.solve, sharded", n, flops=_solve_flops(n), mesh="2x4"),
+    )
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_xla_sharded_solve_one_blas_thread(run, benchmark, n):
+    """The same, with OpenBLAS at one thread per call, as distla sets it for its devices.
+
+    In a fresh process each of the 8 devices' LAPACK calls also starts
+    OpenBLAS's own threads, which is what a user of jnp.linalg.solve gets
+    (the case above); this one shows XLA's partitioning without that
+    oversubscription.
+    """
+    benchmark.group = f"LU solve n={n}"
+    args = _sharded(n, AxisType.Auto)
+    fn = jax.jit(jnp.linalg.solve)
+
+    def solve(a, b):
+        with threadpoolctl.threadpool_limits(1, user_api="blas"):
+            return jax.block_until_ready(fn(a, b))
+
+    run(
+        solve,
+        args,
+        **_info(
+            "baseline",
+            "XLA: jnp.linalg.solve, sharded, 1 BLAS thread",
+            n,
+            flops=_solve_flops(n),
+            mesh="2x4",
+        ),
     )
 
 

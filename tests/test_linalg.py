@@ -435,15 +435,18 @@ class TestErrors:
 # --------------------------------------------------------------------------- cost
 
 
+def _abstract(mesh, shape, spec):
+    """An operand for distla.cost: shape, float32 and sharding, no data."""
+    return jax.ShapeDtypeStruct(shape, jnp.float32, sharding=jax.sharding.NamedSharding(mesh, spec))
+
+
 class TestCost:
     """No hidden gathers; memory per device O(n²/p + n·nb)."""
 
     def test_lu_factor_moves_no_whole_matrix(self):
         mesh = build_mesh((2, 4), "explicit")
         n = 512
-        a = jax.ShapeDtypeStruct(
-            (n, n), jnp.float32, sharding=jax.sharding.NamedSharding(mesh, P("x", "y"))
-        )
+        a = _abstract(mesh, (n, n), P("x", "y"))
         cost = distla.cost(linalg.lu_factor, a)
         whole = n * n * 4
         assert cost.largest("all-gather") < whole / 2
@@ -456,16 +459,12 @@ class TestCost:
         # docs/lu.md's model (distla._lu.model_bytes) for the busiest device
         mesh = build_mesh((2, 4), "explicit")
         n = 512
-        sharding = jax.sharding.NamedSharding(mesh, P("x", "y"))
-        a = jax.ShapeDtypeStruct((n, n), jnp.float32, sharding=sharding)
+        a = _abstract(mesh, (n, n), P("x", "y"))
         if rhs is None:
             cost = distla.cost(linalg.lu_factor, a)
         else:
             shape = (n,) if rhs == 0 else (n, rhs)
-            spec = P("x") if rhs == 0 else P("x", None)
-            b = jax.ShapeDtypeStruct(
-                shape, jnp.float32, sharding=jax.sharding.NamedSharding(mesh, spec)
-            )
+            b = _abstract(mesh, shape, P("x") if rhs == 0 else P("x", None))
             cost = distla.cost(linalg.solve, a, b)
         model = distla._lu.model_bytes(n, (2, 4), np.float32, rhs=rhs)
         assert 0.9 <= cost.total_collective_bytes / model <= 1.1
@@ -475,9 +474,7 @@ class TestCost:
         # distla.cost reports that share apart so that efficiency can be computed
         mesh = build_mesh((2, 4), "explicit")
         n = 512
-        a = jax.ShapeDtypeStruct(
-            (n, n), jnp.float32, sharding=jax.sharding.NamedSharding(mesh, P("x", "y"))
-        )
+        a = _abstract(mesh, (n, n), P("x", "y"))
         cost = distla.cost(linalg.lu_factor, a)
         nb, _ = distla._lu.plan(distla._mesh.grid_of(mesh.abstract_mesh, what="test"), n)
         # the panels' getrf: sum over panels of m·nb² - nb³/3 (m rows below the panel top)
