@@ -1400,6 +1400,7 @@ def plot(doc: dict[str, Any], path: Path) -> None:
         fontsize=9,
     )
     handles = [Line2D([], [], color=color[n], lw=2, label=n) for n in impls]
+    describe = OPERATIONS[doc["op"]]().describe if doc.get("op") in OPERATIONS else _dims
     if len(doc["sizes"]) > 1:
         handles += [
             Line2D(
@@ -1408,7 +1409,7 @@ def plot(doc: dict[str, Any], path: Path) -> None:
                 color="gray",
                 ls=_STYLES[i % len(_STYLES)],
                 marker=_MARKERS[i % len(_MARKERS)],
-                label=("size " if strong else "1-device size ") + _dims(s),
+                label=("size " if strong else "1-device size ") + describe(s),
             )
             for i, s in enumerate(doc["sizes"])
         ]
