@@ -92,6 +92,12 @@ def _run_pages(pages_file: str, results_file: str) -> None:
             try:
                 with contextlib.redirect_stdout(out):
                     exec(code, namespace)
+                    # finish the block's asynchronous work before the next one, as a
+                    # reader pasting blocks one by one would: many programs in flight on
+                    # simulated devices can deadlock XLA's CPU collectives (docs/caveats.md)
+                    jax.block_until_ready(
+                        [v for v in namespace.values() if isinstance(v, jax.Array)]
+                    )
                 ran += 1
                 seconds[block["line"]] = round(time.perf_counter() - t0, 2)
             except NotImplementedError as e:
