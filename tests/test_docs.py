@@ -150,7 +150,13 @@ def block_results(tmp_path_factory):
         [p for p in pages if p["name"] not in LU_PAGES],
     ]
     env = dict(os.environ)
-    env["XLA_FLAGS"] = "--xla_force_host_platform_device_count=8"
+    # One run in four hung here once (every thread idle, the main one dispatching a
+    # tiny op on device 0 after a batched solve), which is the symptom of XLA:CPU's
+    # intra-op Eigen pool wedging; the 8 devices already are the parallelism, so the
+    # pages run without that pool.
+    env["XLA_FLAGS"] = (
+        "--xla_force_host_platform_device_count=8 --xla_cpu_multi_thread_eigen=false"
+    )
     env["JAX_PLATFORMS"] = "cpu"
     env["MPLBACKEND"] = "Agg"
     env.pop("DISTLA_SIMULATED_DEVICES", None)
