@@ -17,6 +17,8 @@ import jax
 import numpy as np
 from jax.experimental import multihost_utils
 
+from . import cost as distla_cost
+
 # One module per capability under distla/demos/, each with
 # `rows(size_scale: float, rounds: int) -> list[Row]`.
 CAPABILITIES = ("matmul", "solve", "batched", "fft")
@@ -36,6 +38,42 @@ class Row:
     vs_one_device: float  # distla time / one-device time
     vs_xla: float | None  # distla time / jnp on the same sharded (Auto) inputs
     note: str = ""
+
+    @classmethod
+    def measured(
+        cls,
+        operation: str,
+        shape: str,
+        grid: tuple[int, int],
+        dtype: str,
+        *,
+        times: dict,
+        flops: float,
+        error_ratio: float,
+        cost: distla_cost.Cost,
+        note: str = "",
+    ) -> Row:
+        """A row from ``time_calls`` results and ``distla.cost``.
+
+        ``times`` has the cases ``"distla"`` and ``"xla"``, and ``"one"`` when a
+        one-device run exists (not across processes: then "vs 1 dev" is nan).
+        """
+        mine = times["distla"].median_s
+        one = times["one"].median_s if "one" in times else float("nan")
+        return cls(
+            operation=operation,
+            shape=shape,
+            mesh=f"{grid[0]}x{grid[1]}",
+            dtype=dtype,
+            time_s=mine,
+            gflops=flops / mine / 1e9,
+            error_ratio=error_ratio,
+            collective_mb=cost.total_collective_bytes / 2**20,
+            peak_mb=cost.peak_memory_bytes / 2**20,
+            vs_one_device=mine / one,
+            vs_xla=mine / times["xla"].median_s,
+            note=note,
+        )
 
 
 def to_host(x: jax.Array) -> np.ndarray:

@@ -52,24 +52,14 @@ def rows(size_scale: float = 1.0, rounds: int = 5) -> list[Row]:
     t = time_calls(cases, rounds=rounds)
     cost = distla.cost(distla.linalg.solve, da, db)
     x = to_host(distla.linalg.solve(da, db))
-    one = t["one"].median_s if "one" in t else float("nan")
     flops = batch * (2.0 / 3.0 * N**3 + 2.0 * N * N * K)
+    note = (
+        f"{sum(cost.collective_counts.values())} collectives; each device solves "
+        f"{batch // devices} members with LAPACK"
+    )
     return [
-        Row(
-            operation="batched solve",
-            shape=f"{batch}x{N}x{N}",
-            mesh=f"{shape[0]}x{shape[1]}",
-            dtype="float32",
-            time_s=t["distla"].median_s,
-            gflops=flops / t["distla"].median_s / 1e9,
-            error_ratio=solve_ratio(a, x, b),
-            collective_mb=cost.total_collective_bytes / 2**20,
-            peak_mb=cost.peak_memory_bytes / 2**20,
-            vs_one_device=t["distla"].median_s / one,
-            vs_xla=t["distla"].median_s / t["xla"].median_s,
-            note=(
-                f"{sum(cost.collective_counts.values())} collectives; each device solves "
-                f"{batch // devices} members with LAPACK"
-            ),
-        )
+        Row.measured(
+            "batched solve", f"{batch}x{N}x{N}", shape, "float32", times=t, flops=flops,
+            error_ratio=solve_ratio(a, x, b), cost=cost, note=note,
+        )  # fmt: skip
     ]

@@ -58,7 +58,6 @@ def _row(n: int, real: bool, shape: tuple[int, int], rounds: int) -> Row:
     cost = distla.cost(ours, xd)
     y = to_host(ours(xd))
     ms = t["distla"].median_s
-    one = t["one"].median_s if "one" in t else float("nan")
     note = f"vs XLA: jnp.fft.{theirs.__name__} on the sharded Auto input"
     if "jaxdecomp" in t:
         jd_s = t["jaxdecomp"].median_s
@@ -66,20 +65,12 @@ def _row(n: int, real: bool, shape: tuple[int, int], rounds: int) -> Row:
         note += (
             f"; jaxdecomp pfft3d {what} {jd_s * 1e3:.1f} ms, distla / jaxdecomp {ms / jd_s:.2f}x"
         )
-    return Row(
-        operation="rfftn" if real else "fftn",
-        shape=f"{n}x{n}x{n}",
-        mesh=f"{shape[0]}x{shape[1]}",
-        dtype="float32" if real else "complex64",
-        time_s=ms,
-        gflops=(2.5 if real else 5.0) * n**3 * math.log2(n**3) / ms / 1e9,
-        error_ratio=_ratio(y, x, real),
-        collective_mb=cost.total_collective_bytes / 2**20,
-        peak_mb=cost.peak_memory_bytes / 2**20,
-        vs_one_device=ms / one,
-        vs_xla=ms / t["xla"].median_s,
-        note=" ".join(note.split()),
-    )
+    flops = (2.5 if real else 5.0) * n**3 * math.log2(n**3)
+    return Row.measured(
+        "rfftn" if real else "fftn", f"{n}x{n}x{n}", shape,
+        "float32" if real else "complex64", times=t, flops=flops,
+        error_ratio=_ratio(y, x, real), cost=cost, note=" ".join(note.split()),
+    )  # fmt: skip
 
 
 def rows(size_scale: float = 1.0, rounds: int = 5) -> list[Row]:

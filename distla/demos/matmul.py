@@ -39,19 +39,9 @@ def rows(size_scale: float = 1.0, rounds: int = 5) -> list[Row]:
     t = time_calls(cases, rounds=rounds)
     cost = distla.cost(distla.matmul, da, db)
     c = to_host(distla.matmul(da, db))
-    one = t["one"].median_s if "one" in t else float("nan")
     return [
-        Row(
-            operation="matmul (summa)",
-            shape=f"{n}x{n}x{n}",
-            mesh=f"{shape[0]}x{shape[1]}",
-            dtype="float32",
-            time_s=t["distla"].median_s,
-            gflops=2 * n**3 / t["distla"].median_s / 1e9,
-            error_ratio=_ratio(c, a, b),
-            collective_mb=cost.total_collective_bytes / 2**20,
-            peak_mb=cost.peak_memory_bytes / 2**20,
-            vs_one_device=t["distla"].median_s / one,
-            vs_xla=t["distla"].median_s / t["xla"].median_s,
-        )
+        Row.measured(
+            "matmul (summa)", f"{n}x{n}x{n}", shape, "float32", times=t, flops=2.0 * n**3,
+            error_ratio=_ratio(c, a, b), cost=cost,
+        )  # fmt: skip
     ]

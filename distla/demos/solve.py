@@ -60,25 +60,15 @@ def rows(size_scale: float = 1.0, rounds: int = 5) -> list[Row]:
     t = time_calls(cases, rounds=rounds)
     cost = distla.cost(distla.linalg.solve, da, db)
     x = to_host(distla.linalg.solve(da, db))
-    one = t["one"].median_s if "one" in t else float("nan")
-    flops = 2.0 / 3.0 * n**3 + 2.0 * n * n
     model = _lu.model_bytes(n, shape, np.float32, rhs=0)
+    note = (
+        "blocked LU, partial pivoting, block-cyclic; collective bytes "
+        f"{cost.total_collective_bytes / model:.2f}x the model of docs/lu.md"
+    )
+    flops = 2.0 / 3.0 * n**3 + 2.0 * n * n
     return [
-        Row(
-            operation="solve (LU)",
-            shape=f"{n}x{n}",
-            mesh=f"{shape[0]}x{shape[1]}",
-            dtype="float32",
-            time_s=t["distla"].median_s,
-            gflops=flops / t["distla"].median_s / 1e9,
-            error_ratio=solve_ratio(a, x, b),
-            collective_mb=cost.total_collective_bytes / 2**20,
-            peak_mb=cost.peak_memory_bytes / 2**20,
-            vs_one_device=t["distla"].median_s / one,
-            vs_xla=t["distla"].median_s / t["xla"].median_s,
-            note=(
-                f"blocked LU, partial pivoting, block-cyclic; collective bytes "
-                f"{cost.total_collective_bytes / model:.2f}x the model of docs/lu.md"
-            ),
-        )
+        Row.measured(
+            "solve (LU)", f"{n}x{n}", shape, "float32", times=t, flops=flops,
+            error_ratio=solve_ratio(a, x, b), cost=cost, note=note,
+        )  # fmt: skip
     ]
