@@ -150,13 +150,13 @@ def block_results(tmp_path_factory):
         [p for p in pages if p["name"] not in LU_PAGES],
     ]
     env = dict(os.environ)
-    # One run in four hung here once (every thread idle, the main one dispatching a
-    # tiny op on device 0 after a batched solve), which is the symptom of XLA:CPU's
-    # intra-op Eigen pool wedging; the 8 devices already are the parallelism, so the
-    # pages run without that pool.
-    env["XLA_FLAGS"] = (
-        "--xla_force_host_platform_device_count=8 --xla_cpu_multi_thread_eigen=false"
-    )
+    env["XLA_FLAGS"] = "--xla_force_host_platform_device_count=8"
+    # Two CI runs of five hung here, both at the same place: every thread idle, the
+    # main one dispatching a tiny op to device 0 just after a page dropped the result
+    # of a distributed call still in flight (`print(distla.linalg.solve(a, b).sharding)`),
+    # with XLA:CPU's executions all waiting on events nobody sets. Without async
+    # dispatch on CPU nothing is ever in flight between two statements of a page.
+    env["JAX_CPU_ENABLE_ASYNC_DISPATCH"] = "false"
     env["JAX_PLATFORMS"] = "cpu"
     env["MPLBACKEND"] = "Agg"
     env.pop("DISTLA_SIMULATED_DEVICES", None)
