@@ -151,12 +151,10 @@ def block_results(tmp_path_factory):
     ]
     env = dict(os.environ)
     env["XLA_FLAGS"] = "--xla_force_host_platform_device_count=8"
-    # Two CI runs of five hung here, both at the same place: every thread idle, the
-    # main one dispatching a tiny op to device 0 just after a page dropped the result
-    # of a distributed call still in flight (`print(distla.linalg.solve(a, b).sharding)`),
-    # with XLA:CPU's executions all waiting on events nobody sets. Without async
-    # dispatch on CPU nothing is ever in flight between two statements of a page.
-    env["JAX_CPU_ENABLE_ASYNC_DISPATCH"] = "false"
+    # Two CI runs of five hung in a page, both just after it dropped the result of a
+    # distributed call still in flight (`print(distla.linalg.solve(a, b).sharding)`),
+    # every thread idle and the main one dispatching a tiny op to device 0. The pages
+    # bind such results, and the runner waits for each block's arrays (above).
     env["JAX_PLATFORMS"] = "cpu"
     env["MPLBACKEND"] = "Agg"
     env.pop("DISTLA_SIMULATED_DEVICES", None)
