@@ -1,4 +1,19 @@
-"""Input validation shared by the public functions (private)."""
+"""Validation and dtype promotion shared by every public function (private).
+
+One path for every entry point, so that distla promotes, refuses and
+short-cuts exactly where ``jnp`` does:
+
+- :func:`as_array` turns anything ``jnp.asarray`` accepts into an array;
+- :func:`result_dtype` is ``jnp.linalg``'s promotion (the operands' common
+  dtype by ``jnp.result_type``, which honours
+  ``jax_numpy_dtype_promotion="strict"``; integers and bools then go to the
+  default float as ``jnp.linalg`` sends them: int8..int32, uint8..uint32 and
+  bool to float32, int64/uint64 to float64, each canonicalised for x64 off);
+  ``result_dtype(..., inexact=False)`` is ``jnp.matmul``'s (ints stay ints);
+- :func:`is_empty` says when an operand has no elements: the public
+  functions then return what the one-device jnp function returns
+  (``det`` of a 0x0 matrix is 1), with no mesh involved.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +23,20 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
+
+# jnp.linalg's promotion of non-inexact dtypes (jax.dtypes.to_inexact_dtype).
+_TO_INEXACT = {
+    np.dtype(k): np.dtype(v)
+    for k, v in [
+        ("bool", "float32"),
+        ("uint8", "float32"), ("int8", "float32"),
+        ("uint16", "float32"), ("int16", "float32"),
+        ("uint32", "float32"), ("int32", "float32"),
+        ("uint64", "float64"), ("int64", "float64"),
+    ]
+}
+# dtypes jax's LAPACK path (lu, triangular_solve) does not take on CPU.
+_NO_LAPACK = (np.dtype(jnp.float16), np.dtype(jnp.bfloat16))
 
 
 def as_array(x: Any, name: str, what: str) -> jax.Array:
@@ -20,16 +49,45 @@ def as_array(x: Any, name: str, what: str) -> jax.Array:
         raise TypeError(f"{what}: {name} must be an array, got {type(x).__name__}") from e
 
 
-def result_dtype(what: str, *arrays: jax.Array) -> np.dtype:
-    """The promoted floating/complex dtype of ``arrays``; TypeError otherwise."""
-    dtype = jnp.result_type(*arrays)
-    if not jnp.issubdtype(dtype, jnp.inexact):
-        got = ", ".join(str(a.dtype) for a in arrays)
+def result_dtype(what: str, *arrays: Any, inexact: bool = True) -> np.dtype:
+    """The dtype ``jnp`` computes ``arrays`` in.
+
+    Args:
+      what: the public function's name, for error messages.
+      *arrays: the operands (arrays or dtypes).
+      inexact: ``True`` for ``jnp.linalg``'s rule (integers and bools become
+        the default float), ``False`` for ``jnp.matmul``'s (they stay).
+
+    Raises:
+      jax.dtypes.TypePromotionError: mixed kinds under strict promotion, as
+        ``jnp`` raises it.
+      TypeError: a dtype with no numeric meaning, or float16/bfloat16 for
+        ``jnp.linalg`` (jax's LAPACK kernels have no half precision).
+    """
+    dtype = np.dtype(jnp.result_type(*arrays))
+    if not (jnp.issubdtype(dtype, jnp.number) or dtype == np.dtype(bool)):
+        got = ", ".join(str(jnp.asarray(a).dtype if not hasattr(a, "dtype") else a.dtype)
+                        for a in arrays)
+        raise TypeError(f"{what} works on numeric arrays; got dtype {got}.")
+    if not inexact:
+        return dtype
+    dtype = np.dtype(jax.dtypes.canonicalize_dtype(_TO_INEXACT.get(dtype, dtype)))
+    if dtype in _NO_LAPACK:
         raise TypeError(
-            f"{what} works on floating and complex arrays; got dtype {got}. "
-            "Cast first, for example x.astype(jnp.float32)."
+            f"{what} does not accept dtype {dtype} (jax's LAPACK kernels have no half "
+            "precision, and jnp.linalg raises too). Cast first: x.astype(jnp.float32)."
         )
-    return np.dtype(dtype)
+    return dtype
+
+
+def is_empty(*arrays: jax.Array) -> bool:
+    """True when any operand has no elements (jnp's result needs no mesh)."""
+    return any(np.prod(np.shape(x)) == 0 for x in arrays)
+
+
+def empty_like(x: jax.Array, dtype=None) -> jax.Array:
+    """A fresh unsharded zero-size array of ``x``'s shape (for the empty short cut)."""
+    return jnp.zeros(np.shape(x), dtype if dtype is not None else x.dtype)
 
 
 def canonical_precision(precision: Any) -> Any:
@@ -37,14 +95,27 @@ def canonical_precision(precision: Any) -> Any:
 
     Strings and ``lax.Precision`` values are normalised so they can be static
     arguments of ``jax.jit``.
+
+    Raises:
+      ValueError: a value ``jnp.matmul`` would not take, with the accepted ones.
     """
     if precision is None:
         return lax.Precision.HIGHEST
+    if isinstance(precision, lax.Precision):
+        return precision
     if isinstance(precision, str):
         try:
             return lax.Precision(precision.lower())
         except ValueError:
-            return lax.Precision[precision.upper()]
-    if isinstance(precision, (list, tuple)):
+            try:
+                return lax.Precision[precision.upper()]
+            except KeyError:
+                pass
+    elif isinstance(precision, (list, tuple)) and len(precision) == 2:
         return tuple(canonical_precision(p) for p in precision)
-    return precision
+    names = ", ".join(repr(p.name) for p in lax.Precision)
+    raise ValueError(
+        f"precision must be None, a jax.lax.Precision, one of the strings {names} "
+        f"(any case; also 'bfloat16', 'tensorfloat32', 'float32'), or a pair of them; got "
+        f"{precision!r}"
+    )
