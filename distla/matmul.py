@@ -176,3 +176,34 @@ def _matmul(a, b, *, dtype, algorithm, precision, panels):
 
     out_spec = fitting_spec((m, n), mesh, blocks)
     return run_on_mesh(body, mesh, out_spec, a, b)
+
+
+def model_bytes(
+    shape: tuple[int, int, int],
+    grid: tuple[int, int],
+    dtype: jax.typing.DTypeLike,
+    *,
+    algorithm: Algorithm = "summa",
+) -> float:
+    """Bytes each device receives in ``distla.matmul``: the model of docs/matmul.md.
+
+    For an ``(m, k) @ (k, n)`` product of ``dtype`` on a ``pr x pc`` mesh
+    (``grid = (pr, pc)``), SUMMA receives the block row of A and the block
+    column of B less the device's own share,
+    ``(m/pr)·k·(pc−1)/pc + k·(n/pc)·(pr−1)/pr`` elements; Cannon on a
+    ``q x q`` mesh shifts each operand's block ``q`` times (skew included),
+    ``(m·k + k·n)/q`` elements. ``"auto"`` is SUMMA. Exact where the mesh
+    divides the sizes (``distla.cost`` of the call reports the same bytes);
+    padding adds at most a block row and column.
+
+    Example:
+      >>> from distla.matmul import model_bytes
+      >>> model_bytes((4096, 4096, 4096), (2, 4), "float32") / 2**20
+      32.0
+    """
+    (m, k, n), (pr, pc) = shape, grid
+    if algorithm == "cannon":
+        elements = (m * k + k * n) / pr
+    else:
+        elements = (m / pr) * k * (pc - 1) / pc + k * (n / pc) * (pr - 1) / pr
+    return elements * jnp.dtype(dtype).itemsize
