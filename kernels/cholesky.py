@@ -1,0 +1,226 @@
+"""Blocked right-looking Cholesky ``A = L Lᴴ`` on a 2D block-cyclic matrix.
+
+ScaLAPACK's PDPOTRF written as one SPMD program for ``jax.shard_map``. The
+matrix is ``n x n`` with ``n = nbr·nb``, in block-cyclic order on a
+``pr x pc`` grid (see ``cyclic.py``): device ``(i, j)`` holds the blocks
+``(I, J)`` with ``I ≡ i (mod pr)``, ``J ≡ j (mod pc)``. Only the lower
+triangle is read and written (the upper one is left as garbage that the
+caller masks).
+
+Names: ``mloc x nloc`` is the local block; ``_g`` arrays hold the global
+block index of each local row (``row_g``) or column (``col_g``); ``k`` is a
+global block column; ``H`` the local rows still in play.
+
+The panels are taken ``w`` at a time (a *segment* of ``W = w·nb`` columns,
+``w`` a multiple of ``lcm(pr, pc)`` so that a segment starts at the same
+local row and column on every device). Within a segment, ``lax.fori_loop``
+runs over its panels ``k``:
+
+1. **Diagonal block** ``A[k, k]`` (on device ``(k mod pr, k mod pc)``) is
+   summed along the owner mesh column (a masked psum) and factored there
+   with LAPACK's ``potrf`` (``lax.linalg.cholesky``): ``L11``.
+2. **Panel** ``L21 = A21 L11⁻ᴴ`` on the owner mesh column (``trsm``), under
+   ``lax.cond`` so the other columns skip it.
+3. **Broadcast** the panel along mesh rows (psum over ``col_axis``): every
+   device gets the rows of ``L[:, k]`` it holds.
+4. **Transpose** ``L[J, k]ᴴ`` for the device's columns ``J`` in the segment:
+   block ``J`` sits on mesh row ``J mod pr``, which sends it along the mesh
+   column (a masked psum over ``row_axis``, ScaLAPACK's "transpose through
+   the diagonal").
+5. **Update the segment's columns** ``A[:, J] -= L[:, k] L[J, k]ᴴ`` for
+   ``J > k`` in the segment (rank ``nb``).
+
+After the segment, one **trailing update** ``A22 -= L_seg L_segᴴ`` of rank
+``W`` (the segment's rows are already on every device of their mesh row;
+their transposes go along mesh columns in one psum), restricted to the lower
+triangle: the local columns are cut into chunks and each chunk's GEMM starts
+at the first local row that can be below the diagonal on any device.
+
+The program grows with the number of segments (at most ``max_segments``),
+not with ``n``: the loop over panels is a ``fori_loop``.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+from ._axes import axis_index, axis_size
+from .cyclic import global_blocks
+
+# The trailing update of a segment is cut into at most this many column chunks.
+MAX_CHUNKS = 8
+
+
+def _psum(x, axis_name):
+    return x if axis_name is None else lax.psum(x, axis_name)
+
+
+def transpose_rows(
+    x: jax.Array,
+    cols_g: jax.Array,
+    *,
+    first_block: int,
+    row_axis: str | None,
+    nb: int,
+) -> jax.Array:
+    """Rows of a block-cyclic (by rows) panel, indexed by this device's columns instead.
+
+    ``x`` holds, on device ``(i, j)``, the panel rows of the global blocks
+    ``I ≡ i (mod pr)`` from ``first_block`` on (local rows ``r`` of ``x`` are
+    local rows ``first_block/pr·nb + r`` of the matrix); every device of a
+    mesh row holds the same ``x``. The result holds, for each local column
+    ``c`` (global block ``cols_g[c]``), the panel row of global row
+    ``cols_g[c]·nb + c mod nb``: the diagonal device of each block sends it
+    along the mesh column (one psum over ``row_axis``). Columns whose block
+    is before ``first_block`` get zeros.
+
+    Args:
+      x: ``(H, w)`` local panel rows, ``H`` a multiple of ``nb``.
+      cols_g: ``(C,)`` global block of each wanted local column (static length).
+      first_block: global block of ``x``'s first local row block on mesh row 0;
+        a multiple of ``pr``.
+      row_axis: the mesh axis over rows.
+      nb: block size.
+
+    Returns:
+      ``(C, w)``: the panel rows for the columns, the same on every device of
+      a mesh column.
+    """
+    pr = axis_size(row_axis)
+    i = axis_index(row_axis)
+    within = jnp.arange(cols_g.shape[0], dtype=jnp.int32) % nb
+    src = (cols_g // pr - first_block // pr) * nb + within
+    mine = (cols_g % pr == i) & (cols_g >= first_block)
+    rows = jnp.take(x, jnp.clip(src, 0, x.shape[0] - 1), axis=0)
+    rows = jnp.where(mine[:, None], rows, jnp.zeros_like(rows))
+    # psum along the mesh column -> (C, w): each row from its diagonal device
+    return _psum(rows, row_axis)
+
+
+def _chunks(c0: int, nloc: int, *, nb: int, pr: int, pc: int) -> list[tuple[int, int, int]]:
+    """Column chunks ``[lo, hi)`` of the local trailing columns, each with its first row.
+
+    The first local row of a chunk is the smallest, over all devices, that
+    holds a block row ``I >= J`` for the chunk's first block column ``J``
+    (device ``(pr-1, 0)`` has it).
+    """
+    blocks = (nloc - c0) // nb
+    if blocks <= 0:
+        return []
+    count = min(MAX_CHUNKS, blocks)
+    edges = [c0 // nb + (blocks * t) // count for t in range(count + 1)]
+    out = []
+    for v0, v1 in zip(edges[:-1], edges[1:]):
+        u0 = max(0, -(-(v0 * pc - (pr - 1)) // pr))
+        out.append((v0 * nb, v1 * nb, u0 * nb))
+    return out
+
+
+def cholesky_block_cyclic(
+    a: jax.Array,
+    *,
+    row_axis: str | None,
+    col_axis: str | None,
+    nb: int,
+    w: int,
+    precision: lax.PrecisionLike,
+) -> tuple[jax.Array, jax.Array]:
+    """Factor ``A = L Lᴴ`` in place on a block-cyclic matrix (lower triangle).
+
+    Args:
+      a: ``(n/pr, n/pc)`` local block of Hermitian ``A`` (only its lower
+        triangle is read), block-cyclic with block size ``nb``; ``n/nb`` must
+        be a multiple of ``w``, and ``w`` of ``pr`` and ``pc``.
+      row_axis, col_axis: mesh axes of the grid's rows and columns.
+      nb: block size (panel width).
+      w: panels per segment.
+      precision: for the GEMMs.
+
+    Returns:
+      ``(l, ok)``: the local block of ``L`` on and below the diagonal (the
+      upper triangle holds garbage), and whether every diagonal block was
+      positive definite on this device's panels (a boolean; a failed ``potrf``
+      also leaves NaNs that propagate, as LAPACK's ``info > 0``).
+    """
+    pr, pc = axis_size(row_axis), axis_size(col_axis)
+    i, j = axis_index(row_axis), axis_index(col_axis)
+    mloc, nloc = a.shape
+    n = mloc * pr
+    nbr = n // nb
+    if n != nloc * pc or nbr % w or w % pr or w % pc:
+        raise ValueError(
+            f"cholesky_block_cyclic: local block {a.shape} with nb={nb}, w={w} does not fit "
+            f"a {pr}x{pc} grid"
+        )
+    row_g = jnp.repeat(global_blocks(mloc // nb, row_axis), nb)  # global block of each local row
+    col_g = jnp.repeat(global_blocks(nloc // nb, col_axis), nb)
+    width = w * nb
+    for seg in range(nbr // w):
+        k0 = seg * w
+        r0, c0 = (k0 // pr) * nb, (k0 // pc) * nb  # the segment's first local row / column
+        wc = (w // pc) * nb  # local columns of the segment
+        h = mloc - r0
+        rows_g = row_g[r0:]
+        seg_cols_g = col_g[c0 : c0 + wc]
+
+        def panel_step(t, carry, k0=k0, r0=r0, c0=c0, wc=wc, h=h, rows_g=rows_g,
+                       seg_cols_g=seg_cols_g):
+            a, lseg = carry
+            k = k0 + t
+            kr, kc = k % pr, k % pc
+            uk = (k // pr) * nb - r0  # block row k's local offset in rows r0: (mesh row kr)
+            vk = (k // pc) * nb  # block column k's local column (mesh column kc)
+            col = lax.dynamic_slice(a, (r0, vk), (h, nb))
+
+            def owner(col):
+                d = lax.dynamic_slice_in_dim(col, uk, nb, axis=0)
+                d = jnp.where(i == kr, d, jnp.zeros_like(d))
+                # psum along the mesh column -> (nb, nb): A[k, k] on the owner column
+                l11 = lax.linalg.cholesky(_psum(d, row_axis), symmetrize_input=False)
+                l21 = lax.linalg.triangular_solve(
+                    l11, col, left_side=False, lower=True, transpose_a=True, conjugate_a=True
+                )  # A21 L11^-H for every local row; rows <= k masked below
+                l21 = jnp.where((rows_g > k)[:, None], l21, jnp.zeros_like(l21))
+                diag = lax.dynamic_slice_in_dim(l21, uk, nb, axis=0)
+                return lax.dynamic_update_slice_in_dim(
+                    l21, jnp.where(i == kr, l11, diag), uk, axis=0
+                )
+
+            panel = lax.cond(j == kc, owner, jnp.zeros_like, col)
+            # psum along the mesh row -> (h, nb): L[:, k] for this device's rows (rows < k: 0)
+            panel = _psum(panel, col_axis)
+            keep = (rows_g >= k)[:, None] & (j == kc)
+            a = lax.dynamic_update_slice(a, jnp.where(keep, panel, col), (r0, vk))
+            lseg = lax.dynamic_update_slice_in_dim(lseg, panel, t * nb, axis=1)
+            # L[J, k]^H for this device's columns J > k of the segment
+            lt = transpose_rows(panel, seg_cols_g, first_block=k0, row_axis=row_axis, nb=nb)
+            lt = jnp.where((seg_cols_g > k)[:, None], lt, jnp.zeros_like(lt))
+            # A[:, J] -= L[:, k] L[J, k]^H on the segment's columns (rank nb)
+            upd = jnp.dot(panel, lt.conj().T, precision=precision)
+            blk = a[r0:, c0 : c0 + wc]
+            a = a.at[r0:, c0 : c0 + wc].set(blk - upd)
+            return a, lseg
+
+        lseg = jnp.zeros((h, width), a.dtype)
+        a, lseg = lax.fori_loop(0, w, panel_step, (a, lseg))
+
+        # trailing update A22 -= L_seg L_seg^H (rank W), lower triangle only
+        k1 = k0 + w
+        if k1 == nbr:
+            break
+        r1, c1 = (k1 // pr) * nb, (k1 // pc) * nb
+        # L_seg^H for the trailing columns: one psum along mesh columns -> (nloc - c1, W)
+        lt = transpose_rows(lseg, col_g[c1:], first_block=k0, row_axis=row_axis, nb=nb)
+        for lo, hi, first in _chunks(c1, nloc, nb=nb, pr=pr, pc=pc):
+            top = max(first, r1)
+            if top >= mloc:
+                continue
+            upd = jnp.dot(lseg[top - r0 :], lt[lo - c1 : hi - c1].conj().T, precision=precision)
+            a = a.at[top:, lo:hi].add(-upd)
+    r = jnp.arange(mloc, dtype=jnp.int32) % nb
+    c = jnp.arange(nloc, dtype=jnp.int32) % nb
+    on_diag = (row_g[:, None] == col_g[None, :]) & (r[:, None] == c[None, :])
+    ok = jnp.all(jnp.isfinite(jnp.where(on_diag, a, 0)))
+    return a, ok
