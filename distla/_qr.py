@@ -1,0 +1,434 @@
+"""Distributed QR: ``distla.linalg.qr`` (see docs/qr.md).
+
+One matrix on a mesh is factored by one of two kernels:
+
+- **TSQR** (``distla.kernels.tsqr``) for tall-skinny matrices,
+  ``m >= TALL·p·n`` on ``p`` devices and ``mode`` ``"reduced"`` or ``"r"``:
+  the rows are split over every device (``P(r, None)`` on a 1-axis mesh,
+  ``P((r, c), None)`` on a 2-axis one), each factors its rows, and a flat
+  reduction tree combines the ``n x n`` R factors.
+- **Blocked Householder** (``distla.kernels.qr``, ScaLAPACK's PDGEQRF) for
+  everything else, on the 2D block-cyclic layout of ``distla.kernels.cyclic``
+  (the LU's), with ``Q`` formed in place from the reflectors.
+
+Stacks sharded along their batch dimensions are factored on each device with
+no collective (the layout rules of ``distla._batched``). Derivatives follow
+jax's ``qr_jvp_rule``.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+from jax.sharding import PartitionSpec as P
+
+from distla.kernels.cyclic import from_block_cyclic, to_block_cyclic
+from distla.kernels.qr import form_q, global_index, qr_block_cyclic, stage_bounds
+from distla.kernels.tsqr import tsqr_local
+
+from . import _batched, _lu
+from ._blas import single_thread_lapack_for_cpu_devices
+from ._checks import as_array
+from ._mesh import (
+    Grid,
+    constrain,
+    drop_trivial_sharding,
+    fitting_spec,
+    grid_of,
+    operand_mesh,
+    run_on_mesh,
+    shard_map,
+)
+
+# TSQR when every device holds at least this many times n rows: the gathered
+# R factors (p·n² elements) are then at most 1/TALL of the matrix.
+TALL = 2
+# fori_loops the Householder panels are split over (kernels/qr.py): the
+# trailing matrix shrinks stage by stage; compile cost is per stage, not per panel.
+STAGES = 8
+_PRECISION = lax.Precision.HIGHEST
+_MODES = ("reduced", "complete", "r", "raw", "full")
+
+
+class QRResult(NamedTuple):
+    """``(Q, R)`` with ``a == Q @ R``, as ``jnp.linalg.qr`` returns them."""
+
+    Q: jax.Array
+    R: jax.Array
+
+
+# --------------------------------------------------------------------------- plans
+
+
+def use_tsqr(m: int, n: int, p: int, mode: str) -> bool:
+    """Whether an ``m x n`` QR on ``p`` devices goes to TSQR (tall-skinny, no complete Q)."""
+    return mode != "complete" and n >= 1 and m >= TALL * p * n
+
+
+def _tsqr_rows(mesh) -> str | tuple[str, ...]:
+    names = tuple(mesh.axis_names)
+    return names[0] if len(names) == 1 else names
+
+
+def plan(grid: Grid, m: int, n: int, block_size: int | None = None) -> tuple[int, int, int]:
+    """``(nb, m_pad, n_pad)`` for the Householder kernel on ``grid``.
+
+    The block size is the LU's choice for ``min(m, n)`` (``distla._lu.plan``)
+    unless ``block_size`` is given; ``m_pad`` is a multiple of ``nb·pr`` and
+    ``n_pad`` of ``nb·pc``.
+    """
+    nb, _ = _lu.plan(grid, max(1, min(m, n)), block_size)
+    return nb, _round_up(m, nb * grid.pr), _round_up(n, nb * grid.pc)
+
+
+def _round_up(x: int, k: int) -> int:
+    return -(-x // k) * k
+
+
+def _out_shapes(m: int, n: int, mode: str) -> tuple[tuple[int, int], tuple[int, int]]:
+    """``(q_shape, r_shape)`` of ``jnp.linalg.qr`` (``"r"``: ``r`` as in reduced)."""
+    k = min(m, n)
+    if mode == "complete":
+        return (m, m), (m, n)
+    return (m, k), (k, n)
+
+
+# --------------------------------------------------------------------------- kernels
+
+
+@functools.partial(jax.jit, static_argnames=("mode", "dtype"))
+def _tsqr(a, *, mode, dtype):
+    mesh = operand_mesh(a, names=("a",))
+    grid = grid_of(mesh, what="distla.linalg.qr")
+    m, n = a.shape
+    rows = _tsqr_rows(mesh)
+    p = mesh.size
+    mloc = max(-(-m // p), n)
+    want_q = mode != "r"
+    (q_shape, r_shape) = _out_shapes(m, n, mode)
+
+    def body(a):
+        a = jnp.pad(a.astype(dtype), ((0, p * mloc - m), (0, 0)))
+        a = constrain(a, P(rows, None))
+
+        def kernel(a_blk):
+            q, r = tsqr_local(a_blk, axis_name=rows, want_q=want_q)
+            return r if q is None else (q, r)
+
+        if not want_q:
+            return shard_map(kernel, in_specs=P(rows, None), out_specs=P(), check_vma=False)(a)
+        q, r = shard_map(
+            kernel, in_specs=P(rows, None), out_specs=(P(rows, None), P()), check_vma=False
+        )(a)
+        return q[:m], r
+
+    r_spec = fitting_spec(r_shape, mesh, grid.block_spec)
+    out = r_spec if not want_q else (fitting_spec(q_shape, mesh, grid.block_spec), r_spec)
+    return run_on_mesh(body, mesh, out, a)
+
+
+@functools.partial(jax.jit, static_argnames=("mode", "dtype", "block_size", "stages"))
+def _householder(a, *, mode, dtype, block_size, stages):
+    mesh = operand_mesh(a, names=("a",))
+    grid = grid_of(mesh, what="distla.linalg.qr")
+    m, n = a.shape
+    nb, m_pad, n_pad = plan(grid, m, n, block_size)
+    panels = -(-min(m, n) // nb)
+    want_q = mode != "r"
+    q_shape, r_shape = _out_shapes(m, n, mode)
+    q_pad = _round_up(q_shape[1], nb * grid.pc)
+    blocks = grid.block_spec
+    row, col = grid.row, grid.col
+
+    def body(a):
+        a = constrain(jnp.pad(a.astype(dtype), ((0, m_pad - m), (0, n_pad - n))), blocks)
+
+        def kernel(a_blk):
+            x = to_block_cyclic(a_blk, axis=0, axis_name=row, nb=nb)
+            x = to_block_cyclic(x, axis=1, axis_name=col, nb=nb)
+            h, ts = qr_block_cyclic(
+                x, row_axis=row, col_axis=col, nb=nb, panels=panels, stages=stages,
+                precision=_PRECISION,
+            )
+            grow = global_index(h.shape[0], row, nb)
+            gcol = global_index(h.shape[1], col, nb)
+            r = jnp.where(grow[:, None] <= gcol[None, :], h, jnp.zeros((), h.dtype))
+            out = [r]
+            if want_q:
+                q = form_q(
+                    h, ts, q_pad // grid.pc, row_axis=row, col_axis=col, nb=nb, stages=stages,
+                    precision=_PRECISION,
+                )
+                out.append(q)
+            out = [from_block_cyclic(x, axis=1, axis_name=col, nb=nb) for x in out]
+            return tuple(from_block_cyclic(x, axis=0, axis_name=row, nb=nb) for x in out)
+
+        outs = shard_map(
+            kernel, in_specs=blocks, out_specs=(blocks,) * (1 + want_q), check_vma=False
+        )(a)
+        r = outs[0][: r_shape[0], :n]
+        if not want_q:
+            return r
+        return outs[1][:m, : q_shape[1]], r
+
+    r_spec = fitting_spec(r_shape, mesh, blocks)
+    out = r_spec if not want_q else (fitting_spec(q_shape, mesh, blocks), r_spec)
+    return run_on_mesh(body, mesh, out, a)
+
+
+def _factor(a, *, mode, dtype, block_size):
+    """``(q, r)`` or ``r`` of one matrix on a mesh, by TSQR or Householder."""
+    m, n = a.shape
+    p = operand_mesh(a, names=("a",)).size
+    if use_tsqr(m, n, p, mode):
+        return _tsqr(a, mode=mode, dtype=dtype)
+    return _householder(a, mode=mode, dtype=dtype, block_size=block_size, stages=STAGES)
+
+
+# --------------------------------------------------------------------------- derivatives
+
+
+@jax.jit
+def _tangents(q, r, da):
+    """``(dq, dr)`` of ``a = q r`` along ``da`` (jax's ``qr_jvp_rule``, m >= n).
+
+    Only differentiation uses it; written with plain jnp operations (``n x n``
+    triangular solve and products) and left to XLA's partitioner.
+    """
+    mesh = operand_mesh(q, r, da, names=("q", "r", "da"))
+    grid = grid_of(mesh, what="distla.linalg.qr")
+    n = r.shape[-1]
+
+    def body(q, r, da):
+        hi = _PRECISION
+        dx_rinv = lax.linalg.triangular_solve(r, da, left_side=False, lower=False)
+        qt_dx_rinv = jnp.matmul(jnp.conj(q).T, dx_rinv, precision=hi)
+        lower = jnp.tril(qt_dx_rinv, -1)
+        do = lower - jnp.conj(lower).T  # skew-Hermitian
+        eye = jnp.eye(n, dtype=do.dtype)
+        do = do + eye * (qt_dx_rinv - jnp.real(qt_dx_rinv).astype(qt_dx_rinv.dtype))
+        dq = jnp.matmul(q, do - qt_dx_rinv, precision=hi) + dx_rinv
+        dr = jnp.matmul(qt_dx_rinv - do, r, precision=hi)
+        return dq, dr
+
+    out = tuple(fitting_spec(x.shape, mesh, grid.block_spec) for x in (q, r))
+    return run_on_mesh(body, mesh, out, q, r, da)
+
+
+def _qr_2d(a, *, mode, dtype, block_size):
+    """One matrix on a mesh: batched under ``jax.vmap``, differentiable as jnp's."""
+    m, n = a.shape
+
+    def primal(a):
+        out = _factor(a, mode=mode, dtype=dtype, block_size=block_size)
+        return out if mode == "r" else tuple(out)
+
+    def vmap_rule(axis_size, in_batched, a):
+        del axis_size, in_batched
+        out = _qr_batched(a, mode=mode, dtype=dtype)
+        return out, (True if mode == "r" else (True, True))
+
+    fn = jax.custom_batching.custom_vmap(primal)
+    fn.def_vmap(vmap_rule)
+    fn = jax.custom_jvp(fn)
+
+    def rule(primals, tangents):
+        (a,), (da,) = primals, tangents
+        if m < n or (mode == "complete" and m != n):
+            raise NotImplementedError(
+                "distla.linalg.qr: the derivative is defined for m >= n (and mode='complete' "
+                f"only for square matrices), as jnp.linalg.qr's; got a of shape {a.shape}, "
+                f"mode={mode!r}"
+            )
+        q, r = _qr_2d(a, mode="reduced", dtype=dtype, block_size=block_size)
+        dq, dr = _tangents(q, r, da.astype(dtype))
+        return (r, dr) if mode == "r" else ((q, r), (dq, dr))
+
+    fn.defjvp(rule)
+    out = fn(a)
+    return out if mode == "r" else QRResult(*out)
+
+
+# --------------------------------------------------------------------------- stacks
+
+
+def _qr_batched(a, *, mode, dtype):
+    """``jnp.linalg.qr`` of every member of a stack sharded along its batch: no collective."""
+    mesh = operand_mesh(a, names=("a",))
+    source = _batched._source_layout(a, mesh)
+    return _batched_call(a, mode=mode, dtype=dtype, source=source)
+
+
+@functools.partial(jax.jit, static_argnames=("mode", "dtype", "source"))
+def _batched_call(a, *, mode, dtype, source):
+    mesh = operand_mesh(a, names=("a",))
+    batch = a.shape[:-2]
+    nbd = len(batch)
+    m, n = a.shape[-2:]
+    layout, padded = _batched.kernel_layout(batch, None if source is None else source[:nbd], mesh)
+    q_shape, r_shape = _out_shapes(m, n, mode)
+    cores = [r_shape] if mode == "r" else [q_shape, r_shape]
+    kernel_specs = tuple(_batched._spec(layout + ((),) * 2) for _ in cores)
+    out_specs = tuple(
+        s if padded == batch else fitting_spec(batch + c, mesh, s)
+        for s, c in zip(kernel_specs, cores)
+    )
+
+    def body(a):
+        a = _batched._fill(a.astype(dtype), batch, padded, "zeros")  # zero members: Q = I
+        a = _batched._relayout(a, source, layout + ((), ()), mesh)
+
+        def kernel(a_blk):
+            out = jnp.linalg.qr(a_blk, mode="complete" if mode == "complete" else "reduced")
+            return (out[1],) if mode == "r" else tuple(out)
+
+        in_spec = _batched._spec(layout + ((), ()))
+        outs = shard_map(kernel, in_specs=in_spec, out_specs=kernel_specs)(a)
+        results = []
+        for y, spec in zip(outs, out_specs):
+            if padded != batch:
+                entries = tuple(spec) + (None,) * (y.ndim - len(spec))
+                target = tuple(_batched._axes(e) for e in entries)
+                y = _batched._relayout(y, layout + ((), ()), target, mesh, final=False)
+                y = y[tuple(slice(0, s) for s in batch)]
+            results.append(y)
+        return results[0] if mode == "r" else tuple(results)
+
+    out = out_specs[0] if mode == "r" else out_specs
+    return run_on_mesh(body, mesh, out, a)
+
+
+# --------------------------------------------------------------------------- public
+
+
+@functools.lru_cache(maxsize=64)
+def _promoted(dtype, x64: bool):
+    del x64  # part of the cache key
+    s = jax.eval_shape(lambda x: jnp.linalg.qr(x, mode="r"), jax.ShapeDtypeStruct((1, 1), dtype))
+    return s.dtype
+
+
+def qr(
+    a: jax.typing.ArrayLike, mode: str = "reduced", *, block_size: int | None = None
+) -> QRResult | jax.Array:
+    """QR decomposition ``a = Q R``, as ``jnp.linalg.qr``.
+
+    One matrix sharded over a mesh is factored distributed: tall-skinny
+    matrices (``m >= 2·p·n`` on ``p`` devices, modes ``"reduced"`` and
+    ``"r"``) by TSQR over row blocks, the others by blocked Householder QR
+    on the 2D block-cyclic layout (ScaLAPACK's PDGEQRF); no device holds the
+    whole matrix. A stack ``[..., m, n]`` sharded along its batch dimensions
+    is factored on each device with no communication. Unsharded inputs fall
+    back to ``jnp.linalg.qr``. See docs/qr.md.
+
+    Args:
+      a: ``[m, n]`` matrix on a 1- or 2-axis mesh (any layout; row blocks
+        ``P(r, None)`` are TSQR's natural one, 2D blocks ``P(r, c)`` the
+        Householder kernel's), or a stack ``[..., m, n]``. Integer and bool
+        inputs promote as in jnp.
+      mode: ``"reduced"`` (``Q [m, k]``, ``R [k, n]``, ``k = min(m, n)``),
+        ``"complete"`` (``Q [m, m]``, ``R [m, n]``) or ``"r"`` (``R [k, n]``
+        only; ``Q`` is never formed). ``"full"`` is ``"reduced"`` as in jnp;
+        ``"raw"`` (LAPACK's internal form) is passed to ``jnp.linalg.qr``,
+        whose partitioning gathers the matrix.
+      block_size: the Householder kernel's panel width ``nb`` (``None``: the
+        LU's choice, near 128).
+
+    Returns:
+      ``QRResult(Q, R)``, or ``R`` for ``mode="r"``. One matrix: both in the
+      2D block layout ``P(r, c)`` of the mesh (``P(r, None)`` on a 1-axis
+      mesh), or the largest even layout that fits their shapes. A stack:
+      sharded along the batch. ``R`` is exactly upper triangular; signs
+      are LAPACK's (``R``'s diagonal may be negative), as jnp's.
+
+    Raises:
+      ValueError: ``a`` has fewer than 2 dimensions, or ``mode`` is unknown.
+
+    Derivatives: as ``jnp.linalg.qr``'s (``m >= n``; ``"complete"`` square
+    only), with the factorisation reused; the tangent's products and
+    ``n x n`` triangular solve are left to XLA's partitioner.
+
+    See also: ``jnp.linalg.qr``, ``jax.scipy.linalg.qr``.
+    """
+    what = "distla.linalg.qr"
+    a = as_array(a, "a", what)
+    if mode not in _MODES:
+        raise ValueError(
+            f"{what}: unsupported mode {mode!r}; expected 'reduced', 'complete' or 'r'"
+        )
+    if a.ndim < 2:
+        raise ValueError(f"{what}: a must have shape (..., m, n); got a of shape {a.shape}")
+    dtype = _promoted(jnp.dtype(a.dtype), jax.config.jax_enable_x64)
+    mode = "reduced" if mode == "full" else mode
+    mesh = operand_mesh(a, names=("a",))
+    if mesh is None or a.size == 0 or mode == "raw":
+        return jnp.linalg.qr(drop_trivial_sharding(a), mode=mode)
+    single_thread_lapack_for_cpu_devices()
+    if a.ndim > 2:
+        out = _qr_batched(a, mode=mode, dtype=dtype)
+        return out if mode == "r" else QRResult(*out)
+    return _qr_2d(a, mode=mode, dtype=dtype, block_size=block_size)
+
+
+# --------------------------------------------------------------------------- model
+
+
+def model_bytes(
+    m: int,
+    n: int,
+    grid: tuple[int, int],
+    dtype,
+    *,
+    mode: str = "reduced",
+    block_size: int | None = None,
+    stages: int = STAGES,
+) -> float:
+    """Bytes one device receives in an ``m x n`` QR on a ``pr x pc`` grid, per docs/qr.md.
+
+    Counted as ``distla.cost`` counts (all-gather ``(g-1)/g`` of its result,
+    all-reduce ``2(g-1)/g`` of its operand, all-to-all ``(g-1)/g``), for
+    the kernel :func:`qr` picks, with the input in the kernel's layout (row
+    blocks for TSQR, 2D blocks for Householder).
+    """
+    pr, pc = grid
+    p = pr * pc
+    item = jnp.dtype(dtype).itemsize
+    if use_tsqr(m, n, p, mode):
+        return (p - 1) * n * n * item  # the R factors, one all-gather
+    mesh = jax.sharding.AbstractMesh((pr, pc), ("r", "c"))
+    nb, m_pad, n_pad = plan(Grid(mesh, "r", "c"), m, n, block_size)
+    panels = -(-min(m, n) // nb)
+    mloc, nloc = m_pad // pr, n_pad // pc
+    q_cols = _out_shapes(m, n, mode)[0][1]
+    qloc = _round_up(q_cols, nb * pc) // pc
+
+    def relayout(local, p_axis):
+        blocks = local // nb
+        if p_axis == 1 or blocks == 1:
+            return 0.0
+        if blocks % p_axis == 0:
+            return (p_axis - 1) / p_axis
+        return (p_axis * -(-blocks // p_axis) - blocks // p_axis) / blocks
+
+    to_cyclic = mloc * nloc * (relayout(mloc, pr) + relayout(nloc, pc))
+    back = mloc * nloc * (relayout(mloc, pr) + relayout(nloc, pc))
+    if mode != "r":
+        back += mloc * qloc * (relayout(mloc, pr) + relayout(qloc, pc))
+    elements = to_cyclic + back
+    for k0, k1 in stage_bounds(panels, stages):
+        h = mloc - (k0 // pr) * nb
+        cols = nloc - (k0 // pc) * nb
+        per_panel = (pr - 1) * h * nb  # panel gather (owner column)
+        per_panel += 2 * (pc - 1) / pc * (h * nb + nb * nb)  # V and T along the mesh row
+        per_panel += 2 * (pr - 1) / pr * nb * cols  # Vᴴ A22 along the mesh column
+        elements += (k1 - k0) * per_panel
+        if mode != "r":
+            qc = qloc - (k0 // pc) * nb
+            per_q = 2 * (pc - 1) / pc * h * nb + 2 * (pr - 1) / pr * nb * qc
+            elements += (k1 - k0) * per_q
+    return elements * item

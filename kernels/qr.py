@@ -1,0 +1,271 @@
+"""Blocked Householder QR on a 2D block-cyclic matrix (ScaLAPACK's PDGEQRF).
+
+One SPMD program for ``jax.shard_map``. The matrix is ``m x n`` (both
+multiples of ``nb``) in block-cyclic order on a ``pr x pc`` grid (see
+``cyclic.py``): device ``(i, j)`` holds the ``nb x nb`` blocks ``(I, J)``
+with ``I ≡ i (mod pr)``, ``J ≡ j (mod pc)``. Naming: ``grow`` / ``gcol`` are
+the global row / column index of each local row / column; ``sub`` is the
+part of the local block still in play in a stage (a suffix of the local
+block rows and columns); ``h`` its number of local rows.
+
+For each panel ``k`` (global columns ``[k·nb, (k+1)·nb)``):
+
+1. **Panel** (the ``pr`` devices of mesh column ``k mod pc`` only, under
+   ``lax.cond``): all-gather the panel column along the mesh column, take its
+   rows ``>= k·nb`` and factor them with LAPACK's ``geqrf``; build the
+   compact-WY factor ``T`` (``H_1···H_nb = I - V T Vᴴ``, LAPACK's ``larft``
+   recursion). The factored rows (``R`` on top, the reflectors ``V`` below,
+   as LAPACK stores them) replace the panel in place.
+2. **Broadcast** ``V`` (each device row's rows of it) and ``T`` along the
+   mesh row: one psum in which the other columns add zeros.
+3. **Trailing update** ``A22 <- (I - V T Vᴴ)ᴴ A22 = A22 - V (Tᴴ (Vᴴ A22))``:
+   a local GEMM ``Vᴴ A22``, one psum along the mesh column (``nb`` rows per
+   local column), and two more local GEMMs.
+
+``Q`` (:func:`form_q`) is built by applying the panels' ``I - V T Vᴴ`` in
+reverse order to the identity, in place (``Q = H_1 (H_2 (··· (H_K I)))``):
+the same broadcast of ``V`` and one psum per panel.
+
+Compile cost does not grow with the matrix: the panels run in ``lax.fori_loop``
+s. So that the trailing matrix shrinks with the factorisation as it does in
+an unrolled loop, the panels are split into ``stages`` consecutive groups;
+each stage is one ``fori_loop`` over the suffix of local block rows and
+columns that can still hold its trailing matrix (static shapes), rows and
+columns that already left it masked. ``stages`` loop bodies are compiled
+whatever ``n``; more stages waste fewer flops (about ``1/stages`` of the
+update's) for a longer compile.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+from ._axes import axis_index, axis_size
+from .cyclic import global_blocks
+
+
+def global_index(n_local: int, axis_name: str | None, nb: int) -> jax.Array:
+    """Global index of each of this device's ``n_local`` rows (or columns), block-cyclic."""
+    blocks = global_blocks(n_local // nb, axis_name)
+    return (blocks[:, None] * nb + jnp.arange(nb, dtype=jnp.int32)).reshape(-1)
+
+
+def stage_bounds(panels: int, stages: int) -> list[tuple[int, int]]:
+    """``stages`` consecutive ranges ``[k0, k1)`` covering ``range(panels)``."""
+    stages = max(1, min(stages, panels))
+    cuts = [round(s * panels / stages) for s in range(stages + 1)]
+    return [(a, b) for a, b in zip(cuts[:-1], cuts[1:]) if b > a]
+
+
+def _geqrf(x: jax.Array) -> tuple[jax.Array, jax.Array]:
+    h, tau = jnp.linalg.qr(x, mode="raw")
+    return h.mT, tau
+
+
+def larft(v: jax.Array, tau: jax.Array, *, precision) -> jax.Array:
+    """Upper triangular ``T`` with ``H_1···H_nb = I - V T Vᴴ`` (LAPACK's ``larft``, forward).
+
+    ``T[:j, j] = -tau_j T[:j, :j] (Vᴴ v_j)``, ``T[j, j] = tau_j``: ``nb`` small
+    steps on ``S = Vᴴ V``. A ``tau_j = 0`` (a zero column) gives a zero row
+    and column of ``T``: ``H_j = I``.
+    """
+    nb = tau.shape[0]
+    s = jnp.dot(jnp.conj(v).T, v, precision=precision)
+
+    def column(j, t):
+        above = jnp.arange(nb) < j
+        col = -tau[j] * jnp.dot(t, jnp.where(above, s[:, j], 0), precision=precision)
+        col = jnp.where(above, col, jnp.where(jnp.arange(nb) == j, tau[j], 0))
+        return t.at[:, j].set(col)
+
+    return lax.fori_loop(0, nb, column, jnp.zeros((nb, nb), v.dtype))
+
+
+def _gather_rows(panel: jax.Array, row_axis: str | None, pr: int, nb: int) -> jax.Array:
+    """All-gather a local panel column along the mesh column, in global row order."""
+    h = panel.shape[0]
+    # all_gather over rows -> (pr, h, nb): device row s's local rows
+    g = panel[None] if row_axis is None else lax.all_gather(panel, row_axis, axis=0)
+    # local block u of device s is global block (t0 + u)·pr + s: (u, s) ascending
+    return g.reshape(pr, h // nb, nb, nb).swapaxes(0, 1).reshape(pr * h, nb)
+
+
+def _scatter_rows(g: jax.Array, me, pr: int, nb: int) -> jax.Array:
+    """Inverse of :func:`_gather_rows` for this device row: its local rows of ``g``."""
+    h = g.shape[0] // pr
+    mine = lax.dynamic_index_in_dim(g.reshape(h // nb, pr, nb, nb), me, axis=1, keepdims=False)
+    return mine.reshape(h, nb)
+
+
+def _factor_panel(panel, *, k, base, row_axis, pr, nb, precision):
+    """``geqrf`` of the panel's rows ``>= k·nb``: ``(factored local rows, local V, T)``.
+
+    ``panel``: this device row's ``(h, nb)`` rows of the panel column, whose
+    global rows start at block ``base`` (= ``t0·pr``).
+    """
+    g = _gather_rows(panel, row_axis, pr, nb)  # (pr·h, nb) global rows from base·nb
+    rows = g.shape[0]
+    off = k * nb - base * nb  # the panel's first row within g
+    # rows >= k·nb to the top, zeros below (reflectors keep zero rows zero)
+    tail = lax.dynamic_slice_in_dim(jnp.concatenate([g, jnp.zeros_like(g)]), off, rows)
+    hq, tau = _geqrf(tail)
+    v = _local_v(hq, jnp.arange(rows, dtype=jnp.int32), 0, nb)
+    t = larft(v, tau, precision=precision)
+
+    def back(x):  # rows to their global place (rows above the panel: zeros)
+        x = lax.dynamic_update_slice_in_dim(jnp.zeros((2 * rows, nb), x.dtype), x, off, axis=0)
+        return _scatter_rows(x[:rows], axis_index(row_axis), pr, nb)
+
+    return back(hq), back(v), t
+
+
+def _broadcast(x, j, owner, col_axis):
+    """The owner mesh column's ``x`` on every device of the mesh row (masked psum)."""
+    if col_axis is None:
+        return x
+    mask = lambda y: jnp.where(j == owner, y, jnp.zeros_like(y))  # noqa: E731
+    return lax.psum(jax.tree.map(mask, x), col_axis)
+
+
+def _apply_h(sub, v, t, *, row_axis, precision, adjoint: bool):
+    """``(I - V T Vᴴ) sub`` (``adjoint``: ``(I - V Tᴴ Vᴴ) sub``) on local rows.
+
+    ``Vᴴ sub`` is summed over the mesh column: psum of ``(nb, cols)``.
+    """
+    w = jnp.dot(jnp.conj(v).T, sub, precision=precision)
+    if row_axis is not None:
+        w = lax.psum(w, row_axis)  # psum along the mesh column -> (nb, cols): Vᴴ sub
+    tt = jnp.conj(t).T if adjoint else t
+    return jnp.dot(v, jnp.dot(tt, w, precision=precision), precision=precision)
+
+
+def qr_block_cyclic(
+    a: jax.Array,
+    *,
+    row_axis: str | None,
+    col_axis: str | None,
+    nb: int,
+    panels: int,
+    stages: int,
+    precision: lax.PrecisionLike,
+) -> tuple[jax.Array, jax.Array]:
+    """Factor ``A = Q R`` in place on a block-cyclic matrix (Householder, compact WY).
+
+    Args:
+      a: ``(m/pr, n/pc)`` local block of ``A`` in block-cyclic order with
+        block size ``nb``; ``m/nb`` a multiple of ``pr``, ``n/nb`` of ``pc``.
+      row_axis, col_axis: mesh axes of the grid's rows and columns.
+      nb: block size (panel width).
+      panels: number of panels to factor, ``ceil(min(m_true, n_true)/nb)``
+        (later ones would only see zero padding).
+      stages: fori_loops the panels are split over (see the module docstring).
+      precision: for every dot.
+
+    Returns:
+      ``(h, ts)``: the local block of the factored matrix in the same order
+      (``R`` on and above the diagonal, the reflectors ``V`` below it, as
+      LAPACK's ``geqrf``) and the ``(panels, nb, nb)`` compact-WY factors
+      ``T``, the same on every device.
+    """
+    pr, pc = axis_size(row_axis), axis_size(col_axis)
+    j = axis_index(col_axis)
+    mloc, nloc = a.shape
+    grow = global_index(mloc, row_axis, nb)
+    gcol = global_index(nloc, col_axis, nb)
+    ts = jnp.zeros((panels, nb, nb), a.dtype)
+
+    for k0, k1 in stage_bounds(panels, stages):
+        t0, c0 = k0 // pr, k0 // pc  # first local block row / column still in play
+        rows, cols = grow[t0 * nb :], gcol[c0 * nb :]
+
+        def step(k, carry, t0=t0, c0=c0, rows=rows, cols=cols):
+            sub, ts = carry
+            owner, lc = k % pc, k // pc - c0  # the panel's mesh column and local column
+            panel = lax.dynamic_slice_in_dim(sub, lc * nb, nb, axis=1)
+
+            def factor(panel):
+                return _factor_panel(
+                    panel, k=k, base=t0 * pr, row_axis=row_axis, pr=pr, nb=nb,
+                    precision=precision,
+                )
+
+            def skip(panel):
+                z = jnp.zeros_like(panel)
+                return z, z, jnp.zeros((nb, nb), panel.dtype)
+
+            # only the owner column gathers and factors the panel
+            fact, v, t = lax.cond(j == owner, factor, skip, panel)
+            # psum along the mesh row -> every device: its rows of V, and T
+            v, t = _broadcast((v, t), j, owner, col_axis)
+            # the factored rows (>= k·nb) replace the panel on the owner column
+            in_panel = (rows >= k * nb)[:, None] & (j == owner)
+            sub = lax.dynamic_update_slice_in_dim(
+                sub, jnp.where(in_panel, fact, panel), lc * nb, axis=1
+            )
+            # A22 -= V (Tᴴ (Vᴴ A22)) on the columns right of the panel
+            upd = _apply_h(sub, v, t, row_axis=row_axis, precision=precision, adjoint=True)
+            right = (cols >= (k + 1) * nb)[None, :]
+            sub = sub - jnp.where(right, upd, jnp.zeros_like(upd))
+            return sub, ts.at[k].set(t)
+
+        sub, ts = lax.fori_loop(k0, k1, step, (a[t0 * nb :, c0 * nb :], ts))
+        a = a.at[t0 * nb :, c0 * nb :].set(sub)
+    return a, ts
+
+
+def form_q(
+    h: jax.Array,
+    ts: jax.Array,
+    q_cols: int,
+    *,
+    row_axis: str | None,
+    col_axis: str | None,
+    nb: int,
+    stages: int,
+    precision: lax.PrecisionLike,
+) -> jax.Array:
+    """``Q = H_1···H_K [I; 0]``: the reflectors of :func:`qr_block_cyclic` applied to the identity.
+
+    Args:
+      h, ts: the results of :func:`qr_block_cyclic` (``K = ts.shape[0]``).
+      q_cols: local columns of ``Q`` (its global columns, a multiple of
+        ``nb·pc``, over ``pc``), block-cyclic like ``h``'s.
+      row_axis, col_axis, nb, stages, precision: as for :func:`qr_block_cyclic`.
+
+    Returns:
+      The ``(m/pr, q_cols)`` local block of ``Q`` in block-cyclic order.
+    """
+    pr, pc = axis_size(row_axis), axis_size(col_axis)
+    j = axis_index(col_axis)
+    grow = global_index(h.shape[0], row_axis, nb)
+    gcol = global_index(q_cols, col_axis, nb)
+    q = (grow[:, None] == gcol[None, :]).astype(h.dtype)
+
+    for k0, k1 in reversed(stage_bounds(ts.shape[0], stages)):
+        # H_k0..H_K leave rows and columns < k0·nb of the identity alone
+        t0, c0 = k0 // pr, k0 // pc
+        rows, stored = grow[t0 * nb :], h[t0 * nb :]
+
+        def step(s, sub, k1=k1, rows=rows, stored=stored):
+            k = k1 - 1 - s  # panels in reverse order
+            owner, lc = k % pc, k // pc
+            panel = lax.dynamic_slice_in_dim(stored, lc * nb, nb, axis=1)
+            # psum along the mesh row -> this device row's rows of V_k, everywhere
+            v = _broadcast(_local_v(panel, rows, k, nb), j, owner, col_axis)
+            # Q <- (I - V T Vᴴ) Q
+            return sub - _apply_h(sub, v, ts[k], row_axis=row_axis, precision=precision,
+                                  adjoint=False)
+
+        sub = lax.fori_loop(0, k1 - k0, step, q[t0 * nb :, c0 * nb :])
+        q = q.at[t0 * nb :, c0 * nb :].set(sub)
+    return q
+
+
+def _local_v(panel: jax.Array, rows: jax.Array, k, nb: int) -> jax.Array:
+    """This device's rows of panel ``k``'s ``V`` from the stored ``geqrf`` rows."""
+    rel = rows[:, None] - k * nb
+    col = jnp.arange(nb, dtype=jnp.int32)[None, :]
+    one = jnp.ones((), panel.dtype)
+    return jnp.where(rel > col, panel, jnp.where(rel == col, one, jnp.zeros((), panel.dtype)))
