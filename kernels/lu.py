@@ -4,153 +4,161 @@ The algorithm of ScaLAPACK's PDGETRF (Choi, Dongarra, Walker et al., 1996),
 written as one SPMD program for ``jax.shard_map``. The matrix is ``n x n``
 with ``n = nbr·nb``, in block-cyclic order on a ``pr x pc`` grid (see
 ``cyclic.py``): device ``(i, j)`` holds the blocks ``(I, J)`` with
-``I ≡ i (mod pr)`` and ``J ≡ j (mod pc)``. For each block column ``K``:
+``I ≡ i (mod pr)`` and ``J ≡ j (mod pc)``. For each block column ``k``
+(the steps are named as in SLATE's ``getrf.cc``):
 
-1. **Panel** (the ``pr`` devices of mesh column ``K mod pc`` only, under
-   ``lax.cond``): all-gather the panel ``A[K·nb:, K-th block column]`` along
-   the mesh column and factor it with LAPACK's ``getrf``
-   (``lax.linalg.lu``), which chooses LAPACK's pivots: the entry of largest
-   magnitude in the column (``|re| + |im|`` for complex), first on ties.
-2. **Broadcast** the factored panel rows each device row needs (its part of
+1. **panel** (the ``pr`` devices of mesh column ``k mod pc`` only, under
+   ``lax.cond``): all-gather the panel ``A(k:, k)`` along the mesh column
+   and factor it with LAPACK's ``getrf`` (``lax.linalg.lu``), which chooses
+   LAPACK's pivots: the entry of largest magnitude in the column
+   (``|re| + |im|`` for complex), first on ties.
+2. **broadcast** the factored panel rows each device row needs (its part of
    ``L21``), ``L11\\U11`` and the pivots along the mesh row (a masked psum).
-3. **Row interchanges** of the panel's pivots, applied to every local column
-   (LAPACK's ``laswp`` on the left and right): the at most ``2·nb`` rows
-   involved (computed on the panel's owners from LAPACK's permutation) are
-   exchanged with one psum along the mesh column.
-4. **U12** ``= L11^-1 A12``: every device of a mesh column already holds the
-   interchanged top rows from step 3; each solves for ``1/pr`` of its
-   columns and an all-gather along the mesh column completes ``U12``.
-5. **Trailing update** ``A22 -= L21 U12``: one local GEMM, the bulk of the
-   flops.
+3. **swap** (LAPACK's ``laswp`` left and right of the panel): the at most
+   ``2·nb`` rows the panel's pivots move are exchanged on every local column
+   with one psum along the mesh column (``pivots.py``).
+4. **U12** ``A(k, k+1:) = L11^-1 A(k, k+1:)``: every device of a mesh column
+   holds the interchanged top rows from the swap; each solves for ``1/pr`` of
+   its columns and an all-gather along the mesh column completes ``U12``.
+5. **update** ``A(k+1:, k+1:) -= A(k+1:, k) A(k, k+1:)``: one local GEMM,
+   the bulk of the flops.
 
-The loop over ``K`` is unrolled in Python so that each step's trailing
-matrix has a static shape: on device ``(i, j)`` it is a suffix of the local
-block rows and columns. The suffix is taken for the device that has the
-most of it, and rows/columns that already left the trailing matrix are masked
-(zero rows of ``L21``, zero columns of ``U12``), wasting at most one block
-row and column per step.
+Compile time independent of ``n``: the steps run in a ``lax.fori_loop``
+over ``k``, in at most ``MAX_PHASES`` phases (:func:`phases`). Inside a
+loop every array has a static shape, so each phase works on the local
+trailing block that its first step needs (a static suffix of the local
+block rows and columns, taken for the device that has the most of it), and
+rows/columns that already left the trailing matrix are masked (zero rows of
+``L21``, zero columns of ``U12``). The phase boundaries are chosen to
+minimise that masked work; with one step per phase (``n/nb <= MAX_PHASES``)
+the program is the unrolled algorithm.
+
+Naming: ``_blk`` a device's local block, ``mloc x nloc`` its shape, ``k`` the
+global block column of the step, ``kr, kc`` the mesh row and column that own
+block ``(k, k)``, ``t0``/``lc`` the local block row/column of block row/column
+``k`` on its owners; upper-case offsets (``T0``, ``R0``, ``C0``) are a phase's
+static local block offsets.
 """
 
 from __future__ import annotations
+
+import dataclasses
+import functools
 
 import jax
 import jax.numpy as jnp
 from jax import lax
 
 from ._axes import axis_index, axis_size
-from .cyclic import global_blocks, local_row
+from .cyclic import global_blocks
+from .pivots import (  # noqa: F401  (re-exported: the LU's pivot helpers lived here)
+    apply_panel_swaps,
+    exchange_rows,
+    pivots_to_permutation,
+    swap_sources,
+)
+
+# Most loops (phases) per factorisation: compile time and program size are
+# bounded by this, whatever n. Twelve keeps the masked trailing work within a
+# few per cent of the unrolled algorithm up to a few hundred block columns.
+MAX_PHASES = 12
 
 
-def exchange_rows(
-    x: jax.Array,
-    targets: jax.Array,
-    sources: jax.Array,
-    *,
-    axis_name: str | None,
-    nb: int,
-) -> tuple[jax.Array, jax.Array]:
-    """``x[targets[s]] = x[sources[s]]`` for global rows of a block-cyclic (by rows) matrix.
+@functools.cache
+def phases(nbr: int, pr: int, pc: int, max_phases: int = MAX_PHASES) -> tuple[tuple[int, int], ...]:
+    """The steps ``[k0, k1)`` of each loop of an LU with ``nbr`` block columns on ``pr x pc``.
 
-    Each device puts the source rows it holds into a ``(len, cols)`` buffer
-    (zeros elsewhere) that one psum along ``axis_name`` completes; then each
-    device writes the target rows it holds. Repeated targets must have equal
-    sources.
-
-    Returns:
-      ``(x, rows)``: the updated local rows, and the moved rows on every device.
+    A phase works on the local trailing block of its first step, so a step
+    ``k`` of the phase starting at ``k0`` updates ``(mloc/nb - (k0+1)//pr) x
+    (nloc/nb - (k0+1)//pc)`` local blocks instead of its own ``k``'s. The
+    boundaries minimise that total over at most ``max_phases`` phases
+    (dynamic programming, ``O(max_phases·nbr²)`` at trace time).
     """
-    p = axis_size(axis_name)
-    me = axis_index(axis_name)
-    src_owner, src_local = local_row(sources, p=p, nb=nb)
-    rows = jnp.take(x, src_local, axis=0, mode="clip")
-    rows = jnp.where((src_owner == me)[:, None], rows, jnp.zeros_like(rows))
-    if axis_name is not None:
-        # psum along the mesh column -> (len, cols): every moved row, everywhere
-        rows = lax.psum(rows, axis_name)
-    tgt_owner, tgt_local = local_row(targets, p=p, nb=nb)
-    # rows this device does not hold get an out-of-range index and are dropped
-    tgt_local = jnp.where(tgt_owner == me, tgt_local, x.shape[0])
-    return x.at[tgt_local].set(rows, mode="drop"), rows
+    mb, nbc = nbr // pr, nbr // pc
+
+    def area(k0: int) -> int:  # blocks of the update window of a phase starting at k0
+        return (mb - (k0 + 1) // pr) * (nbc - (k0 + 1) // pc)
+
+    count = min(max_phases, nbr)
+    inf = float("inf")
+    # best[f][k]: least work for steps k..nbr-1 in f phases; nxt: end of the first one
+    best = [[inf] * (nbr + 1) for _ in range(count + 1)]
+    nxt = [[nbr] * (nbr + 1) for _ in range(count + 1)]
+    for f in range(count + 1):
+        best[f][nbr] = 0
+    for f in range(1, count + 1):
+        for k in range(nbr - 1, -1, -1):
+            for e in range(k + 1, nbr + 1):
+                c = (e - k) * area(k) + best[f - 1][e]
+                if c < best[f][k]:
+                    best[f][k], nxt[f][k] = c, e
+    out, k, f = [], 0, count
+    while k < nbr:
+        out.append((k, nxt[f][k]))
+        k, f = nxt[f][k], f - 1
+    return tuple(out)
 
 
-def swap_sources(pivots: jax.Array, perm: jax.Array) -> tuple[jax.Array, jax.Array]:
-    """Rows moved by a panel's interchanges, relative to the panel's first row.
+@dataclasses.dataclass(frozen=True)
+class _Window:
+    """A phase's static local offsets (in rows/columns, multiples of ``nb``).
 
-    ``pivots`` (``len``) are LAPACK's (row ``r`` swapped with ``pivots[r]``, in
-    order) and ``perm`` the resulting permutation of the window (new row ``w``
-    holds old row ``perm[w]``). Returns ``(targets, sources)`` of length
-    ``2·len``: the first ``len`` targets are the panel's own rows.
+    ``top``: first local row that can hold the panels of the phase
+    (``T0·nb``); ``height``: rows from there to the end; ``rows``/``cols``:
+    first local row/column of the trailing update (``R0·nb``, ``C0·nb``);
+    ``drop``: the most leading gathered panel rows above a panel (rows of
+    block rows ``T0·pr .. k-1``).
     """
-    moved = jnp.concatenate([jnp.arange(pivots.shape[0], dtype=jnp.int32), pivots])
-    return moved, perm[moved].astype(jnp.int32)
+
+    top: int
+    height: int
+    rows: int
+    cols: int
+    drop: int
+
+    @classmethod
+    def of(cls, k0: int, k1: int, *, pr: int, pc: int, nb: int, mloc: int) -> _Window:
+        top = (k0 // pr) * nb
+        return cls(
+            top=top,
+            height=mloc - top,
+            rows=((k0 + 1) // pr) * nb,
+            cols=((k0 + 1) // pc) * nb,
+            drop=(k1 - 1 - (k0 // pr) * pr) * nb,
+        )
 
 
-def pivots_to_permutation(piv: jax.Array, nb: int) -> jax.Array:
-    """``lax.linalg.lu_pivots_to_permutation(piv, n)`` for pivots made ``nb`` rows at a time.
+def _panel(panel_blk, k, *, w: _Window, row_axis, pr: int, nb: int):
+    """getrf of ``A(k:, k)``, run by the owner mesh column only.
 
-    ``piv`` (``n``, a multiple of ``nb``) are the pivots of a blocked LU:
-    ``piv[g] >= g``, and panel ``K`` swaps only rows ``>= K·nb``. jax's
-    generic lowering (the one on CPU) swaps one row per loop iteration, ``n``
-    iterations; here each panel's swaps touch at most ``2·nb`` rows, so they
-    are replayed on those rows only (``nb`` iterations for all panels at once)
-    and the ``n/nb`` resulting sparse permutations are composed in order.
-
-    Returns:
-      ``perm`` (``n``, int32): row ``g`` of ``P A`` is row ``perm[g]`` of ``A``.
+    ``panel_blk``: this device's ``(height, nb)`` rows of the panel column
+    from ``w.top``. Returns this device's rows of the factored panel in local
+    order (zeros above block row ``k``), ``L11\\U11`` and the swap
+    ``(targets, sources)`` relative to row ``k·nb``.
     """
-    n = piv.shape[0]
-    nbr = n // nb
-    starts = (jnp.arange(nbr, dtype=jnp.int32) * nb)[:, None]
-    rel = piv.astype(jnp.int32).reshape(nbr, nb) - starts  # window rows, all >= own row
-    own = jnp.broadcast_to(jnp.arange(nb, dtype=jnp.int32), (nbr, nb))
-    # each touched row gets a compact index: r for the panel's own rows r < nb,
-    # nb + (first r' with the same pivot) for the rows below them
-    first = jnp.argmax(rel[:, :, None] == rel[:, None, :], axis=2).astype(jnp.int32)
-    compact = jnp.where(rel < nb, rel, nb + first)
-    cperm = jax.vmap(lambda p: lax.linalg.lu_pivots_to_permutation(p, 2 * nb))(compact)
-    row_of = jnp.concatenate([own, rel], axis=1)  # compact index -> window row
-    targets = row_of + starts
-    sources = jnp.take_along_axis(
-        row_of, jnp.take_along_axis(cperm, jnp.concatenate([own, compact], axis=1), axis=1), axis=1
-    ) + starts
-
-    def compose(k, perm):  # apply panel k after panels 0..k-1: perm[t] <- perm[s]
-        return perm.at[targets[k]].set(perm[sources[k]])
-
-    return lax.fori_loop(0, nbr, compose, jnp.arange(n, dtype=jnp.int32))
+    i = axis_index(row_axis)
+    h = w.height
+    # all_gather over rows -> (pr, height, nb): the panel column of every device row
+    g = panel_blk[None] if row_axis is None else lax.all_gather(panel_blk, row_axis, axis=0)
+    # -> global row order: block T0·pr + u·pr + s for (u, s) ascending
+    g = g.reshape(pr, h // nb, nb, nb).swapaxes(0, 1).reshape(pr * h, nb)
+    above = (k - (w.top // nb) * pr) * nb  # gathered rows above the panel
+    # rows k·nb.. first, the rows above it replaced by zeros at the end (never pivots:
+    # a zero column picks its first row, and zero rows stay zero)
+    g = jnp.concatenate([g, jnp.zeros((w.drop, nb), g.dtype)])
+    g = lax.dynamic_slice_in_dim(g, above, pr * h)
+    lu_p, piv_p, perm_p = lax.linalg.lu(g)
+    targets, sources = swap_sources(piv_p.astype(jnp.int32), perm_p)
+    # back to this device row's local order, rows above the panel as zeros
+    full = jnp.concatenate([jnp.zeros((w.drop, nb), lu_p.dtype), lu_p])
+    full = lax.dynamic_slice_in_dim(full, w.drop - above, pr * h)
+    mine = lax.dynamic_index_in_dim(full.reshape(h // nb, pr, nb, nb), i, axis=1, keepdims=False)
+    return mine.reshape(h, nb), lu_p[:nb], targets, sources
 
 
-def apply_panel_swaps(
-    x: jax.Array,
-    pivots: jax.Array,
-    start: int,
-    *,
-    axis_name: str | None,
-    nb: int,
-    n: int,
-    inverse: bool = False,
-) -> jax.Array:
-    """Apply (or undo) one panel's row interchanges to a block-cyclic (by rows) matrix.
-
-    Row ``start + r`` is swapped with row ``pivots[r]`` for ``r = 0..len-1``,
-    in order (LAPACK's ``laswp``); ``inverse`` applies them in reverse order.
-
-    Args:
-      x: ``(n/P, cols)`` local rows, block-cyclic with block size ``nb`` over
-        the ``P`` devices of ``axis_name``.
-      pivots: ``(len,)`` global row indices, all ``>= start``.
-      start: global index of the panel's first row (static).
-      axis_name, nb: as in :func:`exchange_rows`.
-      n: global number of rows.
-      inverse: undo the interchanges.
-    """
-    rel = (pivots - start).astype(jnp.int32)
-    perm = lax.linalg.lu_pivots_to_permutation(rel, n - start)
-    targets, sources = swap_sources(rel, perm)
-    if inverse:  # new[w] = old[perm[w]]; the inverse puts old[w] at perm[w]
-        targets, sources = sources, targets
-    x, _ = exchange_rows(x, targets + start, sources + start, axis_name=axis_name, nb=nb)
-    return x
+def _skip_panel(panel_blk, k, *, nb: int):
+    zeros = jnp.zeros((2 * nb,), jnp.int32)
+    return jnp.zeros_like(panel_blk), jnp.zeros((nb, nb), panel_blk.dtype), zeros, zeros
 
 
 def _u12(l11: jax.Array, a12: jax.Array, *, row_axis: str | None) -> jax.Array:
@@ -173,6 +181,54 @@ def _u12(l11: jax.Array, a12: jax.Array, *, row_axis: str | None) -> jax.Array:
     return lax.all_gather(mine, row_axis, axis=1, tiled=True)[:, :cols]
 
 
+def _step(k, carry, *, w: _Window, row_axis, col_axis, nb: int, row_g, col_g, precision):
+    """One block column ``k`` of the factorisation, on the static window ``w``."""
+    a, piv = carry
+    pr, pc = axis_size(row_axis), axis_size(col_axis)
+    i, j = axis_index(row_axis), axis_index(col_axis)
+    kr, kc = k % pr, k % pc
+    t0, lc = k // pr, k // pc  # local block row / column of block k on its owners
+
+    # panel: getrf of A(k:, k) on the owner column; the others skip the gather and getrf
+    panel_at = (w.top, lc * nb)
+    panel_blk = lax.dynamic_slice(a, panel_at, (w.height, nb))
+    panel = lax.cond(
+        j == kc,
+        functools.partial(_panel, w=w, row_axis=row_axis, pr=pr, nb=nb),
+        functools.partial(_skip_panel, nb=nb),
+        panel_blk,
+        k,
+    )
+    # broadcast: psum along the mesh row -> the owner column's panel, everywhere
+    if col_axis is not None:
+        panel = lax.psum(panel, col_axis)
+    l_blk, diag, targets, sources = panel
+    piv = lax.dynamic_update_slice(piv, targets[nb:] + k * nb, (k * nb,))
+
+    # swap: rows k·nb.. interchanged on every local column; `moved[:nb]` is the new block row k
+    a, moved = exchange_rows(a, targets + k * nb, sources + k * nb, axis_name=row_axis, nb=nb)
+    # the factored panel replaces rows >= k of the panel column (owner column)
+    rows_in = (row_g[w.top :] >= k)[:, None] & (j == kc)
+    old = lax.dynamic_slice(a, panel_at, (w.height, nb))
+    a = lax.dynamic_update_slice(a, jnp.where(rows_in, l_blk, old), panel_at)
+
+    # U12: A(k, k+1:) = L11^-1 A(k, k+1:) for this device's columns right of the panel
+    cols_in = (col_g[w.cols :] > k)[None, :]
+    l11 = jnp.tril(diag, -1) + jnp.eye(nb, dtype=diag.dtype)
+    u12 = _u12(l11, moved[:nb, w.cols :], row_axis=row_axis)
+    u12 = jnp.where(cols_in, u12, jnp.zeros_like(u12))
+    # block row k of U lives on mesh row kr, local block row t0
+    u_at = (t0 * nb, w.cols)
+    cur = lax.dynamic_slice(a, u_at, u12.shape)
+    a = lax.dynamic_update_slice(a, jnp.where((i == kr) & cols_in, u12, cur), u_at)
+
+    # update: A(k+1:, k+1:) -= A(k+1:, k) A(k, k+1:) on the rows below block row k
+    l21 = l_blk[w.rows - w.top :]
+    l21 = jnp.where((row_g[w.rows :] > k)[:, None], l21, jnp.zeros_like(l21))
+    a = a.at[w.rows :, w.cols :].add(-jnp.dot(l21, u12, precision=precision))
+    return a, piv
+
+
 def lu_block_cyclic(
     a: jax.Array,
     *,
@@ -180,6 +236,7 @@ def lu_block_cyclic(
     col_axis: str | None,
     nb: int,
     precision: lax.PrecisionLike,
+    max_phases: int = MAX_PHASES,
 ) -> tuple[jax.Array, jax.Array]:
     """Factor ``P A = L U`` in place on a block-cyclic matrix.
 
@@ -189,6 +246,7 @@ def lu_block_cyclic(
       row_axis, col_axis: mesh axes of the grid's rows and columns.
       nb: block size (panel width).
       precision: for the trailing-update GEMMs.
+      max_phases: most loops over block columns (static; see :func:`phases`).
 
     Returns:
       ``(lu, piv)``: the local block of ``L\\U`` (unit ``L`` below the
@@ -197,7 +255,6 @@ def lu_block_cyclic(
       on every device.
     """
     pr, pc = axis_size(row_axis), axis_size(col_axis)
-    i, j = axis_index(row_axis), axis_index(col_axis)
     mloc, nloc = a.shape
     n = mloc * pr
     nbr = n // nb
@@ -206,62 +263,11 @@ def lu_block_cyclic(
     row_g = jnp.repeat(global_blocks(mloc // nb, row_axis), nb)  # global block of each local row
     col_g = jnp.repeat(global_blocks(nloc // nb, col_axis), nb)
     piv = jnp.arange(n, dtype=jnp.int32)
-
-    for k in range(nbr):
-        kr, kc = k % pr, k % pc
-        t0 = k // pr  # first local block row that can hold block rows >= k
-        lc = k // pc  # the panel's local block column (on mesh column kc)
-        height = mloc - t0 * nb
-        drop = k - t0 * pr  # leading gathered blocks that are above the panel
-
-        def factor_panel(panel, height=height, drop=drop):
-            # all_gather over rows -> (pr, height, nb): the panel column of every device row
-            g = panel[None] if row_axis is None else lax.all_gather(panel, row_axis, axis=0)
-            # -> global row order: block t0·pr + u·pr + s for (u, s) ascending
-            g = g.reshape(pr, height // nb, nb, nb).swapaxes(0, 1).reshape(pr * height, nb)
-            lu_p, piv_p, perm_p = lax.linalg.lu(g[drop * nb :])
-            targets, sources = swap_sources(piv_p.astype(jnp.int32), perm_p)
-            # back to this device row's local order, blocks above the panel as zeros
-            full = jnp.concatenate([jnp.zeros((drop * nb, nb), lu_p.dtype), lu_p])
-            mine = lax.dynamic_index_in_dim(
-                full.reshape(height // nb, pr, nb, nb), i, axis=1, keepdims=False
-            )
-            return mine.reshape(height, nb), lu_p[:nb], targets, sources
-
-        def skip(panel, height=height):
-            zeros = jnp.zeros((2 * nb,), jnp.int32)
-            return jnp.zeros_like(panel), jnp.zeros((nb, nb), panel.dtype), zeros, zeros
-
-        # only the owner column holds the panel; the others skip the gather and getrf
-        panel = lax.cond(j == kc, factor_panel, skip, a[t0 * nb :, lc * nb : (lc + 1) * nb])
-        if col_axis is not None:
-            # psum along the mesh row: the owner column's results, everywhere (others add zeros)
-            panel = lax.psum(panel, col_axis)
-        mine, diag, targets, sources = panel
-        piv = lax.dynamic_update_slice(piv, targets[nb:] + k * nb, (k * nb,))
-
-        # row interchanges on every local column; `moved[:nb]` is the new block row k
-        a, moved = exchange_rows(a, targets + k * nb, sources + k * nb, axis_name=row_axis, nb=nb)
-
-        # the factored panel replaces rows >= k of the panel column (owner column)
-        rows_in = (row_g[t0 * nb :] >= k)[:, None] & (j == kc)
-        old = a[t0 * nb :, lc * nb : (lc + 1) * nb]
-        a = a.at[t0 * nb :, lc * nb : (lc + 1) * nb].set(jnp.where(rows_in, mine, old))
-
-        if k + 1 == nbr:
-            break
-        # U12 = L11^-1 A12 for this device's columns right of the panel
-        cs = (k + 1) // pc
-        cols_in = (col_g[cs * nb :] > k)[None, :]
-        l11 = jnp.tril(diag, -1) + jnp.eye(nb, dtype=diag.dtype)
-        u12 = _u12(l11, moved[:nb, cs * nb :], row_axis=row_axis)
-        u12 = jnp.where(cols_in, u12, jnp.zeros_like(u12))
-        # block row k of U lives on mesh row kr, local block row t0
-        cur = a[t0 * nb : (t0 + 1) * nb, cs * nb :]
-        a = a.at[t0 * nb : (t0 + 1) * nb, cs * nb :].set(jnp.where((i == kr) & cols_in, u12, cur))
-        # trailing update A22 -= L21 U12 on the rows below block row k
-        rs = (k + 1) // pr
-        l21 = mine[(rs - t0) * nb :]
-        l21 = jnp.where((row_g[rs * nb :] > k)[:, None], l21, jnp.zeros_like(l21))
-        a = a.at[rs * nb :, cs * nb :].add(-jnp.dot(l21, u12, precision=precision))
+    for k0, k1 in phases(nbr, pr, pc, max_phases):
+        w = _Window.of(k0, k1, pr=pr, pc=pc, nb=nb, mloc=mloc)
+        step = functools.partial(
+            _step, w=w, row_axis=row_axis, col_axis=col_axis, nb=nb,
+            row_g=row_g, col_g=col_g, precision=precision,
+        )
+        a, piv = lax.fori_loop(k0, k1, step, (a, piv))
     return a, piv

@@ -32,6 +32,7 @@ from jax import lax
 
 from ._axes import axis_index, axis_size
 from .cyclic import global_blocks
+from .pivots import apply_panel_swaps, pivots_to_permutation
 
 
 def _steps(nbr: int, lower: bool) -> range:
@@ -214,8 +215,6 @@ def lu_solve_block_cyclic(
     Returns:
       ``X`` in ``b``'s layout.
     """
-    from .lu import apply_panel_swaps, pivots_to_permutation
-
     n = piv.shape[0]
     nbr = n // nb
     trsm = trsm_few if few else trsm_many
