@@ -11,6 +11,9 @@ import pytest
 from jax.sharding import AxisType
 
 import distla
+from distla.matmul import model_bytes
+from distla.tools.ratios import THRESHOLD, matmul_ratio
+from distla.tools.run import to_host
 
 SIZES = [1024, 2048, 4096]
 
@@ -26,16 +29,13 @@ def _operands(n, shape, axis_type):
 
 
 def _kind(x):
-    return "explicit" if distla._mesh.is_explicit(x.sharding.mesh.abstract_mesh) else "auto"
+    return "explicit" if x.sharding.mesh.axis_types[0] == AxisType.Explicit else "auto"
 
 
 def _info(n, shape, label, da, db, fn=distla.matmul, **kw):
     cost = distla.cost(fn, da, db, **kw)
     pr, pc = shape
-    if label == "cannon":  # the skew and q-1 shifts of each operand's block
-        model = 2 * n * n / pr * 4
-    else:  # SUMMA: the A block row and B block column, less the device's own share
-        model = (n * n / pr * (pc - 1) / pc + n * n / pc * (pr - 1) / pr) * 4
+    model = model_bytes((n, n, n), shape, np.float32, algorithm=label)  # docs/matmul.md
     return dict(
         role="distla",
         name=f"distla.matmul {label} {pr}x{pc} {_kind(da)}",
@@ -95,8 +95,9 @@ def test_xla_sharded(run, benchmark, n):
 @pytest.mark.parametrize("n", SIZES)
 def test_summa(run, benchmark, n, axis_type):
     benchmark.group = f"matmul n={n}"
-    _, _, da, db = _operands(n, (2, 4), axis_type)
-    run(jax.jit(distla.matmul), (da, db), **_info(n, (2, 4), "summa", da, db))
+    a, b, da, db = _operands(n, (2, 4), axis_type)
+    c = run(jax.jit(distla.matmul), (da, db), **_info(n, (2, 4), "summa", da, db))
+    assert matmul_ratio(to_host(c), a, b) <= THRESHOLD
 
 
 @pytest.mark.parametrize("n", SIZES)

@@ -6,12 +6,12 @@ then: python benchmarks/report.py out/matmul.json
 
 import os
 
-_FLAG = "--xla_force_host_platform_device_count=8"
-if _FLAG.split("=")[0] not in os.environ.get("XLA_FLAGS", ""):
-    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " " + _FLAG).strip()
+os.environ.setdefault("JAX_NUM_CPU_DEVICES", "8")
 
 import jax  # noqa: E402
 import pytest  # noqa: E402
+
+jax.config.update("jax_num_cpu_devices", 8)  # jax's own switch, before its backend starts
 
 ROUNDS = int(os.environ.get("DISTLA_BENCH_ROUNDS", "7"))
 

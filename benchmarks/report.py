@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 import sys
 
+from distla.tools.table import format_table
+
 
 def _fmt_time(s: float) -> str:
     return f"{s * 1e3:.1f} ms" if s < 10 else f"{s:.2f} s"
@@ -48,8 +50,7 @@ def report(paths: list[str]) -> str:
         efficiency = any("flop_efficiency" in r["extra_info"] for r in rows)
         if efficiency:
             cols.append("flop efficiency")
-        out.append("| " + " | ".join(cols) + " |")
-        out.append("|" + "---|" * len(cols))
+        table = []
         for r in base + mine:
             info, med = r["extra_info"], r["stats"]["median"]
             flops = info.get("flops")
@@ -67,7 +68,8 @@ def report(paths: list[str]) -> str:
             if efficiency:
                 eff = info.get("flop_efficiency")
                 cells.append(f"{eff:.2f}" if eff else "-")
-            out.append("| " + " | ".join(cells) + " |")
+            table.append(cells)
+        out.append(format_table(cols, table, markdown=True))
     return "\n".join(out)
 
 

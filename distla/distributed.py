@@ -94,7 +94,7 @@ def init_distributed(
     cluster_detection_method: str | None = None,
     cpu_collectives: str | None = "gloo",
     initialization_timeout: int = 300,
-    exit_on_uncaught_exception: bool = True,
+    exit_on_uncaught_exception: bool = False,
 ) -> DistributedInfo:
     """Join the other processes of a multi-process run (``jax.distributed``).
 
@@ -128,9 +128,8 @@ def init_distributed(
     On CPU the collectives between processes go over gloo
     (``jax_cpu_collectives_implementation``); GPUs use NCCL whatever
     ``cpu_collectives`` says. Under a launcher that gives every process
-    simulated CPU devices, the device count comes from ``XLA_FLAGS``
-    (``--xla_force_host_platform_device_count``) or ``JAX_NUM_CPU_DEVICES``,
-    read when jax starts its backend.
+    simulated CPU devices, the device count comes from ``JAX_NUM_CPU_DEVICES``
+    (jax's ``jax_num_cpu_devices``), read when jax starts its backend.
 
     Args:
       coordinator_address: ``host:port`` of process 0's coordinator service;
@@ -145,12 +144,15 @@ def init_distributed(
       cpu_collectives: ``"gloo"`` (default), ``"mpi"``, or ``None`` to
         leave jax's setting alone.
       initialization_timeout: seconds to wait for all processes to connect.
-      exit_on_uncaught_exception: in a run of several processes, end the
-        process at once after an uncaught exception (status 1, traceback
-        printed) or ``sys.exit(nonzero)``. Without it, a failing process
-        waits in jax's shutdown barrier (up to 5 minutes) for peers that are
-        themselves stuck in a collective waiting for it, and no launcher sees
-        the failure. A clean exit still waits for the others.
+      exit_on_uncaught_exception: opt in (default off: nothing in this
+        process is replaced unless asked). In a run of several processes,
+        install ``sys.excepthook`` and ``sys.exit`` hooks that end the process
+        at once after an uncaught exception (status 1, traceback printed) or
+        ``sys.exit(nonzero)``. Without them, a failing process waits in jax's
+        shutdown barrier (up to 5 minutes) for peers that are themselves stuck
+        in a collective waiting for it, and no launcher sees the failure; so
+        scripts run by ``python -m distla launch`` (the demo among them) ask
+        for it. A clean exit still waits for the others.
 
     Returns:
       A ``DistributedInfo(process_id, num_processes, coordinator_address,
@@ -170,6 +172,7 @@ def init_distributed(
     Example:
       >>> import distla
       >>> info = distla.init_distributed()  # first, before any other jax call
+      >>> # under a launcher: init_distributed(exit_on_uncaught_exception=True)
       >>> info.num_processes  # 2 under python -m distla launch -n 2 -- script.py
       1
     """

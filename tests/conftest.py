@@ -1,20 +1,21 @@
 """Test harness: 8 simulated CPU devices and the meshes every test runs on.
 
-XLA_FLAGS must be set before jax is imported anywhere, so this file sets it
-at import time (pytest imports conftest before any test module).
+The devices are asked for through jax's own switch, ``jax_num_cpu_devices``,
+before anything starts jax's backend (pytest imports conftest before any test
+module). Subprocesses that the tests start inherit ``JAX_NUM_CPU_DEVICES``.
 """
 
 import os
 
-_FLAG = "--xla_force_host_platform_device_count=8"
-if _FLAG.split("=")[0] not in os.environ.get("XLA_FLAGS", ""):
-    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " " + _FLAG).strip()
+SIMULATED_DEVICES = 8
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
+os.environ.setdefault("JAX_NUM_CPU_DEVICES", str(SIMULATED_DEVICES))
 
 import jax  # noqa: E402
 import pytest  # noqa: E402
 from jax.sharding import AxisType  # noqa: E402
 
+jax.config.update("jax_num_cpu_devices", SIMULATED_DEVICES)
 jax.config.update("jax_numpy_rank_promotion", "raise")
 
 MESH_SHAPES = [(2, 4), (4, 2), (2, 2), (1, 8), (8, 1)]

@@ -23,17 +23,27 @@ import time
 
 import distla
 
-INFO = distla.init_distributed()  # before any other jax call
+# before any other jax call; a failing process ends at once (the launcher sees it)
+INFO = distla.init_distributed(exit_on_uncaught_exception=True)
 
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
 import scipy.linalg  # noqa: E402
 import threadpoolctl  # noqa: E402
-from jax.experimental import multihost_utils  # noqa: E402
 from jax.sharding import AxisType, NamedSharding  # noqa: E402
 from jax.sharding import PartitionSpec as P  # noqa: E402
 
-THRESHOLD = 30.0
+from distla.tools.ratios import (  # noqa: E402
+    THRESHOLD,
+    eps,
+    fft_ratio,
+    lu_ratio,
+    matmul_ratio,
+    perm_of,
+    solve_ratio,
+)
+from distla.tools.run import to_host as gather  # noqa: E402
+
 RESULTS: list[tuple[str, float]] = []
 _CLOCK = [time.perf_counter()]
 
@@ -50,13 +60,6 @@ def global_array(x: np.ndarray, mesh, spec) -> jax.Array:
     return arr
 
 
-def gather(x: jax.Array) -> np.ndarray:
-    """The whole of ``x`` on every process (a collective: all processes call it)."""
-    if x.is_fully_addressable:
-        return np.asarray(x)
-    return np.asarray(multihost_utils.process_allgather(x, tiled=True))
-
-
 def check(name: str, ratio: float, threshold: float = THRESHOLD) -> None:
     RESULTS.append((name, ratio))
     now = time.perf_counter()
@@ -65,49 +68,11 @@ def check(name: str, ratio: float, threshold: float = THRESHOLD) -> None:
     assert np.isfinite(ratio) and ratio <= threshold, f"{name}: ratio {ratio} > {threshold}"
 
 
-def eps(dtype) -> float:
-    return float(np.finfo(np.dtype(dtype)).eps)
-
-
-def matmul_ratio(c, a, b) -> float:
-    ref = a.astype(np.float64) @ b.astype(np.float64)
-    err = np.linalg.norm(c.astype(np.float64) - ref)
-    return err / (np.linalg.norm(a) * np.linalg.norm(b) * a.shape[1] * eps(c.dtype))
-
-
-def solve_ratio(a, x, b) -> float:
-    """||A x - b||_inf / (||A||_inf ||x||_inf n eps), in float64 (x, b may be vectors)."""
-    a64, x64, b64 = (np.asarray(v, np.float64) for v in (a, x, b))
-    x2, b2 = x64.reshape(len(x64), -1), b64.reshape(len(b64), -1)
-    resid = np.abs(a64 @ x2 - b2).max(0)  # per column
-    scale = np.abs(a64).sum(1).max() * np.abs(x2).max(0) * a.shape[0] * eps(x.dtype)
-    return float((resid / scale).max())
-
-
-def lu_ratio(pa, l_, u, a) -> float:
-    """||P A - L U||_1 / (n ||A||_1 eps)."""
-    err = np.abs(pa.astype(np.float64) - l_.astype(np.float64) @ u.astype(np.float64))
-    return err.sum(0).max() / (a.shape[0] * np.abs(a).sum(0).max() * eps(u.dtype))
-
-
 def logdet_ratio(got_log, ref_log, a) -> float:
     """|d log|det|| / (cond(A) n eps): a backward error n eps ||A|| moves it by cond(A) n eps."""
     a64 = np.asarray(a, np.float64)
     cond = np.linalg.cond(a64)
     return float(np.max(np.abs(got_log - ref_log) / (cond * a.shape[-1] * eps(np.float32))))
-
-
-def fft_ratio(y, ref) -> float:
-    err = np.linalg.norm(y.astype(ref.dtype) - ref)
-    return err / (np.linalg.norm(ref) * math.log2(ref.size) * eps(y.dtype))
-
-
-def perm_of(piv: np.ndarray) -> np.ndarray:
-    """The row order ``P A`` that LAPACK's swaps ``piv`` produce."""
-    perm = np.arange(len(piv))
-    for i, j in enumerate(piv):
-        perm[[i, j]] = perm[[j, i]]
-    return perm
 
 
 def check_setup(mesh) -> None:

@@ -1,4 +1,8 @@
-"""``python -m distla demo``: every capability's row, small, in a subprocess of its own."""
+"""``python -m distla demo``: every capability's row, small, in a subprocess of its own.
+
+The demo is the scaling study's operation table (distla/tools/ops) run at one
+mesh and one size per operation; every row's scaled ratio must pass.
+"""
 
 import subprocess
 import sys
@@ -24,6 +28,11 @@ def test_demo_prints_a_row_per_operation_that_passes():
     ops = [r[0] for r in rows]
     for op in ("matmul", "solve", "batched", "fftn", "rfftn"):
         assert op in ops, proc.stdout
+    assert len(rows) == 5, proc.stdout
     for r in rows:
         # columns from the right: vs XLA, vs 1 dev, peak, coll, err ratio
         assert float(r[-5]) <= THRESHOLD, r
+        assert r[-2].endswith("x") and r[-1].endswith("x"), r  # both baselines ran
+    notes = [line for line in lines if line.startswith("  ")]
+    assert any("solve (LU): vs 1 dev: one device: scipy.linalg.solve" in n for n in notes)
+    assert any("the model of docs/matmul.md" in n for n in notes), notes

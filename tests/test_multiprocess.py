@@ -22,8 +22,9 @@ from pathlib import Path
 import pytest
 
 import distla
-from distla import _launch
 from distla.distributed import DistributedInfo, init_distributed
+from distla.tools import cli
+from distla.tools import launch as _launch
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKER = ROOT / "tests" / "mp_worker.py"
@@ -145,7 +146,7 @@ def _script(tmp_path: Path, body: str) -> str:
 def launch_here(capfd, *argv: str) -> tuple[int, str, str, float]:
     """The launcher in this process (children without jax: fast); (status, out, err, s)."""
     t0 = time.monotonic()
-    status = _launch.main(list(argv))
+    status = cli.main(["launch", *argv])
     seconds = time.monotonic() - t0
     out, err = capfd.readouterr()
     return status, out, err, seconds
@@ -161,7 +162,7 @@ def test_launch_prefixes_output_and_sets_the_environment(tmp_path, capfd, monkey
         print(*(os.environ[k] for k in keys), *sys.argv[1:])
         """,
     )
-    monkeypatch.setenv("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
+    monkeypatch.setenv("XLA_FLAGS", "--xla_force_host_platform_device_count=8 --xla_dump_to=x")
     status, out, err, _ = launch_here(
         capfd, "-n", "3", "--devices-per-process", "2", script, "a", "--b"
     )
@@ -172,7 +173,7 @@ def test_launch_prefixes_output_and_sets_the_environment(tmp_path, capfd, monkey
     for i, line in enumerate(lines):
         tag, address, count, pid, devices, impl, flags, *args = line.split()
         assert (tag, count, pid, devices, impl) == (f"[p{i}]", "3", str(i), "2", "gloo")
-        assert flags == "--xla_force_host_platform_device_count=2"  # the harness's 8 replaced
+        assert flags == "--xla_dump_to=x"  # other flags kept, a device count dropped
         assert args == ["a", "--b"]
         addresses.add(address)
     (address,) = addresses
@@ -249,8 +250,7 @@ def test_launcher_terminated_stops_its_processes(tmp_path):
     ],
 )
 def test_launch_command_line(argv, command):
-    _, got = _launch._parse(["-n", "2", *argv])
-    assert got == command
+    assert cli.parse(["launch", "-n", "2", *argv]).command == command
 
 
 @pytest.mark.parametrize(
@@ -264,7 +264,7 @@ def test_launch_command_line(argv, command):
 )
 def test_launch_command_line_errors(argv, message, capsys):
     with pytest.raises(SystemExit):
-        _launch._parse(argv)
+        cli.parse(["launch", *argv])
     assert message in capsys.readouterr().err
 
 
@@ -353,6 +353,25 @@ def test_init_distributed_errors(clean_env, env, kwargs, match):
         clean_env.setenv(key, value)
     with pytest.raises(ValueError, match=match):
         init_distributed(**kwargs)
+
+
+@pytest.mark.parametrize("asked", [False, True], ids=["default", "asked"])
+def test_init_distributed_replaces_exit_hooks_only_when_asked(clean_env, asked):
+    """Nothing in the caller's process changes unless exit_on_uncaught_exception=True."""
+    import jax
+
+    from distla import distributed
+
+    hook, exit_ = sys.excepthook, sys.exit
+    clean_env.setattr(sys, "excepthook", hook)  # restored after the test
+    clean_env.setattr(sys, "exit", exit_)
+    clean_env.setattr(distributed, "_started", None)
+    clean_env.setattr(jax.distributed, "initialize", lambda **kwargs: None)  # no real run
+    clean_env.setattr(distributed.atexit, "register", lambda fn: None)
+    kwargs = {"exit_on_uncaught_exception": True} if asked else {}
+    info = init_distributed("127.0.0.1:1", 2, 1, cpu_collectives=None, **kwargs)
+    assert info == DistributedInfo(1, 2, "127.0.0.1:1", "arguments")
+    assert (sys.excepthook is not hook, sys.exit is not exit_) == (asked, asked)
 
 
 def test_init_distributed_after_jax_started(clean_env):

@@ -1,4 +1,4 @@
-"""``python -m distla launch``: N local processes on jax.distributed (private).
+"""``python -m distla launch``: N local processes on jax.distributed.
 
 Starts N copies of a Python script (or ``-m module``) on this machine, each a
 process of one ``jax.distributed`` run over loopback: process 0 hosts the
@@ -26,8 +26,11 @@ import time
 from collections.abc import Sequence
 from typing import IO
 
-from .distributed import ENV_COORDINATOR, ENV_NUM_PROCESSES, ENV_PROCESS_ID
+from distla.distributed import ENV_COORDINATOR, ENV_NUM_PROCESSES, ENV_PROCESS_ID
 
+from .devices import ENV as _DEVICES_ENV
+
+# A device count in XLA_FLAGS would compete with JAX_NUM_CPU_DEVICES: dropped.
 _DEVICE_FLAG = "--xla_force_host_platform_device_count"
 # gloo prints "[Gloo] Rank R is connected to N peer ranks. Expected number of connected
 # peer ranks is : N" per device and collective group, piece by piece from several
@@ -51,8 +54,8 @@ USAGE = """python -m distla launch [-n N] [--devices-per-process D] [--timeout S
 EPILOG = """
 Each process gets in its environment: JAX_COORDINATOR_ADDRESS=127.0.0.1:PORT,
 JAX_NUM_PROCESSES=N, JAX_PROCESS_ID=i, JAX_PLATFORMS=cpu,
-JAX_CPU_COLLECTIVES_IMPLEMENTATION=gloo, JAX_NUM_CPU_DEVICES=D and
-XLA_FLAGS=--xla_force_host_platform_device_count=D (other XLA flags are kept).
+JAX_CPU_COLLECTIVES_IMPLEMENTATION=gloo and JAX_NUM_CPU_DEVICES=D (a device
+count in XLA_FLAGS is removed; other XLA flags are kept).
 The script calls distla.init_distributed() (or jax.distributed.initialize with
 those values) before any other jax call.
 
@@ -74,9 +77,12 @@ def child_env(
 ) -> dict[str, str]:
     """The environment of process ``process_id`` (see the module docstring)."""
     env = dict(base)
-    flags = re.sub(rf"{_DEVICE_FLAG}=\S*", "", env.get("XLA_FLAGS", ""))
-    env["XLA_FLAGS"] = f"{flags.strip()} {_DEVICE_FLAG}={devices}".strip()
-    env["JAX_NUM_CPU_DEVICES"] = str(devices)
+    flags = " ".join(re.sub(rf"{_DEVICE_FLAG}=\S*", "", env.get("XLA_FLAGS", "")).split())
+    if flags:
+        env["XLA_FLAGS"] = flags
+    else:
+        env.pop("XLA_FLAGS", None)
+    env[_DEVICES_ENV] = str(devices)
     env["JAX_PLATFORMS"] = "cpu"
     env["JAX_CPU_COLLECTIVES_IMPLEMENTATION"] = "gloo"
     env[ENV_COORDINATOR] = coordinator
@@ -86,15 +92,14 @@ def child_env(
     return env
 
 
-def _parse(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
-    parser = argparse.ArgumentParser(
-        prog="python -m distla launch",
-        usage=USAGE,
-        description="Run a script as N local processes of one jax.distributed run "
-        "(loopback, gloo CPU collectives, simulated CPU devices).",
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+DESCRIPTION = (
+    "Run a script as N local processes of one jax.distributed run "
+    "(loopback, gloo CPU collectives, simulated CPU devices)."
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of ``python -m distla launch``."""
     parser.add_argument("-n", "--num-processes", type=int, default=2, help="processes (2)")
     parser.add_argument(
         "--devices-per-process", type=int, default=4, help="simulated CPU devices each (4)"
@@ -117,11 +122,19 @@ def _parse(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
     )
     parser.add_argument("-m", dest="module", default=None, help="run a module, as python -m")
     parser.add_argument("command", nargs=argparse.REMAINDER, help="script.py [args ...]")
+
+
+def parse(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.Namespace:
+    """``argv`` (after ``launch``) parsed by ``parser``; ``command`` is what each process runs.
+
+    Everything after the first ``--`` is the command, untouched, unless the
+    script was named before it (then the ``--`` is the script's own).
+    """
     argv = list(argv)
     cut = argv.index("--") if "--" in argv else None
     args = parser.parse_args(argv if cut is None else argv[:cut])
     if cut is not None and args.module is None and not args.command:
-        rest = argv[cut + 1 :]  # everything after the first "--" is the command, untouched
+        rest = argv[cut + 1 :]
         if rest[:1] == ["-m"]:
             if len(rest) < 2:
                 parser.error("-m needs a module name")
@@ -129,14 +142,14 @@ def _parse(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
         args.command = rest
     elif cut is not None:  # the "--" belongs to the script's own arguments
         args = parser.parse_args(argv)
-    command = ["-m", args.module, *args.command] if args.module else list(args.command)
-    if not command:
+    args.command = ["-m", args.module, *args.command] if args.module else list(args.command)
+    if not args.command:
         parser.error("no script given: python -m distla launch -n 2 -- script.py [args]")
     if args.num_processes < 1:
         parser.error(f"-n must be at least 1; got {args.num_processes}")
     if args.devices_per_process < 1:
         parser.error(f"--devices-per-process must be at least 1; got {args.devices_per_process}")
-    return args, command
+    return args
 
 
 def _pump(
@@ -299,10 +312,10 @@ def _wait(procs: Sequence[subprocess.Popen], *, timeout: float | None, grace: fl
     return 0
 
 
-def main(argv: list[str]) -> int:
-    args, command = _parse(argv)
+def main(args: argparse.Namespace) -> int:
+    """``python -m distla launch`` with arguments from :func:`parse`; the exit status."""
     return launch(
-        command,
+        args.command,
         num_processes=args.num_processes,
         devices_per_process=args.devices_per_process,
         timeout=args.timeout,

@@ -1,4 +1,4 @@
-"""Timing helpers shared by the demo, the benchmarks and the scaling study (private).
+"""Timing for the tools and the benchmarks: ``time_calls``.
 
 Compile once, warm up, and time with ``block_until_ready`` inside the timed
 region; candidates compared in one run are timed in interleaved rounds so

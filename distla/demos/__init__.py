@@ -1,1 +1,0 @@
-"""Rows of ``python -m distla demo``, one module per capability."""

@@ -1,0 +1,99 @@
+"""The command line of the tools: ``python -m distla demo | scaling | launch``.
+
+One parser with a subcommand per tool; each tool module contributes its
+options (``add_arguments``) and runs from the parsed arguments (``main``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from . import demo, launch, scaling
+from .ops import ScalingError
+
+PROG = "python -m distla"
+
+
+def _one_line_error(prog: str):
+    def error(message: str):  # no usage block: one line, exit status 2 (main)
+        raise ScalingError(message)
+
+    return error
+
+
+def parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+    """The parser and its subcommands' parsers, by name."""
+    top = argparse.ArgumentParser(prog=PROG, description="distla's command-line tools.")
+    sub = top.add_subparsers(dest="tool", required=True, metavar="{demo,scaling,launch}")
+    subs = {
+        "demo": sub.add_parser(
+            "demo",
+            help="run every capability once and print a cost table",
+            description=demo.__doc__.splitlines()[0].split(": ", 1)[1],
+        ),
+        "scaling": sub.add_parser(
+            "scaling",
+            help="time an operation over meshes and sizes",
+            description=scaling.DESCRIPTION,
+        ),
+        "launch": sub.add_parser(
+            "launch",
+            help="start N local processes on jax.distributed",
+            usage=launch.USAGE,
+            description=launch.DESCRIPTION,
+            epilog=launch.EPILOG,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        ),
+    }
+    demo.add_arguments(subs["demo"])
+    scaling.add_arguments(subs["scaling"])
+    subs["scaling"].error = _one_line_error(subs["scaling"].prog)  # type: ignore[method-assign]
+    launch.add_arguments(subs["launch"])
+    return top, subs
+
+
+def parse(argv: Sequence[str]) -> argparse.Namespace:
+    """``argv`` (after ``python -m distla``) parsed; ``tool`` names the subcommand.
+
+    ``launch`` reads its own ``--``: everything after it is the command the
+    processes run. Errors exit with status 2 (scaling: raise ScalingError).
+    """
+    argv = list(argv)
+    top, subs = parser()
+    if argv[:1] == ["launch"]:
+        args = launch.parse(subs["launch"], argv[1:])
+        args.tool = "launch"
+    else:
+        args = top.parse_args(argv)
+    args.argv = argv[1:]
+    return args
+
+
+def _from_command_line() -> bool:
+    """True when this process is ``python -m distla ...`` (it may ask for devices)."""
+    spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+    return getattr(spec, "name", None) == "distla.__main__"
+
+
+def main(argv: Sequence[str] | None = None, *, devices: bool | None = None) -> int:
+    """Run ``python -m distla ARGV``; returns the exit status.
+
+    ``devices``: whether the tool may ask for simulated CPU devices (set
+    ``jax_num_cpu_devices``, or start again in a fresh interpreter); by
+    default only when this process is the command line itself.
+    """
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if devices is None:
+        devices = _from_command_line()
+    try:
+        args = parse(argv)
+    except ScalingError as e:
+        print(f"{PROG} scaling: error: {e}", file=sys.stderr)
+        return 2
+    if args.tool == "launch":
+        return launch.main(args)
+    if args.tool == "scaling":
+        return scaling.main(args, args.argv, devices=devices)
+    return demo.main(args, devices=devices)
