@@ -127,3 +127,128 @@ def cholesky(a, *, dtype, upper=False, symmetrize=True, read_upper=False, block_
         a, dtype=dtype, block_size=block_size, symmetrize=symmetrize, read_upper=read_upper,
         upper=upper,
     )
+
+
+# ------------------------------------------------------------------ triangular solves
+
+
+def _trans_code(trans, what: str) -> int:
+    codes = {0: 0, "N": 0, "n": 0, 1: 1, "T": 1, "t": 1, 2: 2, "C": 2, "c": 2}
+    if isinstance(trans, bool) or trans not in codes:
+        raise ValueError(f"{what}: trans must be 0, 1, 2, 'N', 'T' or 'C'; got {trans!r}")
+    return codes[trans]
+
+
+@functools.partial(jax.jit, static_argnames=("dtype", "trans", "lower", "unit_diagonal"))
+def _triangular_solve(a, b, *, dtype, trans, lower, unit_diagonal):
+    """``op(T) x = b`` for one matrix: ``T`` the ``lower``/upper triangle of ``a``."""
+    grid = _grid(a, b, names=("a", "b"))
+    n = a.shape[0]
+    vector = b.ndim == 1
+    k = 1 if vector else b.shape[1]
+    nb, n_pad = lu_plan(grid, n)
+    blocks = grid.block_spec
+    b_spec, few = _rhs_layout(grid, k, trans)
+    k_pad = _k_pad(grid, k, trans, few)
+    # op(T) of a block-cyclic T is the local transpose on the transposed grid
+    rows, cols = (grid.row, grid.col) if trans == 0 else (grid.col, grid.row)
+    tri_lower = lower if trans == 0 else not lower
+    trsm = trsm_few if few else trsm_many
+
+    def body(a, b):
+        a = constrain(_pad_identity(a.astype(dtype), n_pad), blocks)
+        b2 = b.astype(dtype).reshape(n, k)
+        b2 = constrain(jnp.pad(b2, ((0, n_pad - n), (0, k_pad - k))), b_spec)
+
+        def kernel(a_blk, b_blk):
+            t = _to_cyclic(a_blk, grid, nb)
+            if trans:
+                t = t.T.conj() if trans == 2 else t.T
+            x = to_block_cyclic(b_blk, axis=0, axis_name=rows, nb=nb)
+            x = trsm(
+                t, x, lower=tri_lower, unit_diagonal=unit_diagonal, row_axis=rows, col_axis=cols,
+                nb=nb, precision=_PRECISION,
+            )
+            return from_block_cyclic(x, axis=0, axis_name=rows, nb=nb)
+
+        x = shard_map(kernel, in_specs=(blocks, b_spec), out_specs=b_spec, check_vma=False)(a, b2)
+        x = x[:n, :k]
+        return x[:, 0] if vector else x
+
+    out = fitting_spec(b.shape, grid.mesh, _natural_rhs_spec(grid, b.ndim))
+    return run_on_mesh(body, grid.mesh, out, a, b)
+
+
+def triangular_solve(a, b, *, dtype, trans, lower, unit_diagonal):
+    """``op(T)⁻¹ b`` for one sharded matrix (no derivative rule; see ``distla.linalg``)."""
+    return _triangular_solve(
+        a, b, dtype=dtype, trans=trans, lower=lower, unit_diagonal=unit_diagonal
+    )
+
+
+@functools.partial(jax.jit, static_argnames=("trans", "lower", "unit_diagonal"))
+def triangle_matvec(a, x, *, trans, lower, unit_diagonal):
+    """``op(T) @ x`` with ``T`` the triangle of ``a`` that a solve reads (for derivatives)."""
+    from .matmul import matmul
+
+    t = jnp.where(_tril(a) if lower else _tril(a.T).T, a, jnp.zeros((), a.dtype))
+    if unit_diagonal:
+        eye = _tril(a) & _tril(a.T).T
+        t = jnp.where(eye, jnp.ones((), a.dtype), t)
+    if trans:
+        t = jnp.conj(t.T) if trans == 2 else t.T
+    if x.ndim == 1:
+        return matmul(t, x[:, None])[:, 0]
+    return matmul(t, x)
+
+
+# --------------------------------------------------------------------- communication
+
+
+def model_bytes(
+    n: int,
+    grid: tuple[int, int],
+    dtype,
+    *,
+    block_size: int | None = None,
+    symmetrize: bool = True,
+) -> float:
+    """Bytes one device receives in ``distla.linalg.cholesky`` of an ``n x n`` matrix.
+
+    The model of docs/cholesky.md, for a ``pr x pc`` grid, counted as
+    ``distla.cost`` counts (all-gather and all-to-all ``(g-1)/g`` of their
+    result, all-reduce ``2(g-1)/g``), summed step by step over the
+    segments and panels of :func:`plan`. ``symmetrize`` adds the transpose
+    that ``symmetrize_input=True`` needs (one all-to-all of the local block).
+    """
+    pr, pc = grid
+    mesh = jax.sharding.AbstractMesh((pr, pc), ("r", "c"))
+    nb, w, n_pad = plan(Grid(mesh, "r", "c"), n, block_size)
+    item = jnp.dtype(dtype).itemsize
+    nbr, mloc, nloc = n_pad // nb, n_pad // pr, n_pad // pc
+    block = mloc * nloc
+
+    def relayout(local_blocks, p):
+        if p == 1 or local_blocks == 1:
+            return 0.0
+        if local_blocks % p == 0:
+            return (p - 1) / p
+        return (p * -(-local_blocks // p) - local_blocks // p) / local_blocks
+
+    def reduce(g):  # all-reduce, per element
+        return 2 * (g - 1) / g
+
+    elements = 2 * block * (relayout(mloc // nb, pr) + relayout(nloc // nb, pc))
+    if symmetrize and pr * pc > 1:
+        elements += block * ((pr * pc - 1) / (pr * pc) if pr != pc else 0.0)
+        elements += block if pr > 1 and pc > 1 else 0.0
+    for seg in range(nbr // w):
+        k0 = seg * w
+        h = mloc - (k0 // pr) * nb
+        wc = (w // pc) * nb
+        # per panel: diagonal block, panel along mesh rows, its transpose along mesh columns
+        elements += w * (reduce(pr) * nb * nb + reduce(pc) * h * nb + reduce(pr) * wc * nb)
+        k1 = k0 + w
+        if k1 < nbr:  # the segment's transpose for the trailing columns
+            elements += reduce(pr) * (nloc - (k1 // pc) * nb) * w * nb
+    return elements * item
