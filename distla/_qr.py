@@ -132,13 +132,14 @@ def _tsqr(a, *, mode, dtype):
     return run_on_mesh(body, mesh, out, a)
 
 
-@functools.partial(jax.jit, static_argnames=("mode", "dtype", "block_size", "stages"))
-def _householder(a, *, mode, dtype, block_size, stages):
+@functools.partial(jax.jit, static_argnames=("mode", "dtype", "block_size"))
+def _householder(a, *, mode, dtype, block_size):
     mesh = operand_mesh(a, names=("a",))
     grid = grid_of(mesh, what="distla.linalg.qr")
     m, n = a.shape
     nb, m_pad, n_pad = plan(grid, m, n, block_size)
     panels = -(-min(m, n) // nb)
+    stages = stages_for(panels)
     want_q = mode != "r"
     q_shape, r_shape = _out_shapes(m, n, mode)
     q_pad = _round_up(q_shape[1], nb * grid.pc)
@@ -187,7 +188,12 @@ def _factor(a, *, mode, dtype, block_size):
     p = operand_mesh(a, names=("a",)).size
     if use_tsqr(m, n, p, mode):
         return _tsqr(a, mode=mode, dtype=dtype)
-    return _householder(a, mode=mode, dtype=dtype, block_size=block_size, stages=STAGES)
+    return _householder(a, mode=mode, dtype=dtype, block_size=block_size)
+
+
+def stages_for(panels: int) -> int:
+    """Stages of the Householder kernel: one per 4 panels, at most ``STAGES``."""
+    return max(1, min(STAGES, panels // 4))
 
 
 # --------------------------------------------------------------------------- derivatives
@@ -343,8 +349,9 @@ def qr(
       ``QRResult(Q, R)``, or ``R`` for ``mode="r"``. One matrix: both in the
       2D block layout ``P(r, c)`` of the mesh (``P(r, None)`` on a 1-axis
       mesh), or the largest even layout that fits their shapes. A stack:
-      sharded along the batch. ``R`` is exactly upper triangular; signs
-      are LAPACK's (``R``'s diagonal may be negative), as jnp's.
+      sharded along the batch. ``R`` is exactly upper triangular. As in
+      jnp, the signs of ``R``'s rows (and ``Q``'s columns) are not
+      normalised: the Householder kernel's are LAPACK's, TSQR's may differ.
 
     Raises:
       ValueError: ``a`` has fewer than 2 dimensions, or ``mode`` is unknown.
@@ -369,6 +376,7 @@ def qr(
     if mesh is None or a.size == 0 or mode == "raw":
         return jnp.linalg.qr(drop_trivial_sharding(a), mode=mode)
     single_thread_lapack_for_cpu_devices()
+    a = a.astype(dtype)  # ints and bools share the float programs
     if a.ndim > 2:
         out = _qr_batched(a, mode=mode, dtype=dtype)
         return out if mode == "r" else QRResult(*out)
@@ -386,7 +394,6 @@ def model_bytes(
     *,
     mode: str = "reduced",
     block_size: int | None = None,
-    stages: int = STAGES,
 ) -> float:
     """Bytes one device receives in an ``m x n`` QR on a ``pr x pc`` grid, per docs/qr.md.
 
@@ -403,6 +410,7 @@ def model_bytes(
     mesh = jax.sharding.AbstractMesh((pr, pc), ("r", "c"))
     nb, m_pad, n_pad = plan(Grid(mesh, "r", "c"), m, n, block_size)
     panels = -(-min(m, n) // nb)
+    stages = stages_for(panels)
     mloc, nloc = m_pad // pr, n_pad // pc
     q_cols = _out_shapes(m, n, mode)[0][1]
     qloc = _round_up(q_cols, nb * pc) // pc

@@ -1,0 +1,268 @@
+"""distla.linalg.qr: TSQR and blocked Householder against LAPACK's test ratios (DESIGN.md)."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from conftest import build_mesh
+from helpers import THRESHOLD, eps, has_layout, place, random_matrix
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+
+import distla
+from distla import _qr, linalg
+from distla._mesh import fitting_spec
+
+
+def _wide(x):
+    x = np.asarray(x)
+    return x.astype(np.complex128 if np.iscomplexobj(x) else np.float64)
+
+
+def qr_ratios(a, q, r):
+    """LAPACK's ``‖A − QR‖₁/(max(m,n)‖A‖₁eps)`` and ``‖I − QᴴQ‖₁/(m·eps)``."""
+    a64, q64, r64 = _wide(a), _wide(q), _wide(r)
+    m, n = a64.shape
+    e = eps(np.asarray(q).dtype)
+    norm = np.linalg.norm(a64, 1) or 1.0
+    resid = np.linalg.norm(a64 - q64 @ r64, 1) / (max(m, n) * norm * e)
+    orth = np.linalg.norm(np.eye(q64.shape[1]) - q64.conj().T @ q64, 1) / (m * e)
+    return resid, orth
+
+
+def check(a, q, r, mode="reduced"):
+    ref_q, ref_r = jnp.linalg.qr(jnp.asarray(np.asarray(a)), mode=mode)
+    assert q.shape == ref_q.shape and r.shape == ref_r.shape
+    assert q.dtype == ref_q.dtype and r.dtype == ref_r.dtype
+    r_np = np.asarray(r)
+    assert np.all(np.tril(r_np, -1) == 0), "R is not exactly upper triangular"
+    resid, orth = qr_ratios(a, q, r)
+    assert resid <= THRESHOLD and orth <= THRESHOLD, (resid, orth)
+    return resid, orth
+
+
+def kinds(rng, m, n, dtype):
+    """Gaussian, ill-conditioned (cond 1/sqrt(eps)), rank-deficient and graded matrices."""
+    g = random_matrix(rng, (m, n), dtype)
+    k = min(m, n)
+    u, _ = np.linalg.qr(random_matrix(rng, (m, k), dtype))
+    v, _ = np.linalg.qr(random_matrix(rng, (n, k), dtype))
+    s = np.logspace(0, np.log10(np.sqrt(eps(dtype))), k)
+    ill = (u * s) @ v.conj().T
+    low = random_matrix(rng, (m, k // 3), dtype) @ random_matrix(rng, (k // 3, n), dtype)
+    graded = g * np.logspace(0, -6, m)[:, None] * np.logspace(0, -3, n)[None, :]
+    return {"gaussian": g, "ill": ill, "rank-deficient": low, "graded": graded}
+
+
+# --------------------------------------------------------------------------- meshes
+
+
+def test_every_mesh(mesh):
+    # a size no mesh divides; the Householder kernel on every grid shape
+    rng = np.random.default_rng(0)
+    a = random_matrix(rng, (61, 45), np.float32)
+    q, r = linalg.qr(place(a, mesh))
+    check(a, q, r)
+    for x in (q, r):
+        assert x.sharding.mesh.shape == mesh.shape
+        assert has_layout(x, mesh, fitting_spec(x.shape, mesh.abstract_mesh, P("x", "y")))
+
+
+@pytest.mark.parametrize("devices,kind", [(8, "explicit"), (4, "auto")], ids=["8-explicit", "4-auto"])
+def test_tsqr_on_one_axis_meshes(devices, kind):
+    mesh = build_mesh((devices,), kind, names=("x",))
+    rng = np.random.default_rng(1)
+    a = random_matrix(rng, (1001, 24), np.float32)  # rows the mesh does not divide
+    x = jax.device_put(a, NamedSharding(mesh, P(None, None)))
+    assert _qr.use_tsqr(*a.shape, devices, "reduced")
+    q, r = linalg.qr(x)
+    check(a, q, r)
+    np.testing.assert_allclose(np.asarray(linalg.qr(x, mode="r")), np.asarray(r), rtol=0, atol=0)
+    b = random_matrix(rng, (1024, 16), np.float32)
+    q, r = linalg.qr(jax.device_put(b, NamedSharding(mesh, P("x", None))))
+    assert has_layout(q, mesh, P("x", None))
+    check(b, q, r)
+
+
+def test_tsqr_on_the_rows_of_a_2d_mesh():
+    mesh = build_mesh((2, 4), "auto")
+    rng = np.random.default_rng(2)
+    a = random_matrix(rng, (512, 20), np.complex64)
+    q, r = linalg.qr(place(a, mesh, P("x", None)))
+    check(a, q, r)
+
+
+# --------------------------------------------------------------------------- matrices
+
+
+@pytest.mark.parametrize(
+    "dtype,shape", [(np.float32, (96, 72)), (np.complex64, (40, 88))], ids=["tall-f32", "wide-c64"]
+)
+def test_hard_matrices(dtype, shape):
+    mesh = build_mesh((2, 4), "explicit")
+    rng = np.random.default_rng(3)
+    for name, a in kinds(rng, *shape, dtype).items():
+        q, r = linalg.qr(place(a, mesh), block_size=8)
+        try:
+            check(a, q, r)
+        except AssertionError as e:
+            raise AssertionError(f"{name}: {e}") from None
+
+
+@pytest.mark.parametrize("dtype", [np.complex128])
+def test_double_precision(x64, dtype):
+    mesh = build_mesh((4, 2), "auto")
+    rng = np.random.default_rng(4)
+    a = kinds(rng, 80, 64, dtype)["ill"]
+    q, r = linalg.qr(place(a, mesh))
+    assert q.dtype == dtype
+    check(a, q, r)
+    t = kinds(rng, 600, 12, dtype)["graded"]
+    q, r = linalg.qr(place(t, mesh, P("x", None)))
+    check(t, q, r)
+
+
+@pytest.mark.parametrize(
+    "shape,mode",
+    [((70, 50), "complete"), ((50, 70), "r"), ((640, 8), "complete"), ((61, 45), "full")],
+)
+def test_modes_and_shapes(shape, mode):
+    mesh = build_mesh((2, 4), "explicit")
+    rng = np.random.default_rng(5)
+    a = random_matrix(rng, shape, np.float32)
+    out = linalg.qr(place(a, mesh), mode=mode)
+    ref = jnp.linalg.qr(a, mode=mode)
+    if mode == "r":
+        assert out.shape == ref.shape and out.dtype == ref.dtype
+        np.testing.assert_allclose(np.abs(np.asarray(out)), np.abs(np.asarray(ref)), atol=2e-4)
+        return
+    assert isinstance(out, tuple) and len(out) == 2
+    check(a, *out, mode="complete" if mode == "complete" else "reduced")
+
+
+# --------------------------------------------------------------------------- jnp's rules
+
+
+def test_promotion_empty_and_fallback():
+    mesh24 = build_mesh((2, 4), "explicit")
+    ints = np.arange(61 * 45).reshape(61, 45) % 7 - 3
+    q, r = linalg.qr(place(ints.astype(np.int32), mesh24))
+    ref_q, ref_r = jnp.linalg.qr(ints)
+    assert q.dtype == ref_q.dtype == r.dtype
+    check(ints.astype(np.float32), q, r)
+    with jax.numpy_dtype_promotion("strict"):
+        flags = place(ints > 0, mesh24)
+        assert linalg.qr(flags, mode="full")[1].dtype == jnp.float32
+    for shape in [(0, 5), (5, 0), (3, 0, 4)]:
+        for mode in ("reduced", "complete", "r"):
+            got = linalg.qr(jnp.zeros(shape), mode=mode)
+            ref = jnp.linalg.qr(jnp.zeros(shape), mode=mode)
+            assert jax.tree.map(jnp.shape, got) == jax.tree.map(jnp.shape, ref)
+    one = np.random.default_rng(6).standard_normal((9, 7)).astype(np.float32)
+    check(one, *linalg.qr(one))  # unsharded: jnp itself
+    raw = linalg.qr(place(one, mesh24), mode="raw")
+    np.testing.assert_allclose(np.asarray(raw[1]), np.asarray(jnp.linalg.qr(one, "raw")[1]),
+                               rtol=1e-5)
+
+
+def test_errors():
+    mesh24 = build_mesh((2, 4), "explicit")
+    a = place(np.ones((8, 8), np.float32), mesh24)
+    with pytest.raises(ValueError, match="unsupported mode 'economic'"):
+        linalg.qr(a, mode="economic")
+    with pytest.raises(ValueError, match=r"shape \(\.\.\., m, n\); got a of shape \(8,\)"):
+        linalg.qr(place(np.ones(8, np.float32), mesh24))
+    with pytest.raises(ValueError, match="block_size must be a positive int"):
+        linalg.qr(a, block_size=0)
+
+
+def test_stacks_are_local_and_vmap_batches():
+    mesh24 = build_mesh((2, 4), "explicit")
+    rng = np.random.default_rng(7)
+    a = random_matrix(rng, (12, 20, 9), np.float32)  # batch padded to 16 members
+    x = place(a, mesh24, P(("x", "y"), None, None))
+    q, r = linalg.qr(x)
+    q, r = np.asarray(q), np.asarray(r)
+    for i in range(a.shape[0]):
+        check(a[i], q[i], r[i])
+    c = distla.cost(lambda x: linalg.qr(x), jax.ShapeDtypeStruct((16, 20, 9), jnp.float32,
+                                                                   sharding=x.sharding))
+    assert c.total_collective_bytes == 0
+    vq, vr = jax.vmap(linalg.qr)(x)
+    np.testing.assert_allclose(np.asarray(vr), np.asarray(r), atol=1e-5)
+    assert jax.vmap(lambda y: linalg.qr(y, mode="r"))(x).shape == (12, 9, 9)
+
+
+# --------------------------------------------------------------------------- derivatives
+
+
+@pytest.mark.parametrize("shape", [(24, 16), (400, 6)], ids=["householder", "tsqr"])
+def test_derivatives_match_jnp(shape):
+    mesh = build_mesh((2, 4), "explicit")
+    rng = np.random.default_rng(8)
+    a, da = rng.standard_normal(shape), rng.standard_normal(shape)
+
+    def f(qr):  # invariant under the column signs of Q (TSQR's differ from LAPACK's)
+        def g(x):
+            q, r = qr(x)
+            return jnp.sum(jnp.sin(q * q)) + jnp.sum(jnp.cos(r * r))
+
+        return g
+
+    with jax.enable_x64(True), jax.set_mesh(mesh):
+        x, dx = place(a, mesh), place(da, mesh)
+        got = jax.jvp(f(linalg.qr), (x,), (dx,))
+        ref = jax.jvp(f(jnp.linalg.qr), (a,), (da,))
+        np.testing.assert_allclose(got[1], ref[1], rtol=1e-9)
+        np.testing.assert_allclose(
+            jax.grad(f(linalg.qr))(x), jax.grad(f(jnp.linalg.qr))(a), rtol=1e-9, atol=1e-12
+        )
+        if shape[1] < 8:  # second order on the cheaper (TSQR) program
+            h = jax.grad(lambda x: jnp.sum(jax.grad(f(linalg.qr))(x) * dx))(x)
+            h_ref = jax.grad(lambda x: jnp.sum(jax.grad(f(jnp.linalg.qr))(x) * da))(a)
+            np.testing.assert_allclose(h, h_ref, rtol=1e-8, atol=1e-10)
+        with pytest.raises(NotImplementedError, match="m >= n"):
+            jax.jvp(linalg.qr, (place(a.T, mesh),), (place(da.T, mesh),))
+
+
+# --------------------------------------------------------------------------- cost
+
+
+def _abstract(mesh, shape, spec, dtype=jnp.float32):
+    return jax.ShapeDtypeStruct(shape, dtype, sharding=NamedSharding(mesh, spec))
+
+
+@pytest.mark.parametrize(
+    "grid,shape,spec,mode",
+    [((2, 4), (384, 384), P("x", "y"), "reduced"), ((2, 4), (384, 384), P("x", "y"), "r"),
+     ((4, 2), (320, 448), P("x", "y"), "complete"), ((8,), (8192, 64), P("x", None), "reduced")],
+    ids=["2x4-reduced", "2x4-r", "4x2-complete", "tsqr-8"],
+)
+def test_cost_no_gathers_and_the_model(grid, shape, spec, mode):
+    names = ("x", "y")[: len(grid)]
+    mesh = build_mesh(grid, "explicit", names=names)
+    a = _abstract(mesh, shape, spec)
+    c = distla.cost(lambda a: linalg.qr(a, mode=mode), a)
+    m, n = shape
+    whole = m * n * 4
+    p = mesh.size
+    assert c.largest() < whole / 4  # no collective carries a whole (or half a) matrix
+    pr, pc = (grid[0], 1) if len(grid) == 1 else grid
+    if _qr.use_tsqr(m, n, p, mode):
+        assert c.peak_memory_bytes <= 6 * whole / p + 4 * p * n * n * 4
+    else:
+        nb, _, _ = _qr.plan(distla._mesh.grid_of(mesh.abstract_mesh, what="t"), m, n)
+        assert c.peak_memory_bytes <= 8 * (max(m, n) ** 2 / p + max(m, n) * nb) * 4
+    model = _qr.model_bytes(m, n, (pr, pc), np.float32, mode=mode)
+    assert 1 / 1.2 <= c.total_collective_bytes / model <= 1.2, (c.total_collective_bytes, model)
+
+
+def test_compiled_program_does_not_grow_with_n():
+    mesh = build_mesh((2, 4), "explicit")
+
+    def size(n):
+        a = _abstract(mesh, (n, n), P("x", "y"))
+        return len(jax.jit(linalg.qr).lower(a).as_text())
+
+    small, large = size(1024), size(4096)
+    assert large < 1.05 * small, (small, large)
