@@ -117,7 +117,7 @@ def _cholesky(a, *, dtype, block_size, symmetrize, read_upper, upper):
     return run_on_mesh(body, grid.mesh, out, a)
 
 
-def cholesky(a, *, dtype, upper=False, symmetrize=True, read_upper=False, block_size=None):
+def factor(a, *, dtype, upper=False, symmetrize=True, read_upper=False, block_size=None):
     """Cholesky factor of one sharded matrix (the public functions check and call it).
 
     ``upper`` returns ``Lᴴ``; ``read_upper`` factors from ``a``'s upper
@@ -252,3 +252,488 @@ def model_bytes(
         if k1 < nbr:  # the segment's transpose for the trailing columns
             elements += reduce(pr) * (nloc - (k1 // pc) * nb) * w * nb
     return elements * item
+
+
+# ------------------------------------------------------------------ public functions
+# One matrix on a mesh runs the distributed programs above; a stack sharded along
+# its batch runs jax's one-device function on each device's members (no
+# collective); an unsharded operand falls back to jax. Derivatives reuse the
+# factor: solves are lax.custom_linear_solve (their transpose is the solve with
+# the transposed triangle), and cholesky's JVP is jax's rule written with the
+# distributed triangular solves and matmul.
+
+
+def _mesh_of(*xs, names):
+    from ._blas import single_thread_lapack_for_cpu_devices
+    from ._mesh import operand_mesh
+
+    mesh = operand_mesh(*xs, names=names)
+    if mesh is not None:
+        single_thread_lapack_for_cpu_devices()
+    return mesh
+
+
+def _square(a, what: str) -> None:
+    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
+        raise ValueError(f"{what}: a must have shape (..., n, n); got a of shape {a.shape}")
+
+
+def _explicit_sharding(x):
+    from ._mesh import is_explicit
+
+    sharding = jax.typeof(x).sharding
+    mesh = getattr(sharding, "mesh", None)
+    if mesh is not None and mesh.size > 1 and is_explicit(mesh):
+        return sharding
+    return None
+
+
+def _like(x, ref):
+    """``x`` with ``ref``'s sharding type on Explicit meshes (lax.custom_linear_solve needs it)."""
+    sharding = _explicit_sharding(ref)
+    return x if sharding is None else jax.sharding.reshard(x, sharding)
+
+
+def _one_device(x):
+    from ._mesh import drop_trivial_sharding
+
+    return drop_trivial_sharding(x)
+
+
+def _stack(fn, xs, cores, out_core):
+    """``fn`` (a jax function of stacks) on operands sharded along their batch: no collective.
+
+    The stacked operands are put in the batch layout of distla's batched solves
+    (``distla._batched.kernel_layout``: every mesh axis on a batch dimension,
+    moved one axis at a time), the largest even one that fits; XLA then runs
+    ``fn`` on each device's members.
+    """
+    from . import _batched
+
+    names = tuple(f"x{i}" for i in range(len(xs)))
+    mesh = _mesh_of(*xs, names=names)
+    batches = [x.shape[: x.ndim - c] for x, c in zip(xs, cores)]
+    full = tuple(jnp.broadcast_shapes(*batches))
+    source = None
+    for x, bt in zip(xs, batches):
+        if bt == full:
+            source = _batched._source_layout(x, mesh)
+            source = None if source is None else source[: len(full)]
+            break
+    layout, _ = _batched.kernel_layout(full, source, mesh)
+
+    def spec(shape, core):
+        return fitting_spec(shape, mesh, _batched._spec(layout + ((),) * core))
+
+    out = jax.eval_shape(fn, *xs)
+    out_specs = jax.tree.map(lambda o: spec(o.shape, out_core), out)
+
+    def body(*ys):
+        moved = []
+        for y, bt, c in zip(ys, batches, cores):
+            if bt == full:
+                src = _batched._source_layout(y, mesh)
+                dst = tuple(
+                    _batched._axes(e) for e in tuple(spec(y.shape, c)) + (None,) * y.ndim
+                )[: y.ndim]
+                y = _batched._relayout(y, src, dst, mesh)
+            moved.append(y)
+        return fn(*moved)
+
+    return jax.jit(lambda *ys: run_on_mesh(body, mesh, out_specs, *ys))(*xs)
+
+
+def _vmappable(one, stacked):
+    """``one`` (a one-matrix call) whose ``jax.vmap`` runs ``stacked`` on the stack instead."""
+    f = jax.custom_batching.custom_vmap(one)
+
+    def rule(axis_size, in_batched, *args):
+        args = [
+            x if mapped else jnp.broadcast_to(x, (axis_size, *x.shape))
+            for x, mapped in zip(args, in_batched)
+        ]
+        with jax.numpy_rank_promotion("allow"):
+            out = stacked(*args)
+        return out, jax.tree.map(lambda _: True, out)
+
+    f.def_vmap(rule)
+    return f
+
+
+@jax.jit
+def _ct(x):
+    """``xᴴ`` of a matrix on a mesh, in the mesh's 2D block layout."""
+    grid = _grid(x, names=("x",))
+    out = fitting_spec(x.shape[::-1], grid.mesh, grid.block_spec)
+    return run_on_mesh(lambda x: jnp.conj(x.T), grid.mesh, out, x)
+
+
+def _phi(x):
+    """Lower triangle of ``x`` with its diagonal halved (jax's Cholesky JVP)."""
+    half = jnp.where(_tril(x, -1), jnp.ones((), x.dtype), jnp.full((), 0.5, x.dtype))
+    return jnp.where(_tril(x), x * half, jnp.zeros((), x.dtype))
+
+
+def _tri_2d(a, b, *, trans, lower, unit_diagonal, dtype):
+    """``op(T)⁻¹ b`` for one matrix, differentiable in ``a`` and ``b`` (custom_linear_solve)."""
+    flags = dict(lower=lower, unit_diagonal=unit_diagonal)
+
+    def kernel(t):
+        def solve(a, rhs):
+            return triangular_solve(a, rhs, dtype=dtype, trans=t, **flags)
+
+        def stacked(a, rhs):
+            if rhs.ndim == a.ndim - 1:
+                rhs = rhs[..., None]
+                return _stack(
+                    functools.partial(jax.scipy.linalg.solve_triangular, trans=t, **flags),
+                    (a, rhs), (2, 2), 2,
+                )[..., 0]
+            return _stack(
+                functools.partial(jax.scipy.linalg.solve_triangular, trans=t, **flags),
+                (a, rhs), (2, 2), 2,
+            )
+
+        return _vmappable(solve, stacked)
+
+    a_fixed = lax.stop_gradient(a)
+
+    def matvec(x):
+        return _like(triangle_matvec(a, x, trans=trans, **flags), x)
+
+    def solve(_, rhs):
+        return _like(kernel(trans)(a_fixed, rhs), rhs)
+
+    def transpose_solve(_, rhs):
+        if trans == 2:  # the linear transpose of x -> T^-H x is x -> conj(T^-1 conj(x))
+            x = jnp.conj(kernel(0)(a_fixed, jnp.conj(rhs)))
+        else:
+            x = kernel(1 - trans)(a_fixed, rhs)
+        return _like(x, rhs)
+
+    return lax.custom_linear_solve(matvec, b, solve, transpose_solve)
+
+
+def _chol_2d(a, *, dtype, upper, symmetrize, read_upper):
+    """Cholesky of one matrix with jax's JVP rule, its solves and products distributed."""
+    flags = dict(dtype=dtype, symmetrize=symmetrize, read_upper=read_upper)
+
+    def stacked(a):
+        def f(a):
+            if read_upper:
+                a = jnp.conj(jnp.swapaxes(a, -1, -2))
+            l = jnp.linalg.cholesky(a, symmetrize_input=symmetrize)
+            return jnp.conj(jnp.swapaxes(l, -1, -2)) if upper else l
+
+        return _stack(f, (a,), (2,), 2)
+
+    primal = jax.custom_jvp(
+        _vmappable(lambda a: factor(a, upper=upper, **flags), stacked)
+    )
+
+    def rule(primals, tangents):
+        (a,), (da,) = primals, tangents
+        out = primal(a)
+        low = _ct(out) if upper else out
+        da = da.astype(dtype)
+        if read_upper:
+            da = _ct(da)
+        if symmetrize:
+            da = (da + _ct(da)) / 2
+        tri = dict(lower=True, unit_diagonal=False, dtype=dtype)
+        y = _tri_2d(low, da, trans=0, **tri)  # L^-1 dA
+        m = _ct(_tri_2d(low, _ct(y), trans=0, **tri))  # L^-1 dA L^-H
+        from .matmul import matmul
+
+        dl = matmul(low, _phi(m))
+        return out, (_ct(dl) if upper else dl)
+
+    primal.defjvp(rule)
+    return primal(a)
+
+
+def _b_core(a, b) -> int:
+    """1 when ``b`` is a vector (or, as jax still reads it, a stack of vectors), else 2."""
+    return 1 if b.ndim == 1 or (a.ndim == b.ndim + 1 and b.shape[-1] == a.shape[-1]) else 2
+
+
+def _checked_solve_shapes(a, b, what):
+    """jax.scipy's shape rule: ``b`` is ``(n,)`` or ``(..., n, k)``."""
+    n = a.shape[-1]
+    rows = b.shape[-1] if b.ndim >= 1 and _b_core(a, b) == 1 else (b.shape[-2] if b.ndim >= 2 else -1)
+    if rows != n:
+        raise ValueError(
+            f"{what}: b must have shape (n,) or (..., n, k) with n = {n}; got a of shape "
+            f"{a.shape}, b of shape {b.shape}"
+        )
+
+
+def cholesky(
+    a: jax.typing.ArrayLike, *, upper: bool = False, symmetrize_input: bool = True
+) -> jax.Array:
+    """Cholesky factor of a Hermitian positive definite matrix, as ``jnp.linalg.cholesky``.
+
+    A matrix on a mesh is factored by the distributed blocked Cholesky
+    (ScaLAPACK's PDPOTRF on a 2D block-cyclic layout, ``kernels/cholesky.py``):
+    no device holds the whole matrix. A stack sharded along its batch
+    dimensions is factored on each device with no communication; an
+    unsharded matrix falls back to ``jnp.linalg.cholesky``.
+
+    Args:
+      a: ``[n, n]`` matrix sharded on a 1- or 2-axis mesh (any layout), or a
+        stack ``[..., n, n]`` sharded along its batch dimensions. Integers
+        and bools promote to the default float, as in jnp.
+      upper: return ``U = Lᴴ`` (``a = Uᴴ U``) instead of ``L``.
+      symmetrize_input: factor ``(a + aᴴ)/2`` (jnp's default); otherwise only
+        the lower triangle of ``a`` is read.
+
+    Returns:
+      ``L`` (``[..., n, n]``, zeros above the diagonal) with ``a = L Lᴴ``, or
+      ``U``. One matrix comes back in the mesh's 2D block layout ``P(r, c)``
+      (the largest even layout that fits when the mesh does not divide ``n``),
+      a stack sharded along its batch. A matrix that is not positive definite
+      gives NaN in the lower (upper) triangle, as jnp: no exception.
+
+    Raises:
+      ValueError: ``a`` is not square or has fewer than 2 dimensions.
+      TypeError: ``a`` is float16/bfloat16 or not numeric.
+
+    Differentiable to any order (jax's rule; the solves reuse the factor).
+
+    See also: ``jnp.linalg.cholesky``, :func:`cho_factor`.
+    """
+    from ._checks import as_array, is_empty, result_dtype
+
+    what = "distla.linalg.cholesky"
+    a = as_array(a, "a", what)
+    _square(a, what)
+    dtype = result_dtype(what, a)
+    mesh = _mesh_of(a, names=("a",))
+    if mesh is None or is_empty(a):
+        x = _one_device(a).astype(dtype) if mesh is None else jnp.zeros(a.shape, dtype)
+        return jnp.linalg.cholesky(x, upper=upper, symmetrize_input=symmetrize_input)
+    a = a.astype(dtype)
+    if a.ndim > 2:
+        return _stack(
+            functools.partial(
+                jnp.linalg.cholesky, upper=upper, symmetrize_input=symmetrize_input
+            ),
+            (a,), (2,), 2,
+        )
+    return _chol_2d(a, dtype=dtype, upper=upper, symmetrize=symmetrize_input, read_upper=False)
+
+
+def cho_factor(
+    a: jax.typing.ArrayLike,
+    lower: bool = False,
+    overwrite_a: bool = False,
+    check_finite: bool = True,
+) -> tuple[jax.Array, bool]:
+    """Cholesky factor for :func:`cho_solve`, as ``jax.scipy.linalg.cho_factor``.
+
+    Args:
+      a: ``[n, n]`` Hermitian positive definite matrix on a mesh (or a stack
+        sharded along its batch). Only the triangle named by ``lower`` is read.
+      lower: factor as ``a = L Lᴴ`` (``True``) or ``a = Uᴴ U`` (``False``,
+        the default, reading the upper triangle).
+      overwrite_a, check_finite: accepted and ignored, as in jax.
+
+    Returns:
+      ``(c, lower)``: ``c`` is ``L`` or ``U`` with zeros in the other triangle,
+      in the mesh's 2D block layout (a stack: sharded along its batch). Not
+      positive definite gives NaN, as jax.
+
+    See also: ``jax.scipy.linalg.cho_factor``.
+    """
+    from ._checks import as_array, is_empty, result_dtype
+
+    del overwrite_a, check_finite
+    what = "distla.linalg.cho_factor"
+    a = as_array(a, "a", what)
+    _square(a, what)
+    dtype = result_dtype(what, a)
+    mesh = _mesh_of(a, names=("a",))
+    if mesh is None or is_empty(a):
+        x = _one_device(a).astype(dtype) if mesh is None else jnp.zeros(a.shape, dtype)
+        return jax.scipy.linalg.cho_factor(x, lower=lower)
+    a = a.astype(dtype)
+    if a.ndim > 2:
+        c = _stack(
+            lambda x: jax.scipy.linalg.cho_factor(x, lower=lower)[0], (a,), (2,), 2
+        )
+        return c, lower
+    c = _chol_2d(a, dtype=dtype, upper=not lower, symmetrize=False, read_upper=not lower)
+    return c, lower
+
+
+def _cho_solve_2d(c, b, *, lower, dtype):
+    tri = dict(lower=lower, unit_diagonal=False, dtype=dtype)
+    if lower:  # L y = b, then L^H x = y
+        return _tri_2d(c, _tri_2d(c, b, trans=0, **tri), trans=2, **tri)
+    return _tri_2d(c, _tri_2d(c, b, trans=2, **tri), trans=0, **tri)  # U^H y = b, U x = y
+
+
+def _solve_prologue(what, a, b):
+    from ._checks import as_array, result_dtype
+
+    a = as_array(a, "a", what)
+    b = as_array(b, "b", what)
+    _square(a, what)
+    _checked_solve_shapes(a, b, what)
+    return a, b, result_dtype(what, a, b)
+
+
+def cho_solve(
+    c_and_lower: tuple[jax.typing.ArrayLike, bool],
+    b: jax.typing.ArrayLike,
+    overwrite_b: bool = False,
+    check_finite: bool = True,
+) -> jax.Array:
+    """Solve ``a x = b`` from :func:`cho_factor`, as ``jax.scipy.linalg.cho_solve``.
+
+    Two distributed triangular solves with the factor (``Lᴴ x = L⁻¹ b`` or
+    ``U x = U⁻ᴴ b``).
+
+    Args:
+      c_and_lower: ``(c, lower)`` from :func:`cho_factor`.
+      b: ``[n]`` or ``[n, k]`` right-hand side(s) on the same mesh, any
+        layout (with ``c``'s batch dimensions in front for a stack).
+      overwrite_b, check_finite: accepted and ignored, as in jax.
+
+    Returns:
+      ``x`` with ``b``'s shape: ``[n, k]`` in the mesh's 2D block layout,
+      ``[n]`` split over all devices (the largest even layout that fits).
+      Differentiable in ``c`` and ``b`` to any order.
+
+    Raises:
+      ValueError: shapes that do not match.
+
+    See also: ``jax.scipy.linalg.cho_solve``.
+    """
+    from ._checks import is_empty
+
+    del overwrite_b, check_finite
+    what = "distla.linalg.cho_solve"
+    c, lower = c_and_lower
+    c, b, dtype = _solve_prologue(what, c, b)
+    mesh = _mesh_of(c, b, names=("c", "b"))
+    if mesh is None or is_empty(c, b):
+        c, b = (_one_device(x).astype(dtype) for x in (c, b))
+        if mesh is not None:
+            c, b = jnp.zeros(c.shape, dtype), jnp.zeros(b.shape, dtype)
+        return jax.scipy.linalg.cho_solve((c, lower), b)
+    c, b = c.astype(dtype), b.astype(dtype)
+    if c.ndim > 2 or b.ndim > 2:
+        return _stack(
+            lambda c, b: jax.scipy.linalg.cho_solve((c, lower), b),
+            (c, b), (2, _b_core(c, b)), _b_core(c, b),
+        )
+    return _cho_solve_2d(c, b, lower=bool(lower), dtype=dtype)
+
+
+def solve_triangular(
+    a: jax.typing.ArrayLike,
+    b: jax.typing.ArrayLike,
+    trans: int | str = 0,
+    lower: bool = False,
+    unit_diagonal: bool = False,
+    overwrite_b: bool = False,
+    debug=None,
+    check_finite: bool = True,
+) -> jax.Array:
+    """Solve ``op(a) x = b`` for triangular ``a``, as ``jax.scipy.linalg.solve_triangular``.
+
+    One matrix on a mesh is solved by blocked substitution on the 2D
+    block-cyclic layout (the LU's ``kernels/trsm.py``): with up to 128
+    right-hand sides the solution blocks move, with more the matrix's block
+    columns do. A stack sharded along its batch is solved on each device.
+
+    Args:
+      a: ``[n, n]`` on a 1- or 2-axis mesh; only its ``lower`` (or upper)
+        triangle is read, and not its diagonal if ``unit_diagonal``.
+      b: ``[n]`` or ``[n, k]`` on the same mesh, any layout.
+      trans: ``0``/``'N'`` solves ``a x = b``, ``1``/``'T'`` ``aᵀ x = b``,
+        ``2``/``'C'`` ``aᴴ x = b``.
+      lower: use the lower triangle (default: upper).
+      unit_diagonal: assume a unit diagonal.
+      overwrite_b, debug, check_finite: accepted and ignored, as in jax.
+
+    Returns:
+      ``x`` with ``b``'s shape: ``[n, k]`` in the mesh's 2D block layout,
+      ``[n]`` split over all devices. A zero on the diagonal gives inf/nan,
+      as LAPACK. Differentiable in ``a`` and ``b`` to any order.
+
+    Raises:
+      ValueError: shapes that do not match, or a ``trans`` jax does not take.
+
+    See also: ``jax.scipy.linalg.solve_triangular``.
+    """
+    from ._checks import is_empty
+
+    del overwrite_b, debug, check_finite
+    what = "distla.linalg.solve_triangular"
+    t = _trans_code(trans, what)
+    a, b, dtype = _solve_prologue(what, a, b)
+    flags = dict(trans=t, lower=bool(lower), unit_diagonal=bool(unit_diagonal))
+    mesh = _mesh_of(a, b, names=("a", "b"))
+    if mesh is None or is_empty(a, b):
+        a, b = (_one_device(x).astype(dtype) for x in (a, b))
+        if mesh is not None:
+            a, b = jnp.zeros(a.shape, dtype), jnp.zeros(b.shape, dtype)
+        return jax.scipy.linalg.solve_triangular(a, b, **flags)
+    a, b = a.astype(dtype), b.astype(dtype)
+    if a.ndim > 2 or b.ndim > 2:
+        b_core = _b_core(a, b)
+        return _stack(
+            functools.partial(jax.scipy.linalg.solve_triangular, **flags), (a, b), (2, b_core),
+            b_core,
+        )
+    return _tri_2d(a, b, dtype=dtype, **flags)
+
+
+def solve_pos(a: jax.typing.ArrayLike, b: jax.typing.ArrayLike, *, lower: bool = False):
+    """``a x = b`` for Hermitian positive definite ``a``, through Cholesky.
+
+    What ``jax.scipy.linalg.solve(a, b, assume_a="pos", lower=lower)`` does,
+    distributed: factor ``a`` (reading its ``lower`` or upper triangle) with
+    :func:`cho_factor` and solve with :func:`cho_solve`; as a
+    ``lax.custom_linear_solve`` whose derivatives reuse the factor
+    (``distla.linalg.solve(..., assume_a="pos")`` calls it).
+
+    Args:
+      a: ``[n, n]`` on a mesh, or a stack ``[..., n, n]`` sharded along its batch.
+      b: ``[n]`` or ``[n, k]`` (stacks: ``[..., n, k]``) on the same mesh.
+      lower: which triangle of ``a`` is factored.
+
+    Returns:
+      ``x`` with ``b``'s shape, in the mesh's 2D block layout (``[n]``: split
+      over all devices). Not positive definite gives NaN.
+    """
+    from ._checks import is_empty
+    from .matmul import matmul
+
+    what = "distla.linalg.solve"
+    a, b, dtype = _solve_prologue(what, a, b)
+    mesh = _mesh_of(a, b, names=("a", "b"))
+    if mesh is None or is_empty(a, b):
+        a, b = (_one_device(x).astype(dtype) for x in (a, b))
+        if mesh is not None:
+            a, b = jnp.zeros(a.shape, dtype), jnp.zeros(b.shape, dtype)
+        return jax.scipy.linalg.solve(a, b, assume_a="pos", lower=lower)
+    a, b = a.astype(dtype), b.astype(dtype)
+    if a.ndim > 2 or b.ndim > 2:
+        b_core = 1 if b.ndim == 1 else 2
+        return _stack(
+            lambda a, b: jax.scipy.linalg.solve(a, b, assume_a="pos", lower=lower),
+            (a, b), (2, b_core), b_core,
+        )
+    c, _ = cho_factor(lax.stop_gradient(a), lower=lower)
+
+    def matvec(x):
+        y = matmul(a, x[:, None])[:, 0] if x.ndim == 1 else matmul(a, x)
+        return _like(y, x)
+
+    def solve(_, rhs):
+        return _like(_cho_solve_2d(c, rhs, lower=lower, dtype=dtype), rhs)
+
+    return lax.custom_linear_solve(matvec, b, solve, symmetric=True)
