@@ -22,6 +22,7 @@ from jax.sharding import NamedSharding
 from . import _batched, _lu
 from ._blas import single_thread_lapack_for_cpu_devices
 from ._checks import as_array, result_dtype
+from ._cholesky import cho_factor, cho_solve, cholesky, solve_pos, solve_triangular
 from ._mesh import drop_trivial_sharding, fitting_spec, is_explicit, operand_mesh
 from .layout import natural_spec
 from .matmul import matmul
@@ -475,6 +476,9 @@ def inv(a: jax.typing.ArrayLike, *, block_size: int | None = None) -> jax.Array:
 __all__ = [
     "LUResult",
     "SlogdetResult",
+    "cho_factor",
+    "cho_solve",
+    "cholesky",
     "det",
     "inv",
     "lu",
@@ -482,4 +486,5 @@ __all__ = [
     "lu_solve",
     "slogdet",
     "solve",
+    "solve_triangular",
 ]
