@@ -275,7 +275,7 @@ def check_cost(mesh, rng) -> None:
     say(f"  cost(matmul 64): {c.total_collective_bytes} collective bytes per device")
 
 
-CORE = {  # what tests/test_multiprocess.py runs (about 20 s of compiles per process)
+CORE = {  # what tests/test_multiprocess.py runs
     "matmul": check_matmul,
     "shard": check_shard,
     "lu": check_lu,
