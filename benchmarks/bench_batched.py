@@ -17,6 +17,8 @@ from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 import distla
+from distla.tools.ratios import THRESHOLD, solve_ratio
+from distla.tools.run import to_host
 
 # (members, n): many small systems, and fewer larger ones
 SIZES = [pytest.param((4096, 64), id="B4096-n64"), pytest.param((256, 256), id="B256-n256")]
@@ -89,10 +91,12 @@ def test_xla_sharded(run, benchmark, size):
 def test_distla(run, benchmark, size, axis_type, shape):
     batch, n = size
     benchmark.group = f"batched solve B={batch} n={n}"
-    args = _sharded(*_stack(batch, n), shape, axis_type)
+    a, b = _stack(batch, n)
+    args = _sharded(a, b, shape, axis_type)
     fn = jax.jit(distla.linalg.solve)
     mesh = "x".join(map(str, shape))
     kind = "explicit" if axis_type == AxisType.Explicit else "auto"
     info = _info("distla", f"distla.linalg.solve {mesh} {kind}", batch, n, mesh, fn, args)
     assert info["collective_ops"] == 0  # each device solves its own members
-    run(fn, args, **info)
+    x = run(fn, args, **info)
+    assert solve_ratio(a, to_host(x), b) <= THRESHOLD

@@ -82,7 +82,8 @@ def test_one_parser_with_three_subcommands(capsys):
     args = cli.parse(["demo", "--scale", "0.5", "--rounds", "2", "--only", "fft", "solve"])
     assert (args.tool, args.scale, args.rounds, args.only) == ("demo", 0.5, 2, ["fft", "solve"])
     args = cli.parse(["scaling", "--op", "lu", "--sizes", "64", "--meshes", "1x2"])
-    assert (args.tool, args.op, args.sizes, args.argv[:2]) == ("scaling", "lu", ["64"], ["--op", "lu"])
+    assert (args.tool, args.op, args.sizes) == ("scaling", "lu", ["64"])
+    assert args.argv[:2] == ["--op", "lu"]  # what results.json records
 
 
 def test_unknown_subcommand_is_an_argparse_error(capsys):

@@ -16,11 +16,9 @@ from .ops import ScalingError
 PROG = "python -m distla"
 
 
-def _one_line_error(prog: str):
-    def error(message: str):  # no usage block: one line, exit status 2 (main)
-        raise ScalingError(message)
-
-    return error
+def _one_line_error(message: str):
+    """The scaling subcommand's argument errors: one line, no usage block (exit status 2)."""
+    raise ScalingError(message)
 
 
 def parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
@@ -49,7 +47,7 @@ def parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser
     }
     demo.add_arguments(subs["demo"])
     scaling.add_arguments(subs["scaling"])
-    subs["scaling"].error = _one_line_error(subs["scaling"].prog)  # type: ignore[method-assign]
+    subs["scaling"].error = _one_line_error  # type: ignore[method-assign]
     launch.add_arguments(subs["launch"])
     return top, subs
 

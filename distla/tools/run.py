@@ -91,6 +91,7 @@ def mesh_of(grid: tuple[int, int], auto: bool = False):
 
 
 def place(op: Operation, host: tuple[np.ndarray, ...], mesh) -> tuple[Any, ...]:
+    """The host inputs on ``mesh`` in the operation's layouts (``distla.shard``)."""
     import distla
 
     return tuple(distla.shard(x, mesh, spec) for x, spec in zip(host, op.specs(mesh)))

@@ -118,6 +118,7 @@ class Operation:
 
 
 def random(shape: tuple[int, ...], dtype: np.dtype, rng: np.random.Generator) -> np.ndarray:
+    """Standard normal entries of ``dtype`` (``ratios.random_matrix``, shape first)."""
     return random_matrix(rng, shape, dtype)
 
 
@@ -132,10 +133,12 @@ def round_to(x: float, multiple: int) -> int:
 
 
 def dims(shape: Sequence[int]) -> str:
+    """``"2x4"`` for ``(2, 4)``."""
     return "x".join(str(s) for s in shape)
 
 
 def at_least_grid(shape: Sequence[int], grid: tuple[int, int], what: str) -> str | None:
+    """Why ``shape`` is too small for ``grid`` (a row/column per device), or None."""
     need = max(grid)
     if min(shape) < need:
         return (
@@ -143,13 +146,3 @@ def at_least_grid(shape: Sequence[int], grid: tuple[int, int], what: str) -> str
             f"needs at least {need} (one row/column per device)"
         )
     return None
-
-
-def named(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
-    """``fn`` under ``name`` (for messages), a fresh wrapper."""
-
-    def call(*args, **kwargs):
-        return fn(*args, **kwargs)
-
-    call.__name__ = call.__qualname__ = name
-    return call

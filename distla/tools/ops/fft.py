@@ -105,8 +105,10 @@ def _build(real: bool) -> Operation:
 
 
 def fft() -> Operation:
+    """The ``fft`` entry of the table (imports jax and distla)."""
     return _build(real=False)
 
 
 def rfft() -> Operation:
+    """The ``rfft`` entry of the table (imports jax and distla)."""
     return _build(real=True)

@@ -46,6 +46,7 @@ def _lu_model():
 
 
 def solve() -> Operation:
+    """The ``solve`` entry of the table (imports jax and distla)."""
     import jax.numpy as jnp
     import scipy.linalg
 
@@ -93,6 +94,7 @@ def solve() -> Operation:
 
 
 def lu() -> Operation:
+    """The ``lu`` entry of the table (imports jax and distla)."""
     import jax.scipy.linalg as jsl
     import scipy.linalg
 

@@ -30,6 +30,7 @@ def _check(inputs, c) -> float:
 
 
 def build() -> Operation:
+    """The operation's entry of the table (imports jax and distla)."""
     import jax.numpy as jnp
 
     import distla
