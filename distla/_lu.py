@@ -19,6 +19,7 @@ from jax.sharding import PartitionSpec as P
 
 from distla.kernels.cyclic import from_block_cyclic, to_block_cyclic
 from distla.kernels.lu import lu_block_cyclic
+from distla.kernels.lu import phases as lu_phases
 from distla.kernels.trsm import lu_solve_block_cyclic
 
 from ._mesh import Grid, constrain, fitting_spec, grid_of, operand_mesh, run_on_mesh, shard_map
@@ -361,14 +362,15 @@ def model_bytes(
 
     move = block * (relayout(mloc // nb, pr) + relayout(nloc // nb, pc))
     elements = move * (2 if rhs is None else 1)
-    for k in range(nbr):
-        height = mloc - (k // pr) * nb
-        elements += (pr - 1) * height * nb  # panel gather (owner column)
-        elements += 2 * (pc - 1) / pc * (height * nb + nb * nb + 4 * nb)  # panel broadcast
-        elements += 2 * (pr - 1) / pr * 2 * nb * nloc  # row interchanges
-        if k + 1 < nbr and pr > 1:  # U12, solved 1/pr per device row and all-gathered
-            cols = nloc - ((k + 1) // pc) * nb
-            elements += (pr - 1) * -(-cols // pr) * nb
+    for k0, k1 in lu_phases(nbr, pr, pc):  # each loop moves its first step's window
+        height = mloc - (k0 // pr) * nb
+        cols = nloc - ((k0 + 1) // pc) * nb
+        for _ in range(k0, k1):
+            elements += (pr - 1) * height * nb  # panel gather (owner column)
+            elements += 2 * (pc - 1) / pc * (height * nb + nb * nb + 4 * nb)  # panel broadcast
+            elements += 2 * (pr - 1) / pr * 2 * nb * nloc  # row interchanges
+            if cols and pr > 1:  # U12, solved 1/pr per device row and all-gathered
+                elements += (pr - 1) * -(-cols // pr) * nb
     if rhs is not None:
         k = max(rhs, 1)
         elements += (pr - 1) / pr * n_pad * k  # pivots applied with one gather

@@ -47,6 +47,7 @@ import functools
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 
 from ._axes import axis_index, axis_size
@@ -59,9 +60,10 @@ from .pivots import (  # noqa: F401  (re-exported: the LU's pivot helpers lived 
 )
 
 # Most loops (phases) per factorisation: compile time and program size are
-# bounded by this, whatever n. Twelve keeps the masked trailing work within a
-# few per cent of the unrolled algorithm up to a few hundred block columns.
-MAX_PHASES = 12
+# bounded by this, whatever n. With 16 the masked work keeps the flop
+# efficiency of docs/lu.md at n = 4096 on 2x4 at 0.85 (0.853 unrolled) and
+# above 0.89 from n = 8192 (distla.cost; benchmarks/bench_lu.py).
+MAX_PHASES = 16
 
 
 @functools.cache
@@ -70,32 +72,34 @@ def phases(nbr: int, pr: int, pc: int, max_phases: int = MAX_PHASES) -> tuple[tu
 
     A phase works on the local trailing block of its first step, so a step
     ``k`` of the phase starting at ``k0`` updates ``(mloc/nb - (k0+1)//pr) x
-    (nloc/nb - (k0+1)//pc)`` local blocks instead of its own ``k``'s. The
-    boundaries minimise that total over at most ``max_phases`` phases
-    (dynamic programming, ``O(max_phases·nbr²)`` at trace time).
+    (nloc/nb - (k0+1)//pc)`` local blocks instead of its own ``k``'s (and
+    factors a panel as tall as ``k0``'s). The boundaries minimise the flops
+    all devices execute over at most ``max_phases`` phases (dynamic
+    programming, ``O(max_phases·nbr²)`` steps at trace time).
     """
     mb, nbc = nbr // pr, nbr // pc
 
-    def area(k0: int) -> int:  # blocks of the update window of a phase starting at k0
-        return (mb - (k0 + 1) // pr) * (nbc - (k0 + 1) // pc)
+    def work(k0: int) -> float:  # flops/nb³ all devices execute in a step of a phase from k0
+        rows, cols = mb - (k0 + 1) // pr, nbc - (k0 + 1) // pc
+        update = 2 * rows * cols + cols / pr  # GEMM and the U12 solve, on every device
+        return pr * pc * update + pr * pr * (mb - k0 // pr)  # + getrf on the owner column
 
     count = min(max_phases, nbr)
-    inf = float("inf")
-    # best[f][k]: least work for steps k..nbr-1 in f phases; nxt: end of the first one
-    best = [[inf] * (nbr + 1) for _ in range(count + 1)]
-    nxt = [[nbr] * (nbr + 1) for _ in range(count + 1)]
-    for f in range(count + 1):
-        best[f][nbr] = 0
+    ends = np.arange(nbr + 1)
+    # best[k]: least work for steps k..nbr-1 in f phases; nxt[f][k]: end of the first one
+    best = np.where(ends == nbr, 0.0, np.inf)
+    nxt = np.full((count + 1, nbr + 1), nbr)
     for f in range(1, count + 1):
-        for k in range(nbr - 1, -1, -1):
-            for e in range(k + 1, nbr + 1):
-                c = (e - k) * area(k) + best[f - 1][e]
-                if c < best[f][k]:
-                    best[f][k], nxt[f][k] = c, e
+        new = best.copy()
+        for k in range(nbr):
+            c = (ends[k + 1 :] - k) * work(k) + best[k + 1 :]
+            e = int(np.argmin(c))
+            new[k], nxt[f, k] = c[e], k + 1 + e
+        best = new
     out, k, f = [], 0, count
     while k < nbr:
-        out.append((k, nxt[f][k]))
-        k, f = nxt[f][k], f - 1
+        out.append((k, int(nxt[f, k])))
+        k, f = int(nxt[f, k]), f - 1
     return tuple(out)
 
 
