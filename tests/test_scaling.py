@@ -132,7 +132,8 @@ def test_weak_scaling_grows_the_problem(tmp_path, capsys):
 
 @pytest.mark.parametrize("op", [o for o in OPS if o != "matmul"])
 def test_other_ops_end_to_end(op, tmp_path, capsys):
-    sizes = {"solve": "24", "lu": "24", "batched-solve": "8x6", "fft": "8", "rfft": "8"}[op]
+    sizes = {"solve": "24", "lu": "24", "batched-solve": "8x6", "fft": "8", "rfft": "8",
+             "cholesky": "24"}[op]  # fmt: skip
     argv = ["--op", op, "--sizes", sizes, "--meshes", "2x2", "--rounds", "1"]
     rc, _, err = _run(
         [*argv, "--baselines", "reference", "--out", str(tmp_path), "--quiet"], capsys

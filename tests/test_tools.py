@@ -218,3 +218,12 @@ def test_matmul_model_bytes_is_what_the_program_moves(algorithm, grid):
     model = model_bytes((m, k, n), grid, np.float32, algorithm=algorithm)
     assert cost.total_collective_bytes == pytest.approx(model, rel=1e-6)
     assert model < (m * k + k * n) * 4 / 1.9  # about half the operands at most, here
+
+
+def test_cholesky_ratio_against_scipy():
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((20, 20)) + 1j * rng.standard_normal((20, 20))
+    a = (x @ x.conj().T / 20 + np.eye(20)).astype(np.complex64)
+    l_ = scipy.linalg.cholesky(a, lower=True)
+    assert ratios.cholesky_ratio(a, l_) <= ratios.THRESHOLD
+    assert ratios.cholesky_ratio(a, l_.conj()) > 1e3  # the conjugate is no factor

@@ -9,6 +9,7 @@ machine epsilon of the result's dtype:
 - solve:  ``||A x - b||_inf / (||A||_inf ||x||_inf n eps)``, per right-hand side
   and per matrix of a stack, the largest reported
 - LU:     ``||P A - L U||_1 / (n ||A||_1 eps)``
+- Cholesky: ``||A - L L^H||_1 / (n ||A||_1 eps)``
 - FFT:    ``||y - y_ref||_2 / (||y_ref||_2 log2(N) eps)``, N the transform's points
 """
 
@@ -98,3 +99,11 @@ def fft_ratio(y, ref, points: int | None = None) -> float:
     err = np.linalg.norm(wide(y) - ref)
     n = ref.size if points is None else points
     return float(err / (np.linalg.norm(ref) * math.log2(n) * eps(np.asarray(y).dtype)))
+
+
+def cholesky_ratio(a, l_) -> float:
+    """``||A - L L^H||_1 / (n ||A||_1 eps)`` for a lower factor ``L``."""
+    a64, l64 = wide(a), wide(l_)
+    err = np.abs(a64 - l64 @ l64.conj().T).sum(axis=0).max()
+    scale = a64.shape[0] * np.abs(a64).sum(axis=0).max() * eps(np.asarray(l_).dtype)
+    return float(err / scale)

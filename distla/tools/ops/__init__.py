@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from . import batched, fft, lu, matmul
+from . import batched, cholesky, fft, lu, matmul
 from .base import Demo, Impl, Operation, ScalingError
 
 OPERATIONS: dict[str, Callable[[], Operation]] = {
@@ -20,6 +20,7 @@ OPERATIONS: dict[str, Callable[[], Operation]] = {
     "batched-solve": batched.build,
     "fft": fft.fft,
     "rfft": fft.rfft,
+    "cholesky": cholesky.build,
 }
 
 __all__ = ["OPERATIONS", "Demo", "Impl", "Operation", "ScalingError"]
