@@ -1,0 +1,258 @@
+"""Distributed polar decomposition by QDWH: ``distla.linalg.polar`` (see docs/spectral.md).
+
+QDWH (Nakatsukasa, Bai & Gygi 2010) is a dynamically weighted Halley
+iteration ``X ← X (a I + b XᴴX)(I + c XᴴX)⁻¹`` on ``X₀ = A/α``
+(``α ≥ ‖A‖₂``) that converges to the unitary polar factor ``U``. Each
+iteration is built from distla's distributed pieces only:
+
+- while ``c > 100`` (the lower bound ``l`` of ``σ_min(X)`` is small), the
+  QR-based form ``[√c X; I] = [Q₁; Q₂] R``,
+  ``X ← (b/c) X + (a − b/c)/√c · Q₁Q₂ᴴ`` (``distla.linalg.qr`` and
+  ``distla.matmul``);
+- after, the Cholesky-based form ``Z = I + c XᴴX = L Lᴴ``,
+  ``X ← (b/c) X + (a − b/c) · X Z⁻¹`` (``distla.linalg.cholesky`` and two
+  triangular solves).
+
+Both loops are ``lax.while_loop``s (compile size does not grow with n or
+with the iteration count). No device holds a whole matrix: every step is a
+distributed matmul, QR, Cholesky or triangular solve, or elementwise.
+
+Naming: ``x`` an iterate (``[m, n]``, 2D block layout), ``l`` the lower
+bound of its singular values, ``(pa, pb, pc)`` the QDWH weights.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+
+from . import _cholesky, _qr
+from ._checks import as_array, is_empty, result_dtype
+from ._mesh import fitting_spec, grid_of, is_explicit, operand_mesh
+from .matmul import matmul
+
+_HI = lax.Precision.HIGHEST
+
+
+# ----------------------------------------------------------------- layout helpers
+
+
+def put(x: jax.Array, spec: P) -> jax.Array:
+    """``x`` laid out as ``spec`` on the mesh of the context (Explicit: resharded)."""
+    mesh = jax.sharding.get_abstract_mesh()
+    if is_explicit(mesh):
+        return jax.sharding.reshard(x, NamedSharding(mesh, spec))
+    return lax.with_sharding_constraint(x, NamedSharding(mesh, spec))
+
+
+def block_spec(mesh) -> P:
+    g = grid_of(mesh, what="distla.linalg")
+    return g.block_spec
+
+
+def quantum(mesh) -> int:
+    """Sizes that are multiples of this split evenly in the 2D block layout."""
+    g = grid_of(mesh, what="distla.linalg")
+    return math.lcm(g.pr, g.pc)
+
+
+def round_up(x: int, k: int) -> int:
+    return -(-x // k) * k
+
+
+def ct(x: jax.Array, spec: P) -> jax.Array:
+    """``xᴴ`` put back in ``spec`` (a distributed transpose: all-to-all, no gather)."""
+    return put(jnp.conj(x.T), spec)
+
+
+def mm(a, b, spec):
+    """``a @ b`` by distla's SUMMA, in ``spec``."""
+    return put(matmul(a, b, precision=_HI), spec)
+
+
+def eye(n: int, m: int, dtype, spec: P) -> jax.Array:
+    """``jnp.eye(n, m)`` built in place from iotas (never replicated)."""
+    r = lax.broadcasted_iota(jnp.int32, (n, m), 0)
+    c = lax.broadcasted_iota(jnp.int32, (n, m), 1)
+    return put((r == c).astype(dtype), spec)
+
+
+def norm_bound(x: jax.Array) -> jax.Array:
+    """``sqrt(‖x‖₁ ‖x‖∞) ≥ ‖x‖₂`` (two distributed reductions of |x|)."""
+    ax = jnp.abs(x)
+    n1 = jnp.max(jnp.sum(ax, axis=0))
+    ninf = jnp.max(jnp.sum(ax, axis=1))
+    return jnp.sqrt(n1 * ninf)
+
+
+# --------------------------------------------------------------------------- QDWH
+
+
+def weights(l):
+    """QDWH's dynamic weights ``(a, b, c)`` for lower bound ``l`` and the next bound."""
+    l2 = l * l
+    d = jnp.cbrt(4.0 * (1.0 - l2) / (l2 * l2))
+    sqd = jnp.sqrt(1.0 + d)
+    pa = sqd + 0.5 * jnp.sqrt(8.0 - 4.0 * d + 8.0 * (2.0 - l2) / (l2 * sqd))
+    pb = (pa - 1.0) ** 2 / 4.0
+    pc = pa + pb - 1.0
+    l_next = jnp.minimum(l * (pa + pb * l2) / (1.0 + pc * l2), 1.0)
+    return pa, pb, pc, l_next
+
+
+def qdwh(x: jax.Array, spec: P, *, max_iterations: int = 12):
+    """Unitary polar factor of ``x`` (``[m, n]``, ``m >= n``, full column rank or not).
+
+    ``x`` must split evenly in ``spec`` (the caller pads). Returns ``(u, iterations)``.
+    """
+    m, n = x.shape
+    real = jnp.finfo(x.dtype).dtype
+    eps = float(jnp.finfo(real).eps)
+    alpha = norm_bound(x)
+    alpha = jnp.where(alpha > 0, alpha, jnp.ones((), real))
+    x = put(x / alpha.astype(x.dtype), spec)
+    tol_l = 5.0 * eps
+    tol_x = (5.0 * eps) ** (1.0 / 3.0)
+    big_spec = spec  # [√c X; I] is (m+n) x n: the same mesh axes split it
+    eye_n = eye(n, n, x.dtype, spec)
+
+    def going(state, qr_phase):
+        k, x, l, diff = state
+        more = (k < max_iterations) & ((jnp.abs(1.0 - l) > tol_l) | (diff > tol_x))
+        if qr_phase:
+            _, _, pc, _ = weights(l)
+            more = more & (pc > 100.0)
+        return more
+
+    def qr_step(state):
+        k, x, l, _ = state
+        pa, pb, pc, l_next = weights(l)
+        stacked = put(jnp.concatenate([jnp.sqrt(pc).astype(x.dtype) * x, eye_n]), big_spec)
+        q, _ = _qr.qr(stacked, mode="reduced")
+        q1 = put(q[:m], spec)
+        q2 = put(q[m:], spec)
+        upd = mm(q1, ct(q2, spec), spec)
+        new = (pb / pc).astype(x.dtype) * x + ((pa - pb / pc) / jnp.sqrt(pc)).astype(x.dtype) * upd
+        new = put(new, spec)
+        return k + 1, new, l_next, jnp.linalg.norm(new - x) / jnp.sqrt(float(n))
+
+    def chol_step(state):
+        k, x, l, _ = state
+        pa, pb, pc, l_next = weights(l)
+        xh = ct(x, spec)
+        z = put(eye_n + pc.astype(x.dtype) * mm(xh, x, spec), spec)
+        low = put(_cholesky.cholesky(z, symmetrize_input=True), spec)
+        # X Z⁻¹ = (Z⁻¹ Xᴴ)ᴴ with Z⁻¹ = L⁻ᴴ L⁻¹ (Z Hermitian)
+        y = put(_cholesky.solve_triangular(low, xh, lower=True), spec)
+        y = put(_cholesky.solve_triangular(low, y, trans=2, lower=True), spec)
+        new = (pb / pc).astype(x.dtype) * x + (pa - pb / pc).astype(x.dtype) * ct(y, spec)
+        new = put(new, spec)
+        return k + 1, new, l_next, jnp.linalg.norm(new - x) / jnp.sqrt(float(n))
+
+    state = (jnp.zeros((), jnp.int32), x, jnp.asarray(eps, real), jnp.asarray(jnp.inf, real))
+    state = lax.while_loop(functools.partial(going, qr_phase=True), qr_step, state)
+    state = lax.while_loop(functools.partial(going, qr_phase=False), chol_step, state)
+    k, x, _, _ = state
+    return x, k
+
+
+def hermitian(h: jax.Array, spec: P) -> jax.Array:
+    """``(h + hᴴ)/2`` in ``spec``."""
+    return put((h + ct(h, spec)) / 2, spec)
+
+
+@functools.partial(jax.jit, static_argnames=("side", "max_iterations"))
+def _polar_2d(a, *, side, max_iterations):
+    """``(u, p)`` of one matrix on a mesh; padded inside to an even layout."""
+    mesh = operand_mesh(a, names=("a",))
+    spec = block_spec(mesh)
+    with jax.sharding.use_abstract_mesh(mesh):
+        m0, n0 = a.shape
+        wide = m0 < n0
+        x = jnp.conj(a.T) if wide else a  # QDWH needs m >= n: a = p u <=> aᴴ = uᴴ p
+        m, n = x.shape
+        q = quantum(mesh)
+        n_pad = round_up(n, q)
+        m_pad = round_up(m + (n_pad - n), q)
+        scale = norm_bound(x)
+        scale = jnp.where(scale > 0, scale, jnp.ones_like(scale)).astype(x.dtype)
+        # blockdiag(x, scale·[I; 0]): the padding's singular values sit inside x's range
+        r = lax.broadcasted_iota(jnp.int32, (m_pad, n_pad), 0)
+        c = lax.broadcasted_iota(jnp.int32, (m_pad, n_pad), 1)
+        pad = jnp.where((r >= m) & (r - m == c - n), scale, jnp.zeros((), x.dtype))
+        xp = put(put(jnp.pad(x, ((0, m_pad - m), (0, n_pad - n))), spec) + put(pad, spec), spec)
+        u, _ = qdwh(xp, spec, max_iterations=max_iterations)
+        uh = ct(u, spec)
+        # tall x = u h: right factor uᴴx (n x n), left factor x uᴴ (m x m). For wide a,
+        # x = aᴴ = w h gives a = h wᴴ (left: p = h) and a = wᴴ (x wᴴ) (right: p = x wᴴ).
+        if (side == "right") != wide:
+            h = hermitian(mm(uh, xp, spec), spec)[:n, :n]
+        else:
+            h = hermitian(mm(xp, uh, spec), spec)[:m, :m]
+        u_out = jnp.conj(u[:m, :n].T) if wide else u[:m, :n]
+        out = fitting_spec(u_out.shape, mesh, spec)
+        return put(u_out, out), put(h, fitting_spec(h.shape, mesh, spec))
+
+
+def polar(
+    a: jax.typing.ArrayLike,
+    side: str = "right",
+    *,
+    method: str = "qdwh",
+    eps: float | None = None,
+    max_iterations: int | None = None,
+) -> tuple[jax.Array, jax.Array]:
+    """Polar decomposition ``a = u p`` (``side="right"``) or ``a = p u`` (``"left"``).
+
+    As ``jax.scipy.linalg.polar``. One matrix sharded over a mesh runs the
+    distributed QDWH iteration (QR-based while its weight ``c > 100``, then
+    Cholesky-based), built from ``distla.linalg.qr``, ``cholesky``,
+    ``solve_triangular`` and ``distla.matmul``; no device holds the whole
+    matrix. Stacks and one-device inputs fall back to jax's function.
+
+    Args:
+      a: ``[m, n]`` matrix sharded on a 1- or 2-axis mesh (any layout).
+        Integer and bool inputs promote to the default float.
+      side: ``"right"`` (``a = u p``, ``p`` is ``[n, n]``) or ``"left"``
+        (``a = p u``, ``p`` is ``[m, m]``).
+      method: ``"qdwh"`` (distributed) or ``"svd"`` (jax's, on the gathered
+        matrix: use only for small inputs).
+      eps: accepted for jax compatibility; distla iterates to its own
+        tolerance (``(5·eps)^(1/3)`` on the step, as jax).
+      max_iterations: cap on QDWH iterations (default 12; float64 needs about 6).
+
+    Returns:
+      ``(u, p)``: ``u`` ``[m, n]`` with orthonormal columns (rows if ``m < n``),
+      ``p`` Hermitian positive semidefinite; both in the mesh's 2D block
+      layout (the largest even layout that fits for uneven sizes).
+
+    Raises:
+      ValueError: ``a`` is not a matrix (stacks go to jax), or an unknown
+        ``side``/``method``.
+
+    See also: ``jax.scipy.linalg.polar``.
+    """
+    what = "distla.linalg.polar"
+    if side not in ("right", "left"):
+        raise ValueError(f"{what}: side must be 'right' or 'left'; got {side!r}")
+    if method not in ("qdwh", "svd"):
+        raise ValueError(f"{what}: method must be 'qdwh' or 'svd'; got {method!r}")
+    a = as_array(a, "a", what)
+    if a.ndim < 2:
+        raise ValueError(f"{what}: a must have at least 2 dimensions; got shape {a.shape}")
+    dtype = result_dtype(what, a)
+    a = a.astype(dtype)
+    mesh = operand_mesh(a, names=("a",))
+    if mesh is None or is_empty(a) or a.ndim > 2 or method == "svd":
+        from ._checks import empty_or_one_device
+
+        return empty_or_one_device(
+            lambda x: jax.scipy.linalg.polar(x, side=side, method=method, eps=eps,
+                                             max_iterations=max_iterations), a)
+    return _polar_2d(a, side=side, max_iterations=max_iterations or 12)
