@@ -1,0 +1,136 @@
+"""Arguments as ``jnp.fft`` reads them, and the jit body of the general plan (private)."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+
+from distla.kernels.fftnd import fftnd_local
+
+from . import _fft_plan
+from ._mesh import constrain, fitting_spec, run_on_mesh, shard_map
+
+JNP = {
+    "fft": jnp.fft.fftn,
+    "ifft": jnp.fft.ifftn,
+    "rfft": jnp.fft.rfftn,
+    "irfft": jnp.fft.irfftn,
+}
+
+
+class RealInputError(TypeError, ValueError):
+    """Complex input to ``rfftn``: a ``TypeError`` as in numpy, a ``ValueError`` as in jnp."""
+
+
+def result_dtypes(x: jax.Array, kind: str, what: str) -> tuple[np.dtype, np.dtype]:
+    """(dtype the kernel reads, dtype it returns), as ``jnp.fft`` would cast them."""
+    real_in = kind == "rfft"
+    if real_in and jnp.issubdtype(x.dtype, jnp.complexfloating):
+        raise RealInputError(
+            f"{what} transforms real input; got dtype {x.dtype}. Use distla.fft.fftn for "
+            "complex arrays."
+        )
+    probe = jax.ShapeDtypeStruct((2,), x.dtype)
+    out = jax.eval_shape(JNP[kind], probe).dtype
+    if real_in:
+        return np.dtype(jnp.finfo(out).dtype), np.dtype(out)
+    if kind == "irfft":
+        return np.dtype(jnp.result_type(out, jnp.complex64)), np.dtype(out)
+    return np.dtype(out), np.dtype(out)
+
+
+def normalize(
+    x: jax.Array, s: Any, axes: Any, kind: str, norm: str | None
+) -> tuple[tuple[int, ...], tuple[int, ...], jax.ShapeDtypeStruct]:
+    """``(s, axes, result)`` with jnp's defaults filled in; jnp's own errors for bad ones.
+
+    ``axes`` come back non-negative in the caller's order, ``s`` one length
+    per axis of ``axes`` (for ``irfft`` the last is the output length), and
+    ``result`` is the shape and dtype ``jnp.fft`` gives.
+    """
+    fn = functools.partial(JNP[kind], s=s, axes=axes, norm=norm)
+    result = jax.eval_shape(fn, jax.ShapeDtypeStruct(x.shape, x.dtype))
+    if axes is None:
+        n = x.ndim if s is None else len(s)
+        axes = tuple(range(x.ndim - n, x.ndim))
+    else:
+        axes = tuple(int(a) % x.ndim for a in axes)
+    if s is None:
+        s = [x.shape[a] for a in axes]
+        if kind == "irfft" and axes:
+            s[-1] = 2 * (s[-1] - 1)
+    return tuple(int(n) for n in s), axes, result
+
+
+def input_shape(shape, s, axes, kind) -> tuple[int, ...]:
+    """The shape ``jnp.fft`` crops or zero-pads the input to before it transforms."""
+    out = list(shape)
+    for a, n in zip(axes, s):
+        out[a] = n
+    if kind == "irfft":
+        out[axes[-1]] = s[-1] // 2 + 1
+    return tuple(out)
+
+
+def spec_of(x: jax.Array) -> P:
+    """The layout of ``x``: its concrete sharding, else its abstract one (``P()``: unknown)."""
+    sharding = getattr(x, "sharding", None)
+    if not isinstance(x, jax.core.Tracer) and isinstance(sharding, NamedSharding):
+        return sharding.spec
+    return getattr(jax.typeof(x).sharding, "spec", None) or P()
+
+
+def pad_to(x: jax.Array, shape: Sequence[int]) -> jax.Array:
+    """Crop or zero-pad ``x`` at the end of each axis to ``shape``."""
+    if tuple(x.shape) == tuple(shape):
+        return x
+    x = x[tuple(slice(0, min(n, m)) for n, m in zip(x.shape, shape))]
+    return jnp.pad(x, [(0, m - n) for n, m in zip(x.shape, shape)])
+
+
+def one_device(x, kind, s, axes, norm):
+    """``jnp.fft``'s own transform (unsharded operands, zero-size ones)."""
+    return JNP[kind](x, s=s, axes=axes, norm=norm)
+
+
+@functools.partial(
+    jax.jit, static_argnames=("plan", "kind", "s", "axes", "norm", "shape_in", "in_dtype")
+)
+def transform(x, *, plan, kind, s, axes, norm, shape_in, in_dtype):
+    """Run ``plan`` (a :class:`_fft_plan.Plan`) on ``x``; ``None``: gather, then jnp."""
+    mesh = jax.typeof(x).sharding.mesh
+    if plan is None:  # a sharded 1-D transform: every device transforms the whole vector
+        def gathered(x):
+            return JNP[kind](constrain(x.astype(in_dtype), P()), s=s, axes=axes, norm=norm)
+
+        return run_on_mesh(gathered, mesh, P(), x)
+    kernel = functools.partial(fftnd_local, steps=plan.steps, norm=norm)
+    out_spec = fitting_spec(plan.out_shape, mesh, plan.spec_out)
+
+    def body(x):
+        x = pad_to(x.astype(in_dtype), shape_in)
+        x = constrain(pad_to(x, plan.pad_in), plan.spec_in)
+        y = shard_map(kernel, in_specs=plan.spec_in, out_specs=plan.spec_out)(x)
+        return pad_to(y, plan.out_shape)
+
+    return run_on_mesh(body, mesh, out_spec, x)
+
+
+def general(x, kind, s, axes, norm, mesh, in_dtype, spec):
+    """The general plan of ``_fft_plan.py`` for ``x``, laid out ``spec`` on ``mesh``."""
+    sizes = dict(mesh.shape)
+    shape_in = input_shape(x.shape, s, axes, kind)
+    groups = _fft_plan.spec_groups(spec, x.ndim, sizes)
+    groups = _fft_plan.spread(groups, shape_in, axes, sizes)
+    n_last = s[-1] if kind == "irfft" else None
+    plan = _fft_plan.plan(shape_in, groups, axes, kind, sizes, n_last)
+    return transform(
+        x, plan=plan, kind=kind, s=s, axes=axes, norm=norm, shape_in=shape_in, in_dtype=in_dtype
+    )
