@@ -1,0 +1,220 @@
+"""Distributed Hermitian eigensolver: spectral divide and conquer on QDWH (docs/spectral.md).
+
+Nakatsukasa & Higham (2013). The matrix ``B`` (``N x N``, 2D block layout)
+is kept block diagonal with contiguous diagonal blocks whose boundaries are
+data (the replicated vector ``start``: the first index of each index's
+block), so every shape is static and one ``lax.while_loop`` runs the levels:
+
+1. each active block (larger than the leaf ``L``) is shifted by ``σ`` (the
+   median of its diagonal) and scaled to unit Frobenius norm; inactive
+   blocks are replaced by the identity;
+2. ``U = polar(X)`` by QDWH (``distla._polar.qdwh``): for Hermitian ``X``,
+   ``U = sign(X)``, so ``P = (I − U)/2`` projects on the eigenvalues below
+   ``σ``; ``r = trace(P)`` per block;
+3. a random block-diagonal ``Ω`` gives ``Y = PΩ₁ + (I − P)Ω₂`` (the first
+   ``r`` columns of each block from ``range(P)``, the others from its
+   complement); its QR (``distla.linalg.qr``) is block diagonal and its ``Q``
+   is an orthonormal basis adapted to the split;
+4. ``B ← Qᴴ B Q`` (cut to the new blocks), ``V ← V Q``.
+
+Once every block has at most ``L = N/p`` rows, each device takes the
+``2L x 2L`` diagonal window starting at its row slab (its slab plus the next
+device's, one ``ppermute``), finishes the blocks that start in its slab
+with ``jnp.linalg.eigh`` (other indices get a sentinel above the spectrum),
+and ``V`` is multiplied by the resulting block-diagonal ``Z``. No device
+holds more than ``O(N²/p)`` elements.
+
+Names: ``start`` (``[N]`` int32, replicated) block of each index;
+``_slab`` a device's rows in the row layout ``P((r, c), None)``.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+from jax.sharding import PartitionSpec as P
+
+from . import _qr
+from ._mesh import fitting_spec, grid_of, operand_mesh, shard_map
+from ._polar import block_spec, ct, eye, mm, put, qdwh, round_up
+from .matmul import matmul
+
+# a fraction of a block's diagonal spread added to the median shift, so that a
+# shift rarely lands on a repeated diagonal value that is an eigenvalue
+_NUDGE = 0.0137
+
+
+def _blocks(start):
+    """``(ordinal, size)`` per index for the contiguous blocks that ``start`` names."""
+    n = start.shape[0]
+    idx = jnp.arange(n, dtype=jnp.int32)
+    head = (start == idx).astype(jnp.int32)
+    ordinal = jnp.cumsum(head) - 1
+    size = jax.ops.segment_sum(jnp.ones(n, jnp.int32), ordinal, num_segments=n)[ordinal]
+    return ordinal, size
+
+
+def _diag(b, spec):
+    """Real diagonal of ``b`` as a replicated vector (a masked row reduction)."""
+    n = b.shape[0]
+    r = lax.broadcasted_iota(jnp.int32, (n, n), 0)
+    c = lax.broadcasted_iota(jnp.int32, (n, n), 1)
+    d = jnp.sum(jnp.where(r == c, jnp.real(b), 0), axis=1)
+    return put(d, P())
+
+
+def _same_block(start, spec):
+    return put(start[:, None] == start[None, :], spec)
+
+
+def _shifts(d, start, ordinal, size):
+    """Per-index shift: the median of its block's diagonal, nudged into the block's spread."""
+    n = d.shape[0]
+    order = jnp.lexsort((d, ordinal))  # by block, then by value: block b at [start_b, end_b)
+    ds = d[order]
+    k = jnp.maximum(size // 2, 1)
+    lo = ds[jnp.clip(start + k - 1, 0, n - 1)]
+    hi = ds[jnp.clip(start + k, 0, n - 1)]
+    first = ds[start]
+    last = ds[jnp.clip(start + size - 1, 0, n - 1)]
+    mid = jnp.where(size > 1, (lo + hi) / 2, lo)
+    sigma = mid + _NUDGE * (last - first)
+    return jnp.minimum(sigma, (mid + last) / 2)
+
+
+def _level(state, *, spec, leaf, key):
+    """One divide step on every block larger than ``leaf``."""
+    lvl, b, v, start = state
+    n = b.shape[0]
+    dtype = b.dtype
+    ordinal, size = _blocks(start)
+    active = size > leaf
+    same = _same_block(start, spec)
+    d = _diag(b, spec)
+    sigma = _shifts(d, start, ordinal, size)
+    eye_n = eye(n, n, dtype, spec)
+    shifted = put(b - eye_n * sigma[:, None].astype(dtype), spec)
+    fro2 = jax.ops.segment_sum(jnp.sum(jnp.abs(shifted) ** 2, axis=1), ordinal, num_segments=n)
+    scale = jnp.sqrt(fro2)[ordinal]
+    scale = jnp.where(scale > 0, scale, 1.0)
+    act2 = put(active[:, None] & same, spec)
+    x = put(jnp.where(act2, shifted / scale[:, None].astype(dtype), eye_n), spec)
+    u, _ = qdwh(x, spec)
+    proj = put((eye_n - (u + ct(u, spec)) / 2) / 2, spec)  # eigenvalues below the shift
+    tr = jax.ops.segment_sum(_diag(proj, spec), ordinal, num_segments=n)[ordinal]
+    rank = jnp.clip(jnp.round(tr).astype(jnp.int32), 0, size)
+    degenerate = (rank == 0) | (rank == size)  # shift outside: a multiple of I, any split
+    rank = jnp.where(degenerate, size // 2, rank)
+    pos = jnp.arange(n, dtype=jnp.int32) - start
+    first = pos < rank  # columns taken from range(P)
+    omega = jax.random.normal(jax.random.fold_in(key, lvl), (n, n), dtype)
+    omega = put(jnp.where(act2, omega, 0), spec)
+    sign = jnp.where(first, 1.0, -1.0).astype(dtype)
+    keep2 = jnp.where(first, 0.0, 1.0).astype(dtype)
+    y = put(omega * keep2[None, :], spec) + mm(proj, put(omega * sign[None, :], spec), spec)
+    y = put(jnp.where(act2, y, eye_n), spec)
+    q, _ = _qr.qr(y, mode="reduced")
+    q = put(q, spec)
+    new_start = jnp.where(active & ~first, start + rank, start)
+    b = mm(ct(q, spec), mm(b, q, spec), spec)
+    same = _same_block(new_start, spec)
+    b = put(jnp.where(same, b, 0), spec)
+    b = put((b + ct(b, spec)) / 2, spec)
+    v = mm(v, q, spec)
+    return lvl + 1, b, v, new_start
+
+
+def _leaf(b, start, *, mesh, leaf, sentinel):
+    """Finish blocks of at most ``leaf`` rows per device; ``(w [N], z [N, N] row slabs)``."""
+    g = grid_of(mesh, what="distla.linalg.eigh")
+    axes = tuple(a for a in (g.row, g.col) if a is not None)
+    p = g.size
+    n = b.shape[0]
+    m = n // p
+    assert leaf <= m
+    rows = P(axes, None)
+    b_rows = put(b, rows)
+    real = jnp.finfo(b.dtype).dtype
+
+    def kernel(b_slab, start, sentinel):
+        d = lax.axis_index(axes)
+        lo = d * m
+        bp = jnp.pad(b_slab, ((0, 0), (0, 2 * m)))
+        own_part = lax.dynamic_slice_in_dim(bp, lo, 2 * m, axis=1)  # rows lo.., cols lo..lo+2m
+        # the next device's rows, columns [lo, lo + 2m) (its lo - m): one ppermute
+        send = lax.dynamic_slice_in_dim(jnp.pad(b_slab, ((0, 0), (m, 2 * m))), lo, 2 * m, axis=1)
+        nxt = lax.ppermute(send, axes, [(j, (j - 1) % p) for j in range(p)])
+        nxt = jnp.where(d == p - 1, jnp.zeros_like(nxt), nxt)
+        w_mat = jnp.concatenate([own_part, nxt], axis=0)  # [2m, 2m] window
+        idx = lo + jnp.arange(2 * m, dtype=jnp.int32)
+        st = jnp.pad(start, (0, 2 * m), constant_values=-1)[jnp.minimum(idx, n + 2 * m - 1)]
+        st = jnp.where(idx < n, st, -1)
+        own = (st >= lo) & (st < lo + m)
+        keep = own[:, None] & own[None, :] & (st[:, None] == st[None, :])
+        w_mat = jnp.where(keep, w_mat, 0)
+        w_mat = w_mat + jnp.diag(jnp.where(own, 0, sentinel).astype(w_mat.dtype))
+        w, z = jnp.linalg.eigh(w_mat, symmetrize_input=True)
+        count = jnp.sum(own.astype(jnp.int32))
+        origin = jnp.min(jnp.where(own, idx, n))
+        col = jnp.arange(2 * m)
+        z = jnp.where(col[None, :] < count, z, 0)
+        w = jnp.where(col < count, w, 0)
+        # place columns at global [origin, origin + count)
+        buf = jnp.zeros((2 * m, n + 2 * m), z.dtype)
+        buf = lax.dynamic_update_slice(buf, z, (0, jnp.minimum(origin, n)))
+        wv = lax.dynamic_update_slice(jnp.zeros(n + 2 * m, real), w.astype(real),
+                                      (jnp.minimum(origin, n),))
+        w_all = lax.psum(wv[:n], axes)
+        # rows [lo + m, lo + 2m) belong to the next device
+        down = lax.ppermute(buf[m:], axes, [(j, (j + 1) % p) for j in range(p)])
+        down = jnp.where(d == 0, jnp.zeros_like(down), down)
+        return w_all, (buf[:m] + down)[:, :n]
+
+    fn = shard_map(kernel, in_specs=(rows, P(), P()), out_specs=(P(), rows), check_vma=False)
+    return fn(b_rows, start, sentinel)
+
+
+@functools.partial(jax.jit, static_argnames=("vectors",))
+def eigh_2d(a, *, vectors=True):
+    """``(w, v)`` of a Hermitian matrix on a mesh (the caller symmetrized it)."""
+    mesh = operand_mesh(a, names=("a",))
+    spec = block_spec(mesh)
+    g = grid_of(mesh, what="distla.linalg.eigh")
+    p = g.size
+    with jax.sharding.use_abstract_mesh(mesh):
+        n = a.shape[0]
+        big = round_up(n, p)
+        dtype = a.dtype
+        real = jnp.finfo(dtype).dtype
+        b = put(jnp.pad(a, ((0, big - n), (0, big - n))), spec)
+        m = big // p
+        leaf = m
+        idx = jnp.arange(big, dtype=jnp.int32)
+        start = jnp.where(idx < n, 0, idx)  # padding: singleton blocks, never split
+        v = eye(big, big, dtype, spec)
+        bound = jnp.max(jnp.sum(jnp.abs(b), axis=1))
+        sentinel = jnp.where(bound > 0, 2 * bound, 1.0).astype(real) + 1
+        key = jax.random.key(0)
+        max_levels = 4 * max(1, (big // leaf).bit_length()) + 8
+
+        def going(state):
+            lvl, _, _, start = state
+            _, size = _blocks(start)
+            return (lvl < max_levels) & jnp.any(size > leaf)
+
+        state = (jnp.zeros((), jnp.int32), b, v, start)
+        state = lax.while_loop(
+            going, functools.partial(_level, spec=spec, leaf=leaf, key=key), state)
+        _, b, v, start = state
+        w, z = _leaf(b, start, mesh=mesh, leaf=leaf, sentinel=sentinel)
+        w = jnp.where(idx < n, w, jnp.inf)
+        order = jnp.argsort(w)[:n]
+        w = put(w[order], P())
+        if not vectors:
+            return w
+        z = put(z[:, order], P(tuple(a for a in (g.row, g.col) if a), None))
+        vec = matmul(v, z, precision=lax.Precision.HIGHEST)[:n]
+        return w, put(vec, fitting_spec(vec.shape, mesh, spec))
