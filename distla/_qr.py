@@ -400,13 +400,17 @@ def model_bytes(
     Counted as ``distla.cost`` counts (all-gather ``(g-1)/g`` of its result,
     all-reduce ``2(g-1)/g`` of its operand, all-to-all ``(g-1)/g``), for
     the kernel :func:`qr` picks, with the input in the kernel's layout (row
-    blocks for TSQR, 2D blocks for Householder).
+    blocks for TSQR, 2D blocks for Householder) and the results in the 2D
+    block layout (TSQR on a 2-axis mesh: one all-to-all of ``Q``).
     """
     pr, pc = grid
     p = pr * pc
     item = jnp.dtype(dtype).itemsize
     if use_tsqr(m, n, p, mode):
-        return (p - 1) * n * n * item  # the R factors, one all-gather
+        elements = (p - 1) * n * n  # the R factors, one all-gather
+        if mode != "r" and pc > 1 and n % pc == 0:  # Q to P(r, c): an all-to-all over all p
+            elements += -(-m // p) * n * (p - 1) / p
+        return elements * item
     mesh = jax.sharding.AbstractMesh((pr, pc), ("r", "c"))
     nb, m_pad, n_pad = plan(Grid(mesh, "r", "c"), m, n, block_size)
     panels = -(-min(m, n) // nb)
