@@ -25,9 +25,13 @@ the stack arrives sharded along its batch dimensions. The path of one call:
    all-to-all each); a whole stack is never gathered on one device. XLA's
    partitioner would otherwise replicate a stack whose matrix dimensions are
    sharded before slicing it along the batch.
-4. **Results** come back in the kernel layout when it fits their shape;
-   for a padded batch, in the largest even layout of the mesh that fits
-   (``distla._mesh.fitting_spec``), reached again one axis at a time.
+4. **Results** come back in the layout jnp would give them: the batch
+   layout the stack arrived in (``P('rows')`` in, ``P('rows')`` out, so
+   ``jnp.matmul(a, x) - b`` type-checks on an Explicit mesh), reached from
+   the kernel layout one axis at a time (the small results only). Where the
+   arriving layout cannot be seen (an ``Auto`` tracer), the kernel layout
+   when it fits their shape, for a padded batch the largest even layout of
+   the mesh that fits (``distla._mesh.fitting_spec``).
 
 The layout of a concrete array is read from its ``NamedSharding``, and of a
 tracer on an ``Explicit`` mesh from its type. Inside ``jax.jit`` on an
@@ -535,10 +539,18 @@ def _call(*operands, op, cores, fills, out_cores, sources, trans):
         own_pad = tuple(s if b else p for s, b, p in zip(shape, bcast, padded))
         dst = tuple(() if b else e for b, e in zip(bcast, layout)) + ((),) * core
         plans.append((shape, core, own_pad, dst, src, fill))
-    # results: the kernel layout; for a padded batch the largest even layout that
-    # fits (fitting_spec lists the axes of a dimension in mesh order)
+    # results: the batch layout the stack arrived in, as jnp returns it; unknown:
+    # the kernel layout, for a padded batch the largest even layout that fits
+    # (fitting_spec lists the axes of a dimension in mesh order)
+    arrived = None
+    if known:
+        arrived = source_batch
+        if not _divides(full, arrived, mesh):
+            arrived = None
     out_specs = tuple(
-        _spec(layout + ((),) * len(oc))
+        _spec(arrived + ((),) * len(oc))
+        if arrived is not None
+        else _spec(layout + ((),) * len(oc))
         if padded == full
         else fitting_spec(full + oc, mesh, _spec(layout + ((),) * len(oc)))
         for oc in out_cores
@@ -562,7 +574,7 @@ def _call(*operands, op, cores, fills, out_cores, sources, trans):
         outs = shard_map(kernel, in_specs=tuple(in_specs), out_specs=kernel_out)(*ins)
         results = []
         for y, spec in zip(outs, out_specs):
-            if padded != full:
+            if padded != full or arrived is not None:
                 target = tuple(_axes(e) for e in tuple(spec) + (None,) * (y.ndim - len(spec)))
                 y = _relayout(y, layout + ((),) * (y.ndim - nb), target, mesh, final=False)
                 y = y[tuple(slice(0, s) for s in full)]

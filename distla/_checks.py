@@ -90,6 +90,50 @@ def empty_like(x: jax.Array, dtype=None) -> jax.Array:
     return jnp.zeros(np.shape(x), dtype if dtype is not None else x.dtype)
 
 
+def empty_or_one_device(ref, *xs):
+    """``ref`` (the jnp / jax.scipy function) on operands that need no mesh.
+
+    Operands on one device (or unsharded) run as they are; with an empty
+    operand the result is what ``ref`` gives for the same shapes, built with
+    no mesh at all (``det`` of a 0x0 matrix is 1, ``solve`` with ``k = 0``
+    right-hand sides an empty array).
+    """
+    from ._mesh import drop_trivial_sharding
+
+    if is_empty(*xs):
+        shapes = jax.eval_shape(ref, *(jax.ShapeDtypeStruct(x.shape, x.dtype) for x in xs))
+        if all(np.prod(s.shape) == 0 for s in jax.tree.leaves(shapes)):
+            return jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), shapes)
+        return ref(*(empty_like(x) if is_empty(x) else drop_trivial_sharding(x) for x in xs))
+    return ref(*(drop_trivial_sharding(x) for x in xs))
+
+
+def onto_mesh(*xs):
+    """Concrete operands on one device moved (replicated) onto the others' mesh, as jnp does.
+
+    A one-device operand next to a sharded one would otherwise fail jax's
+    device-assignment check; tracers are left alone.
+    """
+    from jax.sharding import NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    def concrete(x):
+        return isinstance(x, jax.Array) and not isinstance(x, jax.core.Tracer)
+
+    mesh = next(
+        (x.sharding.mesh for x in xs if concrete(x) and isinstance(x.sharding, NamedSharding)
+         and x.sharding.mesh.size > 1),
+        None,
+    )
+    if mesh is None:
+        return xs
+    return tuple(
+        jax.device_put(x, NamedSharding(mesh, P()))
+        if concrete(x) and len(x.sharding.device_set) == 1 else x
+        for x in xs
+    )
+
+
 def canonical_precision(precision: Any) -> Any:
     """``None`` means ``HIGHEST``: distla's error bounds assume full-precision dots.
 

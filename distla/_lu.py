@@ -65,13 +65,23 @@ def _grid(*xs, names) -> Grid:
 
 
 def _pad_identity(a: jax.Array, n_pad: int) -> jax.Array:
-    n = a.shape[0]
-    if n == n_pad:
+    """``a`` (``m x n``) padded to ``n_pad x n_pad`` with ones on the padded diagonal.
+
+    For a square ``a`` the padded LU contains ``a``'s. For a wide ``a`` the
+    padded rows ``[0 | I]`` have zeros under every real pivot column (never
+    chosen, never updated). For a tall one the padded columns below row
+    ``m`` are zero: they come after the real ones, stay zero, and a zero
+    column interchanges nothing (LAPACK picks its first row), so the later
+    steps do not permute ``L``. Either way the leading ``min(m, n)`` steps
+    are ``a``'s own LU.
+    """
+    m, n = a.shape
+    if m == n == n_pad:
         return a
-    a = jnp.pad(a, ((0, n_pad - n), (0, n_pad - n)))
+    a = jnp.pad(a, ((0, n_pad - m), (0, n_pad - n)))
     r = lax.broadcasted_iota(jnp.int32, a.shape, 0)
     c = lax.broadcasted_iota(jnp.int32, a.shape, 1)
-    return jnp.where((r == c) & (r >= n), jnp.ones((), a.dtype), a)
+    return jnp.where((r == c) & (r >= m), jnp.ones((), a.dtype), a)
 
 
 def _factor_local(a_blk, *, grid: Grid, nb: int):
@@ -113,8 +123,8 @@ def _solve_local(lu_cyc, piv, b_blk, *, grid: Grid, nb: int, trans: int, few: bo
 @functools.partial(jax.jit, static_argnames=("dtype", "block_size"))
 def _lu_factor(a, *, dtype, block_size):
     grid = _grid(a, names=("a",))
-    n = a.shape[0]
-    nb, n_pad = plan(grid, n, block_size)
+    m, n = a.shape  # rectangular: the LU of a square padding (see _pad_identity)
+    nb, n_pad = plan(grid, max(m, n), block_size)
     blocks = grid.block_spec
 
     def body(a):
@@ -125,9 +135,9 @@ def _lu_factor(a, *, dtype, block_size):
             return _contiguous(lu, grid, nb), piv
 
         lu, piv = shard_map(kernel, in_specs=blocks, out_specs=(blocks, P()), check_vma=False)(a)
-        return lu[:n, :n], piv[:n]
+        return lu[:m, :n], piv[: min(m, n)]
 
-    out = (fitting_spec((n, n), grid.mesh, blocks), P())
+    out = (fitting_spec((m, n), grid.mesh, blocks), P())
     return run_on_mesh(body, grid.mesh, out, a)
 
 
@@ -220,30 +230,36 @@ def inv(a, *, dtype, block_size=None):
 
 
 def _unpack(lu: jax.Array, dtype) -> tuple[jax.Array, jax.Array]:
-    n = lu.shape[0]
-    r = lax.broadcasted_iota(jnp.int32, (n, n), 0)
-    c = lax.broadcasted_iota(jnp.int32, (n, n), 1)
-    lower = jnp.where(r > c, lu, jnp.where(r == c, jnp.ones((), dtype), jnp.zeros((), dtype)))
-    upper = jnp.where(r <= c, lu, jnp.zeros((), dtype))
+    """``(L [m, k], U [k, n])`` from ``lu`` (``m x n``, ``k = min(m, n)``)."""
+    m, n = lu.shape
+    k = min(m, n)
+    low, up = lu[:, :k], lu[:k, :]
+    r = lax.broadcasted_iota(jnp.int32, (m, k), 0)
+    c = lax.broadcasted_iota(jnp.int32, (m, k), 1)
+    lower = jnp.where(r > c, low, jnp.where(r == c, jnp.ones((), dtype), jnp.zeros((), dtype)))
+    r = lax.broadcasted_iota(jnp.int32, (k, n), 0)
+    c = lax.broadcasted_iota(jnp.int32, (k, n), 1)
+    upper = jnp.where(r <= c, up, jnp.zeros((), dtype))
     return lower, upper
 
 
 @jax.jit
 def _plu(lu, piv):
     grid = _grid(lu, names=("lu",))
-    n = lu.shape[0]
+    m, n = lu.shape
+    k = min(m, n)
     dtype = lu.dtype
-    blocks = fitting_spec((n, n), grid.mesh, grid.block_spec)
+    specs = tuple(fitting_spec(s, grid.mesh, grid.block_spec) for s in ((m, m), (m, k), (k, n)))
 
     def body(lu, piv):
         lower, upper = _unpack(lu, dtype)
-        perm = lax.linalg.lu_pivots_to_permutation(piv, n)
+        perm = lax.linalg.lu_pivots_to_permutation(piv, m)
         # P A = L U with P[i, perm[i]] = 1, so A = P^T L U: return P^T
-        rows = lax.broadcasted_iota(jnp.int32, (n, n), 0)
+        rows = lax.broadcasted_iota(jnp.int32, (m, m), 0)
         p = (perm[None, :] == rows).astype(dtype)
         return p, lower, upper
 
-    return run_on_mesh(body, grid.mesh, (blocks, blocks, blocks), lu, piv)
+    return run_on_mesh(body, grid.mesh, specs, lu, piv)
 
 
 def lu(a, *, dtype, block_size=None):
@@ -259,18 +275,32 @@ def _diagonal_terms(lu, piv, dtype):
     return parity, jnp.diagonal(lu)
 
 
+def _sign_logabs(lu, piv, dtype):
+    """``(sign, logabsdet)`` from U's diagonal exactly as jnp's ``_slogdet_lu`` forms them.
+
+    Real: the sign counts negative pivots (so an inf or nan entry keeps a
+    sign of +-1, as in jnp); complex: the product of ``d / |d|``. A zero
+    pivot gives sign 0 and ``-inf``.
+    """
+    parity, d = _diagonal_terms(lu, piv, dtype)
+    absd = jnp.abs(d)
+    is_zero = jnp.any(d == jnp.zeros((), dtype))
+    if jnp.issubdtype(dtype, jnp.complexfloating):
+        sign = parity * jnp.prod(d / absd.astype(dtype))
+    else:
+        negative = jnp.sum(d < 0)
+        sign = parity * jnp.where(negative % 2 == 1, -1, 1).astype(dtype)
+    sign = jnp.where(is_zero, jnp.zeros((), dtype), sign)
+    logabs = jnp.where(is_zero, -jnp.inf, jnp.sum(jnp.log(absd)))
+    return sign, logabs.astype(absd.dtype)
+
+
 @jax.jit
 def _slogdet_from(lu, piv):
     grid = _grid(lu, names=("lu",))
-    dtype = lu.dtype
 
     def body(lu, piv):
-        parity, d = _diagonal_terms(lu, piv, dtype)
-        absd = jnp.abs(d)
-        unit = d / jnp.where(absd == 0, 1, absd).astype(dtype)
-        sign = parity * jnp.prod(unit)
-        sign = jnp.where(jnp.any(absd == 0), jnp.zeros((), dtype), sign)
-        return sign, jnp.sum(jnp.log(absd))
+        return _sign_logabs(lu, piv, lu.dtype)
 
     return run_on_mesh(body, grid.mesh, (P(), P()), lu, piv)
 
@@ -284,10 +314,78 @@ def _det_from(lu, piv):
     grid = _grid(lu, names=("lu",))
 
     def body(lu, piv):
-        parity, d = _diagonal_terms(lu, piv, lu.dtype)
-        return parity * jnp.prod(d)
+        # sign * exp(logabsdet), as jnp forms det: an overflow gives (+-)inf
+        # (complex: inf in both parts), never the nan of an overflowing product
+        sign, logabs = _sign_logabs(lu, piv, lu.dtype)
+        return sign * jnp.exp(logabs).astype(lu.dtype)
 
     return run_on_mesh(body, grid.mesh, P(), lu, piv)
+
+
+@functools.partial(jax.jit, static_argnames=("dtype",))
+def _cofactor_parts(lu, piv, *, dtype):
+    """The pieces of jnp's ``_cofactor_solve`` that need the whole diagonal.
+
+    Returns ``(lu2, det, pd, e)``: ``lu`` with ``U[n-1, n-1]`` replaced by
+    ``1 / pd``, where ``pd`` is the determinant without that last pivot,
+    ``det`` itself, and ``e = P^T e_{n-1}`` (so that ``lu_solve(lu2, e)`` is
+    ``U2^-1 e_{n-1}``).
+    """
+    grid = _grid(lu, names=("lu",))
+    n = lu.shape[0]
+    blocks = fitting_spec((n, n), grid.mesh, grid.block_spec)
+
+    def body(lu, piv):
+        parity, d = _diagonal_terms(lu, piv, dtype)
+        partial = jnp.cumprod(d) * parity
+        det, pd = partial[-1], partial[-2]
+        r = lax.broadcasted_iota(jnp.int32, (n, n), 0)
+        c = lax.broadcasted_iota(jnp.int32, (n, n), 1)
+        lu2 = jnp.where((r == n - 1) & (c == n - 1), (1 / pd).astype(dtype), lu)
+        perm = lax.linalg.lu_pivots_to_permutation(piv, n)
+        e = (jnp.arange(n, dtype=perm.dtype) == perm[n - 1]).astype(dtype)
+        return lu2, det, pd, e
+
+    vec = fitting_spec((n,), grid.mesh, _natural_rhs_spec(grid, 1))
+    return run_on_mesh(body, grid.mesh, (blocks, P(), P(), vec), lu, piv)
+
+
+@jax.jit
+def _adjugate_from(y, v, det, pd):
+    """``det * Y + (1 - det) * v w^T`` with ``w = Y[n-1] / pd``; zero if anything is not finite.
+
+    ``Y = U2^-1 L^-1 P`` and ``v = U2^-1 e_{n-1}``: this is jnp's
+    ``_cofactor_solve(a, I)``, the adjugate, written with whole solves
+    (the last row of ``L^-1 P`` is ``Y[n-1] / pd`` since ``U2[n-1, n-1] = 1/pd``).
+    """
+    grid = _grid(y, names=("y",))
+    n = y.shape[0]
+    blocks = fitting_spec((n, n), grid.mesh, grid.block_spec)
+
+    def body(y, v, det, pd):
+        w = y[n - 1] / pd
+        adj = det * y + (1 - det) * v[:, None] * w[None, :]
+        bad = ~(jnp.all(jnp.isfinite(y)) & jnp.all(jnp.isfinite(v)) & jnp.isfinite(pd))
+        bad = bad | ~jnp.all(jnp.isfinite(adj))
+        return jnp.where(bad, jnp.zeros((), y.dtype), adj)
+
+    return run_on_mesh(body, grid.mesh, blocks, y, v, det, pd)
+
+
+def adjugate(a, *, dtype, block_size=None):
+    """``adj(a)`` (``det(a) a^-1`` where ``a`` is regular), as jnp's ``_cofactor_solve``.
+
+    Right for matrices of rank ``n - 1`` whose zero pivot comes last (as
+    jnp's is); zero where rank is lower or anything overflows (jnp: zero).
+    """
+    n = a.shape[0]
+    lu_, piv = _lu_factor(a, dtype=dtype, block_size=block_size)
+    if n == 1:
+        return jnp.ones_like(lu_)
+    lu2, det, pd, e = _cofactor_parts(lu_, piv, dtype=dtype)
+    y = _lu_solve(lu2, piv, jnp.eye(n, dtype=dtype), dtype=dtype, trans=0)
+    v = _lu_solve(lu2, piv, e, dtype=dtype, trans=0)
+    return _adjugate_from(y, v, det, pd)
 
 
 def det(a, *, dtype, block_size=None):

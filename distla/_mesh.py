@@ -111,6 +111,11 @@ def operand_mesh(*operands: Any, names: Sequence[str]) -> AbstractMesh | None:
     return mesh0
 
 
+def axes_taken_by_vmap() -> frozenset[str]:
+    """Mesh axes that an enclosing ``jax.vmap`` over an Explicit-sharded batch holds."""
+    return _axes_taken_by_vmap()
+
+
 def _axes_taken_by_vmap() -> frozenset[str]:
     # jax has no public query for this; shard_map itself reads the same field.
     env = jax_core.get_axis_env()

@@ -46,32 +46,102 @@ def make_mesh(
       A ``jax.sharding.Mesh``.
 
     Raises:
-      ValueError: the shape does not match the device count or the names.
+      ValueError: the shape is not a tuple of positive ints, does not match
+        the device count or the names; no devices, duplicate devices or
+        duplicate axis names.
+      TypeError: ``shape`` is not a sequence (``make_mesh(8)``: use ``(8,)``).
     """
     devs = list(jax.devices() if devices is None else devices)
+    if not devs:
+        raise ValueError("make_mesh: devices is empty; pass devices=None for jax.devices()")
+    if len(set(devs)) != len(devs):
+        raise ValueError(f"make_mesh: devices lists a device twice: {devs}")
+    if isinstance(axis_names, str):
+        raise TypeError(
+            f"make_mesh: axis_names must be a sequence of names; got the string "
+            f"{axis_names!r}. For one axis write ({axis_names!r},)."
+        )
     axis_names = tuple(axis_names)
+    if len(set(axis_names)) != len(axis_names):
+        raise ValueError(f"make_mesh: axis_names must differ; got {axis_names}")
     if shape is None:
         if len(axis_names) != 2:
             raise ValueError(
                 f"make_mesh(shape=None) builds a 2-axis mesh; got axis_names={axis_names}"
             )
         shape = squarest_grid(len(devs))
-    shape = tuple(int(s) for s in shape)
+    shape = _mesh_shape(shape)
     if len(shape) != len(axis_names):
         raise ValueError(
             f"make_mesh: shape {shape} has {len(shape)} axes but axis_names {axis_names} "
             f"has {len(axis_names)}"
         )
     if math.prod(shape) != len(devs):
+        need = math.prod(shape)
+        fix = (
+            f"Pass devices=jax.devices()[:{need}] to use fewer."
+            if need < len(devs)
+            else "Start jax with more devices (on CPU: "
+            f"XLA_FLAGS=--xla_force_host_platform_device_count={need}, before jax is "
+            f"imported), or use a mesh of {len(devs)} devices (make_mesh() picks one)."
+        )
         raise ValueError(
-            f"make_mesh: a {'x'.join(map(str, shape))} mesh needs {math.prod(shape)} devices; "
-            f"{len(devs)} given. Pass devices=jax.devices()[:{math.prod(shape)}] to use fewer."
+            f"make_mesh: a {'x'.join(map(str, shape))} mesh needs {need} devices; "
+            f"{len(devs)} given. {fix}"
         )
     if isinstance(axis_types, AxisType):
         axis_types = (axis_types,) * len(shape)
     if axis_types is not None:
         axis_types = tuple(axis_types)
     return jax.make_mesh(shape, axis_names, axis_types=axis_types, devices=devs)
+
+
+def _mesh_shape(shape: Any) -> tuple[int, ...]:
+    """``shape`` as a tuple of positive ints; errors that say what was wrong."""
+    if isinstance(shape, (int, np.integer)):
+        raise TypeError(
+            f"make_mesh: shape must be a tuple of axis sizes; got the int {shape}. "
+            f"Write ({shape},) for a 1-axis mesh or, say, (2, {int(shape) // 2}) for two."
+        )
+    try:
+        sizes = tuple(shape)
+    except TypeError:
+        raise TypeError(
+            f"make_mesh: shape must be a tuple of axis sizes; got {type(shape).__name__}"
+        ) from None
+    for s in sizes:
+        if isinstance(s, (bool, np.bool_)) or not isinstance(s, (int, np.integer)) or s < 1:
+            raise ValueError(
+                f"make_mesh: every axis size must be a positive int; got shape {shape}"
+            )
+    return tuple(int(s) for s in sizes)
+
+
+def _as_spec(spec: Any, what: str = "shard") -> P:
+    """``spec`` as a ``PartitionSpec``: a tuple is read as one, a string is refused."""
+    if spec is None or isinstance(spec, P):
+        return spec
+    if isinstance(spec, str):
+        raise ValueError(
+            f"{what}: spec must be a PartitionSpec (one entry per dimension); got the string "
+            f"{spec!r}. Write jax.sharding.PartitionSpec({spec!r}) to split dimension 0 "
+            f"over mesh axis {spec!r}."
+        )
+    if isinstance(spec, (tuple, list)):
+        for entry in spec:
+            ok = entry is None or isinstance(entry, str) or (
+                isinstance(entry, (tuple, list)) and all(isinstance(e, str) for e in entry)
+            )
+            if not ok:
+                raise ValueError(
+                    f"{what}: spec {spec!r}: each entry must be None, a mesh axis name or a "
+                    f"tuple of names; got {entry!r}"
+                )
+        return P(*(tuple(e) if isinstance(e, list) else e for e in spec))
+    raise ValueError(
+        f"{what}: spec must be a PartitionSpec or a tuple of entries; got "
+        f"{type(spec).__name__}"
+    )
 
 
 def natural_spec(ndim: int, mesh: Mesh | jax.sharding.AbstractMesh) -> P:
@@ -117,6 +187,7 @@ def natural_sharding(shape: Sequence[int], mesh: Mesh, spec: P | None = None) ->
     if not isinstance(mesh, Mesh):
         raise ValueError(f"shard: mesh must be a jax.sharding.Mesh; got {type(mesh).__name__}")
     shape = tuple(int(s) for s in shape)
+    spec = _as_spec(spec)
     if spec is None:
         spec = fitting_spec(shape, mesh.abstract_mesh, natural_spec(len(shape), mesh))
     else:
@@ -146,7 +217,8 @@ def shard(x: Any, mesh: Mesh, spec: P | None = None) -> jax.Array:
       x: a numpy or jax array (or anything ``np.asarray`` accepts). A jax
         array that spans processes is re-laid out on the same devices.
       mesh: the target mesh.
-      spec: an explicit ``PartitionSpec``; must divide ``x``'s shape evenly.
+      spec: an explicit ``PartitionSpec`` (a tuple such as ``("rows", "cols")``
+        is read as ``P("rows", "cols")``); must divide ``x``'s shape evenly.
 
     Returns:
       ``x`` as a ``jax.Array`` with ``NamedSharding(mesh, spec)``.

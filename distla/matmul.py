@@ -8,12 +8,20 @@ from typing import Literal
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 
 from distla.kernels.cannon import cannon_local
 from distla.kernels.summa import summa_k_multiple, summa_local
 
-from ._checks import as_array, canonical_precision, result_dtype
+from ._checks import (
+    as_array,
+    canonical_precision,
+    empty_or_one_device,
+    is_empty,
+    onto_mesh,
+    result_dtype,
+)
 from ._mesh import (
     Grid,
     constrain,
@@ -57,6 +65,9 @@ def matmul(
       panels: SUMMA only: number of steps over the contraction dimension
         (``None``: chosen from the operand sizes). More panels, less memory.
 
+    Integer and bool operands stay integer/bool as in ``jnp.matmul`` (bool:
+    logical and/or); zero-size operands give jnp's result.
+
     Returns:
       ``[m, n]`` array on the same mesh, in the 2D block layout ``P(r, c)``
       when the mesh divides ``(m, n)``; otherwise in the largest even layout
@@ -68,7 +79,8 @@ def matmul(
       ValueError: an operand is not 2-D, the inner dimensions differ,
         ``"cannon"`` on a non-square mesh, an unknown algorithm, or operands
         on different meshes.
-      TypeError: integer or boolean operands.
+      TypeError: dtypes jnp.matmul would not combine (for example under
+        ``jax_numpy_dtype_promotion="strict"``).
 
     See also:
       ``jnp.matmul``, the one-device equivalent; ``distla.cost`` to see what a
@@ -100,18 +112,23 @@ def matmul(
         raise ValueError(f"{what}: algorithm must be one of {ALGORITHMS}; got {algorithm!r}")
     if panels is not None and (not isinstance(panels, int) or panels < 1):
         raise ValueError(f"{what}: panels must be a positive int or None; got {panels!r}")
-    dtype = result_dtype(what, a, b)
+    dtype = result_dtype(what, a, b, inexact=False)  # jnp.matmul's: ints stay ints
     precision = canonical_precision(precision)
+    a, b = a.astype(dtype), b.astype(dtype)
     mesh = operand_mesh(a, b, names=("a", "b"))
-    if mesh is None:
-        a, b = drop_trivial_sharding(a), drop_trivial_sharding(b)
-        return jnp.matmul(a.astype(dtype), b.astype(dtype), precision=precision)
+    if mesh is None or is_empty(a, b):
+        return empty_or_one_device(lambda a, b: jnp.matmul(a, b, precision=precision), a, b)
+    a, b = onto_mesh(a, b)
     grid = grid_of(mesh, what=what)
     if algorithm == "cannon" and grid.pr != grid.pc:
         raise ValueError(
             f"{what}: algorithm='cannon' needs a square mesh; got a {grid.shape_str} mesh "
             f"{tuple(mesh.axis_names)}. Use algorithm='summa' (any mesh shape)."
         )
+    if dtype == np.dtype(bool):  # logical and/or, as jnp.matmul: counted in int32
+        c = _matmul(a, b, dtype=np.dtype(np.int32), algorithm=algorithm, precision=precision,
+                    panels=panels)
+        return c != 0
     return _matmul(a, b, dtype=dtype, algorithm=algorithm, precision=precision, panels=panels)
 
 

@@ -182,7 +182,7 @@ def _permute_rows_gathered(b, perm, *, axis_name, nb):
     # (P, mloc, k) in block-cyclic order -> global row order
     full = full.reshape(p, mloc // nb, nb, k).swapaxes(0, 1).reshape(p * mloc, k)
     mine = jnp.repeat(global_blocks(mloc // nb, axis_name), nb) * nb + jnp.tile(
-        jnp.arange(nb), mloc // nb
+        jnp.arange(nb, dtype=jnp.int32), mloc // nb
     )
     return full[perm[mine]]
 
