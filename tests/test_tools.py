@@ -227,3 +227,11 @@ def test_cholesky_ratio_against_scipy():
     l_ = scipy.linalg.cholesky(a, lower=True)
     assert ratios.cholesky_ratio(a, l_) <= ratios.THRESHOLD
     assert ratios.cholesky_ratio(a, l_.conj()) > 1e3  # the conjugate is no factor
+
+
+def test_qr_ratio_against_scipy():
+    rng = np.random.default_rng(6)
+    a = rng.standard_normal((30, 12)).astype(np.float32)
+    q, r = scipy.linalg.qr(a, mode="economic")
+    assert ratios.qr_ratio(a, q, r) <= ratios.THRESHOLD
+    assert ratios.qr_ratio(a, q * 1.01, r / 1.01) > 1e3  # A = QR still; Q not orthonormal

@@ -10,6 +10,7 @@ machine epsilon of the result's dtype:
   and per matrix of a stack, the largest reported
 - LU:     ``||P A - L U||_1 / (n ||A||_1 eps)``
 - Cholesky: ``||A - L L^H||_1 / (n ||A||_1 eps)``
+- QR:     ``||A - Q R||_1 / (max(m, n) ||A||_1 eps)`` and ``||I - Q^H Q||_1 / (m eps)``
 - FFT:    ``||y - y_ref||_2 / (||y_ref||_2 log2(N) eps)``, N the transform's points
 """
 
@@ -107,3 +108,17 @@ def cholesky_ratio(a, l_) -> float:
     err = np.abs(a64 - l64 @ l64.conj().T).sum(axis=0).max()
     scale = a64.shape[0] * np.abs(a64).sum(axis=0).max() * eps(np.asarray(l_).dtype)
     return float(err / scale)
+
+
+def qr_ratio(a, q, r) -> float:
+    """The larger of ``||A - Q R||_1 / (max(m, n) ||A||_1 eps)`` and ``||I - Q^H Q||_1 / (m eps)``.
+
+    ``a`` is ``(m, n)``; ``q`` and ``r`` are the reduced (or complete) factors.
+    """
+    a64, q64, r64 = wide(a), wide(q), wide(r)
+    m, n = a64.shape
+    e = eps(np.asarray(q).dtype)
+    norm_a = np.abs(a64).sum(axis=0).max()
+    resid = np.abs(a64 - q64 @ r64).sum(axis=0).max() / (max(m, n) * norm_a * e)
+    orth = np.abs(np.eye(q64.shape[1]) - q64.conj().T @ q64).sum(axis=0).max() / (m * e)
+    return float(max(resid, orth))

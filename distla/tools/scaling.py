@@ -56,8 +56,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         nargs="+",
         metavar="SIZE",
         help="problem sizes, comma or space separated (matmul: N or MxKxN; solve: N or NxK; "
-        "lu, cholesky: N; batched-solve: BxN; fft/rfft: N or XxYxZ). In weak mode: the "
-        "1-device size",
+        "lu, cholesky: N; qr: N or MxN; batched-solve: BxN; fft/rfft: N or XxYxZ). In weak "
+        "mode: the 1-device size",
     )
     p.add_argument(
         "--meshes",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from . import batched, cholesky, fft, lu, matmul
+from . import batched, cholesky, fft, lu, matmul, qr
 from .base import Demo, Impl, Operation, ScalingError
 
 OPERATIONS: dict[str, Callable[[], Operation]] = {
@@ -21,6 +21,7 @@ OPERATIONS: dict[str, Callable[[], Operation]] = {
     "fft": fft.fft,
     "rfft": fft.rfft,
     "cholesky": cholesky.build,
+    "qr": qr.build,
 }
 
 __all__ = ["OPERATIONS", "Demo", "Impl", "Operation", "ScalingError"]
