@@ -312,9 +312,8 @@ def _batched_call(a, *, mode, dtype, source):
 # --------------------------------------------------------------------------- public
 
 
-@functools.lru_cache(maxsize=64)
-def _promoted(dtype, x64: bool):
-    del x64  # part of the cache key
+def _promoted(dtype):
+    """The dtype ``jnp.linalg.qr`` computes in for ``dtype`` (under the current x64 setting)."""
     s = jax.eval_shape(lambda x: jnp.linalg.qr(x, mode="r"), jax.ShapeDtypeStruct((1, 1), dtype))
     return s.dtype
 
@@ -370,7 +369,7 @@ def qr(
         )
     if a.ndim < 2:
         raise ValueError(f"{what}: a must have shape (..., m, n); got a of shape {a.shape}")
-    dtype = _promoted(jnp.dtype(a.dtype), jax.config.jax_enable_x64)
+    dtype = _promoted(jnp.dtype(a.dtype))
     mode = "reduced" if mode == "full" else mode
     mesh = operand_mesh(a, names=("a",))
     if mesh is None or a.size == 0 or mode == "raw":

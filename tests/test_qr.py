@@ -117,6 +117,10 @@ def test_double_precision(x64, dtype):
     q, r = linalg.qr(place(a, mesh))
     assert q.dtype == dtype
     check(a, q, r)
+    ints = np.arange(80 * 64).reshape(80, 64) % 5 - 2
+    q, r = linalg.qr(place(ints, mesh))
+    assert q.dtype == jnp.linalg.qr(ints)[0].dtype == np.float64
+    check(ints.astype(np.float64), q, r)
 
 
 @pytest.mark.parametrize(
