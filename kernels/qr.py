@@ -49,7 +49,7 @@ from .cyclic import global_blocks
 def global_index(n_local: int, axis_name: str | None, nb: int) -> jax.Array:
     """Global index of each of this device's ``n_local`` rows (or columns), block-cyclic."""
     blocks = global_blocks(n_local // nb, axis_name)
-    return (blocks[:, None] * nb + jnp.arange(nb, dtype=jnp.int32)).reshape(-1)
+    return (blocks[:, None] * nb + jnp.arange(nb, dtype=jnp.int32)[None, :]).reshape(-1)
 
 
 def stage_bounds(panels: int, stages: int) -> list[tuple[int, int]]:
@@ -130,7 +130,7 @@ def _broadcast(x, j, owner, col_axis):
 
 
 def _apply_h(sub, v, t, *, row_axis, precision, adjoint: bool):
-    """``(I - V T Vᴴ) sub`` (``adjoint``: ``(I - V Tᴴ Vᴴ) sub``) on local rows.
+    """``V T Vᴴ sub`` (``adjoint``: ``V Tᴴ Vᴴ sub``) on local rows: what ``I - V T Vᴴ`` removes.
 
     ``Vᴴ sub`` is summed over the mesh column: psum of ``(nb, cols)``.
     """
