@@ -38,8 +38,8 @@ from jax import lax
 from jax.sharding import PartitionSpec as P
 
 from . import _qr
-from ._mesh import fitting_spec, grid_of, operand_mesh, shard_map
-from ._polar import block_spec, ct, eye, mm, put, qdwh, round_up
+from ._mesh import fitting_spec, grid_of, operand_mesh, run_on_mesh, shard_map
+from ._polar import block_spec, ct, eye, mm, on_mesh, put, qdwh, qdwh_eager, round_up
 from .matmul import matmul
 
 # a fraction of a block's diagonal spread added to the median shift, so that a
@@ -85,9 +85,9 @@ def _shifts(d, start, ordinal, size):
     return jnp.minimum(sigma, (mid + last) / 2)
 
 
-def _level(state, *, spec, leaf, key):
-    """One divide step on every block larger than ``leaf``."""
-    lvl, b, v, start = state
+def level_prep(b, start, *, spec, leaf):
+    """QDWH's input for one divide step: each block larger than ``leaf`` shifted by its
+    median diagonal and scaled to unit Frobenius norm; the others the identity."""
     n = b.shape[0]
     dtype = b.dtype
     ordinal, size = _blocks(start)
@@ -97,12 +97,23 @@ def _level(state, *, spec, leaf, key):
     sigma = _shifts(d, start, ordinal, size)
     eye_n = eye(n, n, dtype, spec)
     shifted = put(b - eye_n * sigma[:, None].astype(dtype), spec)
-    fro2 = jax.ops.segment_sum(jnp.sum(jnp.abs(shifted) ** 2, axis=1), ordinal, num_segments=n)
+    rows2 = put(jnp.sum(jnp.abs(shifted) ** 2, axis=1), P())
+    fro2 = jax.ops.segment_sum(rows2, ordinal, num_segments=n)
     scale = jnp.sqrt(fro2)[ordinal]
     scale = jnp.where(scale > 0, scale, 1.0)
     act2 = put(active[:, None] & same, spec)
-    x = put(jnp.where(act2, shifted / scale[:, None].astype(dtype), eye_n), spec)
-    u, _ = qdwh(x, spec)
+    return put(jnp.where(act2, shifted / scale[:, None].astype(dtype), eye_n), spec)
+
+
+def level_split(lvl, b, v, start, u, *, spec, leaf):
+    """Split every active block along ``sign(X) = u``; rotate ``b`` and ``v``."""
+    n = b.shape[0]
+    dtype = b.dtype
+    ordinal, size = _blocks(start)
+    active = size > leaf
+    same = _same_block(start, spec)
+    act2 = put(active[:, None] & same, spec)
+    eye_n = eye(n, n, dtype, spec)
     proj = put((eye_n - (u + ct(u, spec)) / 2) / 2, spec)  # eigenvalues below the shift
     tr = jax.ops.segment_sum(_diag(proj, spec), ordinal, num_segments=n)[ordinal]
     rank = jnp.clip(jnp.round(tr).astype(jnp.int32), 0, size)
@@ -110,7 +121,7 @@ def _level(state, *, spec, leaf, key):
     rank = jnp.where(degenerate, size // 2, rank)
     pos = jnp.arange(n, dtype=jnp.int32) - start
     first = pos < rank  # columns taken from range(P)
-    omega = jax.random.normal(jax.random.fold_in(key, lvl), (n, n), dtype)
+    omega = jax.random.normal(jax.random.fold_in(jax.random.key(0), lvl), (n, n), dtype)
     omega = put(jnp.where(act2, omega, 0), spec)
     sign = jnp.where(first, 1.0, -1.0).astype(dtype)
     keep2 = jnp.where(first, 0.0, 1.0).astype(dtype)
@@ -125,6 +136,13 @@ def _level(state, *, spec, leaf, key):
     b = put((b + ct(b, spec)) / 2, spec)
     v = mm(v, q, spec)
     return lvl + 1, b, v, new_start
+
+
+def _level(state, *, spec, leaf):
+    """One divide step, traced."""
+    lvl, b, v, start = state
+    u, _ = qdwh(level_prep(b, start, spec=spec, leaf=leaf), spec)
+    return level_split(lvl, b, v, start, u, spec=spec, leaf=leaf)
 
 
 def _leaf(b, start, *, mesh, leaf, sentinel):
@@ -177,44 +195,109 @@ def _leaf(b, start, *, mesh, leaf, sentinel):
     return fn(b_rows, start, sentinel)
 
 
-@functools.partial(jax.jit, static_argnames=("vectors",))
-def eigh_2d(a, *, vectors=True):
-    """``(w, v)`` of a Hermitian matrix on a mesh (the caller symmetrized it)."""
+def hermitian_from(a, *, symmetrize: bool, lower: bool):
+    """The Hermitian matrix ``eigh`` reads: ``(a + aᴴ)/2``, or one triangle of ``a`` mirrored."""
+    if symmetrize:
+        return (a + jnp.conj(a.T)) / 2
+    n = a.shape[0]
+    r = lax.broadcasted_iota(jnp.int32, (n, n), 0)
+    c = lax.broadcasted_iota(jnp.int32, (n, n), 1)
+    tri = jnp.where((r > c) if lower else (r < c), a, 0)
+    return tri + jnp.conj(tri.T) + jnp.where(r == c, jnp.real(a), 0).astype(a.dtype)
+
+
+@functools.partial(jax.jit, static_argnames=("vectors", "symmetrize", "lower"))
+def eigh_2d(a, *, vectors=True, symmetrize=False, lower=True):
+    """``(w, v)`` (or ``w``) of a Hermitian matrix on a mesh (the caller symmetrized it).
+
+    ``w`` ascending and replicated; ``v`` in the 2D block layout (largest even
+    layout that fits). Explicit meshes run the body under ``auto_axes``.
+    """
     mesh = operand_mesh(a, names=("a",))
     spec = block_spec(mesh)
+    n = a.shape[0]
+    out = (P(), fitting_spec((n, n), mesh, spec)) if vectors else P()
+
+    def body(a):
+        h = put(hermitian_from(a, symmetrize=symmetrize, lower=lower), fitting_spec(a.shape, mesh, spec))
+        return eigh_body(h, mesh=mesh, vectors=vectors)
+
+    return run_on_mesh(body, mesh, out, a)
+
+
+def _sizes(n, mesh):
+    """``(N, leaf, max_levels)``: padded order, leaf block size ``N/p``, cap on levels."""
+    p = grid_of(mesh, what="distla.linalg.eigh").size
+    big = round_up(n, p)
+    leaf = big // p
+    return big, leaf, 4 * max(1, (big // leaf).bit_length()) + 8
+
+
+def eigh_prep(a, *, mesh):
+    """``(b, v, start, sentinel)``: ``a`` padded with singleton blocks, ``v = I``."""
+    spec = block_spec(mesh)
+    n = a.shape[0]
+    big, _, _ = _sizes(n, mesh)
+    real = jnp.finfo(a.dtype).dtype
+    b = put(jnp.pad(a, ((0, big - n), (0, big - n))), spec)
+    idx = jnp.arange(big, dtype=jnp.int32)
+    start = jnp.where(idx < n, 0, idx)  # padding: singleton blocks, never split
+    v = eye(big, big, a.dtype, spec)
+    bound = jnp.max(put(jnp.sum(jnp.abs(b), axis=1), P()))
+    sentinel = jnp.where(bound > 0, 2 * bound, 1.0).astype(real) + 1
+    return b, v, start, sentinel
+
+
+def levels_going(lvl, start, *, leaf, max_levels):
+    _, size = _blocks(start)
+    return (lvl < max_levels) & jnp.any(size > leaf)
+
+
+def eigh_finish(b, v, start, sentinel, *, mesh, n, vectors):
+    """Leaf blocks per device, eigenvalues sorted, ``v`` times the leaves' vectors."""
     g = grid_of(mesh, what="distla.linalg.eigh")
-    p = g.size
-    with jax.sharding.use_abstract_mesh(mesh):
-        n = a.shape[0]
-        big = round_up(n, p)
-        dtype = a.dtype
-        real = jnp.finfo(dtype).dtype
-        b = put(jnp.pad(a, ((0, big - n), (0, big - n))), spec)
-        m = big // p
-        leaf = m
-        idx = jnp.arange(big, dtype=jnp.int32)
-        start = jnp.where(idx < n, 0, idx)  # padding: singleton blocks, never split
-        v = eye(big, big, dtype, spec)
-        bound = jnp.max(jnp.sum(jnp.abs(b), axis=1))
-        sentinel = jnp.where(bound > 0, 2 * bound, 1.0).astype(real) + 1
-        key = jax.random.key(0)
-        max_levels = 4 * max(1, (big // leaf).bit_length()) + 8
+    big, leaf, _ = _sizes(n, mesh)
+    idx = jnp.arange(big, dtype=jnp.int32)
+    w, z = _leaf(b, start, mesh=mesh, leaf=leaf, sentinel=sentinel)
+    w = jnp.where(idx < n, w, jnp.inf)
+    order = jnp.argsort(w)[:n]
+    w = put(w[order], P())
+    if not vectors:
+        return w
+    z = put(z[:, order], P(tuple(a for a in (g.row, g.col) if a), None))
+    vec = matmul(v, z, precision=lax.Precision.HIGHEST)[:n]
+    return w, vec
 
-        def going(state):
-            lvl, _, _, start = state
-            _, size = _blocks(start)
-            return (lvl < max_levels) & jnp.any(size > leaf)
 
-        state = (jnp.zeros((), jnp.int32), b, v, start)
-        state = lax.while_loop(
-            going, functools.partial(_level, spec=spec, leaf=leaf, key=key), state)
-        _, b, v, start = state
-        w, z = _leaf(b, start, mesh=mesh, leaf=leaf, sentinel=sentinel)
-        w = jnp.where(idx < n, w, jnp.inf)
-        order = jnp.argsort(w)[:n]
-        w = put(w[order], P())
-        if not vectors:
-            return w
-        z = put(z[:, order], P(tuple(a for a in (g.row, g.col) if a), None))
-        vec = matmul(v, z, precision=lax.Precision.HIGHEST)[:n]
-        return w, put(vec, fitting_spec(vec.shape, mesh, spec))
+def eigh_body(a, *, mesh, vectors):
+    """``eigh`` of Hermitian ``a`` traced inside ``run_on_mesh`` (Auto axes in context)."""
+    spec = block_spec(mesh)
+    n = a.shape[0]
+    _, leaf, max_levels = _sizes(n, mesh)
+    b, v, start, sentinel = eigh_prep(a, mesh=mesh)
+    state = (jnp.zeros((), jnp.int32), b, v, start)
+    state = lax.while_loop(
+        lambda st: levels_going(st[0], st[3], leaf=leaf, max_levels=max_levels),
+        functools.partial(_level, spec=spec, leaf=leaf), state)
+    _, b, v, start = state
+    return eigh_finish(b, v, start, sentinel, mesh=mesh, n=n, vectors=vectors)
+
+
+def eigh_eager(a, *, mesh, vectors):
+    """``eigh`` of a concrete Hermitian ``a``: host loops over compiled steps (shared with
+    ``polar`` and ``svd`` of the same size through ``distla._polar.on_mesh``)."""
+    spec = block_spec(mesh)
+    n = a.shape[0]
+    _, leaf, max_levels = _sizes(n, mesh)
+    b, v, start, sentinel = on_mesh(eigh_prep, mesh, (spec, spec, P(), P()),
+                                    (("mesh", mesh),))(a)
+    going = on_mesh(levels_going, mesh, P(), (("leaf", leaf), ("max_levels", max_levels)))
+    prep = on_mesh(level_prep, mesh, spec, (("spec", spec), ("leaf", leaf)))
+    split = on_mesh(level_split, mesh, (P(), spec, spec, P()), (("spec", spec), ("leaf", leaf)))
+    lvl = jnp.zeros((), jnp.int32)
+    while bool(going(lvl, start)):
+        u, _ = qdwh_eager(prep(b, start), mesh, spec)
+        lvl, b, v, start = split(lvl, b, v, start, u)
+    out = (P(), fitting_spec((n, n), mesh, spec)) if vectors else P()
+    finish = on_mesh(eigh_finish, mesh, out, (("mesh", mesh), ("n", n), ("vectors", vectors)))
+    return finish(b, v, start, sentinel)

@@ -34,7 +34,7 @@ from jax.sharding import PartitionSpec as P
 
 from . import _cholesky, _qr
 from ._checks import as_array, is_empty, result_dtype
-from ._mesh import fitting_spec, grid_of, is_explicit, operand_mesh
+from ._mesh import fitting_spec, grid_of, is_explicit, operand_mesh, run_on_mesh
 from .matmul import matmul
 
 _HI = lax.Precision.HIGHEST
@@ -106,60 +106,112 @@ def weights(l):
     return pa, pb, pc, l_next
 
 
-def qdwh(x: jax.Array, spec: P, *, max_iterations: int = 12):
-    """Unitary polar factor of ``x`` (``[m, n]``, ``m >= n``, full column rank or not).
+def _tolerances(dtype):
+    eps = float(jnp.finfo(jnp.finfo(dtype).dtype).eps)
+    return eps, 5.0 * eps, (5.0 * eps) ** (1.0 / 3.0)
 
-    ``x`` must split evenly in ``spec`` (the caller pads). Returns ``(u, iterations)``.
-    """
-    m, n = x.shape
+
+def qdwh_init(x: jax.Array, spec: P):
+    """QDWH's state ``(k, x/α, l, step)`` for ``x`` (``α ≥ ‖x‖₂``, ``l = eps``)."""
     real = jnp.finfo(x.dtype).dtype
-    eps = float(jnp.finfo(real).eps)
+    eps, _, _ = _tolerances(x.dtype)
     alpha = norm_bound(x)
     alpha = jnp.where(alpha > 0, alpha, jnp.ones((), real))
     x = put(x / alpha.astype(x.dtype), spec)
-    tol_l = 5.0 * eps
-    tol_x = (5.0 * eps) ** (1.0 / 3.0)
-    big_spec = spec  # [√c X; I] is (m+n) x n: the same mesh axes split it
+    return (jnp.zeros((), jnp.int32), x, jnp.asarray(eps, real), jnp.asarray(jnp.inf, real))
+
+
+def qdwh_going(state, *, qr_phase: bool, max_iterations: int):
+    """Whether QDWH goes on: ``l`` not yet 1 or the last step not yet below ``(5 eps)^(1/3)``."""
+    k, x, l, diff = state
+    _, tol_l, tol_x = _tolerances(x.dtype)
+    more = (k < max_iterations) & ((jnp.abs(1.0 - l) > tol_l) | (diff > tol_x))
+    if qr_phase:
+        _, _, pc, _ = weights(l)
+        more = more & (pc > 100.0)
+    return more
+
+
+def qdwh_qr_step(state, *, spec: P):
+    """``[√c X; I] = [Q₁; Q₂] R``, ``X ← (b/c) X + (a − b/c)/√c · Q₁Q₂ᴴ``."""
+    k, x, l, _ = state
+    m, n = x.shape
+    pa, pb, pc, l_next = weights(l)
     eye_n = eye(n, n, x.dtype, spec)
+    stacked = put(jnp.concatenate([jnp.sqrt(pc).astype(x.dtype) * x, eye_n]), spec)
+    q, _ = _qr.qr(stacked, mode="reduced")
+    q1 = put(q[:m], spec)
+    q2 = put(q[m:], spec)
+    upd = mm(q1, ct(q2, spec), spec)
+    new = (pb / pc).astype(x.dtype) * x + ((pa - pb / pc) / jnp.sqrt(pc)).astype(x.dtype) * upd
+    new = put(new, spec)
+    return k + 1, new, l_next, jnp.linalg.norm(new - x) / jnp.sqrt(float(n))
 
-    def going(state, qr_phase):
-        k, x, l, diff = state
-        more = (k < max_iterations) & ((jnp.abs(1.0 - l) > tol_l) | (diff > tol_x))
-        if qr_phase:
-            _, _, pc, _ = weights(l)
-            more = more & (pc > 100.0)
-        return more
 
-    def qr_step(state):
-        k, x, l, _ = state
-        pa, pb, pc, l_next = weights(l)
-        stacked = put(jnp.concatenate([jnp.sqrt(pc).astype(x.dtype) * x, eye_n]), big_spec)
-        q, _ = _qr.qr(stacked, mode="reduced")
-        q1 = put(q[:m], spec)
-        q2 = put(q[m:], spec)
-        upd = mm(q1, ct(q2, spec), spec)
-        new = (pb / pc).astype(x.dtype) * x + ((pa - pb / pc) / jnp.sqrt(pc)).astype(x.dtype) * upd
-        new = put(new, spec)
-        return k + 1, new, l_next, jnp.linalg.norm(new - x) / jnp.sqrt(float(n))
+def qdwh_chol_step(state, *, spec: P):
+    """``Z = I + c XᴴX = L Lᴴ``, ``X ← (b/c) X + (a − b/c) X Z⁻¹``."""
+    k, x, l, _ = state
+    n = x.shape[1]
+    pa, pb, pc, l_next = weights(l)
+    eye_n = eye(n, n, x.dtype, spec)
+    xh = ct(x, spec)
+    z = put(eye_n + pc.astype(x.dtype) * mm(xh, x, spec), spec)
+    low = put(_cholesky.cholesky(z, symmetrize_input=True), spec)
+    # X Z⁻¹ = (Z⁻¹ Xᴴ)ᴴ with Z⁻¹ = L⁻ᴴ L⁻¹ (Z Hermitian)
+    y = put(_cholesky.solve_triangular(low, xh, lower=True), spec)
+    y = put(_cholesky.solve_triangular(low, y, trans=2, lower=True), spec)
+    new = (pb / pc).astype(x.dtype) * x + (pa - pb / pc).astype(x.dtype) * ct(y, spec)
+    new = put(new, spec)
+    return k + 1, new, l_next, jnp.linalg.norm(new - x) / jnp.sqrt(float(n))
 
-    def chol_step(state):
-        k, x, l, _ = state
-        pa, pb, pc, l_next = weights(l)
-        xh = ct(x, spec)
-        z = put(eye_n + pc.astype(x.dtype) * mm(xh, x, spec), spec)
-        low = put(_cholesky.cholesky(z, symmetrize_input=True), spec)
-        # X Z⁻¹ = (Z⁻¹ Xᴴ)ᴴ with Z⁻¹ = L⁻ᴴ L⁻¹ (Z Hermitian)
-        y = put(_cholesky.solve_triangular(low, xh, lower=True), spec)
-        y = put(_cholesky.solve_triangular(low, y, trans=2, lower=True), spec)
-        new = (pb / pc).astype(x.dtype) * x + (pa - pb / pc).astype(x.dtype) * ct(y, spec)
-        new = put(new, spec)
-        return k + 1, new, l_next, jnp.linalg.norm(new - x) / jnp.sqrt(float(n))
 
-    state = (jnp.zeros((), jnp.int32), x, jnp.asarray(eps, real), jnp.asarray(jnp.inf, real))
-    state = lax.while_loop(functools.partial(going, qr_phase=True), qr_step, state)
-    state = lax.while_loop(functools.partial(going, qr_phase=False), chol_step, state)
+def qdwh(x: jax.Array, spec: P, *, max_iterations: int = 12):
+    """Unitary polar factor of ``x`` (``[m, n]``, ``m >= n``), traced (``lax.while_loop``s).
+
+    ``x`` must split evenly in ``spec`` (the caller pads). Returns ``(u, iterations)``.
+    """
+    state = qdwh_init(x, spec)
+    for qr_phase, step in ((True, qdwh_qr_step), (False, qdwh_chol_step)):
+        state = lax.while_loop(
+            functools.partial(qdwh_going, qr_phase=qr_phase, max_iterations=max_iterations),
+            functools.partial(step, spec=spec), state)
     k, x, _, _ = state
     return x, k
+
+
+# ------------------------------------------------------------------- eager driver
+# Called on concrete arrays, the spectral functions run their loops in Python
+# over separately compiled steps (cached per shape, dtype and mesh), so polar,
+# eigh and svd of the same size share one compiled QDWH step; under jax.jit they
+# trace the lax.while_loop versions above.
+
+
+@functools.lru_cache(maxsize=512)
+def on_mesh(fn, mesh, out_specs, static=()):
+    """``jax.jit`` of ``fn(*args, **dict(static))`` run on ``mesh`` (``run_on_mesh``)."""
+    kw = dict(static)
+    return jax.jit(lambda *args: run_on_mesh(functools.partial(fn, **kw), mesh, out_specs, *args))
+
+
+def _state_specs(spec):
+    return (P(), spec, P(), P())
+
+
+def qdwh_eager(x: jax.Array, mesh, spec: P, *, max_iterations: int = 12):
+    """:func:`qdwh` on a concrete ``x``: the loops on the host, each step compiled once."""
+    specs = _state_specs(spec)
+    state = on_mesh(qdwh_init, mesh, specs, (("spec", spec),))(x)
+    for qr_phase, step in ((True, qdwh_qr_step), (False, qdwh_chol_step)):
+        going = on_mesh(qdwh_going, mesh, P(),
+                        (("qr_phase", qr_phase), ("max_iterations", max_iterations)))
+        run = on_mesh(step, mesh, specs, (("spec", spec),))
+        while bool(going(state)):
+            state = run(state)
+    return state[1], state[0]
+
+
+def is_traced(*xs) -> bool:
+    return any(isinstance(x, jax.core.Tracer) for x in xs)
 
 
 def hermitian(h: jax.Array, spec: P) -> jax.Array:
@@ -167,37 +219,75 @@ def hermitian(h: jax.Array, spec: P) -> jax.Array:
     return put((h + ct(h, spec)) / 2, spec)
 
 
+def _shapes(m0, n0):
+    """``(wide, m, n)``: QDWH runs on the tall ``x`` (``aᴴ`` when ``a`` is wide)."""
+    wide = m0 < n0
+    return wide, max(m0, n0), min(m0, n0)
+
+
+def polar_prep(a, *, mesh):
+    """``x`` (``a`` or ``aᴴ``, tall) padded to ``blockdiag(x, s·[I; 0])`` in the block layout."""
+    spec = block_spec(mesh)
+    wide, m, n = _shapes(*a.shape)
+    x = jnp.conj(a.T) if wide else a  # QDWH needs m >= n: a = p u <=> aᴴ = uᴴ p
+    q = quantum(mesh)
+    n_pad = round_up(n, q)
+    m_pad = round_up(m + (n_pad - n), q)
+    scale = norm_bound(x)
+    scale = jnp.where(scale > 0, scale, jnp.ones_like(scale)).astype(x.dtype)
+    # the padding's singular values (s) sit inside x's range: no slower convergence
+    r = lax.broadcasted_iota(jnp.int32, (m_pad, n_pad), 0)
+    c = lax.broadcasted_iota(jnp.int32, (m_pad, n_pad), 1)
+    pad = jnp.where((r >= m) & (r - m == c - n), scale, jnp.zeros((), x.dtype))
+    return put(put(jnp.pad(x, ((0, m_pad - m), (0, n_pad - n))), spec) + put(pad, spec), spec)
+
+
+def polar_finish(u, xp, *, mesh, side, shape):
+    """``(u, p)`` of ``a`` (``shape``) from the polar factor ``u`` of the padded ``xp``."""
+    spec = block_spec(mesh)
+    wide, m, n = _shapes(*shape)
+    uh = ct(u, spec)
+    # tall x = u h: right factor uᴴx (n x n), left factor x uᴴ (m x m). For wide a,
+    # x = aᴴ = w h gives a = h wᴴ (left: p = h) and a = wᴴ (x wᴴ) (right: p = x wᴴ).
+    if (side == "right") != wide:
+        h = hermitian(mm(uh, xp, spec), spec)[:n, :n]
+    else:
+        h = hermitian(mm(xp, uh, spec), spec)[:m, :m]
+    u_out = jnp.conj(u[:m, :n].T) if wide else u[:m, :n]
+    return u_out, h
+
+
+def _out_specs(mesh, shape, side):
+    spec = block_spec(mesh)
+    m0, n0 = shape
+    k = n0 if side == "right" else m0
+    return (fitting_spec((m0, n0), mesh, spec), fitting_spec((k, k), mesh, spec))
+
+
 @functools.partial(jax.jit, static_argnames=("side", "max_iterations"))
 def _polar_2d(a, *, side, max_iterations):
-    """``(u, p)`` of one matrix on a mesh; padded inside to an even layout."""
+    """``(u, p)`` of one matrix on a mesh, traced (for callers under ``jax.jit``)."""
+    mesh = operand_mesh(a, names=("a",))
+    body = functools.partial(polar_body, mesh=mesh, side=side, max_iterations=max_iterations)
+    return run_on_mesh(body, mesh, _out_specs(mesh, a.shape, side), a)
+
+
+def polar_body(a, *, mesh, side, max_iterations=12):
+    """``(u, p)`` of ``a`` traced inside ``run_on_mesh`` (Auto axes in context)."""
+    xp = polar_prep(a, mesh=mesh)
+    u, _ = qdwh(xp, block_spec(mesh), max_iterations=max_iterations)
+    return polar_finish(u, xp, mesh=mesh, side=side, shape=a.shape)
+
+
+def polar_eager(a, *, side, max_iterations=12):
+    """``(u, p)`` of a concrete matrix: host loop over compiled QDWH steps."""
     mesh = operand_mesh(a, names=("a",))
     spec = block_spec(mesh)
-    with jax.sharding.use_abstract_mesh(mesh):
-        m0, n0 = a.shape
-        wide = m0 < n0
-        x = jnp.conj(a.T) if wide else a  # QDWH needs m >= n: a = p u <=> aᴴ = uᴴ p
-        m, n = x.shape
-        q = quantum(mesh)
-        n_pad = round_up(n, q)
-        m_pad = round_up(m + (n_pad - n), q)
-        scale = norm_bound(x)
-        scale = jnp.where(scale > 0, scale, jnp.ones_like(scale)).astype(x.dtype)
-        # blockdiag(x, scale·[I; 0]): the padding's singular values sit inside x's range
-        r = lax.broadcasted_iota(jnp.int32, (m_pad, n_pad), 0)
-        c = lax.broadcasted_iota(jnp.int32, (m_pad, n_pad), 1)
-        pad = jnp.where((r >= m) & (r - m == c - n), scale, jnp.zeros((), x.dtype))
-        xp = put(put(jnp.pad(x, ((0, m_pad - m), (0, n_pad - n))), spec) + put(pad, spec), spec)
-        u, _ = qdwh(xp, spec, max_iterations=max_iterations)
-        uh = ct(u, spec)
-        # tall x = u h: right factor uᴴx (n x n), left factor x uᴴ (m x m). For wide a,
-        # x = aᴴ = w h gives a = h wᴴ (left: p = h) and a = wᴴ (x wᴴ) (right: p = x wᴴ).
-        if (side == "right") != wide:
-            h = hermitian(mm(uh, xp, spec), spec)[:n, :n]
-        else:
-            h = hermitian(mm(xp, uh, spec), spec)[:m, :m]
-        u_out = jnp.conj(u[:m, :n].T) if wide else u[:m, :n]
-        out = fitting_spec(u_out.shape, mesh, spec)
-        return put(u_out, out), put(h, fitting_spec(h.shape, mesh, spec))
+    xp = on_mesh(polar_prep, mesh, spec, (("mesh", mesh),))(a)
+    u, _ = qdwh_eager(xp, mesh, spec, max_iterations=max_iterations)
+    finish = on_mesh(polar_finish, mesh, _out_specs(mesh, a.shape, side),
+                     (("mesh", mesh), ("side", side), ("shape", a.shape)))
+    return finish(u, xp)
 
 
 def polar(
@@ -255,4 +345,6 @@ def polar(
         return empty_or_one_device(
             lambda x: jax.scipy.linalg.polar(x, side=side, method=method, eps=eps,
                                              max_iterations=max_iterations), a)
-    return _polar_2d(a, side=side, max_iterations=max_iterations or 12)
+    if is_traced(a):
+        return _polar_2d(a, side=side, max_iterations=max_iterations or 12)
+    return polar_eager(a, side=side, max_iterations=max_iterations or 12)

@@ -1,0 +1,355 @@
+"""Spectral functions of ``distla.linalg``: eigh, eigvalsh, svd, svdvals (see docs/spectral.md).
+
+One matrix sharded over a mesh runs distributed: ``eigh`` by spectral divide
+and conquer on QDWH (``distla/_eigh.py``, ``distla/_polar.py``), ``svd`` as
+the polar decomposition ``a = U_p H`` followed by ``eigh(H) = V Σ Vᴴ``,
+``U = U_p V``. A stack sharded along its batch runs jnp's function on each
+device with no collective (``distla._cholesky._stack``); one-device and
+empty inputs fall back to jnp. ``pinv``, ``lstsq``, ``matrix_rank``, ``cond``
+and ``norm`` are in ``distla/_lstsq.py``.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+from jax.sharding import PartitionSpec as P
+
+from . import _eigh, _polar, _qr
+from ._checks import as_array, empty_or_one_device, is_empty, result_dtype
+from ._cholesky import _mesh_of, _stack
+from ._mesh import fitting_spec, operand_mesh, run_on_mesh
+from ._polar import block_spec, ct, put
+from .matmul import matmul
+
+_HI = lax.Precision.HIGHEST
+
+
+class EighResult(NamedTuple):
+    """``(eigenvalues, eigenvectors)`` as ``jnp.linalg.eigh`` returns them."""
+
+    eigenvalues: jax.Array
+    eigenvectors: jax.Array
+
+
+class SVDResult(NamedTuple):
+    """``(U, S, Vh)`` with ``a == U @ diag(S) @ Vh``, as ``jnp.linalg.svd``."""
+
+    U: jax.Array
+    S: jax.Array
+    Vh: jax.Array
+
+
+def _square(a, what):
+    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
+        raise ValueError(f"{what}: a must have shape (..., n, n); got a of shape {a.shape}")
+
+
+def _matrix(a, what):
+    if a.ndim < 2:
+        raise ValueError(f"{what}: a must have at least 2 dimensions; got a of shape {a.shape}")
+
+
+# ----------------------------------------------------------------------------- eigh
+
+
+@jax.jit
+def _eigh_tangent(w, v, da):
+    """jax's eigh JVP: ``dw = re diag(Vᴴ dA V)``, ``dV = V (F ∘ Vᴴ dA V)``, ``F_ij = 1/(w_j − w_i)``."""
+    mesh = operand_mesh(v, da, names=("v", "da"))
+    spec = block_spec(mesh)
+    n = v.shape[0]
+    out = (P(), fitting_spec((n, n), mesh, spec))
+
+    def body(w, v, da):
+        vh = jnp.conj(v.T)
+        m = matmul(matmul(vh, da, precision=_HI), v, precision=_HI)
+        r = lax.broadcasted_iota(jnp.int32, (n, n), 0)
+        c = lax.broadcasted_iota(jnp.int32, (n, n), 1)
+        diag = jnp.sum(jnp.where(r == c, jnp.real(m), 0), axis=1)
+        gap = w[None, :] - w[:, None]
+        f = jnp.where(r == c, 0, 1 / jnp.where(r == c, 1, gap)).astype(m.dtype)
+        dv = matmul(v, f * m, precision=_HI)
+        return diag.astype(w.dtype), dv
+
+    return run_on_mesh(body, mesh, out, w, v, da)
+
+
+def _eigh_any(a, *, symmetrize, lower, vectors):
+    """Traced: one compiled program; concrete: host loops over cached compiled steps."""
+    if _polar.is_traced(a):
+        return _eigh.eigh_2d(a, vectors=vectors, symmetrize=symmetrize, lower=lower)
+    mesh = operand_mesh(a, names=("a",))
+    h = _hermitian(a, symmetrize=symmetrize, lower=lower)
+    return _eigh.eigh_eager(h, mesh=mesh, vectors=vectors)
+
+
+def _eigh_2d(a, *, symmetrize, lower):
+    def primal(a):
+        return tuple(_eigh_any(a, symmetrize=symmetrize, lower=lower, vectors=True))
+
+    fn = jax.custom_jvp(primal)
+
+    def rule(primals, tangents):
+        (a,), (da,) = primals, tangents
+        w, v = fn(a)
+        da_h = _hermitian(da, symmetrize=symmetrize, lower=lower)
+        dw, dv = _eigh_tangent(w, v, da_h)
+        return (w, v), (dw, dv)
+
+    fn.defjvp(rule)
+    return fn(a)
+
+
+@functools.partial(jax.jit, static_argnames=("symmetrize", "lower"))
+def _hermitian(a, *, symmetrize, lower):
+    mesh = operand_mesh(a, names=("a",))
+    spec = fitting_spec(a.shape, mesh, block_spec(mesh))
+
+    def body(a):
+        return _eigh.hermitian_from(a, symmetrize=symmetrize, lower=lower)
+
+    return run_on_mesh(body, mesh, spec, a)
+
+
+def _eigh_stack(a, *, uplo, symmetrize):
+    def fn(x):
+        w, v = jnp.linalg.eigh(x, UPLO=uplo, symmetrize_input=symmetrize)
+        return w[..., None, :], v
+
+    w, v = _stack(fn, (a,), (2,), 2)
+    return EighResult(w[..., 0, :], v)
+
+
+def _eigh_prologue(what, a, UPLO):
+    if UPLO not in (None, "L", "U"):
+        raise ValueError(f"{what}: UPLO must be one of None, 'L', or 'U'; got {UPLO!r}")
+    a = as_array(a, "a", what)
+    _square(a, what)
+    dtype = result_dtype(what, a)
+    return a.astype(dtype)
+
+
+def eigh(
+    a: jax.typing.ArrayLike, UPLO: str | None = None, symmetrize_input: bool = True
+) -> EighResult:
+    """Eigenvalues and eigenvectors of a Hermitian matrix, as ``jnp.linalg.eigh``.
+
+    One matrix sharded over a mesh is solved by spectral divide and conquer
+    on the distributed QDWH polar decomposition (Nakatsukasa & Higham 2013):
+    no device holds the whole matrix and peak memory per device is
+    ``O(n²/p)``. A stack sharded along its batch dimensions runs
+    ``jnp.linalg.eigh`` on each device with no collective.
+
+    Args:
+      a: ``[n, n]`` Hermitian matrix sharded on a 1- or 2-axis mesh (any
+        layout), or a ``[..., n, n]`` stack. Integers and bools promote to the
+        default float.
+      UPLO: ``None``/``"L"`` or ``"U"``: the triangle read when
+        ``symmetrize_input`` is False.
+      symmetrize_input: use ``(a + aᴴ)/2`` (jnp's default).
+
+    Returns:
+      ``EighResult(eigenvalues, eigenvectors)``: eigenvalues ascending, real,
+      replicated (``[n]``); eigenvectors (columns, ``[n, n]``) in the mesh's
+      2D block layout (the largest even layout that fits for uneven ``n``).
+      Differentiable (jax's rule, through ``distla.matmul``).
+
+    Raises:
+      ValueError: ``a`` not square, or an unknown ``UPLO``.
+
+    See also: ``jnp.linalg.eigh``, :func:`eigvalsh`.
+    """
+    what = "distla.linalg.eigh"
+    a = _eigh_prologue(what, a, UPLO)
+    lower = UPLO in (None, "L")
+    mesh = _mesh_of(a, names=("a",))
+    if mesh is None or is_empty(a):
+        return EighResult(*empty_or_one_device(
+            lambda x: jnp.linalg.eigh(x, UPLO, symmetrize_input), a))
+    if a.ndim > 2:
+        return _eigh_stack(a, uplo=UPLO, symmetrize=symmetrize_input)
+    return EighResult(*_eigh_2d(a, symmetrize=bool(symmetrize_input), lower=lower))
+
+
+def eigvalsh(
+    a: jax.typing.ArrayLike, UPLO: str | None = "L", *, symmetrize_input: bool = True
+) -> jax.Array:
+    """Eigenvalues of a Hermitian matrix, ascending, as ``jnp.linalg.eigvalsh``.
+
+    As :func:`eigh` without forming the eigenvectors' product (the divide and
+    conquer still rotates the matrix). Returns ``[n]`` real, replicated (or
+    ``[..., n]`` sharded along the batch for stacks). Differentiable.
+    """
+    what = "distla.linalg.eigvalsh"
+    a = _eigh_prologue(what, a, UPLO)
+    mesh = _mesh_of(a, names=("a",))
+    if mesh is None or is_empty(a):
+        return empty_or_one_device(
+            lambda x: jnp.linalg.eigvalsh(x, UPLO, symmetrize_input=symmetrize_input), a)
+    if a.ndim > 2:
+        return _eigh_stack(a, uplo=UPLO, symmetrize=symmetrize_input).eigenvalues
+    return eigh(a, UPLO, symmetrize_input).eigenvalues
+
+
+# ------------------------------------------------------------------------------ SVD
+
+
+def _svd_specs(mesh, shape, full_matrices, compute_uv):
+    spec = block_spec(mesh)
+    m, n = shape
+    k = min(m, n)
+    if not compute_uv:
+        return P()
+    us = (m, m) if full_matrices else (m, k)
+    vs = (n, n) if full_matrices else (k, n)
+    return (fitting_spec(us, mesh, spec), P(), fitting_spec(vs, mesh, spec))
+
+
+def _svd_finish(u_p, w, v, *, wide, full_matrices):
+    """``(U, S, Vh)`` from ``x = u_p h`` (``x`` tall: ``a`` or ``aᴴ``) and ``h = v diag(w) vᴴ``."""
+    s = jnp.flip(jnp.maximum(w, 0))
+    v = jnp.flip(v, axis=1)
+    u = matmul(u_p, v, precision=_HI)  # x = u diag(s) vᴴ
+    rows, k = u_p.shape
+    if full_matrices and rows > k:
+        q, _ = _qr.qr(u, mode="complete")  # q[:, :k] = u·diag(±1): keep u, add the rest
+        u = jnp.concatenate([u, q[:, k:]], axis=1)
+    if wide:  # a = xᴴ = v s uᴴ
+        return v, s, jnp.conj(u.T)
+    return u, s, jnp.conj(v.T)
+
+
+def _ct_plain(a):
+    return jnp.conj(a.T)
+
+
+def _singular_values(w):
+    return jnp.flip(jnp.maximum(w, 0))
+
+
+@functools.partial(jax.jit, static_argnames=("full_matrices", "compute_uv"))
+def _svd_2d(a, *, full_matrices, compute_uv):
+    """Traced SVD of one matrix (for callers under ``jax.jit``)."""
+    mesh = operand_mesh(a, names=("a",))
+    spec = block_spec(mesh)
+    m, n = a.shape
+
+    def body(a):
+        wide = m < n
+        x = jnp.conj(a.T) if wide else a  # tall: x = u_p h
+        u_p, h = _polar.polar_body(x, mesh=mesh, side="right")
+        h = put(h, fitting_spec(h.shape, mesh, spec))
+        if not compute_uv:
+            return _singular_values(_eigh.eigh_body(h, mesh=mesh, vectors=False))
+        w, v = _eigh.eigh_body(h, mesh=mesh, vectors=True)
+        return _svd_finish(u_p, w, v, wide=wide, full_matrices=full_matrices)
+
+    return run_on_mesh(body, mesh, _svd_specs(mesh, a.shape, full_matrices, compute_uv), a)
+
+
+def _svd_eager(a, *, full_matrices, compute_uv):
+    """SVD of a concrete matrix: the eager polar and eigh (compiled steps shared)."""
+    mesh = operand_mesh(a, names=("a",))
+    spec = block_spec(mesh)
+    m, n = a.shape
+    wide = m < n
+    x = _polar.on_mesh(_ct_plain, mesh, fitting_spec((n, m), mesh, spec))(a) if wide else a
+    u_p, h = _polar.polar_eager(x, side="right")
+    if not compute_uv:
+        w = _eigh.eigh_eager(h, mesh=mesh, vectors=False)
+        return _polar.on_mesh(_singular_values, mesh, P())(w)
+    w, v = _eigh.eigh_eager(h, mesh=mesh, vectors=True)
+    finish = _polar.on_mesh(_svd_finish, mesh, _svd_specs(mesh, a.shape, full_matrices, True),
+                            (("wide", wide), ("full_matrices", full_matrices)))
+    return finish(u_p, w, v)
+
+
+def svd(
+    a: jax.typing.ArrayLike,
+    full_matrices: bool = True,
+    compute_uv: bool = True,
+    hermitian: bool = False,
+    subset_by_index: tuple[int, int] | None = None,
+) -> SVDResult | jax.Array:
+    """Singular value decomposition ``a = U diag(S) Vh``, as ``jnp.linalg.svd``.
+
+    One matrix sharded over a mesh: the distributed polar decomposition
+    ``a = U_p H`` (QDWH), then ``H = V Σ Vᴴ`` by the distributed
+    :func:`eigh`, ``U = U_p V`` (for ``m < n`` the same on ``aᴴ``). No device
+    holds the whole matrix. Stacks sharded along the batch run jnp's function
+    on each device.
+
+    Args:
+      a: ``[m, n]`` matrix sharded on a 1- or 2-axis mesh, or a stack.
+      full_matrices: ``U`` ``[m, m]`` and ``Vh`` ``[n, n]`` (the extra columns
+        from a complete QR of ``U``); otherwise ``[m, k]`` and ``[k, n]``,
+        ``k = min(m, n)``.
+      compute_uv: return only ``S`` when False.
+      hermitian: accepted as in jnp; distla's route is the same either way.
+      subset_by_index: not supported for sharded matrices (``None`` only).
+
+    Returns:
+      ``SVDResult(U, S, Vh)`` (or ``S``): ``S`` descending, non-negative,
+      replicated; ``U`` and ``Vh`` in the mesh's 2D block layout (the largest
+      even layout that fits).
+
+    Raises:
+      ValueError: ``a`` has fewer than 2 dimensions.
+      NotImplementedError: ``subset_by_index`` on a sharded matrix.
+
+    See also: ``jnp.linalg.svd``, :func:`svdvals`.
+    """
+    what = "distla.linalg.svd"
+    a = as_array(a, "a", what)
+    _matrix(a, what)
+    dtype = result_dtype(what, a)
+    a = a.astype(dtype)
+    mesh = _mesh_of(a, names=("a",))
+
+    def ref(x):
+        return jnp.linalg.svd(x, full_matrices=full_matrices, compute_uv=compute_uv,
+                              hermitian=hermitian, subset_by_index=subset_by_index)
+
+    if mesh is None or is_empty(a):
+        out = empty_or_one_device(ref, a)
+        return SVDResult(*out) if compute_uv else out
+    if subset_by_index is not None:
+        raise NotImplementedError(f"{what}: subset_by_index is not supported for a sharded "
+                                  "matrix; pass None")
+    if a.ndim > 2:
+        if not compute_uv:
+            return _stack(lambda x: ref(x)[..., None, :], (a,), (2,), 2)[..., 0, :]
+        u, s, vh = _stack(lambda x: (lambda r: (r[0], r[1][..., None, :], r[2]))(ref(x)),
+                          (a,), (2,), 2)
+        return SVDResult(u, s[..., 0, :], vh)
+    run = _svd_2d if _polar.is_traced(a) else _svd_eager
+    out = run(a, full_matrices=bool(full_matrices), compute_uv=bool(compute_uv))
+    return SVDResult(*out) if compute_uv else out
+
+
+def svdvals(x: jax.typing.ArrayLike, /) -> jax.Array:
+    """Singular values, descending, as ``jnp.linalg.svdvals`` (see :func:`svd`).
+
+    Returns ``[min(m, n)]`` real, replicated (stacks: sharded along the batch).
+    """
+    return svd(x, compute_uv=False)
+
+
+def polar(a, side="right", *, method="qdwh", eps=None, max_iterations=None):
+    """Polar decomposition, as ``jax.scipy.linalg.polar`` (see ``distla._polar.polar``)."""
+    return _polar.polar(a, side, method=method, eps=eps, max_iterations=max_iterations)
+
+
+polar.__doc__ = _polar.polar.__doc__
+
+
+
+from ._lstsq import cond, lstsq, matrix_rank, norm, pinv  # noqa: E402  (built on svd above)
+
+__all__ = ["EighResult", "SVDResult", "cond", "eigh", "eigvalsh", "lstsq", "matrix_rank", "norm",
+           "pinv", "polar", "svd", "svdvals"]
