@@ -35,6 +35,7 @@ from ._mesh import (
 )
 from ._cholesky import cho_factor, cho_solve, cholesky, solve_pos, solve_triangular
 from ._qr import qr
+from ._spectral import (EighResult, SVDResult, cond, eigh, eigvalsh, lstsq, matrix_rank, norm, pinv, polar, svd, svdvals)  # noqa: E501
 from .layout import natural_spec
 from .matmul import matmul
 
@@ -766,6 +767,18 @@ def inv(a: jax.typing.ArrayLike, *, block_size: int | None = None) -> jax.Array:
 
 
 __all__ = [
+    "EighResult",
+    "SVDResult",
+    "cond",
+    "eigh",
+    "eigvalsh",
+    "lstsq",
+    "matrix_rank",
+    "norm",
+    "pinv",
+    "polar",
+    "svd",
+    "svdvals",
     "LUResult",
     "SlogdetResult",
     "cho_factor",
