@@ -62,7 +62,7 @@ def cpu_compiler_options(
       >>> step = jax.jit(distla.fft.fftn, compiler_options=opts)
     """
     devices = jax.device_count() if devices is None else devices
-    itemsize = np.dtype(jnp.result_type(dtype, jnp.complex64)).itemsize
+    itemsize = np.result_type(np.dtype(dtype), np.complex64).itemsize
     padded = math.prod(round_up(int(n), devices) for n in shape)
     largest = round_up(itemsize * padded // devices, 2**20)
     return {"xla_multiheap_size_constraint_per_heap": max(_MIN_HEAP, largest)}

@@ -42,7 +42,8 @@ def result_dtypes(x: jax.Array, kind: str, what: str) -> tuple[np.dtype, np.dtyp
     if real_in:
         return np.dtype(jnp.finfo(out).dtype), np.dtype(out)
     if kind == "irfft":
-        return np.dtype(jnp.result_type(out, jnp.complex64)), np.dtype(out)
+        cplx = jax.dtypes.canonicalize_dtype(np.result_type(out, np.complex64))
+        return np.dtype(cplx), np.dtype(out)
     return np.dtype(out), np.dtype(out)
 
 

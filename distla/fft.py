@@ -2,7 +2,8 @@
 
 ``fftn``, ``ifftn``, ``rfftn`` and ``irfftn`` take ``jnp.fft``'s arguments
 (``s``, ``axes``, ``norm``) and equal it in value, shape and dtype; ``fft``,
-``ifft``, ``fft2``, ``ifft2``, ``rfft2`` and ``irfft2`` are the same code.
+``ifft``, ``rfft``, ``irfft``, ``fft2``, ``ifft2``, ``rfft2`` and ``irfft2``
+are the same code.
 ``pfft3d`` and ``pifft3d`` are drop-ins for ``jaxdecomp.fft.pfft3d`` /
 ``pifft3d``; ``fftfreq3d`` and ``rfftfreq3d`` for jaxdecomp's wavenumbers.
 
@@ -44,7 +45,7 @@ from ._fft3d import ALGORITHMS
 from ._fft3d import choose_algorithm as choose_algorithm  # public, see docs/fft.md
 from ._fft3d import cpu_compiler_options as cpu_compiler_options
 from ._fft3d import model_bytes as model_bytes
-from ._mesh import grid_of, operand_mesh
+from ._mesh import grid_of, is_explicit, operand_mesh
 
 __all__ = [
     "fft",
@@ -54,10 +55,12 @@ __all__ = [
     "ifft",
     "ifft2",
     "ifftn",
+    "irfft",
     "irfft2",
     "irfftn",
     "pfft3d",
     "pifft3d",
+    "rfft",
     "rfft2",
     "rfftfreq3d",
     "rfftn",
@@ -200,6 +203,16 @@ def fft(x: jax.typing.ArrayLike, n: int | None = None, axis: int = -1, norm: str
 def ifft(x: jax.typing.ArrayLike, n: int | None = None, axis: int = -1, norm: str | None = None):
     """``jnp.fft.ifft``: :func:`ifftn` over the one axis ``axis``."""
     return ifftn(x, None if n is None else (n,), (axis,), norm)
+
+
+def rfft(x: jax.typing.ArrayLike, n: int | None = None, axis: int = -1, norm: str | None = None):
+    """``jnp.fft.rfft``: :func:`rfftn` over the one axis ``axis``."""
+    return rfftn(x, None if n is None else (n,), (axis,), norm)
+
+
+def irfft(x: jax.typing.ArrayLike, n: int | None = None, axis: int = -1, norm: str | None = None):
+    """``jnp.fft.irfft``: :func:`irfftn` over the one axis ``axis`` (``n``: output length)."""
+    return irfftn(x, None if n is None else (n,), (axis,), norm)
 
 
 def fft2(x: jax.typing.ArrayLike, s=None, axes: Sequence[int] = (-2, -1), norm=None):
@@ -351,7 +364,7 @@ def _check_backend(backend: Any, name: str) -> None:
         )
 
 
-def _public(x, name, kind, s, axes, norm, algorithm, order="xyz", contiguous=True):
+def _public(x, name, kind, s, axes, norm, algorithm, order="xyz", contiguous=True, hint=None):
     what = f"distla.fft.{name}"
     x = as_array(x, "x", what)
     if norm not in NORMS:
@@ -364,40 +377,84 @@ def _public(x, name, kind, s, axes, norm, algorithm, order="xyz", contiguous=Tru
             f"({x.ndim}-D). For other ranks use distla.fft.fftn with axes=."
         )
     in_dtype, _ = _fftnd.result_dtypes(x, kind, what)
+    given = (s, axes)
     s, axes, result = _fftnd.normalize(x, s, axes, kind, norm)
+    if x.size == 0 or result.size == 0:  # an empty result, or the transform of nothing
+        return jnp.zeros(result.shape, result.dtype)
+    if not axes:  # nothing to transform: jnp's own cast
+        return _one_device(x.astype(in_dtype), kind, *given, norm, order, contiguous)
     x = x.astype(in_dtype)  # as jnp.fft casts integer, boolean and mixed inputs
-    static = dict(kind=kind, s=s, axes=axes, norm=norm, algorithm=algorithm, what=what)
-    # the layout and the platform, read here: inside the wrappers below x is a tracer,
-    # which on an Auto mesh carries no layout
-    layout = dict(spec=_fftnd.spec_of(x), on_cpu=_fft3d._on_cpu_outside_jit(x))
-    inner = functools.partial(_dispatch, empty=result.size == 0, **static, **layout)
-    if order == "yzx":
-        return inner(x, order=order, contiguous=contiguous)
+    # the layout and the platform, read here: under the jit below x is a tracer, which on
+    # an Auto mesh carries no layout
+    spec, on_cpu = _fftnd.spec_of(x), _fft3d._on_cpu_outside_jit(x)
+    if hint is not None and _layout_unknown(x):
+        spec = hint
+    key = (name, kind, s, axes, norm, algorithm, what, spec, order, contiguous)
     if not isinstance(x, jax.core.Tracer):  # no vmap or derivative is tracing this call
-        return inner(x)
+        return _inner(key, on_cpu)(x)
+    return _traced(x, key=key)
 
-    # jax.vmap of the call is one call with the vmapped axis as a batch axis (no collective
-    # along it); custom_vmap has no reverse mode, so its derivatives come from `inner`
+
+def _inner(key, on_cpu=False):
+    name, kind, s, axes, norm, algorithm, what, spec, order, contiguous = key
+    return functools.partial(
+        _dispatch, kind=kind, s=s, axes=axes, norm=norm, algorithm=algorithm, what=what,
+        spec=spec, on_cpu=on_cpu, order=order, contiguous=contiguous,
+    )  # fmt: skip
+
+
+@functools.partial(jax.jit, static_argnames="key")
+def _traced(x, *, key):
+    """The transform under jax.vmap and derivatives (jit: eager custom_jvp trips XLA:CPU).
+
+    ``jax.vmap`` of the call is one call with the vmapped axis as a batch axis
+    (no collective along it); ``custom_vmap`` has no reverse mode, so the
+    derivatives (a ``custom_jvp``; the transform is linear) bypass it.
+    """
+    name, kind, s, axes, norm, algorithm, what, spec, order, contiguous = key
+    inner = _inner(key)
     batched = jax.custom_batching.custom_vmap(inner)
 
     @batched.def_vmap
     def _(axis_size, in_batched, xb):
         if not in_batched[0]:
             return inner(xb), False
-        moved = tuple(a + 1 for a in axes)
-        return _public(xb, name, kind, s, moved, norm, algorithm), True
+        # an Auto mesh's tracer has no layout: the members' layout stands for the batch's,
+        # and 3-D members of unknown layout are taken to be in distla's own (pencils)
+        entries = (tuple(spec) + (None,) * xb.ndim)[: xb.ndim - 1]
+        names = tuple(jax.typeof(xb).sharding.mesh.axis_names)
+        if not any(entries) and xb.ndim == 4 and len(names) == 2 and _layout_unknown(xb):
+            pencils = (names[0], names[1], None)
+            entries = pencils if kind in ("fft", "rfft") else (None, *names)
+            if order == "yzx" and contiguous and kind == "ifft":
+                entries = pencils  # (Y, Z, X) in: the forward's output blocks
+        if order == "xyz":
+            moved = tuple(a + 1 for a in axes)
+            return _public(xb, name, kind, s, moved, norm, algorithm, hint=P(None, *entries)), True
+        # pfft3d / pifft3d: the natural-order transform of the batch, in jaxdecomp's order
+        if contiguous and kind == "ifft":
+            xb = xb.transpose(0, 3, 1, 2)
+            entries = (entries[2], entries[0], entries[1])
+        y = _public(xb, name, kind, None, (1, 2, 3), norm, algorithm, hint=P(None, *entries))
+        return (y.transpose(0, 2, 3, 1) if contiguous and kind == "fft" else y), True
 
     f = jax.custom_jvp(batched)
-    f.defjvp(lambda primals, tangents: (f(*primals), inner(*tangents)))
+    f.defjvp(lambda primals, tangents: (inner(*primals), inner(*tangents)))
     return f(x)
 
 
+def _layout_unknown(x) -> bool:
+    """A tracer on a mesh with no ``Explicit`` axis: its layout is XLA's to choose."""
+    mesh = getattr(jax.typeof(x).sharding, "mesh", None)
+    return isinstance(x, jax.core.Tracer) and mesh is not None and not is_explicit(mesh)
+
+
 def _dispatch(
-    x, *, kind, s, axes, norm, algorithm, what, empty, spec, on_cpu, order="xyz", contiguous=True
+    x, *, kind, s, axes, norm, algorithm, what, spec, on_cpu, order="xyz", contiguous=True
 ):
     """The transform of ``x`` (already in the dtype the transform reads)."""
     mesh = operand_mesh(x, names=("x",))
-    if mesh is None or x.size == 0 or empty or not axes:
+    if mesh is None:
         return _one_device(x, kind, s, axes, norm, order, contiguous)
     grid_of(mesh, what=what)  # a 1- or 2-axis mesh, or ValueError
     in_dtype = x.dtype
