@@ -18,6 +18,7 @@ For n = 1024, 2048, 4096 (float32, one right-hand side), in one session:
     python benchmarks/report.py out/lu.json
 """
 
+import functools
 import os
 
 import jax
@@ -170,3 +171,119 @@ def test_distla_lu_factor(run, benchmark, n):
             rhs=None,
         ),
     )
+
+
+# ------------------------------------------------------------------ LU scale (issue 16)
+# Compile time: the first call of lu_factor and solve on 2x4, compile only
+# (``.lower().compile()`` on abstract operands, nothing runs), at n = 2048 and
+# 16384. kernels/lu.py runs its block columns in at most MAX_PHASES loops, so
+# the factorisation's program has the same size at both; the row for 2048 is
+# each group's baseline. CPU seconds (all threads) are recorded beside the wall
+# time, which a shared machine inflates.
+
+COMPILE_SIZES = [2048, 16384]
+
+
+def _abstract(n, dtype=np.float32, rhs=True):
+    mesh = distla.make_mesh(MESH, ("rows", "cols"))
+    a = jax.ShapeDtypeStruct((n, n), dtype, sharding=NamedSharding(mesh, P("rows", "cols")))
+    b = jax.ShapeDtypeStruct((n,), dtype, sharding=NamedSharding(mesh, P("rows")))
+    return (a, b) if rhs else (a,)
+
+
+@pytest.mark.parametrize("op", ["lu_factor", "solve"])
+@pytest.mark.parametrize("n", COMPILE_SIZES)
+def test_compile_time(benchmark, op, n):
+    import resource
+
+    benchmark.group = f"LU compile: {op} 2x4"
+    args = _abstract(n, rhs=op == "solve")
+
+    def compile_once():
+        fn = jax.jit(getattr(distla.linalg, op))  # a fresh program each round
+        lowered = fn.lower(*args)
+        return lowered, lowered.compile()
+
+    def cpu():
+        r = resource.getrusage(resource.RUSAGE_SELF)
+        return r.ru_utime + r.ru_stime
+
+    c0 = cpu()
+    lowered, _ = benchmark.pedantic(compile_once, rounds=1, iterations=1)
+    text = lowered.as_text()
+    benchmark.extra_info.update(
+        role="baseline" if n == COMPILE_SIZES[0] else "distla",
+        name=f"compile {op} n={n}",
+        op="lu",
+        n=n,
+        dtype="float32",
+        mesh="x".join(map(str, MESH)),
+        cpu_seconds=cpu() - c0,
+        hlo_chars=len(text),
+        getrf_call_sites=text.count("getrf"),
+        max_rss_bytes=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+        jax=jax.__version__,
+    )
+
+
+# Mixed precision: float64 solve at n = 4096 on 2x4, factored in float32 and
+# refined to float64 (distla.linalg.solve(..., factor_dtype=float32)), against
+# the plain float64 distributed solve and one-device scipy.linalg.solve float64.
+
+MIXED_N = 4096
+
+
+def _problem64(n):
+    rng = np.random.default_rng(n)
+    return rng.standard_normal((n, n)), rng.standard_normal(n)
+
+
+def _info64(role, name, n, **extra):
+    return dict(role=role, name=name, op="lu", n=n, dtype="float64",
+                flops=_solve_flops(n), **extra)
+
+
+def test_mixed_scipy_solve64(run, benchmark):
+    benchmark.group = f"LU mixed precision float64 n={MIXED_N}"
+    a, b = _problem64(MIXED_N)
+
+    def solve(a, b):
+        with threadpoolctl.threadpool_limits(os.cpu_count(), user_api="blas"):
+            return scipy.linalg.solve(a, b)
+
+    run(solve, (a, b), **_info64("baseline", "one device: scipy.linalg.solve float64", MIXED_N))
+
+
+@pytest.mark.parametrize("factor", [None, "float32"])
+def test_mixed_distla_solve64(run, benchmark, factor):
+    from distla import _refine
+    from distla.tools.ratios import solve_ratio
+
+    benchmark.group = f"LU mixed precision float64 n={MIXED_N}"
+    with jax.enable_x64(True):
+        a_np, b_np = _problem64(MIXED_N)
+        mesh = distla.make_mesh(MESH, ("rows", "cols"))
+        args = (
+            jax.device_put(a_np, NamedSharding(mesh, P("rows", "cols"))),
+            jax.device_put(b_np, NamedSharding(mesh, P("rows"))),
+        )
+        if factor is None:
+            fn = jax.jit(distla.linalg.solve)
+            name = "distla solve float64 2x4"
+            extra = {}
+        else:
+            fn = jax.jit(functools.partial(_refine.solve_mixed, factor_dtype=np.float32))
+            name = "distla solve float64, factor float32 2x4"
+            res = _refine.refine(*args, factor_dtype=np.dtype(np.float32))
+            extra = dict(iterations=int(res.iterations), converged=bool(res.converged))
+        cost = distla.cost(fn, *args)
+        x = fn(*args)
+        run(
+            fn,
+            args,
+            **_info64(
+                "distla", name, MIXED_N, mesh="x".join(map(str, MESH)),
+                collective_bytes=cost.total_collective_bytes, peak_bytes=cost.peak_memory_bytes,
+                solve_ratio=solve_ratio(a_np, np.asarray(x), b_np), **extra,
+            ),
+        )
