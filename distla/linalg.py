@@ -22,7 +22,7 @@ from jax import lax
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from . import _batched, _lu
+from . import _batched, _lu, _refine
 from ._blas import single_thread_lapack_for_cpu_devices
 from ._checks import as_array, empty_or_one_device, is_empty, onto_mesh, result_dtype
 from ._mesh import (
@@ -411,8 +411,8 @@ def lu_solve(
       lu_and_piv: the tuple ``(lu, piv)`` from :func:`lu_factor`.
       b: ``[..., n]`` or ``[..., n, k]`` right-hand side(s), in any layout on
         the same mesh (an operand on one device is moved onto it). As in jax,
-        ``b`` is a vector (per member) when it has one dimension fewer than
-        ``lu``; batch dimensions broadcast: a 2-D factorisation serves a
+        ``b`` is a vector when it is 1-D (or, deprecated in jax, has one
+        dimension fewer than ``lu`` and ends in ``n``); batch dimensions broadcast: a 2-D factorisation serves a
         ``[B, n, k]`` stack of right-hand sides (folded into ``n x B k``
         columns of one distributed solve) and a stacked one a single ``[n]``.
       trans: 0 solves ``a x = b``, 1 ``a^T x = b``, 2 ``a^H x = b``.
@@ -448,7 +448,9 @@ def lu_solve(
     if not jnp.issubdtype(piv.dtype, jnp.integer):
         raise TypeError(f"{what}: piv must be an integer array (from lu_factor); got {piv.dtype}")
     n = lu.shape[-1]
-    vector = b.ndim == lu.ndim - 1
+    # jax.scipy's rule: a vector when b is 1-D, or (deprecated in jax) when b has
+    # one dimension fewer than lu and ends in n
+    vector = b.ndim == 1 or (b.ndim == lu.ndim - 1 and b.shape[-1:] == (n,))
     bb_shape = (*b.shape, 1) if vector else b.shape
     if piv.shape[-1:] != (n,) or b.ndim < 1 or len(bb_shape) < 2 or bb_shape[-2] != n:
         raise ValueError(
@@ -605,6 +607,7 @@ def solve(
     debug: bool = False,
     check_finite: bool = True,
     block_size: int | None = None,
+    factor_dtype=None,
 ) -> jax.Array:
     """Solve ``a x = b``, as ``jnp.linalg.solve`` (and ``jax.scipy.linalg.solve``).
 
@@ -628,6 +631,10 @@ def solve(
       overwrite_a, overwrite_b, debug, check_finite: accepted and ignored,
         as in ``jax.scipy``.
       block_size: the distributed LU's block size (see :func:`lu_factor`).
+      factor_dtype: mixed precision (a distla extension): factor in this
+        dtype (float32 for a float64 system, complex64 for complex128) and
+        refine to the system's precision, as LAPACK's dsgesv; NaN where
+        refinement does not converge (``distla/_refine.py``). ``None``: no.
 
     Returns:
       ``x`` of shape ``[..., n]`` or ``[..., n, k]``; for one matrix in the 2D
@@ -657,6 +664,8 @@ def solve(
     if assume_a == "pos":  # jax.scipy reads only the `lower` triangle here (Cholesky)
         a = _symmetrize(a, lower=lower)
     mesh = _mesh_of(a, b, names=("a", "b"))
+    if factor_dtype is not None and not is_empty(a, b):
+        return _refine.solve_mixed(*onto_mesh(a, b), factor_dtype=factor_dtype)
     if mesh is None or is_empty(a, b):
         return _fallback(jnp.linalg.solve, a, b)
     a, b = _same_mesh(mesh, a, b)

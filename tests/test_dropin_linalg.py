@@ -1,0 +1,359 @@
+"""distla.linalg as a drop-in for jnp.linalg / jax.scipy.linalg (issue 10).
+
+The cases are those of numpy's ``test_linalg.py``, scipy's ``test_decomp_lu.py``
+and ``test_basic.py`` and jax's ``tests/linalg_test.py`` for det, slogdet, inv,
+solve, lu, lu_factor and lu_solve, written again here against distla: on 2x4,
+4x2 and 1-axis meshes, Explicit and Auto, x64 on and off, with
+``jax_numpy_dtype_promotion="strict"``. The reference is always the one-device
+jax function (or numpy/scipy where jax agrees with them).
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import jax.scipy.linalg as jsl
+import numpy as np
+import pytest
+import scipy.linalg as sl
+from conftest import build_mesh
+from helpers import place
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+
+import distla
+from distla import linalg
+
+MESHES = [
+    pytest.param(((2, 4), "explicit"), id="2x4-explicit"),
+    pytest.param(((2, 4), "auto"), id="2x4-auto"),
+    pytest.param(((4, 2), "explicit"), id="4x2-explicit"),
+    pytest.param(((4, 2), "auto"), id="4x2-auto"),
+    pytest.param(((8,), "explicit"), id="8-explicit"),
+    pytest.param(((8,), "auto"), id="8-auto"),
+]
+
+
+@pytest.fixture(params=MESHES)
+def any_mesh(request):
+    shape, kind = request.param
+    return build_mesh(shape, kind, names=("x", "y")[: len(shape)])
+
+
+@pytest.fixture
+def m24():
+    return build_mesh((2, 4), "explicit")
+
+
+@pytest.fixture(autouse=True)
+def strict():
+    with jax.numpy_dtype_promotion("strict"):
+        yield
+
+
+def spec2(mesh):
+    return P(*mesh.axis_names)
+
+
+def put(x, mesh):
+    return place(np.asarray(x), mesh, spec2(mesh))
+
+
+def close(got, want, tol):
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=tol, atol=tol)
+
+
+# ----------------------------------------------------------------- the ported core cases
+
+
+@pytest.mark.parametrize("x64", [False, True], ids=["x32", "x64"])
+def test_family_matches_jax(any_mesh, x64):
+    """numpy TestDet/TestInv/TestSolve, scipy TestLU/lu_solve, jax testLu*: values, dtypes."""
+    rng = np.random.default_rng(7)
+    n = 37
+    with jax.enable_x64(x64):
+        dtype = np.float64 if x64 else np.complex64
+        a = (rng.standard_normal((n, n)) + 1j * (not x64) * rng.standard_normal((n, n)))
+        a = a.astype(dtype)
+        b = rng.standard_normal((n, 3)).astype(dtype)
+        tol = 1e-9 if x64 else 2e-3
+        A, B = put(a, any_mesh), put(b, any_mesh)
+        with jax.set_mesh(any_mesh):
+            for got, want in [
+                (linalg.det(A), jnp.linalg.det(a)),
+                (linalg.inv(A), jnp.linalg.inv(a)),
+                (linalg.solve(A, B), jnp.linalg.solve(a, b)),
+                (linalg.solve(A, B[:, 0]), jnp.linalg.solve(a, b[:, 0])),
+            ]:
+                assert got.dtype == want.dtype
+                close(got, want, tol * max(1.0, float(np.abs(want).max())))
+            sign, logabs = linalg.slogdet(A)
+            sign_r, logabs_r = jnp.linalg.slogdet(a)
+            close(sign, sign_r, tol)
+            close(logabs, logabs_r, tol)
+            lu_piv = linalg.lu_factor(A)
+            lu_r, piv_r = sl.lu_factor(a)
+            np.testing.assert_array_equal(np.asarray(lu_piv[1]), piv_r)
+            close(lu_piv[0], lu_r, tol * 10)
+            for trans in (0, 1, 2):
+                close(linalg.lu_solve(lu_piv, B, trans=trans),
+                      sl.lu_solve((lu_r, piv_r), b, trans=trans), tol * 10)
+
+
+@pytest.mark.parametrize("shape", [(37, 21), (21, 37)], ids=["tall", "wide"])
+def test_lu_rectangular_and_permute_l(shape):
+    """scipy TestLU.test_simple_known / rectangular cases, jax testLuRectangular."""
+    mesh = build_mesh((2, 4), "explicit")
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal(shape).astype(np.float32)
+    p, l, u = linalg.lu(put(a, mesh))
+    p_r, l_r, u_r = sl.lu(a)
+    for got, want in ((p, p_r), (l, l_r), (u, u_r)):
+        assert got.shape == want.shape
+        close(got, want, 1e-4)
+    pl, u2 = linalg.lu(put(a, mesh), permute_l=True)
+    close(pl, p_r @ l_r, 1e-4)
+    close(u2, u_r, 1e-4)
+    lu_, piv = linalg.lu_factor(put(a, mesh), overwrite_a=True, check_finite=False)
+    lu_j, piv_j = jsl.lu_factor(a)
+    np.testing.assert_array_equal(np.asarray(piv), np.asarray(piv_j))
+    close(lu_, lu_j, 1e-4)
+
+
+# ----------------------------------------------------------------- items 1, 2, 11: derivatives
+
+
+def _second(f, x, e):
+    """The gradient of ``sum(grad f * e)``: a row of the Hessian (jax's issue-10 check)."""
+    return np.asarray(jax.grad(lambda y: jnp.sum(jax.grad(f)(y) * e))(x))
+
+
+@pytest.mark.parametrize("n", [3, 6])
+def test_second_derivatives_of_det_and_slogdet(m24, x64, n):
+    rng = np.random.default_rng(n)
+    a = rng.standard_normal((n, n))
+    A = put(a, m24)
+    e = np.zeros((n, n))
+    e[0, 0] = 1.0
+    with jax.set_mesh(m24):
+        for f, ref in [
+            (linalg.det, jnp.linalg.det),
+            (lambda y: linalg.slogdet(y)[1], lambda y: jnp.linalg.slogdet(y)[1]),
+        ]:
+            got, want = _second(f, A, put(e, m24)), _second(ref, jnp.asarray(a), e)
+            close(got, want, 1e-8 * max(1.0, float(np.abs(want).max())))
+        # full Hessian-vector product of det against jax's
+        v = rng.standard_normal((n, n))
+        hvp = jax.jvp(jax.grad(linalg.det), (A,), (put(v, m24),))[1]
+        hvp_ref = jax.jvp(jax.grad(jnp.linalg.det), (jnp.asarray(a),), (jnp.asarray(v),))[1]
+        close(hvp, hvp_ref, 1e-8 * float(np.abs(hvp_ref).max()))
+
+
+def test_det_grad_of_singular_matrices(m24):
+    """jax testDetGradOfSingularMatrixCorank1 / Corank2: the adjugate, or zero."""
+    rng = np.random.default_rng(0)
+    base = rng.standard_normal((6, 6)).astype(np.float32)
+    corank1 = base.copy()
+    corank1[-1] = corank1[0] + corank1[1]  # the zero pivot comes last
+    corank2 = base.copy()
+    corank2[-2:] = corank2[:2]
+    with jax.set_mesh(m24):
+        g1 = jax.grad(linalg.det)(put(corank1, m24))
+        g2 = jax.grad(linalg.det)(put(corank2, m24))
+    want1 = jax.grad(jnp.linalg.det)(jnp.asarray(corank1))
+    assert np.isfinite(np.asarray(g1)).all()
+    close(g1, want1, 2e-3 * float(np.abs(want1).max()))
+    np.testing.assert_array_equal(np.asarray(g2), np.zeros((6, 6)))
+
+
+def test_overflow_and_inf_as_jnp(m24):
+    big = (np.eye(6) * 1e9).astype(np.complex64)  # det 1e54 overflows complex64
+    big[0, 1] = 1.0
+    d = complex(linalg.det(put(big, m24)))
+    d_ref = complex(jnp.linalg.det(jnp.asarray(big)))
+    assert np.isinf(d.real)
+    np.testing.assert_equal(d, d_ref)  # jnp: inf + nan j here (inf * (1 + 0j))
+    real_big = (np.eye(6) * 1e9).astype(np.float32)
+    with jax.set_mesh(m24):
+        g = jax.grad(linalg.det)(put(real_big, m24))
+    np.testing.assert_array_equal(np.asarray(g), np.asarray(jax.grad(jnp.linalg.det)(real_big)))
+    with_inf = np.eye(6, dtype=np.float32)
+    with_inf[2, 3] = np.inf
+    sign, logabs = linalg.slogdet(put(with_inf, m24))
+    sign_r, logabs_r = jnp.linalg.slogdet(with_inf)
+    assert float(sign) == float(sign_r) == 1.0
+    np.testing.assert_equal(float(logabs), float(logabs_r))
+
+
+def test_lu_is_differentiable_as_jax(m24):
+    rng = np.random.default_rng(4)
+    a, da = rng.standard_normal((2, 8, 8)).astype(np.float32)
+    with jax.set_mesh(m24):
+        _, (_, dl, du) = jax.jvp(linalg.lu, (put(a, m24),), (put(da, m24),))
+        g = jax.grad(lambda y: jnp.sum(linalg.lu(y)[2] ** 2))(put(a, m24))
+    _, (_, dl_r, du_r) = jax.jvp(jsl.lu, (jnp.asarray(a),), (jnp.asarray(da),))
+    g_r = jax.grad(lambda y: jnp.sum(jsl.lu(y)[2] ** 2))(jnp.asarray(a))
+    close(dl, dl_r, 2e-3)
+    close(du, du_r, 2e-3)
+    close(g, g_r, 2e-3 * float(np.abs(g_r).max()))
+
+
+# ----------------------------------------------------------------- items 3, 5: dtypes
+
+
+@pytest.mark.parametrize("x64", [False, True], ids=["x32", "x64"])
+def test_strict_promotion_and_integer_inputs(m24, x64):
+    rng = np.random.default_rng(1)
+    with jax.enable_x64(x64):
+        a = (rng.standard_normal((16, 16)) + 4 * np.eye(16)).astype(np.float32)
+        A = put(a, m24)
+        with jax.set_mesh(m24):
+            lu_piv = linalg.lu_factor(A)
+            for got, want in [
+                (linalg.inv(A), jnp.linalg.inv(a)),
+                (linalg.solve(A, put(np.ones(16, np.float32), m24)),
+                 jnp.linalg.solve(a, np.ones(16, np.float32))),
+                (linalg.lu_solve(lu_piv, put(np.ones((16, 3), np.float32), m24)),
+                 jsl.lu_solve(jsl.lu_factor(a), np.ones((16, 3), np.float32))),
+            ]:
+                assert got.dtype == want.dtype
+                close(got, want, 1e-4)
+            ca = put(a.astype(np.complex64), m24)
+            g = jax.grad(lambda y: linalg.slogdet(y)[1])(ca)
+            g_r = jax.grad(lambda y: jnp.linalg.slogdet(y)[1])(jnp.asarray(a, np.complex64))
+            close(g, g_r, 1e-4)
+        # integers and bools promote as jnp.linalg does (int64 to float64 with x64)
+        ints = (np.arange(64).reshape(8, 8) % 7 + 9 * np.eye(8)).astype(np.int32)
+        for ints in (ints, ints.astype(np.int64), ints.astype(np.uint8)):
+            got, want = linalg.det(put(ints, m24)), jnp.linalg.det(jnp.asarray(ints))
+            assert got.dtype == want.dtype
+            close(got, want, 1e-3 * max(1.0, abs(float(want))))
+        small = put(np.array([[1, 2], [3, 4]]), m24)
+        assert float(linalg.det(small)) == pytest.approx(-2.0)
+        boolean = np.eye(8, dtype=bool)
+        assert linalg.inv(put(boolean, m24)).dtype == jnp.linalg.inv(boolean).dtype
+        # mixed kinds fail under strict promotion exactly where jnp fails
+        with pytest.raises(jax.dtypes.TypePromotionError):
+            linalg.solve(A, put(np.ones(16, np.int32), m24))
+        with pytest.raises(jax.dtypes.TypePromotionError):
+            jnp.linalg.solve(a, np.ones(16, np.int32))
+
+
+# ----------------------------------------------------------------- item 4: zero-size
+
+
+def test_zero_size_inputs_give_what_jnp_gives(m24):
+    empty = put(np.zeros((0, 0), np.float32), m24)
+    assert float(linalg.det(empty)) == 1.0
+    assert tuple(map(float, linalg.slogdet(empty))) == (1.0, 0.0)
+    assert linalg.inv(empty).shape == (0, 0)
+    assert linalg.solve(empty, put(np.zeros((0,), np.float32), m24)).shape == (0,)
+    assert [x.shape for x in linalg.lu(empty)] == [(0, 0)] * 3
+    assert [x.shape for x in linalg.lu_factor(empty)] == [(0, 0), (0,)]
+    stack = put(np.zeros((3, 0, 0), np.float32), m24)
+    np.testing.assert_array_equal(np.asarray(linalg.det(stack)), np.ones(3))
+    a = put(np.eye(8, dtype=np.float32), m24)
+    assert linalg.solve(a, put(np.zeros((8, 0), np.float32), m24)).shape == (8, 0)
+    assert linalg.lu_solve(linalg.lu_factor(a), put(np.zeros((8, 0)), m24)).shape == (8, 0)
+    c = distla.matmul(put(np.zeros((8, 0), np.float32), m24), put(np.zeros((0, 8)), m24))
+    np.testing.assert_array_equal(np.asarray(c), np.zeros((8, 8)))
+    x = linalg.solve(put(np.zeros((8, 0, 0), np.float32), m24),
+                     put(np.zeros((8, 0, 2), np.float32), m24))
+    assert x.shape == (8, 0, 2) and np.asarray(x).size == 0
+
+
+# ----------------------------------------------------------------- items 6, 7: arguments
+
+
+def test_lu_solve_broadcasts_as_jax(m24):
+    rng = np.random.default_rng(2)
+    a = (rng.standard_normal((8, 8)) + 3 * np.eye(8)).astype(np.float32)
+    b = rng.standard_normal((3, 8, 2)).astype(np.float32)
+    with jax.set_mesh(m24), jax.numpy_rank_promotion("allow"):  # jax broadcasts only so
+        got = linalg.lu_solve(linalg.lu_factor(put(a, m24)), put(b, m24))
+        close(got, jsl.lu_solve(jsl.lu_factor(a), b), 1e-4)
+    stack = (rng.standard_normal((4, 8, 8)) + 3 * np.eye(8)).astype(np.float32)
+    sa = place(stack, m24, P("x"))
+    with jax.numpy_rank_promotion("allow"):
+        got = linalg.lu_solve(linalg.lu_factor(sa), put(b[0, :, 0], m24))
+        close(got, jsl.lu_solve(jsl.lu_factor(stack), b[0, :, 0]), 1e-4)
+
+
+def test_scipy_and_numpy_arguments_are_accepted(m24):
+    """scipy test_basic TestSolve (assume_a, lower), jax testSlogdet(method=)."""
+    rng = np.random.default_rng(6)
+    a = rng.standard_normal((8, 8)).astype(np.float32)
+    spd = (a @ a.T + 8 * np.eye(8)).astype(np.float32)
+    b = rng.standard_normal((8, 2)).astype(np.float32)
+    A, B = put(spd, m24), put(b, m24)
+    for assume_a in ("gen", "sym", "her", "pos"):
+        for lower in (False, True):
+            # only the triangle named by lower is read with "pos", as in jax.scipy
+            given = np.tril(spd) if (assume_a == "pos" and lower) else spd
+            got = linalg.solve(put(given, m24), B, assume_a=assume_a, lower=lower,
+                               overwrite_a=True, overwrite_b=True, check_finite=False)
+            close(got, jsl.solve(given, b, assume_a=assume_a, lower=lower), 1e-4)
+    with pytest.raises(ValueError, match="assume_a must be one of"):
+        linalg.solve(A, B, assume_a="banded")
+    for method in (None, "lu", "qr"):
+        close(linalg.slogdet(A, method=method)[1], jnp.linalg.slogdet(spd)[1], 1e-4)
+    with pytest.raises(ValueError, match="unknown method 'svd'"):
+        linalg.slogdet(A, method="svd")
+
+
+# ----------------------------------------------------------------- items 8, 10: layouts, vmap
+
+
+def test_batched_results_in_the_callers_layout():
+    mesh = build_mesh((4, 2), "explicit", names=("rows", "cols"))
+    rng = np.random.default_rng(9)
+    a = (rng.standard_normal((8, 6, 6)) + 6 * np.eye(6)).astype(np.float32)
+    b = rng.standard_normal((8, 6, 2)).astype(np.float32)
+    row = NamedSharding(mesh, P("rows"))
+    A, B = jax.device_put(a, row), jax.device_put(b, row)
+    x = linalg.solve(A, B)
+    assert x.sharding.spec == P("rows", None, None)
+    with jax.set_mesh(mesh):
+        residual = jnp.matmul(A, x) - B  # the first thing a user does with x
+        assert float(jnp.abs(residual).max()) < 1e-4
+        assert jax.typeof(residual).sharding.spec == jax.typeof(B).sharding.spec
+        inv = jax.vmap(linalg.inv)(A)  # item 10
+    close(inv, np.linalg.inv(a), 1e-4)
+    assert inv.sharding.spec == P("rows", None, None)
+    assert linalg.det(A).sharding.spec == P("rows")
+
+
+# ----------------------------------------------------------------- item 12: errors
+
+
+def test_errors_say_what_was_received_and_the_fix(m24):
+    a = put(np.eye(8, dtype=np.float32), m24)
+    with pytest.raises(ValueError, match="precision must be .*got 'bogus'"):
+        distla.matmul(a, a, precision="bogus")
+    assert distla.shard(np.ones((8, 8)), m24, ("x", "y")).sharding.spec == P("x", "y")
+    with pytest.raises(ValueError, match="got the string 'x'.*PartitionSpec"):
+        distla.shard(np.ones((8, 8)), m24, "x")
+    for bad, kind, match in [
+        ((-2, -4), ValueError, "positive int.*-2"),
+        (8, TypeError, r"got the int 8.*\(8,\)"),
+        ((2.5, 4), ValueError, r"positive int.*2\.5"),
+    ]:
+        with pytest.raises(kind, match=match):
+            distla.make_mesh(bad)
+    with pytest.raises(ValueError, match="devices is empty"):
+        distla.make_mesh(None, devices=[])
+    with pytest.raises(ValueError, match="a device twice"):
+        distla.make_mesh((2, 4), devices=jax.devices()[:4] * 2)
+    with pytest.raises(ValueError, match="axis_names must differ"):
+        distla.make_mesh((2, 4), ("a", "a"))
+    with pytest.raises(ValueError, match="needs 16 devices; 8 given. Start jax with more"):
+        distla.make_mesh((2, 8))
+    lu_, piv = linalg.lu_factor(a)
+    with pytest.raises(TypeError, match=r"pair \(lu, piv\).*lu_solve\(lu_factor\(a\), b\)"):
+        linalg.lu_solve(lu_, a)
+    # a one-device right-hand side is moved onto the mesh, as jnp does
+    one = jax.device_put(np.ones(8, np.float32), jax.devices()[0])
+    close(linalg.solve(a, one), np.ones(8), 1e-6)
+    close(linalg.lu_solve((lu_, piv), one), np.ones(8), 1e-6)
+    close(distla.matmul(a, jax.device_put(np.ones((8, 8), np.float32), jax.devices()[0])),
+          np.ones((8, 8)), 1e-6)
