@@ -325,20 +325,27 @@ def _stack(fn, xs, cores, out_core):
     def spec(shape, core):
         return fitting_spec(shape, mesh, _batched._spec(layout + ((),) * core))
 
-    out = jax.eval_shape(fn, *xs)
+    out = jax.eval_shape(fn, *(jax.ShapeDtypeStruct(x.shape, x.dtype) for x in xs))
     out_specs = jax.tree.map(lambda o: spec(o.shape, out_core), out)
+
+    in_specs = tuple(spec(x.shape, c) if bt == full else P() for x, bt, c in zip(xs, batches, cores))
+    local = all(  # every device holds whole members: run fn on them in shard_map
+        all(e is None for e in tuple(s)[len(full) :])
+        for s in (*in_specs, *jax.tree.leaves(out_specs, is_leaf=lambda s: isinstance(s, P)))
+    )
+
+    sources = [_batched._source_layout(x, mesh) for x in xs]  # read outside: see _batched
 
     def body(*ys):
         moved = []
-        for y, bt, c in zip(ys, batches, cores):
+        for y, bt, s, src in zip(ys, batches, in_specs, sources):
             if bt == full:
-                src = _batched._source_layout(y, mesh)
-                dst = tuple(
-                    _batched._axes(e) for e in tuple(spec(y.shape, c)) + (None,) * y.ndim
-                )[: y.ndim]
+                dst = tuple(_batched._axes(e) for e in tuple(s) + (None,) * y.ndim)[: y.ndim]
                 y = _batched._relayout(y, src, dst, mesh)
             moved.append(y)
-        return fn(*moved)
+        if local:
+            return shard_map(fn, in_specs=in_specs, out_specs=out_specs)(*moved)
+        return fn(*moved)  # members split over devices: XLA partitions fn
 
     return jax.jit(lambda *ys: run_on_mesh(body, mesh, out_specs, *ys))(*xs)
 
@@ -414,12 +421,12 @@ def _tri_2d(a, b, *, trans, lower, unit_diagonal, dtype):
     return lax.custom_linear_solve(matvec, b, solve, transpose_solve)
 
 
-def _chol_2d(a, *, dtype, upper, symmetrize, read_upper):
+def _chol_2d(a, *, dtype, upper, symmetrize, read_upper, block_size=None):
     """Cholesky of one matrix with jax's JVP rule, its solves and products distributed."""
-    flags = dict(dtype=dtype, symmetrize=symmetrize, read_upper=read_upper)
+    flags = dict(dtype=dtype, symmetrize=symmetrize, read_upper=read_upper, block_size=block_size)
 
     def stacked(a):
-        def f(a):
+        def f(a):  # the same on each member, with jax's one-device Cholesky
             if read_upper:
                 a = jnp.conj(jnp.swapaxes(a, -1, -2))
             l = jnp.linalg.cholesky(a, symmetrize_input=symmetrize)
@@ -469,7 +476,11 @@ def _checked_solve_shapes(a, b, what):
 
 
 def cholesky(
-    a: jax.typing.ArrayLike, *, upper: bool = False, symmetrize_input: bool = True
+    a: jax.typing.ArrayLike,
+    *,
+    upper: bool = False,
+    symmetrize_input: bool = True,
+    block_size: int | None = None,
 ) -> jax.Array:
     """Cholesky factor of a Hermitian positive definite matrix, as ``jnp.linalg.cholesky``.
 
@@ -486,6 +497,8 @@ def cholesky(
       upper: return ``U = Lᴴ`` (``a = Uᴴ U``) instead of ``L``.
       symmetrize_input: factor ``(a + aᴴ)/2`` (jnp's default); otherwise only
         the lower triangle of ``a`` is read.
+      block_size: the distributed factorisation's block (panel width) ``nb``;
+        ``None`` picks one near 128 that pads least.
 
     Returns:
       ``L`` (``[..., n, n]``, zeros above the diagonal) with ``a = L Lᴴ``, or
@@ -520,7 +533,10 @@ def cholesky(
             ),
             (a,), (2,), 2,
         )
-    return _chol_2d(a, dtype=dtype, upper=upper, symmetrize=symmetrize_input, read_upper=False)
+    return _chol_2d(
+        a, dtype=dtype, upper=upper, symmetrize=symmetrize_input, read_upper=False,
+        block_size=block_size,
+    )
 
 
 def cho_factor(
