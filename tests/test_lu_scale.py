@@ -145,6 +145,9 @@ def test_mixed_solve_reaches_the_input_precision(x64, dtype, factor, k, kind):
     want = distla.linalg.solve(a, b)  # same layout as the plain solve
     assert x.sharding.is_equivalent_to(want.sharding, x.ndim)
     np.testing.assert_allclose(np.asarray(x), np.asarray(want), rtol=1e-9, atol=1e-9)
+    # the public hook runs the same program
+    public = distla.linalg.solve(a, b, factor_dtype=factor)
+    np.testing.assert_array_equal(np.asarray(public), np.asarray(x))
 
 
 def test_mixed_solve_reports_nan_where_refinement_cannot_converge(x64):
@@ -171,7 +174,7 @@ def test_mixed_solve_one_device_and_errors(x64):
     x = _refine.solve_mixed(jnp.asarray(a_np), jnp.asarray(b_np), factor_dtype=jnp.float32)
     assert solve_ratio(a_np, x, b_np) <= THRESHOLD
     with pytest.raises(TypeError, match="float64 -> float32"):
-        _refine.solve_mixed(a_np, b_np, factor_dtype=jnp.float16)
+        distla.linalg.solve(a_np, b_np, factor_dtype=jnp.float16)
     with pytest.raises(TypeError, match="float32 system"):
         _refine.solve_mixed(a_np.astype(np.float32), b_np.astype(np.float32),
                             factor_dtype=jnp.float64)
