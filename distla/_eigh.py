@@ -39,7 +39,7 @@ from jax.sharding import PartitionSpec as P
 
 from . import _qr
 from ._mesh import fitting_spec, grid_of, operand_mesh, run_on_mesh, shard_map
-from ._polar import block_spec, ct, eye, mm, on_mesh, put, qdwh, qdwh_eager, round_up
+from ._polar import block_spec, count, ct, eye, mm, on_mesh, put, qdwh, qdwh_eager, round_up
 from .matmul import matmul
 
 # a fraction of a block's diagonal spread added to the median shift, so that a
@@ -176,15 +176,14 @@ def _leaf(b, start, *, mesh, leaf, sentinel):
         w_mat = w_mat + jnp.diag(jnp.where(own, 0, sentinel).astype(w_mat.dtype))
         w, z = jnp.linalg.eigh(w_mat, symmetrize_input=True)
         count = jnp.sum(own.astype(jnp.int32))
-        origin = jnp.min(jnp.where(own, idx, n))
-        col = jnp.arange(2 * m)
+        origin = jnp.minimum(jnp.min(jnp.where(own, idx, n)), n).astype(jnp.int32)
+        col = jnp.arange(2 * m, dtype=jnp.int32)
         z = jnp.where(col[None, :] < count, z, 0)
         w = jnp.where(col < count, w, 0)
         # place columns at global [origin, origin + count)
         buf = jnp.zeros((2 * m, n + 2 * m), z.dtype)
-        buf = lax.dynamic_update_slice(buf, z, (0, jnp.minimum(origin, n)))
-        wv = lax.dynamic_update_slice(jnp.zeros(n + 2 * m, real), w.astype(real),
-                                      (jnp.minimum(origin, n),))
+        buf = lax.dynamic_update_slice(buf, z, (jnp.int32(0), origin))
+        wv = lax.dynamic_update_slice(jnp.zeros(n + 2 * m, real), w.astype(real), (origin,))
         w_all = lax.psum(wv[:n], axes)
         # rows [lo + m, lo + 2m) belong to the next device
         down = lax.ppermute(buf[m:], axes, [(j, (j + 1) % p) for j in range(p)])
@@ -298,6 +297,7 @@ def eigh_eager(a, *, mesh, vectors):
     while bool(going(lvl, start)):
         u, _ = qdwh_eager(prep(b, start), mesh, spec)
         lvl, b, v, start = split(lvl, b, v, start, u)
+        count("level")
     out = (P(), fitting_spec((n, n), mesh, spec)) if vectors else P()
     finish = on_mesh(eigh_finish, mesh, out, (("mesh", mesh), ("n", n), ("vectors", vectors)))
     return finish(b, v, start, sentinel)

@@ -197,6 +197,14 @@ def _state_specs(spec):
     return (P(), spec, P(), P())
 
 
+# steps the eager drivers ran, by kind (read by benchmarks/bench_spectral.py)
+STEPS: dict[str, int] = {}
+
+
+def count(kind: str) -> None:
+    STEPS[kind] = STEPS.get(kind, 0) + 1
+
+
 def qdwh_eager(x: jax.Array, mesh, spec: P, *, max_iterations: int = 12):
     """:func:`qdwh` on a concrete ``x``: the loops on the host, each step compiled once."""
     specs = _state_specs(spec)
@@ -207,6 +215,7 @@ def qdwh_eager(x: jax.Array, mesh, spec: P, *, max_iterations: int = 12):
         run = on_mesh(step, mesh, specs, (("spec", spec),))
         while bool(going(state)):
             state = run(state)
+            count("qdwh_qr" if qr_phase else "qdwh_chol")
     return state[1], state[0]
 
 

@@ -1,0 +1,311 @@
+"""distla.linalg eigh, svd, polar, pinv, lstsq, matrix_rank, cond, norm: LAPACK's ratios.
+
+Compiles dominate this file's time: the eager path compiles each QDWH / divide
+step once per (shape, dtype, mesh) and polar, eigh and svd of one size share
+them, so the tests reuse one size (n = 40) per mesh and dtype.
+"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from conftest import build_mesh
+from helpers import THRESHOLD, eps, has_layout, place, random_matrix
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+
+import distla
+from distla import _eigh, _polar, linalg
+from distla._mesh import fitting_spec
+
+N = 40  # the 2x4 mesh's size for most tests (divides 8: the even layout)
+
+
+def _wide(x):
+    x = np.asarray(x)
+    return x.astype(np.complex128 if np.iscomplexobj(x) else np.float64)
+
+
+def eigh_ratios(a, w, v):
+    """``‖A − VΛVᴴ‖₁/(n‖A‖₁eps)``, ``‖I − VᴴV‖₁/(n·eps)``, eigenvalues vs LAPACK / (n·eps·‖A‖₂)."""
+    a64, w64, v64 = _wide(a), np.asarray(w, np.float64), _wide(v)
+    n = a64.shape[0]
+    e = eps(np.asarray(v).dtype)
+    norm = np.linalg.norm(a64, 1) or 1.0
+    resid = np.linalg.norm(a64 - (v64 * w64) @ v64.conj().T, 1) / (n * norm * e)
+    orth = np.linalg.norm(np.eye(n) - v64.conj().T @ v64, 1) / (n * e)
+    ref = np.linalg.eigvalsh(a64)
+    vals = np.max(np.abs(w64 - ref)) / (n * e * (np.linalg.norm(a64, 2) or 1.0))
+    return resid, orth, vals
+
+
+def check_eigh(a, w, v):
+    assert w.shape == (a.shape[0],) and v.shape == a.shape
+    assert np.all(np.diff(np.asarray(w)) >= 0), "eigenvalues not ascending"
+    ratios = eigh_ratios(a, w, v)
+    assert max(ratios) <= THRESHOLD, ratios
+    return ratios
+
+
+def check_svd(a, u, s, vh):
+    a64, u64, s64, vh64 = _wide(a), _wide(u), np.asarray(s, np.float64), _wide(vh)
+    m, n = a64.shape
+    k = min(m, n)
+    e = eps(np.asarray(u).dtype)
+    assert np.all(np.diff(s64) <= 0) and np.all(s64 >= 0)
+    resid = np.linalg.norm(a64 - (u64[:, :k] * s64) @ vh64[:k], 1) / (
+        max(m, n) * (np.linalg.norm(a64, 1) or 1) * e)
+    orth_u = np.linalg.norm(np.eye(u64.shape[1]) - u64.conj().T @ u64, 1) / (m * e)
+    orth_v = np.linalg.norm(np.eye(vh64.shape[0]) - vh64 @ vh64.conj().T, 1) / (n * e)
+    ref = np.linalg.svd(a64, compute_uv=False)
+    vals = np.max(np.abs(s64 - ref)) / (k * e * (ref[0] or 1.0))
+    ratios = (resid, orth_u, orth_v, vals)
+    assert max(ratios) <= THRESHOLD, ratios
+    return ratios
+
+
+def hermitian(rng, n, dtype, kind="random"):
+    """Hermitian test matrices with the spectra LAPACK's tests use."""
+    g = random_matrix(rng, (n, n), dtype)
+    if kind == "random":
+        return (g + g.conj().T) / 2
+    q, _ = np.linalg.qr(g)
+    if kind == "clustered":  # two tight clusters and a few outliers
+        lam = np.concatenate([1 + 1e-6 * rng.standard_normal(n // 2),
+                              -1 + 1e-6 * rng.standard_normal(n - n // 2 - 3), [5.0, 7.0, -9.0]])
+    elif kind == "repeated":  # three eigenvalues, each repeated
+        lam = np.repeat([-2.0, 0.5, 3.0], [n // 3, n // 3, n - 2 * (n // 3)])
+    elif kind == "graded":  # 1 .. eps, alternating signs
+        lam = np.logspace(0, np.log10(eps(dtype)), n) * np.where(np.arange(n) % 2, -1, 1)
+    elif kind == "ill":  # cond 1/sqrt(eps)
+        lam = np.logspace(0, np.log10(np.sqrt(eps(dtype))), n)
+    else:
+        raise ValueError(kind)
+    a = (q * lam) @ q.conj().T
+    return ((a + a.conj().T) / 2).astype(dtype)
+
+
+# ----------------------------------------------------------------------- meshes
+
+# Each mesh (shape and axis type) compiles the whole chain once (~40 s here), so the
+# core test runs on three; complex64 runs on 1x8-auto and float64 on 2x2-auto, and
+# the other tests on 2x4-explicit, whose compiled steps they share.
+MESHES = [
+    pytest.param(((2, 4), "explicit"), id="2x4-explicit"),
+    pytest.param(((4, 2), "auto"), id="4x2-auto"),
+    pytest.param(((8, 1), "explicit"), id="8x1-explicit"),
+]
+
+
+@pytest.fixture
+def mesh24():
+    """The 2x4 Explicit mesh only (its compiled steps are shared by the tests below)."""
+    return build_mesh((2, 4), "explicit")
+
+
+@pytest.mark.parametrize("grid", MESHES)
+def test_eigh_meshes(grid):
+    # a size no mesh divides (37): padded inside, eigenvalues replicated, vectors in
+    # the largest even layout
+    mesh = build_mesh(*grid)
+    rng = np.random.default_rng(0)
+    a = hermitian(rng, 37, np.float32)
+    w, v = linalg.eigh(place(a, mesh))
+    check_eigh(a, w, v)
+    assert w.sharding.is_fully_replicated
+    assert has_layout(v, mesh, fitting_spec(v.shape, mesh.abstract_mesh, P("x", "y")))
+
+
+@pytest.mark.parametrize("kind", ["random", "clustered", "repeated", "graded", "ill"])
+def test_eigh_hard_spectra(mesh24, kind):
+    rng = np.random.default_rng(1)
+    a = hermitian(rng, N, np.float32, kind)
+    w, v = linalg.eigh(place(a, mesh24))
+    check_eigh(a, w, v)
+
+
+def test_eigh_complex_and_uplo():
+    mesh24 = build_mesh((1, 8), "auto")  # one more mesh shape, and complex64
+    rng = np.random.default_rng(2)
+    a = hermitian(rng, N, np.complex64)
+    x = place(a, mesh24)
+    w, v = linalg.eigh(x)
+    assert w.dtype == np.float32 and v.dtype == np.complex64
+    check_eigh(a, w, v)
+    # only one triangle read when symmetrize_input=False, as jnp
+    junk = np.triu(random_matrix(rng, (N, N), np.complex64), 1)
+    w2 = linalg.eigvalsh(place(np.tril(a) + junk, mesh24), "L", symmetrize_input=False)
+    np.testing.assert_allclose(np.asarray(w2), np.asarray(w), atol=30 * N * eps(np.float32)
+                               * np.linalg.norm(a, 2))
+
+
+def test_eigh_float64(x64):
+    mesh = build_mesh((2, 2), "auto")
+    rng = np.random.default_rng(3)
+    a = hermitian(rng, 36, np.float64, "graded")
+    w, v = linalg.eigh(place(a, mesh))
+    assert w.dtype == np.float64
+    check_eigh(a, w, v)
+    u, s, vh = linalg.svd(place(a, mesh))
+    check_svd(a, u, s, vh)
+
+
+# ------------------------------------------------------------------ polar and SVD
+
+
+@pytest.mark.parametrize("shape", [(N, N), (N, 24), (24, N)], ids=["square", "tall", "wide"])
+def test_polar(mesh24, shape):
+    rng = np.random.default_rng(4)
+    a = random_matrix(rng, shape, np.float32)
+    m, n = shape
+    e = eps(np.float32)
+    for side in ("right", "left"):
+        u, p = linalg.polar(place(a, mesh24), side)
+        ref_u, ref_p = jax.scipy.linalg.polar(jnp.asarray(a), side)
+        assert u.shape == ref_u.shape and p.shape == ref_p.shape
+        u64, p64 = _wide(u), _wide(p)
+        rec = u64 @ p64 if side == "right" else p64 @ u64
+        resid = np.linalg.norm(a - rec, 1) / (max(m, n) * np.linalg.norm(a, 1) * e)
+        gram = u64.T @ u64 if m >= n else u64 @ u64.T
+        orth = np.linalg.norm(np.eye(min(m, n)) - gram, 1) / (max(m, n) * e)
+        assert resid <= THRESHOLD and orth <= THRESHOLD, (side, resid, orth)
+        assert np.linalg.eigvalsh(p64).min() >= -30 * e * np.linalg.norm(a, 2)
+        np.testing.assert_allclose(p64, p64.T, atol=0)
+
+
+@pytest.mark.parametrize("shape", [(N, N), (N, 24), (24, N)], ids=["square", "tall", "wide"])
+def test_svd(mesh24, shape):  # tall and wide share QDWH on 40x24 and eigh at 24
+    rng = np.random.default_rng(5)
+    a = random_matrix(rng, shape, np.float32)
+    x = place(a, mesh24)
+    for full in (True, False):
+        u, s, vh = linalg.svd(x, full_matrices=full)
+        ref = jnp.linalg.svd(jnp.asarray(a), full_matrices=full)
+        assert (u.shape, s.shape, vh.shape) == tuple(r.shape for r in ref)
+        check_svd(a, u, s, vh)
+    s2 = linalg.svdvals(x)
+    np.testing.assert_allclose(np.asarray(s2), np.asarray(s), rtol=0,
+                               atol=30 * min(shape) * eps(np.float32) * float(s[0]))
+
+
+def test_svd_rank_deficient_pinv_lstsq(mesh24):
+    rng = np.random.default_rng(6)
+    a = (random_matrix(rng, (N, 9), np.float32) @ random_matrix(rng, (9, N), np.float32))
+    x = place(a, mesh24)
+    u, s, vh = linalg.svd(x)
+    check_svd(a, u, s, vh)
+    assert int(linalg.matrix_rank(x)) == 9 == int(jnp.linalg.matrix_rank(jnp.asarray(a)))
+    e = eps(np.float32)
+    pinv = np.asarray(linalg.pinv(x), np.float64)
+    ref = np.linalg.pinv(a.astype(np.float64), rcond=10 * N * e)
+    assert np.linalg.norm(pinv - ref, 1) / np.linalg.norm(ref, 1) < 30 * N * e * 10
+    b = random_matrix(rng, (N, 3), np.float32)
+    xs, resid, rank, sv = linalg.lstsq(x, place(b, mesh24))
+    ref_x, ref_res, ref_rank, ref_s = jnp.linalg.lstsq(jnp.asarray(a), jnp.asarray(b))
+    assert xs.shape == ref_x.shape and resid.shape == ref_res.shape and int(rank) == 9
+    np.testing.assert_allclose(np.asarray(xs), np.asarray(ref_x), atol=1e-3 * np.abs(ref_x).max())
+    np.testing.assert_allclose(np.asarray(resid), np.asarray(ref_res), rtol=1e-3)
+    x1 = linalg.lstsq(x, place(b[:, 0], mesh24))[0]
+    assert x1.shape == (N,)
+
+
+def test_norm_and_cond(mesh24):
+    rng = np.random.default_rng(7)
+    a = hermitian(rng, N, np.float32, "ill") + 0 * random_matrix(rng, (N, N), np.float32)
+    x = place(a, mesh24)
+    a64 = a.astype(np.float64)
+    for ord_ in (2, -2, "nuc", "fro", 1, np.inf):
+        np.testing.assert_allclose(float(linalg.norm(x, ord_)), np.linalg.norm(a64, ord_),
+                                   rtol=1e-4)
+    assert linalg.norm(x, 2, keepdims=True).shape == (1, 1)
+    np.testing.assert_allclose(float(linalg.cond(x)), np.linalg.cond(a64), rtol=1e-2)
+    np.testing.assert_allclose(float(linalg.cond(x, -2)), 1 / np.linalg.cond(a64), rtol=1e-2)
+
+
+# ------------------------------------------------------------ jnp's edge semantics
+
+
+def test_fallbacks_ints_empty_and_stacks(mesh24):
+    # integers promote; empty and one-device inputs give jnp's results
+    ints = np.arange(16).reshape(4, 4) % 5
+    w = linalg.eigvalsh(ints + ints.T)
+    assert w.dtype == jnp.linalg.eigvalsh(ints + ints.T).dtype
+    assert linalg.svd(jnp.zeros((0, 3))).S.shape == (0,)
+    # a stack sharded along its batch: jnp on each device, no collective
+    rng = np.random.default_rng(8)
+    stack = np.stack([hermitian(rng, 6, np.float32) for _ in range(8)])
+    xs = jax.device_put(stack, NamedSharding(mesh24, P(("x", "y"))))
+    w, v = linalg.eigh(xs)
+    for i in range(8):
+        check_eigh(stack[i], w[i], v[i])
+    c = distla.cost(lambda s: linalg.eigh(s), xs)
+    assert c.total_collective_bytes == 0
+
+
+def test_errors(mesh24):
+    x = place(np.eye(8, 6, dtype=np.float32), mesh24)
+    with pytest.raises(ValueError, match="square"):
+        linalg.eigh(x)
+    with pytest.raises(ValueError, match="UPLO"):
+        linalg.eigh(place(np.eye(8, dtype=np.float32), mesh24), UPLO="X")
+    with pytest.raises(ValueError, match="side"):
+        linalg.polar(x, "up")
+    with pytest.raises(TypeError, match="two-dimensional"):
+        linalg.lstsq(jnp.ones(3), jnp.ones(3))
+
+
+# -------------------------------------------------------- jit, derivatives, cost
+
+
+def test_jit_traced_path_matches(mesh24):
+    # under jax.jit the loops are lax.while_loops: one program, same values
+    rng = np.random.default_rng(9)
+    a = random_matrix(rng, (N, N), np.float32)
+    x = place(a, mesh24)
+    u, p = jax.jit(linalg.polar)(x)
+    u2, p2 = linalg.polar(x)
+    np.testing.assert_allclose(np.asarray(u), np.asarray(u2), atol=50 * eps(np.float32))
+    np.testing.assert_allclose(np.asarray(p), np.asarray(p2), atol=50 * eps(np.float32) * 10)
+
+
+def test_eigh_jvp(mesh24):
+    rng = np.random.default_rng(10)
+    a = hermitian(rng, N, np.float32)
+    da = hermitian(rng, N, np.float32)
+    (w, v), (dw, dv) = jax.jvp(linalg.eigh, (place(a, mesh24),), (place(da, mesh24),))
+    (rw, rv), (rdw, rdv) = jax.jvp(jnp.linalg.eigh, (jnp.asarray(a),), (jnp.asarray(da),))
+    np.testing.assert_allclose(np.asarray(dw), np.asarray(rdw), atol=2e-3 * np.abs(rdw).max())
+    # eigenvector tangents up to each vector's sign
+    sign = np.sign(np.sum(np.asarray(v) * np.asarray(rv), axis=0))
+    got = np.asarray(dv) * sign
+    np.testing.assert_allclose(got, np.asarray(rdv), atol=2e-2 * np.abs(rdv).max())
+
+
+def test_cost_no_collective_carries_a_matrix():
+    # the compiled steps at n = 512 on 2x4: no collective moves a whole matrix and
+    # peak memory per device stays a few local blocks (O(n²/p))
+    mesh = build_mesh((2, 4), "explicit")
+    amesh = mesh.abstract_mesh
+    n = 512
+    spec = P("x", "y")
+    whole = n * n * 4
+    x = jax.ShapeDtypeStruct((n, n), jnp.float32, sharding=NamedSharding(mesh, spec))
+    rep = NamedSharding(mesh, P())
+    scalar = jax.ShapeDtypeStruct((), jnp.float32, sharding=rep)
+    state = (jax.ShapeDtypeStruct((), jnp.int32, sharding=rep), x, scalar, scalar)
+    start = jax.ShapeDtypeStruct((n,), jnp.int32, sharding=rep)
+    specs = (P(), spec, P(), P())
+    steps = {
+        "qr": (_polar.on_mesh(_polar.qdwh_qr_step, amesh, specs, (("spec", spec),)), (state,)),
+        "chol": (_polar.on_mesh(_polar.qdwh_chol_step, amesh, specs, (("spec", spec),)), (state,)),
+        "split": (_polar.on_mesh(_eigh.level_split, amesh, (P(), spec, spec, P()),
+                                 (("spec", spec), ("leaf", n // 8))),
+                  (state[0], x, x, start, x)),
+        "leaf": (_polar.on_mesh(_eigh.eigh_finish, amesh, (P(), spec),
+                                (("mesh", amesh), ("n", n), ("vectors", True))),
+                 (x, x, start, scalar)),
+    }
+    for name, (fn, args) in steps.items():
+        c = distla.cost(fn, *args)
+        assert c.largest() < whole / 2, (name, c.largest(), whole)
+        assert c.peak_memory_bytes <= 24 * whole / 8, (name, c.peak_memory_bytes)
