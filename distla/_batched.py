@@ -27,9 +27,11 @@ the stack arrives sharded along its batch dimensions. The path of one call:
    sharded before slicing it along the batch.
 4. **Results** come back in the layout jnp would give them: the batch
    layout the stack arrived in (``P('rows')`` in, ``P('rows')`` out, so
-   ``jnp.matmul(a, x) - b`` type-checks on an Explicit mesh), reached from
-   the kernel layout one axis at a time (the small results only). Where the
-   arriving layout cannot be seen (an ``Auto`` tracer), the kernel layout
+   ``jnp.matmul(a, x) - b`` type-checks on an Explicit mesh; replicated
+   operands give replicated results), reached from the kernel layout one
+   axis at a time (moving results only, never the stack). Where the arriving
+   layout cannot be seen (an ``Auto`` tracer) or has an unsharded batch with
+   sharded matrix dimensions, the kernel layout
    when it fits their shape, for a padded batch the largest even layout of
    the mesh that fits (``distla._mesh.fitting_spec``).
 
@@ -543,10 +545,12 @@ def _call(*operands, op, cores, fills, out_cores, sources, trans):
     # the kernel layout, for a padded batch the largest even layout that fits
     # (fitting_spec lists the axes of a dimension in mesh order)
     arrived = None
-    if known:
-        arrived = source_batch
-        if not _divides(full, arrived, mesh):
-            arrived = None
+    if source_batch is not None and any(source_batch):
+        arrived = source_batch  # sharded along the batch: back in that layout
+    elif known and all(s is not None and not any(s) for s in lifted):
+        arrived = ((),) * nb  # every operand replicated: so is the result, as in jnp
+    if arrived is not None and not _divides(full, arrived, mesh):
+        arrived = None
     out_specs = tuple(
         _spec(arrived + ((),) * len(oc))
         if arrived is not None

@@ -308,11 +308,11 @@ def test_two_batch_dims_sharded():
     "kind,spec,expected",
     [
         pytest.param("auto", P(("x", "y")), P(("x", "y")), id="auto-xy-on-batch"),
-        pytest.param("auto", P("x"), P(("x", "y")), id="auto-x-on-batch-y-replicated"),
-        pytest.param("auto", P("y"), P(("y", "x")), id="auto-y-on-batch-x-replicated"),
+        pytest.param("auto", P("x"), P("x"), id="auto-x-on-batch-y-replicated"),
+        pytest.param("auto", P("y"), P("y"), id="auto-y-on-batch-x-replicated"),
         pytest.param("explicit", P(("x", "y")), P(("x", "y")), id="explicit-xy-on-batch"),
         pytest.param("explicit", P(("y", "x")), P(("y", "x")), id="explicit-yx-on-batch"),
-        pytest.param("explicit", P("y"), P(("y", "x")), id="explicit-y-on-batch-x-replicated"),
+        pytest.param("explicit", P("y"), P("y"), id="explicit-y-on-batch-x-replicated"),
     ],
 )
 def test_batch_sharded_input_has_no_collectives(kind, spec, expected):
@@ -330,6 +330,11 @@ def test_batch_sharded_input_has_no_collectives(kind, spec, expected):
         # P(('x', 'y')) and XLA moves each member once, never gathering the stack
         assert cost.collective_counts["all-gather"] == 0, cost
         assert cost.total_collective_bytes <= (a.nbytes + b.nbytes) / 8, cost
+        return
+    if len(expected[0]) == 1:
+        # work spread over every device, the result returned in the caller's layout:
+        # only the result moves (one all-gather of this device's share of x)
+        assert cost.total_collective_bytes <= x.nbytes / 2, cost
         return
     assert no_collectives(cost), cost
 
@@ -366,10 +371,12 @@ def test_other_layouts_are_moved_not_gathered(spec):
     da, db = put(a, mesh, spec), put(b, mesh, spec)
     x = distla.linalg.solve(da, db)
     assert solve_ratios(a, x, b, np.float32).max() <= THRESHOLD
-    assert has_layout(x, mesh, P(("x", "y")))
+    # the caller's batch layout when the batch was sharded, else the kernel's
+    assert has_layout(x, mesh, P("x") if spec == P("x", "y") else P(("x", "y")))
     cost = distla.cost(distla.linalg.solve, da, db)
-    assert cost.collective_counts["all-gather"] == 0, cost
-    assert cost.largest() < a.nbytes / 4
+    # no all-gather of the stack; at most the result's own (the caller's layout)
+    assert cost.largest("all-gather") <= x.nbytes / 2, cost
+    assert cost.largest() < a.nbytes / 4 or cost.largest() <= x.nbytes / 2
     assert cost.peak_memory_bytes < 2 * (a.nbytes + b.nbytes) / 8 + 4 * x.nbytes / 8 + 2**16
 
 
@@ -579,10 +586,10 @@ def test_errors(mesh24):
     with pytest.raises(ValueError, match=r"square.*\(16, 8, 4\)"):
         distla.linalg.solve(put(np.ones((16, N, 4), np.float32), mesh24, spec), a)
     lu, piv = distla.linalg.lu_factor(a)
-    with pytest.raises(ValueError, match=r"b must have shape \(16, 8\) or \(16, 8, 'k'\)"):
+    with pytest.raises(ValueError, match=r"batch dimensions of lu \(16, 8, 8\).*do not broadcast"):
         distla.linalg.lu_solve((lu, piv), put(np.ones((8, N, 1), np.float32), mesh24, spec))
     piv8 = put(np.zeros((8, N), np.int32), mesh24, spec)
-    with pytest.raises(ValueError, match=r"piv must have shape \(16, 8\); got \(8, 8\)"):
+    with pytest.raises(ValueError, match=r"lu \(16, 8, 8\), piv \(8, 8\) .*do not broadcast"):
         distla.linalg.lu_solve((lu, piv8), put(np.ones((16, N), np.float32), mesh24, spec))
     with pytest.raises(TypeError, match="piv must be an integer array.*float32"):
         distla.linalg.lu_solve((lu, piv.astype(np.float32)), a)
