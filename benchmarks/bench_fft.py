@@ -199,3 +199,80 @@ def test_rfftn(run, benchmark, n, shape, axis_type):
     fn = distla.fft.rfftn
     name = f"distla.fft.rfftn {_kind(x)}"
     run(fn, (x,), **_info(n, shape, True, fn, x, name), algorithm="auto")
+
+
+# --- a batch of fields: B volumes, the batch over the first mesh axis (issue 12) ---------
+
+BATCH = 8
+
+
+def _batch_group(n, shape):
+    return f"fft batch B={BATCH} n={n} {shape[0]}x{shape[1]}"
+
+
+def _batch_info(n, shape, name, role, fn=None, x=None, **kw):
+    info = dict(
+        role=role,
+        name=name,
+        op="fft-batch",
+        n=n,
+        batch=BATCH,
+        mesh=f"{shape[0]}x{shape[1]}",
+        dtype="complex64",
+        flops=BATCH * _flops(n, False),
+        **kw,
+    )
+    if fn is not None:
+        cost = distla.cost(fn, x)
+        info.update(collective_bytes=cost.total_collective_bytes, peak_bytes=cost.peak_memory_bytes)
+    if role == "distla":  # B/pa separate slab FFTs over the second mesh axis on each device
+        info["model_bytes"] = BATCH // shape[0] * distla.fft.model_bytes((n, n, n), (shape[1],))
+    return info
+
+
+def _fields(n, shape, axis_type):
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((BATCH, n, n, n), dtype=np.float32).astype(np.complex64)
+    if shape is None:
+        return jax.device_put(x, jax.devices()[0])
+    return jax.device_put(x, NamedSharding(_mesh(shape, axis_type), P("x", "y", None, None)))
+
+
+@pytest.mark.parametrize("n", [128])
+def test_batch_one_device_vmap(run, benchmark, n):
+    shape = (4, 2)
+    benchmark.group = _batch_group(n, shape)
+    fn = jax.jit(jax.vmap(jnp.fft.fftn))
+    name = "one device: jax.vmap(jnp.fft.fftn)"
+    run(fn, (_fields(n, None, None),), **_batch_info(n, shape, name, "baseline"))
+
+
+@pytest.mark.parametrize("n", [128])
+def test_batch_xla_sharded(run, benchmark, n):
+    shape = (4, 2)
+    benchmark.group = _batch_group(n, shape)
+    x = _fields(n, shape, AxisType.Auto)
+    fn = jax.jit(functools.partial(jnp.fft.fftn, axes=(1, 2, 3)))
+    name = "XLA: jnp.fft.fftn(x, axes=(1, 2, 3)), sharded"
+    run(fn, (x,), **_batch_info(n, shape, name, "baseline", fn, x))
+
+
+@pytest.mark.parametrize("axis_type", [AxisType.Explicit, AxisType.Auto], ids=["explicit", "auto"])
+@pytest.mark.parametrize("n", [128])
+def test_batch_distla(run, benchmark, n, axis_type):
+    shape = (4, 2)
+    benchmark.group = _batch_group(n, shape)
+    x = _fields(n, shape, axis_type)
+    fn = functools.partial(distla.fft.fftn, axes=(1, 2, 3))
+    name = f"distla.fft.fftn(x, axes=(1, 2, 3)) {_kind(x)}"
+    run(fn, (x,), **_batch_info(n, shape, name, "distla", fn, x))
+
+
+@pytest.mark.parametrize("n", [128])
+def test_batch_distla_vmap(run, benchmark, n):
+    shape = (4, 2)
+    benchmark.group = _batch_group(n, shape)
+    x = _fields(n, shape, AxisType.Explicit)
+    fn = jax.jit(jax.vmap(distla.fft.fftn))
+    name = "jax.jit(jax.vmap(distla.fft.fftn)) explicit"
+    run(fn, (x,), **_batch_info(n, shape, name, "distla", fn, x))

@@ -172,7 +172,9 @@ def _layouts(grid: Grid, kind: str, order: str, algorithm: str, shape_in, shape_
     return kernel, space, pencils, spec_k, crop, desired
 
 
-def _transform_impl(x, *, kind, norm, s, order, algorithm, in_dtype, swap_grid, contiguous):
+def _transform_impl(
+    x, *, kind, norm, s, order, algorithm, in_dtype, swap_grid, contiguous, batch=None
+):
     """The jit body of a 3-D plan.
 
     ``s`` is ``jnp.fft``'s (``None``: the input's shape); ``swap_grid`` runs
@@ -180,15 +182,18 @@ def _transform_impl(x, *, kind, norm, s, order, algorithm, in_dtype, swap_grid, 
     stay where they are and come back ``P(None, b, a)``); ``contiguous=False``
     is jaxdecomp's ``transpose_axis_contiguous=False``: ``pfft3d`` returns the
     natural ``(X, Y, Z)`` order (its ``(Y, Z, X)`` plan, transposed back).
+    ``batch`` (a tuple of mesh axes): ``x`` is ``(B, X, Y, Z)`` with B split
+    over those axes, and each device runs the plan, on the mesh axes left, for
+    each of its members (``jax.vmap`` of the kernel: no exchange along B).
     """
     mesh = jax.typeof(x).sharding.mesh
-    names = tuple(mesh.axis_names)
+    names = tuple(n for n in mesh.axis_names if n not in (batch or ()))
     if len(names) == 1:
         grid = Grid(mesh, names[0], None)
     else:
         grid = Grid(mesh, *(names[::-1] if swap_grid else names))
     inverse = kind in ("ifft", "irfft")
-    shape = tuple(x.shape)
+    shape = tuple(x.shape)[1:] if batch else tuple(x.shape)
     if order == "yzx" and inverse and not contiguous:  # (X, Y, Z) in: to jaxdecomp's (Y, Z, X)
         x = x.transpose(1, 2, 0)
         shape = tuple(x.shape)
@@ -211,6 +216,12 @@ def _transform_impl(x, *, kind, norm, s, order, algorithm, in_dtype, swap_grid, 
     else:
         crop_out = crop
     out_spec = fitting_spec(crop_out, mesh, desired)
+    if batch:  # one more leading axis, split over the batch's mesh axes
+        lead = (x.shape[0],)
+        b = batch[0] if len(batch) == 1 else batch
+        kernel = jax.vmap(kernel)
+        spec_in, spec_k, out_spec = (P(b, *sp) for sp in (spec_in, spec_k, out_spec))
+        shape_in, pad_in, crop = lead + shape_in, lead + pad_in, lead + crop
 
     def body(x):
         x = x.astype(in_dtype)
@@ -223,7 +234,10 @@ def _transform_impl(x, *, kind, norm, s, order, algorithm, in_dtype, swap_grid, 
     return run_on_mesh(body, mesh, out_spec, x)
 
 
-_STATIC = ("kind", "norm", "s", "order", "algorithm", "in_dtype", "swap_grid", "contiguous")
+_STATIC = (
+    *("kind", "norm", "s", "order", "algorithm", "in_dtype"),
+    *("swap_grid", "contiguous", "batch"),
+)
 _transform = jax.jit(_transform_impl, static_argnames=_STATIC)
 
 
@@ -231,8 +245,9 @@ def transform(x, *, on_cpu: bool, **static: Any) -> jax.Array:
     """Run a 3-D plan; concrete CPU arrays get :func:`cpu_compiler_options`."""
     if not on_cpu:
         return _transform(x, **static)
-    s = static.get("s")
-    shape = tuple(max(n, m) for n, m in zip(x.shape, s or x.shape))
+    s, lead = static.get("s"), x.shape[:1] if static.get("batch") else ()
+    vol = x.shape[len(lead) :]
+    shape = lead + tuple(max(n, m) for n, m in zip(vol, s or vol))
     mesh = jax.typeof(x).sharding.mesh
     opts = cpu_compiler_options(shape, static["in_dtype"], mesh.size)
     return _transform_with(**opts)(x, **static)

@@ -477,7 +477,39 @@ def _dispatch(
             swap_grid=order == "xyz" and _swapped_pencils(spec, mesh, kind),
             contiguous=contiguous,
         )
+    batch = _batch_of_volumes(x, axes, kind, spec, mesh)
+    if batch and order == "xyz":  # (B, X, Y, Z) over (X, Y, Z), B split: the 3-D plans per member
+        s3 = [0, 0, 0]
+        for a, n in zip(axes, s):
+            s3[a - 1] = n
+        s3 = tuple(s3)
+        if kind != "irfft" and s3 == tuple(x.shape[1:]):
+            s3 = None
+        return _fft3d.transform(
+            x, on_cpu=on_cpu, kind=kind, norm=norm, s=s3, order=order, algorithm=algorithm,
+            in_dtype=in_dtype, swap_grid=False, contiguous=True, batch=batch,
+        )  # fmt: skip
     return _fftnd.general(x, kind, s, axes, norm, mesh, in_dtype, spec)
+
+
+def _batch_of_volumes(x, axes, kind, spec, mesh) -> tuple[str, ...] | None:
+    """The mesh axes that split B of a ``(B, X, Y, Z)`` batch transformed over (X, Y, Z).
+
+    ``None`` unless B is split evenly and some mesh axis (of size > 1) is
+    left for the volumes.
+    """
+    if x.ndim != 4 or sorted(axes) != [1, 2, 3] or (kind in ("rfft", "irfft") and axes[-1] != 3):
+        return None
+    entry = (tuple(spec) + (None,))[0]
+    names = (entry,) if isinstance(entry, str) else tuple(entry or ())
+    names = tuple(n for n in names if mesh.shape[n] > 1)
+    parts = 1
+    for n in names:
+        parts *= mesh.shape[n]
+    left = [n for n in mesh.axis_names if n not in names and mesh.shape[n] > 1]
+    if not names or not left or x.shape[0] % parts:
+        return None
+    return names
 
 
 def _swapped_pencils(spec: P, mesh, kind: str) -> bool:
