@@ -345,9 +345,9 @@ def _check_scipy_flags(what, **flags):
 
 def lu_factor(
     a: jax.typing.ArrayLike,
-    *,
     overwrite_a: bool = False,
     check_finite: bool = True,
+    *,
     block_size: int | None = None,
 ) -> tuple[jax.Array, jax.Array]:
     """LU factorisation with partial pivoting, as ``jax.scipy.linalg.lu_factor``.
@@ -401,7 +401,6 @@ def lu_solve(
     lu_and_piv: tuple[jax.typing.ArrayLike, jax.typing.ArrayLike],
     b: jax.typing.ArrayLike,
     trans: int = 0,
-    *,
     overwrite_b: bool = False,
     check_finite: bool = True,
 ) -> jax.Array:

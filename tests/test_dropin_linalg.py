@@ -361,3 +361,18 @@ def test_errors_say_what_was_received_and_the_fix(m24):
     close(linalg.lu_solve((lu_, piv), one), np.ones(8), 1e-6)
     close(distla.matmul(a, jax.device_put(np.ones((8, 8), np.float32), jax.devices()[0])),
           np.ones((8, 8)), 1e-6)
+
+
+def test_matmul_dtypes_as_jnp(m24):
+    """numpy's matmul tests: integer products stay integer, bool products are and/or."""
+    rng = np.random.default_rng(8)
+    ints = rng.integers(-5, 5, (8, 8)).astype(np.int32)
+    c = distla.matmul(put(ints, m24), put(ints, m24))
+    assert c.dtype == jnp.matmul(ints, ints).dtype
+    np.testing.assert_array_equal(np.asarray(c), ints @ ints)
+    bools = ints > 0
+    c = distla.matmul(put(bools, m24), put(~bools, m24))
+    assert c.dtype == np.dtype(bool)
+    np.testing.assert_array_equal(np.asarray(c), bools @ ~bools)
+    with pytest.raises(jax.dtypes.TypePromotionError):
+        distla.matmul(put(ints, m24), put(ints.astype(np.float32), m24))

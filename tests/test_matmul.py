@@ -230,10 +230,16 @@ class TestErrors:
         with pytest.raises(ValueError, match=r"1- or 2-axis mesh; got a 2x2x2 mesh"):
             distla.matmul(a, a)
 
-    def test_integer_dtype(self, mesh24):
-        a = place(np.ones((16, 16), np.int32), mesh24)
-        with pytest.raises(TypeError, match="int32"):
-            distla.matmul(a, a)
+    def test_integer_dtype_stays_integer(self, mesh24):
+        a = place(np.arange(256, dtype=np.int32).reshape(16, 16) % 5, mesh24)
+        c = distla.matmul(a, a)
+        assert c.dtype == np.int32  # as jnp.matmul
+        np.testing.assert_array_equal(np.asarray(c), np.asarray(a) @ np.asarray(a))
+
+    def test_unknown_precision(self, mesh24):
+        a = place(np.ones((16, 16), np.float32), mesh24)
+        with pytest.raises(ValueError, match="precision must be.*'bogus'"):
+            distla.matmul(a, a, precision="bogus")
 
 
 class TestCost:
