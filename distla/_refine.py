@@ -176,7 +176,8 @@ def _refine_local(a_blk, b_blk, *, grid, nb, n, factor_dtype, max_iterations):
 
     # ||A||inf over the real rows (the padding's identity rows left out)
     mloc = a.shape[0]
-    grow = jnp.repeat(global_blocks(mloc // nb, row), nb) * nb + jnp.tile(jnp.arange(nb), mloc // nb)
+    blocks = jnp.repeat(global_blocks(mloc // nb, row), nb)
+    grow = blocks * nb + jnp.tile(jnp.arange(nb), mloc // nb)  # global row of each local row
     sums = jnp.sum(jnp.abs(a), axis=1)
     sums = sums if col is None else lax.psum(sums, col)
     anorm = pmax(jnp.max(jnp.where(grow < n, sums, 0)))

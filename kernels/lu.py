@@ -52,12 +52,10 @@ from jax import lax
 
 from ._axes import axis_index, axis_size
 from .cyclic import global_blocks
-from .pivots import (  # noqa: F401  (re-exported: the LU's pivot helpers lived here)
-    apply_panel_swaps,
-    exchange_rows,
-    pivots_to_permutation,
-    swap_sources,
-)
+from .pivots import apply_panel_swaps, exchange_rows, pivots_to_permutation, swap_sources
+
+# the pivot helpers are re-exported: they lived here before kernels/pivots.py
+__all__ = ["MAX_PHASES", "apply_panel_swaps", "lu_block_cyclic", "phases", "pivots_to_permutation"]
 
 # Most loops (phases) per factorisation: compile time and program size are
 # bounded by this, whatever n. With 16 the masked work keeps the flop

@@ -80,7 +80,8 @@ def _lu_in_phases(a, *, mesh, nb, max_phases):
 
 
 @pytest.mark.parametrize(
-    "shape", [pytest.param(s, id=f"{s[0]}x{s[1]}") for s in [(2, 4), (4, 2), (2, 2), (1, 8), (8, 1)]]
+    "shape",
+    [pytest.param(s, id=f"{s[0]}x{s[1]}") for s in [(2, 4), (4, 2), (2, 2), (1, 8), (8, 1)]],
 )
 def test_loops_of_several_steps_factor_as_lapack(shape):
     # 16 block columns in 3 loops: every loop masks the rows and columns that left
