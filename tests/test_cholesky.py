@@ -69,7 +69,6 @@ def test_cholesky_every_mesh(mesh):
     "dtype,cond",
     [
         pytest.param(np.float32, "ill", id="float32-cond-1/sqrt(eps)"),
-        pytest.param(np.float64, None, id="float64"),
         pytest.param(np.complex64, None, id="complex64-hermitian"),
         pytest.param(np.complex128, "ill", id="complex128-cond-1/sqrt(eps)"),
     ],
@@ -213,7 +212,8 @@ def test_derivatives():
         np.testing.assert_allclose(np.asarray(got), np.asarray(ref), atol=1e-9)
 
 
-def test_promotion_empty_and_errors(mesh24):
+def test_promotion_empty_and_errors():
+    mesh24 = build_mesh((2, 4), "explicit")
     ints = place((np.eye(40) * 4 + 1).astype(np.int32), mesh24)
     l = distla.linalg.cholesky(ints)
     assert l.dtype == jnp.linalg.cholesky(np.eye(3, dtype=np.int32)).dtype
