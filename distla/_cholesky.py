@@ -19,7 +19,7 @@ import jax.numpy as jnp
 from jax import lax
 from jax.sharding import PartitionSpec as P
 
-from distla.kernels.cholesky import _chunks, cholesky_block_cyclic
+from distla.kernels.cholesky import cholesky_block_cyclic
 from distla.kernels.cyclic import from_block_cyclic, to_block_cyclic
 from distla.kernels.trsm import trsm_few, trsm_many
 
@@ -84,7 +84,8 @@ def hermitian_part(a: jax.Array) -> jax.Array:
     return (a + jnp.conj(a.T)) / 2
 
 
-@functools.partial(jax.jit, static_argnames=("dtype", "block_size", "symmetrize", "read_upper", "upper")
+@functools.partial(
+    jax.jit, static_argnames=("dtype", "block_size", "symmetrize", "read_upper", "upper")
 )
 def _cholesky(a, *, dtype, block_size, symmetrize, read_upper, upper):
     grid = _grid(a, names=("a",))
@@ -328,7 +329,9 @@ def _stack(fn, xs, cores, out_core):
     out = jax.eval_shape(fn, *(jax.ShapeDtypeStruct(x.shape, x.dtype) for x in xs))
     out_specs = jax.tree.map(lambda o: spec(o.shape, out_core), out)
 
-    in_specs = tuple(spec(x.shape, c) if bt == full else P() for x, bt, c in zip(xs, batches, cores))
+    in_specs = tuple(
+        spec(x.shape, c) if bt == full else P() for x, bt, c in zip(xs, batches, cores)
+    )
     local = all(  # every device holds whole members: run fn on them in shard_map
         all(e is None for e in tuple(s)[len(full) :])
         for s in (*in_specs, *jax.tree.leaves(out_specs, is_leaf=lambda s: isinstance(s, P)))
@@ -467,7 +470,10 @@ def _b_core(a, b) -> int:
 def _checked_solve_shapes(a, b, what):
     """jax.scipy's shape rule: ``b`` is ``(n,)`` or ``(..., n, k)``."""
     n = a.shape[-1]
-    rows = b.shape[-1] if b.ndim >= 1 and _b_core(a, b) == 1 else (b.shape[-2] if b.ndim >= 2 else -1)
+    if b.ndim == 0:
+        rows = -1
+    else:
+        rows = b.shape[-1] if _b_core(a, b) == 1 else b.shape[-2]
     if rows != n:
         raise ValueError(
             f"{what}: b must have shape (n,) or (..., n, k) with n = {n}; got a of shape "
