@@ -558,7 +558,8 @@ def cho_factor(
         sharded along its batch). Only the triangle named by ``lower`` is read.
       lower: factor as ``a = L Lᴴ`` (``True``) or ``a = Uᴴ U`` (``False``,
         the default, reading the upper triangle).
-      overwrite_a, check_finite: accepted and ignored, as in jax.
+      overwrite_a: accepted and ignored, as in jax.
+      check_finite: accepted and ignored, as in jax.
 
     Returns:
       ``(c, lower)``: ``c`` is ``L`` or ``U`` with zeros in the other triangle,
@@ -620,7 +621,8 @@ def cho_solve(
       c_and_lower: ``(c, lower)`` from :func:`cho_factor`.
       b: ``[n]`` or ``[n, k]`` right-hand side(s) on the same mesh, any
         layout (with ``c``'s batch dimensions in front for a stack).
-      overwrite_b, check_finite: accepted and ignored, as in jax.
+      overwrite_b: accepted and ignored, as in jax.
+      check_finite: accepted and ignored, as in jax.
 
     Returns:
       ``x`` with ``b``'s shape: ``[n, k]`` in the mesh's 2D block layout,
@@ -678,7 +680,9 @@ def solve_triangular(
         ``2``/``'C'`` ``aᴴ x = b``.
       lower: use the lower triangle (default: upper).
       unit_diagonal: assume a unit diagonal.
-      overwrite_b, debug, check_finite: accepted and ignored, as in jax.
+      overwrite_b: accepted and ignored, as in jax.
+      debug: accepted and ignored, as in jax.
+      check_finite: accepted and ignored, as in jax.
 
     Returns:
       ``x`` with ``b``'s shape: ``[n, k]`` in the mesh's 2D block layout,
