@@ -662,7 +662,7 @@ def solve_triangular(
     lower: bool = False,
     unit_diagonal: bool = False,
     overwrite_b: bool = False,
-    debug=None,
+    debug: object = None,
     check_finite: bool = True,
 ) -> jax.Array:
     """Solve ``op(a) x = b`` for triangular ``a``, as ``jax.scipy.linalg.solve_triangular``.
