@@ -35,11 +35,9 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-import numpy as np
-from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from . import _fft3d, _fftnd
+from . import _fft3d, _fft_freq, _fftnd
 from ._checks import as_array
 from ._fft3d import ALGORITHMS
 from ._fft3d import choose_algorithm as choose_algorithm  # public, see docs/fft.md
@@ -333,7 +331,7 @@ def fftfreq3d(k: jax.typing.ArrayLike, d: float = 1.0) -> tuple[jax.Array, jax.A
       >>> kz, ky, kx = distla.fft.fftfreq3d(delta_k)   # doctest: +SKIP
       >>> phi_k = -delta_k / (kx**2 + ky**2 + kz**2)   # doctest: +SKIP
     """
-    return _freqs(k, d, real=False)
+    return _fft_freq.freqs(k, d, real=False)
 
 
 def rfftfreq3d(k: jax.typing.ArrayLike, d: float = 1.0) -> tuple[jax.Array, jax.Array, jax.Array]:
@@ -342,7 +340,7 @@ def rfftfreq3d(k: jax.typing.ArrayLike, d: float = 1.0) -> tuple[jax.Array, jax.
     jaxdecomp's own rule, kept as is: ``k1`` is ``2*pi*rfftfreq(k.shape[1], d)``
     (``k.shape[1]//2 + 1`` values).
     """
-    return _freqs(k, d, real=True)
+    return _fft_freq.freqs(k, d, real=True)
 
 
 # --- dispatch -----------------------------------------------------------------------
@@ -531,47 +529,3 @@ def _one_device(x, kind, s, axes, norm, order, contiguous):
         y = _fftnd.JNP[kind](x, norm=norm)
         return y.transpose(1, 2, 0) if kind == "fft" else y
     return _fftnd.one_device(x, kind, s, axes, norm)
-
-
-def _freqs(k, d, *, real: bool):
-    k = as_array(k, "k", "distla.fft.fftfreq3d")
-    if k.ndim != 3:
-        raise ValueError(f"distla.fft.fftfreq3d: k must be 3-D; got shape {k.shape}")
-    if jnp.iscomplexobj(k):
-        dtype = jnp.float32 if k.dtype == jnp.complex64 else jnp.float64
-    else:
-        dtype = k.dtype
-    k0, k1, k2 = _wavenumbers(tuple(k.shape), d, np.dtype(dtype), real)
-    return tuple(_shard_along(v, k, axis) for axis, v in ((2, k2), (0, k0), (1, k1)))
-
-
-@functools.partial(jax.jit, static_argnums=(0, 1, 2, 3))
-def _wavenumbers(shape, d, dtype, real):
-    """jaxdecomp's arithmetic, under jit as there (the same float rounding)."""
-    out = []
-    for axis in range(3):
-        f = jnp.fft.rfftfreq if real and axis == 1 else jnp.fft.fftfreq
-        v = f(shape[axis], d=d, dtype=dtype) * 2 * jnp.pi
-        out.append(v.reshape([-1 if i == axis else 1 for i in range(3)]))
-    return tuple(out)
-
-
-def _shard_along(v: jax.Array, k: jax.Array, axis: int) -> jax.Array:
-    """``v`` sharded as ``k`` is along ``axis`` (where ``k``'s layout is known and divides)."""
-    spec = _fftnd.spec_of(k)
-    mesh = getattr(getattr(k, "sharding", None), "mesh", None)
-    if isinstance(k, jax.core.Tracer) or mesh is None:
-        mesh = getattr(jax.typeof(k).sharding, "mesh", None)
-    entry = (tuple(spec) + (None,) * 3)[axis]
-    names = (entry,) if isinstance(entry, str) else tuple(entry or ())
-    if mesh is None:
-        return v
-    parts = 1
-    for n in names:
-        parts *= mesh.shape[n]
-    spec = [None, None, None]
-    if names and v.shape[axis] % parts == 0:
-        spec[axis] = entry
-    if isinstance(k, jax.core.Tracer):
-        return jax.sharding.reshard(v, NamedSharding(mesh, P(*spec)))
-    return jax.device_put(v, NamedSharding(mesh, P(*spec)))

@@ -109,7 +109,7 @@ CASES = [
         id="rank5-s-axes",
     ),
     pytest.param(
-        (2, 3, 8, 4, 6), P(None, None, ("x", "y")), {"axes": (2, 4)}, (8,), "explicit", id="rank5-1d"
+        (2, 3, 8, 4, 6), P(None, None, ("x", "y")), {"axes": (2, 4)}, (8,), "explicit", id="r5-1d"
     ),
 ]
 

@@ -1,0 +1,59 @@
+"""jaxdecomp's wavenumber vectors, sharded like the spectrum they index (private)."""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+
+from . import _fftnd
+from ._checks import as_array
+
+
+def freqs(k, d, *, real: bool):
+    """``fftfreq3d`` / ``rfftfreq3d`` (see ``distla.fft``)."""
+    k = as_array(k, "k", "distla.fft.fftfreq3d")
+    if k.ndim != 3:
+        raise ValueError(f"distla.fft.fftfreq3d: k must be 3-D; got shape {k.shape}")
+    if jnp.iscomplexobj(k):
+        dtype = jnp.float32 if k.dtype == jnp.complex64 else jnp.float64
+    else:
+        dtype = k.dtype
+    k0, k1, k2 = _wavenumbers(tuple(k.shape), d, np.dtype(dtype), real)
+    return tuple(_shard_along(v, k, axis) for axis, v in ((2, k2), (0, k0), (1, k1)))
+
+
+@functools.partial(jax.jit, static_argnums=(0, 1, 2, 3))
+def _wavenumbers(shape, d, dtype, real):
+    """jaxdecomp's arithmetic, under jit as there (the same float rounding)."""
+    out = []
+    for axis in range(3):
+        f = jnp.fft.rfftfreq if real and axis == 1 else jnp.fft.fftfreq
+        v = f(shape[axis], d=d, dtype=dtype) * 2 * jnp.pi
+        out.append(v.reshape([-1 if i == axis else 1 for i in range(3)]))
+    return tuple(out)
+
+
+def _shard_along(v: jax.Array, k: jax.Array, axis: int) -> jax.Array:
+    """``v`` sharded as ``k`` is along ``axis`` (where ``k``'s layout is known and divides)."""
+    spec = _fftnd.spec_of(k)
+    mesh = getattr(getattr(k, "sharding", None), "mesh", None)
+    if isinstance(k, jax.core.Tracer) or mesh is None:
+        mesh = getattr(jax.typeof(k).sharding, "mesh", None)
+    entry = (tuple(spec) + (None,) * 3)[axis]
+    names = (entry,) if isinstance(entry, str) else tuple(entry or ())
+    if mesh is None:
+        return v
+    parts = 1
+    for n in names:
+        parts *= mesh.shape[n]
+    spec = [None, None, None]
+    if names and v.shape[axis] % parts == 0:
+        spec[axis] = entry
+    if isinstance(k, jax.core.Tracer):
+        return jax.sharding.reshard(v, NamedSharding(mesh, P(*spec)))
+    return jax.device_put(v, NamedSharding(mesh, P(*spec)))
