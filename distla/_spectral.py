@@ -269,6 +269,73 @@ def _svd_eager(a, *, full_matrices, compute_uv):
     return finish(u_p, w, v)
 
 
+@jax.jit
+def _svd_tangent(u, s, vh, da):
+    """jax's ``svd_jvp_rule`` (``full_matrices=False``) with ``distla.matmul``."""
+    mesh = operand_mesh(u, vh, da, names=("u", "vh", "da"))
+    spec = block_spec(mesh)
+    m, n = da.shape
+    k = s.shape[0]
+    out = (P(), fitting_spec((m, k), mesh, spec), fitting_spec((k, n), mesh, spec))
+
+    def body(u, s, vh, da):
+        dt = da.dtype
+        ut, v = jnp.conj(u.T), jnp.conj(vh.T)
+        ds_mat = matmul(matmul(ut, da, precision=_HI), v, precision=_HI)
+        r = lax.broadcasted_iota(jnp.int32, (k, k), 0)
+        c = lax.broadcasted_iota(jnp.int32, (k, k), 1)
+        eye_k = (r == c).astype(s.dtype)
+        ds = jnp.sum(jnp.where(r == c, jnp.real(ds_mat), 0), axis=1).astype(s.dtype)
+        row = s[None, :]
+        diffs = (row + row.T) * (row - row.T)
+        f = (1 / (diffs + eye_k) - eye_k).astype(dt)
+        dss = row.astype(dt) * ds_mat
+        sds = row.T.astype(dt) * ds_mat
+        zeros = (s == 0).astype(s.dtype)
+        s_inv = 1 / (s + zeros) - zeros
+        dudv_diag = 0.5 * (ds_mat - jnp.conj(ds_mat.T)) * (eye_k * s_inv[None, :]).astype(dt)
+        du = matmul(u, f * (dss + jnp.conj(dss.T)) + dudv_diag, precision=_HI)
+        dv = matmul(v, f * (sds + jnp.conj(sds.T)), precision=_HI)
+        safe = jnp.where(s == 0, 1, s).astype(dt)[None, :]
+        if m > n:
+            dav = matmul(da, v, precision=_HI)
+            du = du + (dav - matmul(u, matmul(ut, dav, precision=_HI), precision=_HI)) / safe
+        if n > m:
+            dahu = matmul(jnp.conj(da.T), u, precision=_HI)
+            dv = dv + (dahu - matmul(v, matmul(vh, dahu, precision=_HI), precision=_HI)) / safe
+        return ds, du, jnp.conj(dv.T)
+
+    return run_on_mesh(body, mesh, out, u, s, vh, da)
+
+
+def _svd_diff(a, *, full_matrices, compute_uv):
+    """The SVD of one matrix with jax's JVP rule (``full_matrices=False`` or values only)."""
+
+    def primal(a):
+        run = _svd_2d if _polar.is_traced(a) else _svd_eager
+        out = run(a, full_matrices=full_matrices, compute_uv=compute_uv)
+        return tuple(out) if compute_uv else out
+
+    fn = jax.custom_jvp(primal)
+
+    def rule(primals, tangents):
+        (a,), (da,) = primals, tangents
+        if compute_uv and full_matrices:
+            raise NotImplementedError(
+                "distla.linalg.svd: the derivative needs full_matrices=False (as jax's)")
+        if compute_uv:
+            u, s, vh = fn(a)
+        else:
+            u, s, vh = _svd_diff(a, full_matrices=False, compute_uv=True)
+        ds, du, dvh = _svd_tangent(u, s, vh, da)
+        if not compute_uv:
+            return s, ds
+        return (u, s, vh), (du, ds, dvh)
+
+    fn.defjvp(rule)
+    return fn(a)
+
+
 def svd(
     a: jax.typing.ArrayLike,
     full_matrices: bool = True,
@@ -296,7 +363,8 @@ def svd(
     Returns:
       ``SVDResult(U, S, Vh)`` (or ``S``): ``S`` descending, non-negative,
       replicated; ``U`` and ``Vh`` in the mesh's 2D block layout (the largest
-      even layout that fits).
+      even layout that fits). Differentiable (forward and reverse, jax's rule
+      with ``distla.matmul``) for ``full_matrices=False`` or values only.
 
     Raises:
       ValueError: ``a`` has fewer than 2 dimensions.
@@ -327,8 +395,7 @@ def svd(
         u, s, vh = _stack(lambda x: (lambda r: (r[0], r[1][..., None, :], r[2]))(ref(x)),
                           (a,), (2,), 2)
         return SVDResult(u, s[..., 0, :], vh)
-    run = _svd_2d if _polar.is_traced(a) else _svd_eager
-    out = run(a, full_matrices=bool(full_matrices), compute_uv=bool(compute_uv))
+    out = _svd_diff(a, full_matrices=bool(full_matrices), compute_uv=bool(compute_uv))
     return SVDResult(*out) if compute_uv else out
 
 
