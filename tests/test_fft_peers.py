@@ -131,7 +131,8 @@ def test_zero_size_as_jnp(m42, shape, kw):
 def test_strict_promotion_and_x64(m42, x64_on):
     rng = np.random.default_rng(4)
     with jax.enable_x64(x64_on), jax.numpy_dtype_promotion("strict"):
-        for real, cplx in [(np.float32, np.complex64), (np.float64, np.complex128)]:
+        pairs = [(np.float32, np.complex64)] + [(np.float64, np.complex128)] * x64_on
+        for real, cplx in pairs:
             x = rng.standard_normal((8, 4, 6)).astype(real)
             xs = place(x, m42, P("x", "y"))
             want = jnp.fft.rfftn(x, axes=(1, 2))
