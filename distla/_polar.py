@@ -330,6 +330,9 @@ def polar(
       ``(u, p)``: ``u`` ``[m, n]`` with orthonormal columns (rows if ``m < n``),
       ``p`` Hermitian positive semidefinite; both in the mesh's 2D block
       layout (the largest even layout that fits for uneven sizes).
+      Differentiable (``m >= n`` for ``"right"``, ``m <= n`` for ``"left"``):
+      ``ΩH + HΩ = UᴴdA − dAᴴU`` solved in the eigenbasis of ``p`` from a
+      distributed SVD, products by ``distla.matmul``.
 
     Raises:
       ValueError: ``a`` is not a matrix (stacks go to jax), or an unknown

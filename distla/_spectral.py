@@ -407,9 +407,76 @@ def svdvals(x: jax.typing.ArrayLike, /) -> jax.Array:
     return svd(x, compute_uv=False)
 
 
+@jax.jit
+def _polar_tangent(u, h, w, s, vh, da):
+    """``(dU, dH)`` of ``a = U H`` (``m >= n``) from the SVD ``a = W diag(s) Vᴴ``.
+
+    ``Ω = Uᴴ dU`` solves ``ΩH + HΩ = UᴴdA − dAᴴU`` (diagonal in ``V``'s basis:
+    ``Ω̃_ij = M̃_ij / (s_i + s_j)``), ``dH = UᴴdA − ΩH``, and for ``m > n``
+    ``dU = UΩ + (I − UUᴴ) dA H⁻¹``.
+    """
+    del w
+    mesh = operand_mesh(u, da, names=("u", "da"))
+    spec = block_spec(mesh)
+    m, n = da.shape
+    out = (fitting_spec((m, n), mesh, spec), fitting_spec((n, n), mesh, spec))
+
+    def body(u, h, s, vh, da):
+        dt = da.dtype
+        v = jnp.conj(vh.T)
+        uda = matmul(jnp.conj(u.T), da, precision=_HI)
+        mt = matmul(matmul(vh, uda - jnp.conj(uda.T), precision=_HI), v, precision=_HI)
+        tot = s[:, None] + s[None, :]
+        om_t = jnp.where(tot > 0, mt / jnp.where(tot > 0, tot, 1).astype(dt), 0)
+        om = matmul(matmul(v, om_t, precision=_HI), vh, precision=_HI)
+        dh = uda - matmul(om, h, precision=_HI)
+        dh = (dh + jnp.conj(dh.T)) / 2
+        du = matmul(u, om, precision=_HI)
+        if m > n:
+            inv_s = jnp.where(s > 0, 1 / jnp.where(s > 0, s, 1), 0).astype(dt)
+            rest = da - matmul(u, uda, precision=_HI)
+            du = du + matmul(matmul(rest, v * inv_s[None, :], precision=_HI), vh, precision=_HI)
+        return du, dh
+
+    return run_on_mesh(body, mesh, out, u, h, s, vh, da)
+
+
 def polar(a, side="right", *, method="qdwh", eps=None, max_iterations=None):
     """Polar decomposition, as ``jax.scipy.linalg.polar`` (see ``distla._polar.polar``)."""
-    return _polar.polar(a, side, method=method, eps=eps, max_iterations=max_iterations)
+    a = as_array(a, "a", "distla.linalg.polar")
+    if a.ndim != 2 or method != "qdwh" or _mesh_of(a, names=("a",)) is None or is_empty(a):
+        return _polar.polar(a, side, method=method, eps=eps, max_iterations=max_iterations)
+    a = a.astype(result_dtype("distla.linalg.polar", a))
+    fn = jax.custom_jvp(lambda a: tuple(_polar.polar(a, side, max_iterations=max_iterations)))
+
+    def rule(primals, tangents):
+        (a,), (da,) = primals, tangents
+        u, p = fn(a)
+        m, n = a.shape
+        if side == "right" and m >= n:
+            w, s, vh = svd(a, full_matrices=False)
+            du, dp = _polar_tangent(u, p, w, s, vh, da)
+        elif side == "left" and m <= n:  # aᴴ = uᴴ p: the right polar of aᴴ
+            ah, dah = _hermitian_t(a), _hermitian_t(da)
+            w, s, vh = svd(ah, full_matrices=False)
+            du, dp = _polar_tangent(_hermitian_t(u), p, w, s, vh, dah)
+            du = _hermitian_t(du)
+        else:
+            raise NotImplementedError(
+                f"distla.linalg.polar: the derivative needs m >= n for side='right' and "
+                f"m <= n for side='left'; got a of shape {a.shape}, side={side!r}")
+        return (u, p), (du, dp)
+
+    fn.defjvp(rule)
+    return fn(a)
+
+
+@jax.jit
+def _hermitian_t(x):
+    """``xᴴ`` in the mesh's layout for its shape."""
+    mesh = operand_mesh(x, names=("x",))
+    out = fitting_spec(x.shape[::-1], mesh, block_spec(mesh))
+    return run_on_mesh(_ct_plain, mesh, out, x)
 
 
 polar.__doc__ = _polar.polar.__doc__

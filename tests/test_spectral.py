@@ -341,3 +341,13 @@ def test_svd_jvp(mesh24):
     u, s, vh, du, ds, dvh = (np.asarray(t, np.float64) for t in (u, s, vh, du, ds, dvh))
     rec = (du * s) @ vh + (u * ds) @ vh + (u * s) @ dvh
     np.testing.assert_allclose(rec, da, atol=1e-3 * np.abs(da).max() * N)
+
+
+def test_polar_jvp(mesh24):
+    rng = np.random.default_rng(12)
+    a = random_matrix(rng, (N, N), np.float32) + 3 * np.eye(N, dtype=np.float32)
+    da = random_matrix(rng, (N, N), np.float32)
+    (u, p), (du, dp) = jax.jvp(linalg.polar, (place(a, mesh24),), (place(da, mesh24),))
+    _, (rdu, rdp) = jax.jvp(jax.scipy.linalg.polar, (jnp.asarray(a),), (jnp.asarray(da),))
+    np.testing.assert_allclose(np.asarray(du), np.asarray(rdu), atol=1e-3 * np.abs(rdu).max())
+    np.testing.assert_allclose(np.asarray(dp), np.asarray(rdp), atol=1e-3 * np.abs(rdp).max())
