@@ -20,7 +20,6 @@ import jax.scipy.linalg as jsl
 import numpy as np
 from jax import lax
 from jax.sharding import NamedSharding
-from jax.sharding import PartitionSpec as P
 
 from . import _batched, _lu, _refine
 from ._blas import single_thread_lapack_for_cpu_devices
@@ -493,11 +492,13 @@ def _broadcast_batch(x, batch, core):
 def _fold_columns(b):
     mesh = operand_mesh(b, names=("b",))
     n, k = b.shape[-2:]
-    spec = fitting_spec((n, b.size // n), mesh, natural_spec(2, mesh))
 
     def body(b):
         return jnp.moveaxis(b.reshape(-1, n, k), 1, 0).reshape(n, -1)
 
+    if mesh is None:  # a one-device b beside a sharded factorisation
+        return body(b)
+    spec = fitting_spec((n, b.size // n), mesh, natural_spec(2, mesh))
     return run_on_mesh(body, mesh, spec, b)
 
 

@@ -25,7 +25,6 @@ from ._checks import (
 from ._mesh import (
     Grid,
     constrain,
-    drop_trivial_sharding,
     fitting_spec,
     grid_of,
     operand_mesh,
