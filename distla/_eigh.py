@@ -146,13 +146,17 @@ def _level(state, *, spec, leaf):
 
 
 def _leaf(b, start, *, mesh, leaf, sentinel):
-    """Finish blocks of at most ``leaf`` rows per device; ``(w [N], z [N, N] row slabs)``."""
+    """Finish blocks of at most ``leaf = K·m`` rows (``m = N/p``): each device solves the
+    blocks that start in its row slab inside the ``(K+1)m`` diagonal window there (its
+    slab and the next ``K`` devices' rows, ``K`` ppermutes). Returns ``(w [N], z)``,
+    ``z`` ``[N, N]`` in row slabs: the block-diagonal matrix of the leaves' vectors."""
     g = grid_of(mesh, what="distla.linalg.eigh")
     axes = tuple(a for a in (g.row, g.col) if a is not None)
     p = g.size
     n = b.shape[0]
     m = n // p
-    assert leaf <= m
+    k = leaf // m
+    ws = (k + 1) * m
     rows = P(axes, None)
     b_rows = put(b, rows)
     real = jnp.finfo(b.dtype).dtype
@@ -160,35 +164,37 @@ def _leaf(b, start, *, mesh, leaf, sentinel):
     def kernel(b_slab, start, sentinel):
         d = lax.axis_index(axes)
         lo = d * m
-        bp = jnp.pad(b_slab, ((0, 0), (0, 2 * m)))
-        own_part = lax.dynamic_slice_in_dim(bp, lo, 2 * m, axis=1)  # rows lo.., cols lo..lo+2m
-        # the next device's rows, columns [lo, lo + 2m) (its lo - m): one ppermute
-        send = lax.dynamic_slice_in_dim(jnp.pad(b_slab, ((0, 0), (m, 2 * m))), lo, 2 * m, axis=1)
-        nxt = lax.ppermute(send, axes, [(j, (j - 1) % p) for j in range(p)])
-        nxt = jnp.where(d == p - 1, jnp.zeros_like(nxt), nxt)
-        w_mat = jnp.concatenate([own_part, nxt], axis=0)  # [2m, 2m] window
-        idx = lo + jnp.arange(2 * m, dtype=jnp.int32)
-        st = jnp.pad(start, (0, 2 * m), constant_values=-1)[jnp.minimum(idx, n + 2 * m - 1)]
+        bp = jnp.pad(b_slab, ((0, 0), (k * m, ws)))  # global column c at c + k·m
+        parts = [lax.dynamic_slice_in_dim(bp, lo + k * m, ws, axis=1)]
+        for j in range(1, k + 1):
+            # device e sends its rows, columns [(e - j)m, (e - j)m + ws), to device e - j
+            send = lax.dynamic_slice_in_dim(bp, lo + (k - j) * m, ws, axis=1)
+            got = lax.ppermute(send, axes, [(e, (e - j) % p) for e in range(p)])
+            parts.append(jnp.where(d + j >= p, jnp.zeros_like(got), got))
+        w_mat = jnp.concatenate(parts, axis=0)  # [ws, ws] diagonal window at lo
+        idx = lo + jnp.arange(ws, dtype=jnp.int32)
+        st = jnp.pad(start, (0, ws), constant_values=-1)[jnp.minimum(idx, n + ws - 1)]
         st = jnp.where(idx < n, st, -1)
-        own = (st >= lo) & (st < lo + m)
+        own = (st >= lo) & (st < lo + m)  # blocks that start in this slab
         keep = own[:, None] & own[None, :] & (st[:, None] == st[None, :])
         w_mat = jnp.where(keep, w_mat, 0)
         w_mat = w_mat + jnp.diag(jnp.where(own, 0, sentinel).astype(w_mat.dtype))
         w, z = jnp.linalg.eigh(w_mat, symmetrize_input=True)
         count = jnp.sum(own.astype(jnp.int32))
         origin = jnp.minimum(jnp.min(jnp.where(own, idx, n)), n).astype(jnp.int32)
-        col = jnp.arange(2 * m, dtype=jnp.int32)
-        z = jnp.where(col[None, :] < count, z, 0)
+        col = jnp.arange(ws, dtype=jnp.int32)
+        z = jnp.where(col[None, :] < count, z, 0)  # sentinels sort last
         w = jnp.where(col < count, w, 0)
-        # place columns at global [origin, origin + count)
-        buf = jnp.zeros((2 * m, n + 2 * m), z.dtype)
+        # the owned vectors go to global columns [origin, origin + count)
+        buf = jnp.zeros((ws, n + ws), z.dtype)
         buf = lax.dynamic_update_slice(buf, z, (jnp.int32(0), origin))
-        wv = lax.dynamic_update_slice(jnp.zeros(n + 2 * m, real), w.astype(real), (origin,))
+        wv = lax.dynamic_update_slice(jnp.zeros(n + ws, real), w.astype(real), (origin,))
         w_all = lax.psum(wv[:n], axes)
-        # rows [lo + m, lo + 2m) belong to the next device
-        down = lax.ppermute(buf[m:], axes, [(j, (j + 1) % p) for j in range(p)])
-        down = jnp.where(d == 0, jnp.zeros_like(down), down)
-        return w_all, (buf[:m] + down)[:, :n]
+        out = buf[:m]
+        for j in range(1, k + 1):  # rows [lo + jm, lo + (j+1)m) belong to device d + j
+            down = lax.ppermute(buf[j * m:(j + 1) * m], axes, [(e, (e + j) % p) for e in range(p)])
+            out = out + jnp.where(d - j < 0, jnp.zeros_like(down), down)
+        return w_all, out[:, :n]
 
     fn = shard_map(kernel, in_specs=(rows, P(), P()), out_specs=(P(), rows), check_vma=False)
     return fn(b_rows, start, sentinel)
@@ -225,10 +231,13 @@ def eigh_2d(a, *, vectors=True, symmetrize=False, lower=True):
 
 
 def _sizes(n, mesh):
-    """``(N, leaf, max_levels)``: padded order, leaf block size ``N/p``, cap on levels."""
+    """``(N, leaf, max_levels)``: padded order, leaf block size ``K·N/p`` with
+    ``K = round(√p) − 1`` (at least 1): leaf windows of ``(K+1)N/p ≈ N/√p`` rows keep
+    ``O(N²/p)`` per device and save the levels below ``N/√p``; cap on levels."""
     p = grid_of(mesh, what="distla.linalg.eigh").size
     big = round_up(n, p)
-    leaf = big // p
+    k = max(1, min(p - 1, round(p ** 0.5) - 1))
+    leaf = k * (big // p)
     return big, leaf, 4 * max(1, (big // leaf).bit_length()) + 8
 
 
