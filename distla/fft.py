@@ -381,7 +381,8 @@ def _public(x, name, kind, s, axes, norm, algorithm, order="xyz", contiguous=Tru
         return jnp.zeros(result.shape, result.dtype)
     if not axes:  # nothing to transform: jnp's own cast
         return _one_device(x.astype(in_dtype), kind, *given, norm, order, contiguous)
-    x = x.astype(in_dtype)  # as jnp.fft casts integer, boolean and mixed inputs
+    if x.dtype != in_dtype:  # as jnp.fft casts integer, boolean and real inputs
+        x = x.astype(in_dtype)
     # the layout and the platform, read here: under the jit below x is a tracer, which on
     # an Auto mesh carries no layout
     spec, on_cpu = _fftnd.spec_of(x), _fft3d._on_cpu_outside_jit(x)
