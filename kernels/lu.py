@@ -59,8 +59,8 @@ __all__ = ["MAX_PHASES", "apply_panel_swaps", "lu_block_cyclic", "phases", "pivo
 
 # Most loops (phases) per factorisation: compile time and program size are
 # bounded by this, whatever n. With 16 the masked work keeps the flop
-# efficiency of docs/lu.md at n = 4096 on 2x4 at 0.85 (0.853 unrolled) and
-# above 0.89 from n = 8192 (distla.cost; benchmarks/bench_lu.py).
+# efficiency of docs/lu.md at n = 4096 on 2x4 at 0.853 (0.855 unrolled) and
+# near 0.9 from n = 8192 (distla.cost; benchmarks/bench_lu.py).
 MAX_PHASES = 16
 
 
@@ -80,7 +80,7 @@ def phases(nbr: int, pr: int, pc: int, max_phases: int = MAX_PHASES) -> tuple[tu
     def work(k0: int) -> float:  # flops/nb³ all devices execute in a step of a phase from k0
         rows, cols = mb - (k0 + 1) // pr, nbc - (k0 + 1) // pc
         update = 2 * rows * cols + cols / pr  # GEMM and the U12 solve, on every device
-        return pr * pc * update + pr * pr * (mb - k0 // pr)  # + getrf on the owner column
+        return pr * pc * update + pr * (nbr - k0)  # + getrf on the owner column
 
     count = min(max_phases, nbr)
     ends = np.arange(nbr + 1)
@@ -108,15 +108,17 @@ class _Window:
     ``top``: first local row that can hold the panels of the phase
     (``T0·nb``); ``height``: rows from there to the end; ``rows``/``cols``:
     first local row/column of the trailing update (``R0·nb``, ``C0·nb``);
-    ``drop``: the most leading gathered panel rows above a panel (rows of
-    block rows ``T0·pr .. k-1``).
+    ``skip``: gathered panel rows above the phase's first panel (block rows
+    ``T0·pr .. k0-1``); ``spread``: the most rows a later panel of the phase
+    starts below the first (``(k1-1-k0)·nb``).
     """
 
     top: int
     height: int
     rows: int
     cols: int
-    drop: int
+    skip: int
+    spread: int
 
     @classmethod
     def of(cls, k0: int, k1: int, *, pr: int, pc: int, nb: int, mloc: int) -> _Window:
@@ -126,7 +128,8 @@ class _Window:
             height=mloc - top,
             rows=((k0 + 1) // pr) * nb,
             cols=((k0 + 1) // pc) * nb,
-            drop=(k1 - 1 - (k0 // pr) * pr) * nb,
+            skip=(k0 - (k0 // pr) * pr) * nb,
+            spread=(k1 - 1 - k0) * nb,
         )
 
 
@@ -142,18 +145,19 @@ def _panel(panel_blk, k, *, w: _Window, row_axis, pr: int, nb: int):
     h = w.height
     # all_gather over rows -> (pr, height, nb): the panel column of every device row
     g = panel_blk[None] if row_axis is None else lax.all_gather(panel_blk, row_axis, axis=0)
-    # -> global row order: block T0·pr + u·pr + s for (u, s) ascending
-    g = g.reshape(pr, h // nb, nb, nb).swapaxes(0, 1).reshape(pr * h, nb)
-    above = (k - (w.top // nb) * pr) * nb  # gathered rows above the panel
-    # rows k·nb.. first, the rows above it replaced by zeros at the end (never pivots:
+    # -> global row order: block T0·pr + u·pr + s for (u, s) ascending; from row k0·nb on
+    g = g.reshape(pr, h // nb, nb, nb).swapaxes(0, 1).reshape(pr * h, nb)[w.skip :]
+    m = g.shape[0]  # n - k0·nb: the phase's first panel height
+    below = (k - (w.top // nb) * pr) * nb - w.skip  # rows of block rows k0..k-1
+    # rows k·nb.. first, the rows above them replaced by zeros at the end (never pivots:
     # a zero column picks its first row, and zero rows stay zero)
-    g = jnp.concatenate([g, jnp.zeros((w.drop, nb), g.dtype)])
-    g = lax.dynamic_slice_in_dim(g, above, pr * h)
-    lu_p, piv_p, perm_p = lax.linalg.lu(g)
+    g = jnp.concatenate([g, jnp.zeros((w.spread, nb), g.dtype)])
+    lu_p, piv_p, perm_p = lax.linalg.lu(lax.dynamic_slice_in_dim(g, below, m))
     targets, sources = swap_sources(piv_p.astype(jnp.int32), perm_p)
     # back to this device row's local order, rows above the panel as zeros
-    full = jnp.concatenate([jnp.zeros((w.drop, nb), lu_p.dtype), lu_p])
-    full = lax.dynamic_slice_in_dim(full, w.drop - above, pr * h)
+    full = jnp.concatenate([jnp.zeros((w.spread, nb), lu_p.dtype), lu_p])
+    full = lax.dynamic_slice_in_dim(full, w.spread - below, m)
+    full = jnp.concatenate([jnp.zeros((w.skip, nb), lu_p.dtype), full])
     mine = lax.dynamic_index_in_dim(full.reshape(h // nb, pr, nb, nb), i, axis=1, keepdims=False)
     return mine.reshape(h, nb), lu_p[:nb], targets, sources
 
