@@ -134,7 +134,7 @@ def onto_mesh(*xs):
     )
 
 
-def canonical_precision(precision: Any) -> Any:
+def canonical_precision(precision: Any, what: str = "distla") -> Any:
     """``None`` means ``HIGHEST``: distla's error bounds assume full-precision dots.
 
     Strings and ``lax.Precision`` values are normalised so they can be static
@@ -156,10 +156,10 @@ def canonical_precision(precision: Any) -> Any:
             except KeyError:
                 pass
     elif isinstance(precision, (list, tuple)) and len(precision) == 2:
-        return tuple(canonical_precision(p) for p in precision)
+        return tuple(canonical_precision(p, what) for p in precision)
     names = ", ".join(repr(p.name) for p in lax.Precision)
     raise ValueError(
-        f"precision must be None, a jax.lax.Precision, one of the strings {names} "
+        f"{what}: precision must be None, a jax.lax.Precision, one of the strings {names} "
         f"(any case; also 'bfloat16', 'tensorfloat32', 'float32'), or a pair of them; got "
         f"{precision!r}"
     )

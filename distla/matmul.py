@@ -112,7 +112,7 @@ def matmul(
     if panels is not None and (not isinstance(panels, int) or panels < 1):
         raise ValueError(f"{what}: panels must be a positive int or None; got {panels!r}")
     dtype = result_dtype(what, a, b, inexact=False)  # jnp.matmul's: ints stay ints
-    precision = canonical_precision(precision)
+    precision = canonical_precision(precision, what)
     a, b = a.astype(dtype), b.astype(dtype)
     mesh = operand_mesh(a, b, names=("a", "b"))
     if mesh is None or is_empty(a, b):
