@@ -17,9 +17,10 @@ block), so every shape is static and one ``lax.while_loop`` runs the levels:
    is an orthonormal basis adapted to the split;
 4. ``B ← Qᴴ B Q`` (cut to the new blocks), ``V ← V Q``.
 
-Once every block has at most ``L = N/p`` rows, each device takes the
-``2L x 2L`` diagonal window starting at its row slab (its slab plus the next
-device's, one ``ppermute``), finishes the blocks that start in its slab
+Once every block has at most ``L = K·N/p`` rows (``K = round(√p) − 1``), each
+device takes the ``(K+1)N/p``-square diagonal window starting at its row slab
+(its slab plus the next ``K`` devices' rows, ``K`` ppermutes), finishes the
+blocks that start in its slab
 with ``jnp.linalg.eigh`` (other indices get a sentinel above the spectrum),
 and ``V`` is multiplied by the resulting block-diagonal ``Z``. No device
 holds more than ``O(N²/p)`` elements.
