@@ -225,7 +225,8 @@ def eigh_2d(a, *, vectors=True, symmetrize=False, lower=True):
     out = (P(), fitting_spec((n, n), mesh, spec)) if vectors else P()
 
     def body(a):
-        h = put(hermitian_from(a, symmetrize=symmetrize, lower=lower), fitting_spec(a.shape, mesh, spec))
+        h = hermitian_from(a, symmetrize=symmetrize, lower=lower)
+        h = put(h, fitting_spec(a.shape, mesh, spec))
         return eigh_body(h, mesh=mesh, vectors=vectors)
 
     return run_on_mesh(body, mesh, out, a)

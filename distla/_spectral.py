@@ -23,7 +23,7 @@ from . import _eigh, _polar, _qr
 from ._checks import as_array, empty_or_one_device, is_empty, result_dtype
 from ._cholesky import _mesh_of, _stack
 from ._mesh import fitting_spec, operand_mesh, run_on_mesh
-from ._polar import block_spec, ct, put
+from ._polar import block_spec, put
 from .matmul import matmul
 
 _HI = lax.Precision.HIGHEST
@@ -59,7 +59,8 @@ def _matrix(a, what):
 
 @jax.jit
 def _eigh_tangent(w, v, da):
-    """jax's eigh JVP: ``dw = re diag(Vᴴ dA V)``, ``dV = V (F ∘ Vᴴ dA V)``, ``F_ij = 1/(w_j − w_i)``."""
+    """jax's eigh JVP: ``dw = re diag(Vᴴ dA V)``, ``dV = V (F ∘ Vᴴ dA V)``,
+    ``F_ij = 1/(w_j − w_i)``."""
     mesh = operand_mesh(v, da, names=("v", "da"))
     spec = block_spec(mesh)
     n = v.shape[0]
