@@ -379,3 +379,22 @@ def test_matmul_dtypes_as_jnp(m24):
     np.testing.assert_array_equal(np.asarray(c), bools @ ~bools)
     with pytest.raises(jax.dtypes.TypePromotionError):
         distla.matmul(put(ints, m24), put(ints.astype(np.float32), m24))
+
+
+def test_new_paths_gather_no_whole_matrix(m24):
+    """Rectangular lu_factor and lu_solve of a stack of right-hand sides stay distributed."""
+    n = 256
+
+    def abstract(shape):
+        return jax.ShapeDtypeStruct(shape, jnp.float32, sharding=NamedSharding(m24, P("x", "y")))
+
+    cost = distla.cost(linalg.lu_factor, abstract((n, n // 2)))
+    whole = n * n // 2 * 4
+    # it runs as the padded n x n LU: no collective moves as much as the matrix
+    assert cost.largest() < whole, cost
+    assert cost.peak_memory_bytes < 4 * (n * n * 4 / 8 + n * 128 * 4), cost
+    lu_ = abstract((n, n))
+    piv = jax.ShapeDtypeStruct((n,), jnp.int32, sharding=NamedSharding(m24, P()))
+    b = jax.ShapeDtypeStruct((4, n, 8), jnp.float32, sharding=NamedSharding(m24, P(None, "x")))
+    cost = distla.cost(lambda lu_, piv, b: linalg.lu_solve((lu_, piv), b), lu_, piv, b)
+    assert cost.largest() < n * n * 4 / 2, cost
