@@ -133,8 +133,8 @@ def lstsq(
       (int32 scalar) and ``s`` (descending), replicated.
 
     Raises:
-      ValueError: leading dimensions differ. TypeError: ``a`` not 2-D or
-      ``b`` not 1- or 2-D, as jnp.
+      ValueError: leading dimensions differ.
+      TypeError: ``a`` not 2-D or ``b`` not 1- or 2-D, as jnp.
     """
     what = "distla.linalg.lstsq"
     a = as_array(a, "a", what)
