@@ -18,11 +18,12 @@ from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 from jax.test_util import check_grads
 
+from conftest import build_mesh
+from helpers import THRESHOLD, eps, place, random_matrix
+
 import distla
 from distla import _cholesky
 from distla._mesh import fitting_spec
-from tests.conftest import build_mesh
-from tests.helpers import THRESHOLD, eps, place, random_matrix
 
 
 def spd(rng, n, dtype, cond=None):
