@@ -293,8 +293,10 @@ def pifft3d(
       y: the spectrum as :func:`pfft3d` returns it: ``[Y, Z, X]``
         (contiguous) or ``[X, Y, Z]``, in its layout (others are re-laid
         out first).
-      norm, backend, algorithm, transpose_axis_contiguous: as for
-        :func:`pfft3d`.
+      norm: as for :func:`pfft3d`.
+      backend: as for :func:`pfft3d`.
+      algorithm: as for :func:`pfft3d`.
+      transpose_axis_contiguous: as for :func:`pfft3d`.
 
     Returns:
       ``[X, Y, Z]`` complex array in :func:`pfft3d`'s input layout

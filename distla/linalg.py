@@ -355,7 +355,8 @@ def lu_factor(
       a: ``[m, n]`` matrix, sharded on a 1- or 2-axis mesh (any layout), or a
         stack ``[..., n, n]`` sharded along its batch dimensions. Integer and
         bool inputs promote to the default float, as in jax.
-      overwrite_a, check_finite: accepted and ignored, as in ``jax.scipy``.
+      overwrite_a: accepted and ignored, as in ``jax.scipy``.
+      check_finite: accepted and ignored, as in ``jax.scipy``.
       block_size: the distributed LU's block size ``nb`` (panel width and
         block-cyclic block); ``None`` picks one near 128 that pads least.
 
@@ -414,7 +415,8 @@ def lu_solve(
         ``[B, n, k]`` stack of right-hand sides (folded into ``n x B k``
         columns of one distributed solve) and a stacked one a single ``[n]``.
       trans: 0 solves ``a x = b``, 1 ``a^T x = b``, 2 ``a^H x = b``.
-      overwrite_b, check_finite: accepted and ignored, as in ``jax.scipy``.
+      overwrite_b: accepted and ignored, as in ``jax.scipy``.
+      check_finite: accepted and ignored, as in ``jax.scipy``.
 
     Returns:
       ``x`` with the broadcast shape: ``[n, k]`` in the 2D block layout of
@@ -537,7 +539,8 @@ def lu(
         rectangular as in jax: the LU of an identity-padded square matrix,
         whose leading steps are ``a``'s own).
       permute_l: return ``(p @ l, u)`` instead of ``(p, l, u)``, as jax.
-      overwrite_a, check_finite: accepted and ignored, as in ``jax.scipy``.
+      overwrite_a: accepted and ignored, as in ``jax.scipy``.
+      check_finite: accepted and ignored, as in ``jax.scipy``.
       block_size: as in :func:`lu_factor`.
 
     Returns:
@@ -607,7 +610,7 @@ def solve(
     debug: bool = False,
     check_finite: bool = True,
     block_size: int | None = None,
-    factor_dtype=None,
+    factor_dtype: jax.typing.DTypeLike | None = None,
 ) -> jax.Array:
     """Solve ``a x = b``, as ``jnp.linalg.solve`` (and ``jax.scipy.linalg.solve``).
 
@@ -628,8 +631,10 @@ def solve(
         ``lower`` is read, as in jax (which reads all of ``a`` otherwise).
       lower: which triangle of ``a`` holds the matrix for ``assume_a`` other
         than ``"gen"``.
-      overwrite_a, overwrite_b, debug, check_finite: accepted and ignored,
-        as in ``jax.scipy``.
+      overwrite_a: accepted and ignored, as in ``jax.scipy``.
+      overwrite_b: accepted and ignored, as in ``jax.scipy``.
+      debug: accepted and ignored, as in ``jax.scipy``.
+      check_finite: accepted and ignored, as in ``jax.scipy``.
       block_size: the distributed LU's block size (see :func:`lu_factor`).
       factor_dtype: mixed precision (a distla extension): factor in this
         dtype (float32 for a float64 system, complex64 for complex128) and
