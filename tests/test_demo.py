@@ -26,9 +26,9 @@ def test_demo_prints_a_row_per_operation_that_passes():
             break
         rows.append(line.split())
     ops = [r[0] for r in rows]
-    for op in ("matmul", "solve", "batched", "fftn", "rfftn"):
+    for op in ("matmul", "solve", "batched", "fftn", "rfftn", "cholesky", "qr", "eigh", "svd"):
         assert op in ops, proc.stdout
-    assert len(rows) == 5, proc.stdout
+    assert len(rows) == 9, proc.stdout
     for r in rows:
         # columns from the right: vs XLA, vs 1 dev, peak, coll, err ratio
         assert float(r[-5]) <= THRESHOLD, r

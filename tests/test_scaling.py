@@ -133,7 +133,7 @@ def test_weak_scaling_grows_the_problem(tmp_path, capsys):
 @pytest.mark.parametrize("op", [o for o in OPS if o != "matmul"])
 def test_other_ops_end_to_end(op, tmp_path, capsys):
     sizes = {"solve": "24", "lu": "24", "batched-solve": "8x6", "fft": "8", "rfft": "8",
-             "cholesky": "24", "qr": "40x24"}[op]  # fmt: skip
+             "cholesky": "24", "qr": "40x24", "eigh": "24", "svd": "24"}[op]  # fmt: skip
     argv = ["--op", op, "--sizes", sizes, "--meshes", "2x2", "--rounds", "1"]
     rc, _, err = _run(
         [*argv, "--baselines", "reference", "--out", str(tmp_path), "--quiet"], capsys
@@ -157,7 +157,9 @@ def _ref_name(op):
 @pytest.mark.parametrize(
     "argv, message",
     [
-        pytest.param(["--op", "svd"], r"unknown op 'svd'; choose one of matmul, ", id="unknown-op"),
+        pytest.param(
+            ["--op", "lstsq"], r"unknown op 'lstsq'; choose one of matmul, ", id="unknown-op"
+        ),
         pytest.param(["--sizes", "64"], r"the following arguments are required: --op", id="no-op"),
         pytest.param(
             ["--op", "matmul", "--meshes", "4x4"],

@@ -103,16 +103,21 @@ def test_every_operation_builds_and_the_demo_groups_are_its_choices():
         assert op.baselines[0].on in ("device", "host"), name  # the one-device reference
         assert op.variants and all(v.on == "mesh" for v in op.variants), name
     only = next(a for a in cli.parser()[1]["demo"]._actions if a.dest == "only")
-    assert list(only.choices) == demo.groups() == ["matmul", "solve", "batched", "fft"]
+    groups = ["matmul", "solve", "batched", "fft", "cholesky", "qr", "spectral"]
+    assert list(only.choices) == demo.groups() == groups
     labels = [op.demo.label for op in demo.demo_ops()]
-    assert labels == ["matmul (summa)", "solve (LU)", "batched solve", "fftn", "rfftn"]
+    assert labels == [
+        "matmul (summa)", "solve (LU)", "batched solve", "fftn", "rfftn", "cholesky", "qr",
+        "eigh", "svd",
+    ]  # fmt: skip
 
 
 def test_demo_sizes_round_to_their_multiples():
     assert round_to(4096 * 0.05, 64) == 192 and round_to(10, 64) == 64
     sizes = {op.name: op.demo.size(0.05, 8) for op in demo.demo_ops()}
     assert sizes == {
-        "matmul": (192,), "solve": (128,), "batched-solve": (208, 64), "fft": (16,), "rfft": (16,)
+        "matmul": (192,), "solve": (128,), "batched-solve": (208, 64), "fft": (16,), "rfft": (16,),
+        "cholesky": (128,), "qr": (64, 64), "eigh": (64,), "svd": (64,),
     }  # fmt: skip
     grids = {op.name: op.demo.grid(8) for op in demo.demo_ops()}
     assert grids["matmul"] == (2, 4) and grids["fft"] == (4, 2)

@@ -42,7 +42,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     """The options of ``python -m distla demo``."""
     p.add_argument("--scale", type=float, default=1.0, help="problem size factor (0.25 = quick)")
     p.add_argument("--rounds", type=int, default=5, help="timed rounds per case")
-    names = ("matmul", "solve", "batched", "fft")  # the demo groups (checked in tests)
+    names = ("matmul", "solve", "batched", "fft", "cholesky", "qr", "spectral")  # demo groups
     p.add_argument("--only", nargs="+", choices=names, help="run only these")
 
 

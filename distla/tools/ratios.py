@@ -122,3 +122,31 @@ def qr_ratio(a, q, r) -> float:
     resid = np.abs(a64 - q64 @ r64).sum(axis=0).max() / (max(m, n) * norm_a * e)
     orth = np.abs(np.eye(q64.shape[1]) - q64.conj().T @ q64).sum(axis=0).max() / (m * e)
     return float(max(resid, orth))
+
+
+def _one_norm(x) -> float:
+    return float(np.abs(x).sum(axis=0).max()) if x.size else 0.0
+
+
+def eigh_ratio(a, w, v) -> float:
+    """The larger of ``||A - V Λ V^H||_1 / (n ||A||_1 eps)`` and ``||I - V^H V||_1 / (n eps)``."""
+    a64, w64, v64 = wide(a), wide(w), wide(v)
+    n = a64.shape[0]
+    e = eps(np.asarray(v).dtype)
+    resid = _one_norm(a64 - (v64 * w64) @ v64.conj().T) / (n * _one_norm(a64) * e)
+    orth = _one_norm(np.eye(n) - v64.conj().T @ v64) / (n * e)
+    return float(max(resid, orth))
+
+
+def svd_ratio(a, u, s, vh) -> float:
+    """The largest of ``||A - U Σ V^H||_1 / (max(m, n) ||A||_1 eps)`` and the orthogonality
+    ratios ``||I - U^H U||_1 / (m eps)``, ``||I - V V^H||_1 / (n eps)`` (reduced factors)."""
+    a64, u64, s64, vh64 = wide(a), wide(u), wide(s), wide(vh)
+    m, n = a64.shape
+    k = s64.shape[-1]
+    u64, vh64 = u64[:, :k], vh64[:k]
+    e = eps(np.asarray(u).dtype)
+    resid = _one_norm(a64 - (u64 * s64) @ vh64) / (max(m, n) * _one_norm(a64) * e)
+    orth_u = _one_norm(np.eye(k) - u64.conj().T @ u64) / (m * e)
+    orth_v = _one_norm(np.eye(k) - vh64 @ vh64.conj().T) / (n * e)
+    return float(max(resid, orth_u, orth_v))

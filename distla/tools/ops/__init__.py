@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from . import batched, cholesky, fft, lu, matmul, qr
+from . import batched, cholesky, fft, lu, matmul, qr, spectral
 from .base import Demo, Impl, Operation, ScalingError
 
 OPERATIONS: dict[str, Callable[[], Operation]] = {
@@ -22,6 +22,8 @@ OPERATIONS: dict[str, Callable[[], Operation]] = {
     "rfft": fft.rfft,
     "cholesky": cholesky.build,
     "qr": qr.build,
+    "eigh": spectral.eigh,
+    "svd": spectral.svd,
 }
 
 __all__ = ["OPERATIONS", "Demo", "Impl", "Operation", "ScalingError"]

@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from ..ratios import cholesky_ratio, wide
-from .base import Impl, Operation, ScalingError, at_least_grid, cplx, dims, random, round_to
+from .base import Demo, Impl, Operation, ScalingError, at_least_grid, cplx, dims, random, round_to
 
 
 def _expand(size: tuple[int, ...]) -> tuple[int, ...]:
@@ -74,4 +74,11 @@ def build() -> Operation:
         min_dim=lambda s, grid: at_least_grid(s, grid, "cholesky size"),
         footprint=lambda s, dt: 2 * s[0] * s[0] * np.dtype(dt).itemsize,
         model_source="docs/cholesky.md",
+        demo=Demo(
+            label="cholesky",
+            group="cholesky",
+            size=lambda scale, p: (round_to(2048 * scale, 64),),
+            grid=distla.layout.squarest_grid,
+            shape_text=lambda s: f"{s[0]}x{s[0]}",
+        ),
     )

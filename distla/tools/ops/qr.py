@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from ..ratios import qr_ratio
-from .base import Impl, Operation, ScalingError, at_least_grid, cplx, dims, random, round_to
+from .base import Demo, Impl, Operation, ScalingError, at_least_grid, cplx, dims, random, round_to
 
 
 def _expand(size: tuple[int, ...]) -> tuple[int, ...]:
@@ -71,4 +71,11 @@ def build() -> Operation:
         min_dim=lambda s, grid: at_least_grid(s, grid, "qr size"),
         footprint=lambda s, dt: (2 * s[0] * s[1] + s[1] * s[1]) * np.dtype(dt).itemsize,
         model_source="docs/qr.md",
+        demo=Demo(
+            label="qr",
+            group="qr",
+            size=lambda scale, p: (round_to(1024 * scale, 64),) * 2,
+            grid=distla.layout.squarest_grid,
+            shape_text=dims,
+        ),
     )
