@@ -70,6 +70,7 @@ def test_cholesky_every_mesh(mesh):
     "dtype,cond",
     [
         pytest.param(np.float32, "ill", id="float32-cond-1/sqrt(eps)"),
+        pytest.param(np.float64, "ill", id="float64-cond-1/sqrt(eps)"),
         pytest.param(np.complex64, None, id="complex64-hermitian"),
         pytest.param(np.complex128, "ill", id="complex128-cond-1/sqrt(eps)"),
     ],
