@@ -20,7 +20,7 @@ from jax import lax
 from jax.sharding import PartitionSpec as P
 
 from distla.kernels.cholesky import cholesky_block_cyclic
-from distla.kernels.cyclic import from_block_cyclic, to_block_cyclic
+from distla.kernels.cyclic import from_block_cyclic, relayout_fraction, to_block_cyclic
 from distla.kernels.trsm import trsm_few, trsm_many
 
 from ._lu import _grid, _k_pad, _natural_rhs_spec, _pad_identity, _rhs_layout
@@ -229,17 +229,10 @@ def model_bytes(
     nbr, mloc, nloc = n_pad // nb, n_pad // pr, n_pad // pc
     block = mloc * nloc
 
-    def relayout(local_blocks, p):
-        if p == 1 or local_blocks == 1:
-            return 0.0
-        if local_blocks % p == 0:
-            return (p - 1) / p
-        return (p * -(-local_blocks // p) - local_blocks // p) / local_blocks
-
     def reduce(g):  # all-reduce, per element
         return 2 * (g - 1) / g
 
-    elements = 2 * block * (relayout(mloc // nb, pr) + relayout(nloc // nb, pc))
+    elements = 2 * block * (relayout_fraction(mloc // nb, pr) + relayout_fraction(nloc // nb, pc))
     if symmetrize and pr * pc > 1:
         elements += block * ((pr * pc - 1) / (pr * pc) if pr != pc else 0.0)
         elements += block if pr > 1 and pc > 1 else 0.0

@@ -17,7 +17,7 @@ import jax.numpy as jnp
 from jax import lax
 from jax.sharding import PartitionSpec as P
 
-from distla.kernels.cyclic import from_block_cyclic, to_block_cyclic
+from distla.kernels.cyclic import from_block_cyclic, relayout_fraction, to_block_cyclic
 from distla.kernels.lu import lu_block_cyclic
 from distla.kernels.lu import phases as lu_phases
 from distla.kernels.trsm import lu_solve_block_cyclic
@@ -451,14 +451,7 @@ def model_bytes(
     nbr, mloc, nloc = n_pad // nb, n_pad // pr, n_pad // pc
     block = mloc * nloc
 
-    def relayout(local_blocks, p):
-        if p == 1 or local_blocks == 1:
-            return 0.0
-        if local_blocks % p == 0:
-            return (p - 1) / p
-        return (p * -(-local_blocks // p) - local_blocks // p) / local_blocks
-
-    move = block * (relayout(mloc // nb, pr) + relayout(nloc // nb, pc))
+    move = block * (relayout_fraction(mloc // nb, pr) + relayout_fraction(nloc // nb, pc))
     elements = move * (2 if rhs is None else 1)
     for k0, k1 in lu_phases(nbr, pr, pc):  # each loop moves its first step's window
         height = mloc - (k0 // pr) * nb

@@ -27,7 +27,7 @@ import jax.numpy as jnp
 from jax import lax
 from jax.sharding import PartitionSpec as P
 
-from distla.kernels.cyclic import from_block_cyclic, to_block_cyclic
+from distla.kernels.cyclic import from_block_cyclic, relayout_fraction, to_block_cyclic
 from distla.kernels.qr import form_q, global_index, qr_block_cyclic, stage_bounds
 from distla.kernels.tsqr import tsqr_local
 
@@ -419,12 +419,7 @@ def model_bytes(
     qloc = _round_up(q_cols, nb * pc) // pc
 
     def relayout(local, p_axis):
-        blocks = local // nb
-        if p_axis == 1 or blocks == 1:
-            return 0.0
-        if blocks % p_axis == 0:
-            return (p_axis - 1) / p_axis
-        return (p_axis * -(-blocks // p_axis) - blocks // p_axis) / blocks
+        return relayout_fraction(local // nb, p_axis)
 
     to_cyclic = mloc * nloc * (relayout(mloc, pr) + relayout(nloc, pc))
     back = mloc * nloc * (relayout(mloc, pr) + relayout(nloc, pc))

@@ -56,6 +56,22 @@ def _tables(blocks_per_device: int, p: int) -> tuple[np.ndarray, np.ndarray, int
     return send, keep, slots
 
 
+def relayout_fraction(blocks_per_device: int, p: int) -> float:
+    """Share of a local block one device receives in a contiguous <-> cyclic relayout.
+
+    The communication model of :func:`to_block_cyclic` (and its inverse) along
+    one mesh axis of ``p`` devices that each hold ``blocks_per_device`` blocks:
+    ``(p - 1)/p`` when ``p`` divides the count (an all-to-all), otherwise the
+    padded slots of the uneven exchange. The LU, Cholesky and QR models use it.
+    """
+    b = blocks_per_device
+    if p == 1 or b == 1:
+        return 0.0
+    if b % p == 0:
+        return (p - 1) / p
+    return (p * -(-b // p) - b // p) / b
+
+
 def to_block_cyclic(x: jax.Array, *, axis: int, axis_name: str | None, nb: int) -> jax.Array:
     """Contiguous local block -> block-cyclic local block along ``axis``.
 
