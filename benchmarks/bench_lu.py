@@ -30,6 +30,8 @@ import threadpoolctl
 from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 
+from conftest import cost_info
+
 import distla
 from distla import _lu
 
@@ -54,17 +56,8 @@ def _sharded(n, axis_type=AxisType.Explicit):
 def _info(role, name, n, *, flops, fn=None, args=None, rhs=0, **extra):
     info = dict(role=role, name=name, op="lu", n=n, dtype="float32", flops=flops, **extra)
     if fn is not None:
-        cost = distla.cost(fn, *args)
-        p = cost.num_devices
-        executed = p * (cost.flops - cost.conditional_flops) + MESH[0] * cost.conditional_flops
-        info.update(
-            mesh="x".join(map(str, MESH)),
-            collective_bytes=cost.total_collective_bytes,
-            collective_ops=sum(cost.collective_counts.values()),
-            peak_bytes=cost.peak_memory_bytes,
-            model_bytes=_lu.model_bytes(n, MESH, np.float32, rhs=rhs),
-            flop_efficiency=flops / executed,
-        )
+        model = _lu.model_bytes(n, MESH, np.float32, rhs=rhs)
+        info.update(cost_info(fn, args, grid=MESH, useful_flops=flops, model_bytes=model))
     return info
 
 

@@ -16,6 +16,29 @@ jax.config.update("jax_num_cpu_devices", 8)  # jax's own switch, before its back
 ROUNDS = int(os.environ.get("DISTLA_BENCH_ROUNDS", "7"))
 
 
+def cost_info(fn, args, *, grid, useful_flops, model_bytes):
+    """What ``distla.cost`` reads from ``fn``'s program, for a benchmark's extra info.
+
+    Flop efficiency is docs/lu.md's: useful flops over the flops all devices
+    execute, where the panel work under ``lax.cond``
+    (``Cost.conditional_flops``) runs on the owner mesh column only (``grid[0]``
+    devices) and everything else on every device.
+    """
+    import distla
+
+    cost = distla.cost(fn, *args)
+    unconditional = cost.flops - cost.conditional_flops
+    executed = cost.num_devices * unconditional + grid[0] * cost.conditional_flops
+    return dict(
+        mesh="x".join(map(str, grid)),
+        collective_bytes=cost.total_collective_bytes,
+        collective_ops=sum(cost.collective_counts.values()),
+        peak_bytes=cost.peak_memory_bytes,
+        model_bytes=model_bytes,
+        flop_efficiency=useful_flops / executed,
+    )
+
+
 @pytest.fixture
 def run(benchmark):
     """Time ``fn(*args)`` (compiled and warmed up first) and tag the result."""
