@@ -1,31 +1,87 @@
-"""One BLAS thread per LAPACK call when simulated CPU devices share a process (private).
+"""One BLAS thread per LAPACK call when simulated CPU devices share a process.
 
-jaxlib runs the LAPACK kernels of ``lax.linalg`` (``getrf``, ``trsm``) through
-scipy's OpenBLAS. With several CPU devices in one process every device calls
-LAPACK from its own thread, and each call would start OpenBLAS's own threads
-too: 8 devices x 2 OpenBLAS threads on 2 cores made a 2048 x 2048 LU 8x slower
-here. The devices already are the parallelism, so distla sets OpenBLAS to one
-thread per call, once, the first time a LAPACK-based kernel is built for such
-a process. One-device and multi-process runs (one CPU device per process) are
-left alone. This also applies to scipy/numpy BLAS calls made later in the
-same process; ``threadpoolctl.threadpool_limits(None)`` restores them.
+jaxlib runs the LAPACK kernels of ``lax.linalg`` (``getrf``, ``potrf``,
+``trsm``, ``geqrf``) through scipy's OpenBLAS. With several CPU devices in one
+process every device calls LAPACK from its own thread, and each call would
+start OpenBLAS's own threads too: 8 devices x 2 OpenBLAS threads on 2 cores
+made a 2048 x 2048 LU 8x slower (docs/caveats.md). The devices already are the
+parallelism, so the first LAPACK-based distla kernel built in such a process
+sets OpenBLAS to one thread per call, and says so on the ``distla`` logger.
+That limit is process-wide (it reaches the caller's own scipy/numpy calls), so
+it can be turned off: :func:`limit_cpu_blas` with ``False``, or the
+environment variable ``DISTLA_LIMIT_CPU_BLAS=0`` before the first call.
+One-device and multi-process runs (one CPU device per process) are left alone.
 """
 
 from __future__ import annotations
 
+import logging
+import os
+from typing import Any
+
 import jax
 
-_done = False
+_log = logging.getLogger("distla")
+ENV_VAR = "DISTLA_LIMIT_CPU_BLAS"
+
+_enabled: bool | None = None  # None: not decided yet (read the environment on first use)
+_limiter: Any = None  # the threadpoolctl limiter while distla's limit is in place
+
+
+def _wanted() -> bool:
+    global _enabled
+    if _enabled is None:
+        _enabled = os.environ.get(ENV_VAR, "1").strip().lower() not in {"0", "false", "no", "off"}
+    return _enabled
+
+
+def limit_cpu_blas(enabled: bool = True) -> None:
+    """Let distla limit OpenBLAS to one thread per call under simulated CPU devices, or not.
+
+    With several CPU devices in one process (``--xla_force_host_platform_device_count``
+    or ``jax_num_cpu_devices``), every device runs its LAPACK calls on its own
+    thread; OpenBLAS's own threads on top of them oversubscribe the cores
+    (8x slower at n = 2048 on 2 cores). So, by default, the first distla call
+    that builds a LAPACK-based kernel in such a process sets OpenBLAS to one
+    thread per call with ``threadpoolctl`` and logs it at INFO level on the
+    ``"distla"`` logger. The limit is process-wide: the caller's own scipy and
+    numpy BLAS calls get one thread too.
+
+    Args:
+      enabled: ``False`` lifts a limit distla has set (the previous limits come
+        back) and keeps distla from setting it again; ``True`` (the default
+        behaviour) lets distla set it on its next LAPACK-based call. The
+        environment variable ``DISTLA_LIMIT_CPU_BLAS=0`` is the same as
+        ``limit_cpu_blas(False)`` before the first call.
+
+    Examples:
+      >>> import distla
+      >>> distla.limit_cpu_blas(False)   # keep every BLAS thread for my own scipy code
+      >>> distla.limit_cpu_blas(True)    # back to distla's default
+    """
+    global _enabled, _limiter
+    _enabled = bool(enabled)
+    if _enabled:
+        single_thread_lapack_for_cpu_devices()
+    elif _limiter is not None:
+        _limiter.restore_original_limits()
+        _limiter = None
+        _log.info("distla: the OpenBLAS thread limit is lifted")
 
 
 def single_thread_lapack_for_cpu_devices() -> None:
-    global _done
-    if _done:
+    """Apply the limit of :func:`limit_cpu_blas` if it is wanted and not applied yet."""
+    global _limiter
+    if _limiter is not None or not _wanted():
         return
-    _done = True
     if jax.default_backend() != "cpu" or jax.local_device_count() < 2:
         return
     import scipy.linalg.cython_lapack  # noqa: F401  (loads the OpenBLAS jaxlib calls)
     import threadpoolctl
 
-    threadpoolctl.threadpool_limits(1, user_api="blas")
+    _limiter = threadpoolctl.threadpool_limits(1, user_api="blas")
+    _log.info(
+        "distla: %d CPU devices share this process, so OpenBLAS runs one thread per "
+        "call; distla.limit_cpu_blas(False) or %s=0 turns this off",
+        jax.local_device_count(), ENV_VAR,
+    )

@@ -1,0 +1,56 @@
+"""distla/_blas.py: the OpenBLAS thread limit under simulated CPU devices is visible and can be lifted."""
+
+import logging
+
+import numpy as np
+import threadpoolctl
+
+import distla
+from distla import _blas
+
+
+def _blas_threads():
+    return {p["num_threads"] for p in threadpoolctl.threadpool_info() if p["user_api"] == "blas"}
+
+
+def test_limit_is_logged_lifted_and_set_again(caplog):
+    # conftest runs 8 CPU devices in this process: distla limits OpenBLAS once
+    distla.limit_cpu_blas(False)
+    before = _blas_threads()
+    assert _blas._limiter is None
+    try:
+        with caplog.at_level(logging.INFO, logger="distla"):
+            distla.limit_cpu_blas(True)  # several CPU devices here: set at once
+        assert _blas_threads() == {1}
+        assert "distla.limit_cpu_blas(False)" in caplog.text
+        assert _blas.ENV_VAR in caplog.text
+        distla.limit_cpu_blas(False)  # lifted: the previous limits come back
+        assert _blas_threads() == before
+        _blas.single_thread_lapack_for_cpu_devices()  # and distla does not set it again
+        assert _blas_threads() == before
+    finally:
+        distla.limit_cpu_blas(True)
+    assert _blas_threads() == {1}
+
+
+def test_environment_variable_turns_it_off(monkeypatch):
+    monkeypatch.setenv(_blas.ENV_VAR, "0")
+    monkeypatch.setattr(_blas, "_enabled", None)  # as in a fresh process
+    assert not _blas._wanted()
+    monkeypatch.setenv(_blas.ENV_VAR, "1")
+    monkeypatch.setattr(_blas, "_enabled", None)
+    assert _blas._wanted()
+
+
+def test_distla_still_runs_without_the_limit():
+    distla.limit_cpu_blas(False)
+    try:
+        mesh = distla.make_mesh((2, 4))
+        rng = np.random.default_rng(0)
+        a = (rng.standard_normal((40, 40)) + 40 * np.eye(40)).astype(np.float32)
+        x = distla.linalg.solve(distla.shard(a, mesh), distla.shard(np.ones(40, np.float32), mesh))
+        np.testing.assert_allclose(a @ np.asarray(x), np.ones(40), rtol=1e-4, atol=1e-4)
+        assert _blas._limiter is None  # the call did not set the limit again
+    finally:
+        distla.limit_cpu_blas(True)
+    assert _blas_threads() == {1}
