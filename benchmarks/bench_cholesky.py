@@ -8,7 +8,7 @@ For n = 2048 and 4096 (float32, symmetric positive definite), in one session:
 - ``jnp.linalg.cholesky`` on the same sharded input (XLA's partitioning;
   target: distla at least 5x faster; 2048 only, it gathers the matrix);
 - distla's ``cholesky``, recording collective bytes against the model of
-  docs/cholesky.md (``distla._cholesky.model_bytes``) and the flop
+  docs/cholesky.md (``distla.linalg.cholesky_model_bytes``) and the flop
   efficiency: useful flops (n³/3) over the flops all devices execute together
   (each panel is solved only by its owner mesh column:
   ``distla.Cost.conditional_flops``).
@@ -31,7 +31,6 @@ from jax.sharding import PartitionSpec as P
 from conftest import cost_info
 
 import distla
-from distla import _cholesky
 
 SIZES = [2048, 4096]
 MESH = (2, 4)
@@ -52,7 +51,7 @@ def _info(role, name, n, *, fn=None, args=None, **extra):
     flops = n**3 / 3.0
     info = dict(role=role, name=name, op="cholesky", n=n, dtype="float32", flops=flops, **extra)
     if fn is not None:
-        model = _cholesky.model_bytes(n, MESH, np.float32)
+        model = distla.linalg.cholesky_model_bytes(n, MESH, np.float32)
         info.update(cost_info(fn, args, grid=MESH, useful_flops=flops, model_bytes=model))
     return info
 

@@ -9,7 +9,7 @@ For n = 1024, 2048, 4096 (float32, one right-hand side), in one session:
   distla at least 10x faster at n = 4096), as a fresh process runs it and with
   OpenBLAS at one thread per call (as distla sets it for its own devices);
 - distla's ``solve`` and ``lu_factor``, recording collective bytes against the
-  communication model of docs/lu.md (``distla._lu.model_bytes``) and the flop
+  communication model of docs/lu.md (``distla.linalg.lu_model_bytes``) and the flop
   efficiency: useful flops (2/3·n³ + 2·n²) over the flops all devices
   execute together (each panel is factored only by its owner mesh column:
   ``distla.Cost.conditional_flops``).
@@ -33,7 +33,6 @@ from jax.sharding import PartitionSpec as P
 from conftest import cost_info
 
 import distla
-from distla import _lu
 
 SIZES = [1024, 2048, 4096]
 MESH = (2, 4)
@@ -56,7 +55,7 @@ def _sharded(n, axis_type=AxisType.Explicit):
 def _info(role, name, n, *, flops, fn=None, args=None, rhs=0, **extra):
     info = dict(role=role, name=name, op="lu", n=n, dtype="float32", flops=flops, **extra)
     if fn is not None:
-        model = _lu.model_bytes(n, MESH, np.float32, rhs=rhs)
+        model = distla.linalg.lu_model_bytes(n, MESH, np.float32, rhs=rhs)
         info.update(cost_info(fn, args, grid=MESH, useful_flops=flops, model_bytes=model))
     return info
 

@@ -13,7 +13,7 @@ Two problems, float32, ``mode="reduced"`` (Q and R), in one session:
   Target: within 1.3x one device.
 
 Each distla row records collective bytes per device against the model of
-docs/qr.md (``distla._qr.model_bytes``) and the peak memory per device.
+docs/qr.md (``distla.linalg.qr_model_bytes``) and the peak memory per device.
 
     DISTLA_BENCH_ROUNDS=3 pytest benchmarks/bench_qr.py --benchmark-json=out/qr.json
     python benchmarks/report.py out/qr.json
@@ -68,7 +68,7 @@ def _info(role, name, m, n, *, grid=None, fn=None, args=None, **extra):
             collective_bytes=cost.total_collective_bytes,
             collective_ops=sum(cost.collective_counts.values()),
             peak_bytes=cost.peak_memory_bytes,
-            model_bytes=_qr.model_bytes(m, n, grid, np.float32),
+            model_bytes=distla.linalg.qr_model_bytes(m, n, grid, np.float32),
         )
     return info
 

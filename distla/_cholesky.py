@@ -209,7 +209,7 @@ def triangle_matvec(a, x, *, trans, lower, unit_diagonal):
 def model_bytes(
     n: int,
     grid: tuple[int, int],
-    dtype,
+    dtype: jax.typing.DTypeLike,
     *,
     block_size: int | None = None,
     symmetrize: bool = True,
@@ -221,6 +221,18 @@ def model_bytes(
     result, all-reduce ``2(g-1)/g``), summed step by step over the
     segments and panels of :func:`plan`. ``symmetrize`` adds the transpose
     that ``symmetrize_input=True`` needs (one all-to-all of the local block).
+    Public as ``distla.linalg.cholesky_model_bytes``.
+
+    Args:
+      n: the matrix order.
+      grid: the mesh shape ``(pr, pc)``.
+      dtype: the matrix dtype (its item size counts).
+      block_size: the block size the call uses (``None``: distla's choice).
+      symmetrize: whether the call symmetrizes its input.
+
+    Returns:
+      Bytes received per device, comparable to
+      ``distla.cost(...).total_collective_bytes``.
     """
     pr, pc = grid
     mesh = jax.sharding.AbstractMesh((pr, pc), ("r", "c"))

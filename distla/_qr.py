@@ -389,7 +389,7 @@ def model_bytes(
     m: int,
     n: int,
     grid: tuple[int, int],
-    dtype,
+    dtype: jax.typing.DTypeLike,
     *,
     mode: str = "reduced",
     block_size: int | None = None,
@@ -400,7 +400,20 @@ def model_bytes(
     all-reduce ``2(g-1)/g`` of its operand, all-to-all ``(g-1)/g``), for
     the kernel :func:`qr` picks, with the input in the kernel's layout (row
     blocks for TSQR, 2D blocks for Householder) and the results in the 2D
-    block layout (TSQR on a 2-axis mesh: one all-to-all of ``Q``).
+    block layout (TSQR on a 2-axis mesh: one all-to-all of ``Q``). Public as
+    ``distla.linalg.qr_model_bytes``.
+
+    Args:
+      m: rows of the matrix.
+      n: columns of the matrix.
+      grid: the mesh shape ``(pr, pc)``.
+      dtype: the matrix dtype (its item size counts).
+      mode: ``qr``'s mode (``"reduced"``, ``"complete"``, ``"r"``).
+      block_size: the block size the call uses (``None``: distla's choice).
+
+    Returns:
+      Bytes received per device, comparable to
+      ``distla.cost(...).total_collective_bytes``.
     """
     pr, pc = grid
     p = pr * pc

@@ -33,6 +33,9 @@ from ._mesh import (
     run_on_mesh,
 )
 from ._cholesky import cho_factor, cho_solve, cholesky, solve_pos, solve_triangular
+from ._cholesky import model_bytes as cholesky_model_bytes
+from ._lu import model_bytes as lu_model_bytes
+from ._qr import model_bytes as qr_model_bytes
 from ._qr import qr
 from ._spectral import (EighResult, SVDResult, cond, eigh, eigvalsh, lstsq, matrix_rank, norm, pinv, polar, svd, svdvals)  # noqa: E501
 from .layout import natural_spec
@@ -798,12 +801,15 @@ __all__ = [
     "cho_factor",
     "cho_solve",
     "cholesky",
+    "cholesky_model_bytes",
     "det",
     "inv",
     "lu",
     "lu_factor",
+    "lu_model_bytes",
     "lu_solve",
     "qr",
+    "qr_model_bytes",
     "slogdet",
     "solve",
     "solve_triangular",

@@ -245,7 +245,7 @@ def test_communication_and_memory():
     whole = n * n * 4
     assert c.largest() <= whole / 4  # the relayout's all-to-all: a few local blocks
     assert c.collective_counts["all-gather"] == 0
-    model = _cholesky.model_bytes(n, (2, 4), np.float32)
+    model = distla.linalg.cholesky_model_bytes(n, (2, 4), np.float32)
     assert 1 / 1.2 <= c.total_collective_bytes / model <= 1.2
     nb, w, n_pad = _cholesky.plan(distla._mesh.grid_of(mesh, what=""), n)
     # a few copies of the local block (input, symmetrised, block-cyclic, output)

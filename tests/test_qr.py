@@ -263,7 +263,7 @@ def test_cost_no_gathers_and_the_model(grid, shape, spec, mode):
         if m * n == m_pad * n_pad:  # about 8 local blocks: A, its working copy, R, Q, relayouts
             assert c.peak_memory_bytes <= (10 * m * n / p + 4 * m * nb) * 4
     assert c.largest() < whole / 2  # no collective carries a whole matrix
-    model = _qr.model_bytes(m, n, (pr, pc), np.float32, mode=mode, block_size=nb)
+    model = linalg.qr_model_bytes(m, n, (pr, pc), np.float32, mode=mode, block_size=nb)
     assert 1 / 1.2 <= c.total_collective_bytes / model <= 1.2, (c.total_collective_bytes, model)
 
 

@@ -23,13 +23,6 @@ def _make(shape, dtype, rng):
     return (((x @ x.conj().T) / n + np.eye(n)).astype(dtype),)
 
 
-def _cholesky_model():
-    # the model of docs/cholesky.md; not yet public beside distla.linalg
-    from distla import _cholesky
-
-    return _cholesky.model_bytes
-
-
 def build() -> Operation:
     """The ``cholesky`` entry of the table (imports jax and distla)."""
     import jax.numpy as jnp
@@ -38,7 +31,7 @@ def build() -> Operation:
 
     import distla
 
-    model = _cholesky_model()
+    model = distla.linalg.cholesky_model_bytes
 
     def cho_factor(a):  # the factor only (cho_factor's flag is no array)
         return jsl.cho_factor(a, lower=True)[0]

@@ -38,13 +38,6 @@ _WEAK_RULE = "n grows as sqrt(p): memory per device stays constant"
 _DTYPES = ("float32", "float64", "complex64", "complex128")
 
 
-def _lu_model():
-    # the model of docs/lu.md; not yet public beside distla.linalg
-    from distla import _lu
-
-    return _lu.model_bytes
-
-
 def solve() -> Operation:
     """The ``solve`` entry of the table (imports jax and distla)."""
     import jax.numpy as jnp
@@ -52,7 +45,7 @@ def solve() -> Operation:
 
     import distla
 
-    model = _lu_model()
+    model = distla.linalg.lu_model_bytes
     return Operation(
         name="solve",
         api="distla.linalg.solve",
@@ -100,7 +93,7 @@ def lu() -> Operation:
 
     import distla
 
-    model = _lu_model()
+    model = distla.linalg.lu_model_bytes
     return Operation(
         name="lu",
         api="distla.linalg.lu_factor",

@@ -25,13 +25,6 @@ def _flops(shape, dtype) -> float:
     return (2.0 * m * n * k - 2.0 / 3.0 * k**3 + 2.0 * m * k * k - 2.0 / 3.0 * k**3) * cplx(dtype)
 
 
-def _qr_model():
-    # the model of docs/qr.md; not yet public beside distla.linalg
-    from distla import _qr
-
-    return _qr.model_bytes
-
-
 def build() -> Operation:
     """The ``qr`` entry of the table (imports jax and distla)."""
     import jax.numpy as jnp
@@ -39,7 +32,7 @@ def build() -> Operation:
 
     import distla
 
-    model = _qr_model()
+    model = distla.linalg.qr_model_bytes
     return Operation(
         name="qr",
         api="distla.linalg.qr",
