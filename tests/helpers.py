@@ -1,4 +1,4 @@
-"""Reference checks shared by the tests: DESIGN.md's scaled residual ratios.
+"""Reference checks shared by the tests: LAPACK's scaled residual ratios.
 
 The ratios live in ``distla.tools.ratios`` (one home for the tests, the demo,
 the scaling study, the benchmarks and the multi-process worker); this module

@@ -7,7 +7,7 @@ Run under the launcher, 2 processes x 4 simulated CPU devices, one global 2x4 me
 Every process builds the same host matrices from the same seeds, makes global
 arrays from them with ``jax.make_array_from_callback`` (each process fills
 only its own devices' shards), runs distla, gathers the result with
-``process_allgather`` and checks DESIGN.md's scaled ratios against numpy in
+``process_allgather`` and checks LAPACK's scaled residual ratios against numpy in
 float64. Every check runs (and asserts) on every process; each prints
 ``mp_worker: N checks passed`` at the end. ``--fail-on I`` makes process I
 raise (``--fail-how exit``: call ``sys.exit(3)``) after the first collective

@@ -3,7 +3,7 @@
 Every device solves its own members with the one-device LAPACK path, so the
 compiled program of a batch-sharded call has no collective (checked with
 distla.cost), results stay sharded along the batch, and each member meets
-DESIGN.md's ratios on its own.
+LAPACK's scaled ratios on its own.
 """
 
 import jax

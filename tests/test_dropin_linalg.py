@@ -1,4 +1,4 @@
-"""distla.linalg as a drop-in for jnp.linalg / jax.scipy.linalg (issue 10).
+"""distla.linalg as a drop-in for jnp.linalg / jax.scipy.linalg.
 
 The cases are those of numpy's ``test_linalg.py``, scipy's ``test_decomp_lu.py``
 and ``test_basic.py`` and jax's ``tests/linalg_test.py`` for det, slogdet, inv,

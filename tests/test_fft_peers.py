@@ -2,7 +2,7 @@
 
 Written here (not copied), with distla substituted for the function under test
 and sharded operands; where numpy and jnp differ (dtypes without x64, error
-types), jnp's behaviour is the expectation, as DESIGN.md asks of a drop-in.
+types), jnp's behaviour is the expectation, as a drop-in must.
 """
 
 import jax

@@ -1,4 +1,4 @@
-"""distla.linalg.qr: TSQR and blocked Householder against LAPACK's test ratios (DESIGN.md)."""
+"""distla.linalg.qr: TSQR and blocked Householder against LAPACK's test ratios."""
 
 import jax
 import jax.numpy as jnp

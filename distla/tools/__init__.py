@@ -15,6 +15,6 @@ Modules:
   launch    N local processes on jax.distributed.
   devices   simulated CPU devices (``jax_num_cpu_devices``).
   timing    compile once, warm up, time with ``block_until_ready``.
-  ratios    DESIGN.md's scaled residual ratios (tests, demo, scaling, benchmarks).
+  ratios    LAPACK's scaled residual ratios (tests, demo, scaling, benchmarks).
   table     the one table formatter (aligned text or markdown).
 """

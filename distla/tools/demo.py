@@ -4,7 +4,7 @@ Each row is an operation of :mod:`distla.tools.ops` that has a demo row
 (``Operation.demo``), run by the scaling study's runner on one mesh at one
 size: distla against the one-device reference and against XLA's own
 partitioning of the jnp call on the same sharded inputs (``Auto`` mesh),
-checked with DESIGN.md's scaled ratio, with collective bytes and peak memory
+checked with LAPACK's scaled residual ratio, with collective bytes and peak memory
 per device from the compiled program. Across processes the one-device
 baselines cannot run (no device holds the operands) and the table is
 process 0's.

@@ -1,4 +1,4 @@
-"""DESIGN.md's scaled residual ratios, in one place (pass at ``THRESHOLD``).
+"""LAPACK's scaled residual ratios, in one place (pass at ``THRESHOLD``).
 
 Used by the tests (``tests/helpers.py`` re-exports them), the demo, the
 scaling study, the benchmarks and the multi-process worker. Every ratio is

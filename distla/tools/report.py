@@ -165,7 +165,7 @@ def markdown(doc: dict[str, Any]) -> str:
     lines += [
         "",
         "speedup: throughput / the one-device reference's at the same size (weak scaling: at "
-        "the 1-device size). err ratio: DESIGN.md's scaled residual, passes at <= 30. "
+        "the 1-device size). err ratio: LAPACK's scaled residual ratio, passes at <= 30. "
         "MiB per device from `distla.cost` (the compiled program).",
         "",
     ]

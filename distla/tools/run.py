@@ -2,7 +2,7 @@
 
 Every case is compiled once; the same executable is timed (``time_calls``)
 and measured (``distla.cost.cost_of_compiled``, what :func:`distla.cost`
-reports), and the distla variants' results are checked with DESIGN.md's
+reports), and the distla variants' results are checked with LAPACK's
 scaled ratios. Used by the scaling study and the demo.
 """
 

@@ -5,7 +5,7 @@ the distla call and its baselines (one device, XLA's own partitioning of the
 jnp call on the same sharded input, jaxdecomp for the FFT) in interleaved
 rounds, reads collective bytes and peak memory per device from the very
 executable it timed, puts the communication volume the algorithm's model
-predicts beside the measured one, checks the result with DESIGN.md's scaled
+predicts beside the measured one, checks the result with LAPACK's scaled
 residual ratio, and writes::
 
     DIR/results.json   every figure, the machine, the versions, the command line
@@ -22,7 +22,7 @@ Parallel efficiency is throughput relative to the one-device reference
 ``(flops / time) / (flops_ref / time_ref) / ideal``. On accelerators the
 ideal speedup on ``p`` devices is ``p``. Simulated CPU devices share the
 machine's cores, so there the ideal is 1: the best a mesh can do is match
-one device using every core (DESIGN.md's "physical limit").
+one device using every core (the physical limit when simulated devices share the cores).
 """
 
 from __future__ import annotations

@@ -57,7 +57,7 @@ def build() -> Operation:
                 distla.linalg.solve,
                 "mesh",
                 model=lambda s, grid, dt: 0.0,
-                model_text="0: each device solves its own matrices (DESIGN.md)",
+                model_text="0: each device solves its own matrices",
             ),
         ),
         baselines=(  # numpy's batched solve is no yardstick: much slower than jax's
@@ -71,7 +71,7 @@ def build() -> Operation:
         weak_rule="the batch grows as p: matrices per device stay constant",
         min_dim=_fits,
         footprint=lambda s, dt: s[0] * (s[1] * s[1] + 2 * s[1]) * np.dtype(dt).itemsize,
-        model_source="DESIGN.md (batched solves move nothing); see docs/batched.md",
+        model_source="batched solves move nothing (docs/batched.md)",
         demo=Demo(
             label="batched solve",
             group="batched",
