@@ -506,18 +506,3 @@ def test_pivots_to_permutation_matches_lax():
             want = jax.lax.linalg.lu_pivots_to_permutation(piv, n)
             np.testing.assert_array_equal(pivots_to_permutation(piv, nb), want)
 
-
-def test_cost_counts_lapack_triangular_solves():
-    # on CPU, lax.linalg.triangular_solve lowers to LAPACK's trsm (a custom call)
-    n, k = 64, 24
-    t = jnp.tril(jnp.ones((n, n), jnp.float32)) + n * jnp.eye(n, dtype=jnp.float32)
-    b = jnp.ones((n, k), jnp.float32)
-
-    def left(t, b):
-        return jax.lax.linalg.triangular_solve(t, b, left_side=True, lower=True)
-
-    def right(t, b):
-        return jax.lax.linalg.triangular_solve(t, b.T, left_side=False, lower=True)
-
-    assert distla.cost(left, t, b).flops == n * n * k
-    assert distla.cost(right, t, b).flops == n * n * k
