@@ -6,9 +6,9 @@ steps each multiply the two local blocks into C and shift A one block left
 along the mesh row and B one block up along the mesh column. Every block
 travels over nearest-neighbour ``ppermute``s only.
 
-Cost per device: ``(m·k + k·n)/q`` elements received (the skew plus q-1
-shifts of each operand, one fewer shift than steps), memory of two blocks of
-each operand and one of C.
+Cost per device: the bytes ``distla.matmul.model_bytes(..., algorithm="cannon")``
+gives (the skew plus q-1 shifts of each operand, one fewer shift than
+steps); memory of two blocks of each operand and one of C.
 """
 
 from __future__ import annotations

@@ -15,10 +15,17 @@ and the B-panel ``(k/panels, n/pc)``; one local GEMM adds their product into
 C. The permutation of k this implies is harmless: a sum does not care in
 which order its terms come.
 
-Cost per device: receives ``(m/pr)·k·(pc-1)/pc + k·(n/pc)·(pr-1)/pr``
-elements; holds the operands' blocks, C's block, and one panel pair. Every
-device sends at every step (no idle owner), and step ``s+1``'s gathers are
-issued before step ``s``'s GEMM so XLA may overlap them.
+Cost per device: the bytes ``distla.matmul.model_bytes`` gives (A's block
+row and B's block column less the device's own share); it holds the
+operands' blocks, C's block, and one panel pair.
+
+The loop is a real loop, one gather pair and one GEMM per step, with nothing
+carried but C: carrying the next step's panels (double buffering) makes XLA
+copy both panels in and out of the loop state every step, and on CPU, where a
+collective runs on the device's own thread, it overlaps nothing. A stays in
+its own layout (no transpose): the A-panel is gathered along its columns, so
+the GEMM is a plain row-major ``(m/pr, k/panels) @ (k/panels, n/pc)``, which
+XLA:CPU hands to its fastest GEMM (a transposed operand is not).
 """
 
 from __future__ import annotations
@@ -74,35 +81,19 @@ def summa_local(
             f"summa_local: local blocks {a_blk.shape} and {b_blk.shape} do not split into "
             f"{chunks} chunks x {panels} panels"
         )
-    # A is kept transposed so that its panel slices are contiguous rows and the
-    # gather concatenates along the major axis; the GEMM reads A^T directly.
-    a_t = a_blk.T.reshape(ca, panels, w, mb)
+    # A's slices of one step side by side and contiguous: (panels, m/pr, ca*w)
+    a_r = a_blk.reshape(mb, ca, panels, w).transpose(2, 0, 1, 3).reshape(panels, mb, ca * w)
     b_r = b_blk.reshape(cb, panels, w, nb)
 
-    def gather(s):
-        a_piece = lax.dynamic_index_in_dim(a_t, s, 1, keepdims=False).reshape(ca * w, mb)
+    def product(s):
+        a_piece = lax.dynamic_index_in_dim(a_r, s, 0, keepdims=False)
         b_piece = lax.dynamic_index_in_dim(b_r, s, 1, keepdims=False).reshape(cb * w, nb)
-        # all_gather over col -> (L*w, m/pr): A^T-panel, slice s of every k-chunk
-        a_pan = all_gather(a_piece, col_axis, axis=0, tiled=True)
+        # all_gather over col -> (m/pr, L*w): A-panel, slice s of every k-chunk
+        a_pan = all_gather(a_piece, col_axis, axis=1, tiled=True)
         # all_gather over row -> (L*w, n/pc): B-panel, the same k indices in the same order
         b_pan = all_gather(b_piece, row_axis, axis=0, tiled=True)
-        return a_pan, b_pan
-
-    def product(a_pan, b_pan):
-        return lax.dot_general(a_pan, b_pan, (((0,), (0,)), ((), ())), precision=precision)
+        return jnp.dot(a_pan, b_pan, precision=precision)
 
     # A real loop (not unrolled): XLA would otherwise hoist every gather to the
-    # start and hold all panels at once. The next step's panels are gathered
-    # while this step's product runs (double buffering).
-    def step(s, carry):
-        acc, a_pan, b_pan = carry
-        a_next, b_next = gather(s + 1)
-        return acc + product(a_pan, b_pan), a_next, b_next
-
-    a_pan, b_pan = gather(0)
-    if panels == 1:
-        return product(a_pan, b_pan)
-    acc = jnp.zeros((mb, nb), jnp.result_type(a_blk, b_blk))
-    acc = lax.pcast(acc, tuple(ax for ax in (row_axis, col_axis) if ax), to="varying")
-    acc, a_pan, b_pan = lax.fori_loop(0, panels - 1, step, (acc, a_pan, b_pan))
-    return acc + product(a_pan, b_pan)
+    # start and hold all panels at once. Step 0's product starts C.
+    return lax.fori_loop(1, panels, lambda s, acc: acc + product(s), product(0))

@@ -13,6 +13,7 @@ from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 import distla
+from distla.matmul import model_bytes
 
 SHAPES = [
     pytest.param((64, 48, 40), id="64x48x40"),
@@ -254,7 +255,7 @@ class TestCost:
         _, _, da, db = _operands(mesh, m, k, n)
         cost = distla.cost(distla.matmul, da, db, algorithm="summa")
         pr, pc = shape
-        model = (m * k / pr * (pc - 1) / pc + k * n / pc * (pr - 1) / pr) * 4
+        model = model_bytes((m, k, n), shape, np.float32, algorithm="summa")
         assert cost.total_collective_bytes == pytest.approx(model, rel=0.2)
         assert cost.total_collective_bytes == cost.collective_bytes["all-gather"]
         # no collective result is a whole operand, and no device holds one
@@ -268,8 +269,7 @@ class TestCost:
         m = k = n = 512
         _, _, da, db = _operands(mesh, m, k, n)
         cost = distla.cost(distla.matmul, da, db, algorithm="cannon")
-        q = 2
-        model = (m * k + k * n) / q * 4
+        model = model_bytes((m, k, n), (2, 2), np.float32, algorithm="cannon")
         assert cost.collective_bytes["collective-permute"] == pytest.approx(model, rel=0.2)
         assert cost.total_collective_bytes == cost.collective_bytes["collective-permute"]
         assert cost.peak_memory_bytes <= 2.5 * (m * k + k * n + m * n) * 4 / 4
