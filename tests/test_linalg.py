@@ -490,19 +490,3 @@ class TestCost:
         assert cost.conditional_flops < cost.flops
         assert distla.cost(distla.matmul, a, a).conditional_flops == 0
 
-
-def test_pivots_to_permutation_matches_lax():
-    from distla.kernels.lu import pivots_to_permutation
-
-    rng = np.random.default_rng(3)
-    for n, nb in [(16, 4), (64, 8), (40, 5), (8, 8)]:
-        for trial in range(10):
-            # pivots of a blocked LU: piv[g] >= g; some rows chosen twice, some kept
-            piv = np.array([g if rng.random() < 0.3 else rng.integers(g, n) for g in range(n)])
-            if trial % 2:
-                piv = np.maximum(np.minimum(piv, (np.arange(n) // nb + 1) * nb + 1), np.arange(n))
-                piv = np.minimum(piv, n - 1)
-            piv = jnp.asarray(piv, jnp.int32)
-            want = jax.lax.linalg.lu_pivots_to_permutation(piv, n)
-            np.testing.assert_array_equal(pivots_to_permutation(piv, nb), want)
-
