@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import jax
 import numpy as np
-from jax.sharding import NamedSharding
-
 from distla.kernels.cyclic import from_block_cyclic, to_block_cyclic
+from jax.sharding import NamedSharding
 
 
 def run_local(body, mesh, in_specs, out_specs, *args):

@@ -14,11 +14,6 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from conftest import build_mesh
-from jax.sharding import NamedSharding
-from jax.sharding import PartitionSpec as P
-from kernel_helpers import cyclic_order, from_cyclic_2d, run_local, to_cyclic_2d
-
-import distla
 from distla.kernels.cyclic import (
     from_block_cyclic,
     global_blocks,
@@ -26,6 +21,11 @@ from distla.kernels.cyclic import (
     relayout_fraction,
     to_block_cyclic,
 )
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+from kernel_helpers import cyclic_order, from_cyclic_2d, run_local, to_cyclic_2d
+
+import distla
 
 NB = 8
 
@@ -71,6 +71,7 @@ def test_both_axes_of_a_grid(shape, blocks):
     a = (rng.standard_normal((m, n)) + 1j * rng.standard_normal((m, n))).astype(np.complex64)
     mesh = build_mesh(shape, "auto")
     cyc_names = dict(row_axis="x", col_axis="y", nb=NB)
+
     def body(v):
         cyc = to_cyclic_2d(v, **cyc_names)
         return cyc, from_cyclic_2d(cyc, **cyc_names)

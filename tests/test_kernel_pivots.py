@@ -15,11 +15,6 @@ import numpy as np
 import pytest
 import scipy.linalg as sl
 from conftest import build_mesh
-from helpers import THRESHOLD, lu_factor_ratio
-from jax.sharding import NamedSharding
-from jax.sharding import PartitionSpec as P
-from kernel_helpers import cyclic_order, from_cyclic_2d, run_local, to_cyclic_2d
-
 from distla.kernels.lu import lu_block_cyclic
 from distla.kernels.pivots import (
     apply_panel_swaps,
@@ -27,6 +22,10 @@ from distla.kernels.pivots import (
     pivots_to_permutation,
     swap_sources,
 )
+from helpers import THRESHOLD, lu_factor_ratio
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+from kernel_helpers import cyclic_order, from_cyclic_2d, run_local, to_cyclic_2d
 
 NB = 8
 

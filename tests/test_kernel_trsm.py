@@ -16,12 +16,11 @@ import numpy as np
 import pytest
 import scipy.linalg as sl
 from conftest import build_mesh
+from distla.kernels.cyclic import from_block_cyclic, to_block_cyclic
+from distla.kernels.trsm import lu_solve_block_cyclic, trsm_few, trsm_many
 from helpers import THRESHOLD, solve_ratio
 from jax.sharding import PartitionSpec as P
 from kernel_helpers import run_local, to_cyclic_2d
-
-from distla.kernels.cyclic import from_block_cyclic, to_block_cyclic
-from distla.kernels.trsm import lu_solve_block_cyclic, trsm_few, trsm_many
 
 NB = 8
 N = 32  # 4 block rows: 2 local block rows per mesh row, 1 local block column per mesh column

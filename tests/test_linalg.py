@@ -5,7 +5,9 @@ ScaLAPACK's pass mark of 1. Tests are grouped so that one compiled program
 (mesh, size, dtype, block size) serves many matrices.
 """
 
+import dataclasses
 import functools
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
@@ -189,84 +191,163 @@ def test_scalapack_pass_mark_n1024():
     assert solve_ratio(a, np.asarray(x), b) <= 1.0
 
 
-# --------------------------------------------------------------------------- solves
+# --------------------------------------------------------------------------- the ops, as a table
 
 
-@pytest.mark.parametrize("k", [None, 3], ids=lambda k: "vector" if k is None else f"k{k}")
-def test_solve_right_hand_sides(mesh24, k):
+@dataclasses.dataclass(frozen=True)
+class Op:
+    """One linalg op beside its reference.
+
+    ``run(da, db)`` calls distla on placed operands; ``reference(a, b)`` is scipy's or
+    numpy's answer for the host arrays; ``operator(a)`` is the matrix whose solve the op
+    is (``A``, ``Aᵀ``, ``Aᴴ``) when the solve ratio applies, else None; ``tolerances``
+    are ``(rtol, atol)`` per output against the reference (``None``: exactly equal).
+    """
+
+    run: Callable
+    reference: Callable
+    operator: Callable | None
+    tolerances: tuple
+
+
+def _lu_solve(trans):
+    return Op(
+        run=lambda da, db: linalg.lu_solve(linalg.lu_factor(da), db, trans=trans),
+        reference=lambda a, b: sl.lu_solve(sl.lu_factor(a), b, trans=trans),
+        operator={0: lambda a: a, 1: lambda a: a.T, 2: lambda a: a.conj().T}[trans],
+        tolerances=((2e-3, 2e-4),),
+    )
+
+
+OPS = {
+    # solves: the ratio ||op·x - b||_inf / (||op||_inf ||x||_inf n eps) and the reference
+    "solve": Op(
+        run=lambda da, db: linalg.solve(da, db),
+        reference=lambda a, b: sl.solve(a, b),
+        operator=lambda a: a,
+        tolerances=((2e-3, 2e-4),),
+    ),
+    "lu_solve-trans0": _lu_solve(0),
+    "lu_solve-trans1": _lu_solve(1),
+    "lu_solve-trans2": _lu_solve(2),
+    # inv: the solve ratio with b = I
+    "inv": Op(
+        run=lambda da, db: linalg.inv(da),
+        reference=lambda a, b: np.linalg.inv(a),
+        operator=lambda a: a,
+        tolerances=((2e-3, 2e-4),),
+    ),
+    # values: against numpy / scipy only
+    "lu": Op(
+        run=lambda da, db: linalg.lu(da),
+        reference=lambda a, b: sl.lu(a),
+        operator=None,
+        tolerances=(None, (1e-7, 1e-5), (1e-7, 1e-4)),
+    ),
+    "det": Op(
+        run=lambda da, db: (complex(linalg.det(da)),),
+        reference=lambda a, b: (np.linalg.det(a.astype(np.complex128)),),
+        operator=None,
+        tolerances=((1e-4, 0),),
+    ),
+    "slogdet": Op(
+        run=lambda da, db: _sign_and_log(*linalg.slogdet(da)),
+        reference=lambda a, b: tuple(np.linalg.slogdet(a.astype(np.complex128))),
+        operator=None,
+        tolerances=((1e-5, 0), (1e-5, 0)),
+    ),
+}
+
+
+def _sign_and_log(sign, logabsdet):
+    return complex(sign), float(logabsdet)
+
+
+def _as_tuple(x):
+    return tuple(x) if isinstance(x, (tuple, list)) else (x,)
+
+
+def check_op(name, a, b, got):
+    """Every output of ``OPS[name]`` against its reference; the solve ratio where it applies."""
+    op = OPS[name]
+    want = _as_tuple(op.reference(a, b))
+    got = _as_tuple(got)
+    assert len(got) == len(want) == len(op.tolerances)
+    for g, w, tol in zip(got, want, op.tolerances):
+        if tol is None:
+            np.testing.assert_array_equal(np.asarray(g), w, err_msg=name)
+        else:
+            np.testing.assert_allclose(np.asarray(g), w, rtol=tol[0], atol=tol[1], err_msg=name)
+    if op.operator is not None:
+        (x,) = got
+        rhs = np.eye(a.shape[0], dtype=a.dtype) if b is None else b
+        assert solve_ratio(op.operator(a), np.asarray(x), rhs) <= THRESHOLD, name
+
+
+def _case(op, dtype, k, kind, matrices=("gaussian",), mesh=(2, 4)):
+    """One row of the solve table: op, dtype, right-hand sides (None: a vector), mesh kind."""
+    dt = np.dtype(dtype).name
+    rhs = "identity" if op == "inv" else "vector" if k is None else f"k{k}"
+    return pytest.param(op, dtype, k, kind, matrices, id=f"{op}-{dt}-{rhs}-{kind}")
+
+
+FAMILIES = {
+    "gaussian": gaussian,
+    "pivot_every_step": pivot_every_step,
+    "diagonally_dominant": diagonally_dominant,
+}
+THREE = ("gaussian", "pivot_every_step", "diagonally_dominant")
+
+SOLVE_CASES = [
+    # solve, on both kinds of 2x4 mesh, a vector and a few right-hand sides (the few-rhs solve)
+    *[
+        _case("solve", np.float32, k, kind, THREE)
+        for k in (None, 3)
+        for kind in ("auto", "explicit")
+    ],
+    # more right-hand sides than the few-rhs solve takes: the panel-broadcast solve; inv uses it
+    _case("solve", np.float32, 200, "explicit"),
+    _case("inv", np.float32, None, "explicit"),
+    # lu_solve with each trans, real and complex
+    *[
+        _case(f"lu_solve-trans{trans}", dtype, k, kind)
+        for dtype, trans, k in [
+            (np.float32, 0, 1),
+            (np.float32, 1, 9),
+            (np.complex64, 2, None),
+            (np.complex64, 1, 3),
+        ]
+        for kind in ("auto", "explicit")
+    ],
+]
+
+
+@pytest.mark.parametrize("name, dtype, k, kind, matrices", SOLVE_CASES)
+def test_solves_against_the_reference(name, dtype, k, kind, matrices):
+    """Shape, dtype, LAPACK's solve ratio and the scipy answer; layout of solve's result."""
+    mesh = build_mesh((2, 4), kind)
     n = 40
     rng = np.random.default_rng(2)
-    for matrix in (gaussian, pivot_every_step, diagonally_dominant):
-        a = matrix(n, np.float32, rng)
-        b = random_matrix(rng, (n,) if k is None else (n, k), np.float32)
-        x = linalg.solve(place(a, mesh24), place(b, mesh24))
-        assert x.shape == b.shape and x.dtype == np.float32
-        assert solve_ratio(a, np.asarray(x), b) <= THRESHOLD, matrix.__name__
-    spec = P(("x", "y")) if k is None else P("x", "y")
-    assert has_layout(x, mesh24, distla._mesh.fitting_spec(b.shape, mesh24.abstract_mesh, spec))
+    for family in matrices:
+        a = FAMILIES[family](n, dtype, rng)
+        b = None if name == "inv" else random_matrix(rng, (n,) if k is None else (n, k), dtype)
+        x = OPS[name].run(place(a, mesh), None if b is None else place(b, mesh))
+        assert x.shape == (a.shape if b is None else b.shape) and x.dtype == dtype
+        check_op(name, a, b, x)
+    if name == "solve":
+        spec = P(("x", "y")) if k is None else P("x", "y")
+        assert has_layout(x, mesh, distla._mesh.fitting_spec(b.shape, mesh.abstract_mesh, spec))
 
 
-def test_solve_many_right_hand_sides_and_inv():
-    """More right-hand sides than FEW_RHS take the panel-broadcast solve; inv uses it."""
+@pytest.mark.parametrize("name", ["lu", "det", "slogdet"])
+@pytest.mark.parametrize("dtype", [np.float32, np.complex64], ids=["float32", "complex64"])
+def test_values_against_the_reference(name, dtype):
     mesh = build_mesh((2, 4), "explicit")
-    n = 40
-    rng = np.random.default_rng(3)
-    a = gaussian(n, np.float32, rng)
-    b = random_matrix(rng, (n, 200), np.float32)
-    x = linalg.solve(place(a, mesh), place(b, mesh))
-    assert solve_ratio(a, np.asarray(x), b) <= THRESHOLD
-    ainv = np.asarray(linalg.inv(place(a, mesh)))
-    assert solve_ratio(a, ainv, np.eye(n)) <= THRESHOLD
+    a = gaussian(24, dtype, np.random.default_rng(5))
+    check_op(name, a, None, OPS[name].run(place(a, mesh), None))
 
 
-@pytest.mark.parametrize(
-    "dtype, trans, k",
-    [
-        (np.float32, 0, 1),
-        (np.float32, 1, 9),
-        (np.complex64, 2, None),
-        (np.complex64, 1, 3),
-    ],
-    ids=[
-        "float32-trans0-k1",
-        "float32-trans1-k9",
-        "complex64-trans2-vector",
-        "complex64-trans1-k3",
-    ],
-)
-def test_lu_solve_trans(mesh24, dtype, trans, k):
-    n = 40
-    rng = np.random.default_rng(4)
-    a = gaussian(n, dtype, rng)
-    lu_and_piv = linalg.lu_factor(place(a, mesh24))
-    op = {0: a, 1: a.T, 2: a.conj().T}[trans]
-    b = random_matrix(rng, (n,) if k is None else (n, k), dtype)
-    x = linalg.lu_solve(lu_and_piv, place(b, mesh24), trans=trans)
-    assert x.shape == b.shape and x.dtype == dtype
-    assert solve_ratio(op, np.asarray(x), b) <= THRESHOLD
-    want = sl.lu_solve(sl.lu_factor(a), b, trans=trans)
-    np.testing.assert_allclose(np.asarray(x), want, rtol=2e-3, atol=2e-4)
-
-
-def test_lu_det_slogdet():
-    mesh = build_mesh((2, 4), "explicit")
-    n = 24
-    rng = np.random.default_rng(5)
-    for dtype in (np.float32, np.complex64):
-        a = gaussian(n, dtype, rng)
-        da = place(a, mesh)
-        p, lower, upper = (np.asarray(x) for x in linalg.lu(da))
-        sp, sl_, su = sl.lu(a)
-        np.testing.assert_array_equal(p, sp)
-        np.testing.assert_allclose(lower, sl_, atol=1e-5)
-        np.testing.assert_allclose(upper, su, atol=1e-4)
-        np.testing.assert_allclose(
-            complex(linalg.det(da)), np.linalg.det(a.astype(np.complex128)), rtol=1e-4
-        )
-        sign, logabs = linalg.slogdet(da)
-        want = np.linalg.slogdet(a.astype(np.complex128))
-        np.testing.assert_allclose(complex(sign), want[0], rtol=1e-5)
-        np.testing.assert_allclose(float(logabs), want[1], rtol=1e-5)
+# --------------------------------------------------------------------------- singular
 
 
 @pytest.mark.parametrize("where", ["first", "middle", "last"])
@@ -489,4 +570,3 @@ class TestCost:
         assert 0.9 * getrf <= cost.conditional_flops <= 1.1 * getrf
         assert cost.conditional_flops < cost.flops
         assert distla.cost(distla.matmul, a, a).conditional_flops == 0
-
