@@ -544,7 +544,7 @@ class TestCost:
 
     @pytest.mark.parametrize("rhs", [None, 0, 9])
     def test_collective_bytes_match_the_model_of_the_docs(self, rhs):
-        # docs/lu.md's model (distla._lu.model_bytes) for the busiest device
+        # docs/lu.md's model (distla.linalg.lu_model_bytes) for the busiest device
         mesh = build_mesh((2, 4), "explicit")
         n = 512
         a = _abstract(mesh, (n, n), P("x", "y"))
@@ -554,7 +554,7 @@ class TestCost:
             shape = (n,) if rhs == 0 else (n, rhs)
             b = _abstract(mesh, shape, P("x") if rhs == 0 else P("x", None))
             cost = distla.cost(linalg.solve, a, b)
-        model = distla._lu.model_bytes(n, (2, 4), np.float32, rhs=rhs)
+        model = linalg.lu_model_bytes(n, (2, 4), np.float32, rhs=rhs)
         assert 0.9 <= cost.total_collective_bytes / model <= 1.1
 
     def test_panel_flops_are_conditional(self):
