@@ -69,6 +69,30 @@ def exchange(chunks: jax.Array, names: Sequence[str | None]) -> jax.Array:
     return lax.all_to_all(chunks, axes if len(axes) > 1 else axes[0], 0, 0, tiled=False)
 
 
+def regroup(
+    x: jax.Array,
+    names: Sequence[str | None],
+    view: Sequence[int],
+    pack: Sequence[int],
+    unpack: Sequence[int],
+    out: Sequence[int],
+    *,
+    peers: int = 1,
+) -> jax.Array:
+    """One global transpose: pack, :func:`exchange`, unpack.
+
+    ``x`` is viewed as ``view`` and permuted by ``pack`` so that its ``peers``
+    leading axes index the receiving device (its linear index over ``names``,
+    major axis first); the received chunks, whose leading axes then index the
+    sender, are permuted by ``unpack`` and reshaped to ``out``. The two
+    permutations are the two local copies of the module docstring.
+    """
+    chunks = x.reshape(tuple(view)).transpose(tuple(pack))
+    shape = chunks.shape
+    recv = exchange(chunks.reshape((-1, *shape[peers:])), names).reshape(shape)
+    return recv.transpose(tuple(unpack)).reshape(tuple(out))
+
+
 # --- Z-pencils <-> Z-slabs: one all_to_all over (col, row), P-way -----------------
 
 
@@ -93,21 +117,17 @@ def zpencils_to_zslabs(
       ``(Zp/P, X, Y)``: Z-chunk ``j * pa + i`` on device ``(i, j)``.
     """
     pa, pb = axis_size(row_axis), axis_size(col_axis)
-    p = pa * pb
     xl, yl, zp = x.shape
-    m = zp // p
+    m = zp // (pa * pb)
     t = fit_tile(m, tile)
-    # pack: Z-chunk c for linear index c, moving t-runs of it -> (P, xl, m/t, yl, t)
-    chunks = x.reshape(xl, yl, p, m // t, t).transpose(2, 0, 3, 1, 4)
-    recv = exchange(chunks, (col_axis, row_axis))
-    # all_to_all over (b, a) -> (P, xl, m/t, yl, t): sender s = j*pa + i sent its pencil;
-    # unpack: (yl, t) tiles transposed
-    recv = recv.reshape(pb, pa, xl, m // t, yl, t)
-    if swap:  # sender (i, j) held X-block j and Y-block i
-        out = recv.transpose(3, 5, 0, 2, 1, 4)  # (m/t, t, pb, xl, pa, yl)
-        return out.reshape(m, pb * xl, pa * yl)
-    out = recv.transpose(3, 5, 1, 2, 0, 4)  # (m/t, t, pa, xl, pb, yl)
-    return out.reshape(m, pa * xl, pb * yl)
+    # pack: Z-chunk j*pa + i for device (i, j), moving t-runs -> (pb, pa, xl, m/t, yl, t);
+    # all_to_all over (b, a): sender (i', j') sent its pencil; unpack: (yl, t) tiles transposed
+    if swap:  # sender (i', j') held X-block j' and Y-block i'
+        unpack, out = (3, 5, 0, 2, 1, 4), (m, pb * xl, pa * yl)  # (m/t, t, pb, xl, pa, yl)
+    else:
+        unpack, out = (3, 5, 1, 2, 0, 4), (m, pa * xl, pb * yl)  # (m/t, t, pa, xl, pb, yl)
+    view, pack = (xl, yl, pb, pa, m // t, t), (2, 3, 0, 4, 1, 5)
+    return regroup(x, (col_axis, row_axis), view, pack, unpack, out, peers=2)
 
 
 def zslabs_to_zpencils(
@@ -124,20 +144,16 @@ def zslabs_to_zpencils(
     ``pa`` with ``swap``, which returns XY-pencils ``(X/pb, Y/pa, Zp)``).
     """
     pa, pb = axis_size(row_axis), axis_size(col_axis)
-    p = pa * pb
     m, xg, yg = x.shape
     xn, yn = (pb, pa) if swap else (pa, pb)
     xl, yl = xg // xn, yg // yn
     t = fit_tile(m, tile)
-    blocks = x.reshape(m // t, t, xn, xl, yn, yl)
     # pack: block for device (i, j) at linear index j*pa + i, (t, yl) tiles transposed
-    if swap:  # X-block j, Y-block i
-        chunks = blocks.transpose(2, 4, 3, 0, 5, 1)  # (pb, pa, xl, m/t, yl, t)
-    else:  # X-block i, Y-block j
-        chunks = blocks.transpose(4, 2, 3, 0, 5, 1)  # (pb, pa, xl, m/t, yl, t)
-    recv = exchange(chunks.reshape(p, xl, m // t, yl, t), (col_axis, row_axis))
-    # all_to_all over (b, a) -> (P, xl, m/t, yl, t): sender c held Z-chunk c; unpack moves t-runs
-    return recv.transpose(1, 3, 0, 2, 4).reshape(xl, yl, p * m)
+    # -> (pb, pa, xl, m/t, yl, t): with swap X-block j, Y-block i; else X-block i, Y-block j
+    pack = (2, 4, 3, 0, 5, 1) if swap else (4, 2, 3, 0, 5, 1)
+    # all_to_all over (b, a): sender c held Z-chunk c; unpack moves t-runs
+    view, unpack, out = (m // t, t, xn, xl, yn, yl), (2, 4, 0, 1, 3, 5), (xl, yl, pa * pb * m)
+    return regroup(x, (col_axis, row_axis), view, pack, unpack, out, peers=2)
 
 
 # --- Z-slabs <-> X-pencils: one all_to_all over the row axis, pa-way --------------
@@ -164,15 +180,16 @@ def zslabs_to_xpencils(
     if order == "xyz":
         t = fit_tile(ya, tile)
         # pack: Y-block k for device k, moving t-runs -> (pa, X, ya/t, m, t)
-        chunks = x.reshape(m, xg, pa, ya // t, t).transpose(2, 1, 3, 0, 4)
-        recv = exchange(chunks, (row_axis,))
         # all_to_all over a -> (pa, X, ya/t, m, t): sender k held Z sub-chunk k
-        return recv.transpose(1, 2, 4, 0, 3).reshape(xg, ya, pa * m)
+        view, pack = (m, xg, pa, ya // t, t), (2, 1, 3, 0, 4)
+        unpack, out = (1, 2, 4, 0, 3), (xg, ya, pa * m)
+        return regroup(x, (row_axis,), view, pack, unpack, out)
     t = fit_tile(ya, min(tile, 8))  # the unpack transposes (X, t) tiles
-    chunks = x.reshape(m, xg, pa, ya // t, t).transpose(2, 3, 0, 1, 4)  # (pa, ya/t, m, X, t)
-    recv = exchange(chunks, (row_axis,))
+    # pack -> (pa, ya/t, m, X, t)
     # all_to_all over a -> (pa, ya/t, m, X, t)
-    return recv.transpose(1, 4, 0, 2, 3).reshape(ya, pa * m, xg)
+    view, pack = (m, xg, pa, ya // t, t), (2, 3, 0, 1, 4)
+    unpack, out = (1, 4, 0, 2, 3), (ya, pa * m, xg)
+    return regroup(x, (row_axis,), view, pack, unpack, out)
 
 
 def xpencils_to_zslabs(
@@ -189,17 +206,18 @@ def xpencils_to_zslabs(
         m = zb // pa
         t = fit_tile(ya, tile)
         # pack: Z sub-chunk k for device k, (m, t) tiles transposed -> (pa, X, ya/t, m, t)
-        chunks = x.reshape(xg, ya // t, t, pa, m).transpose(3, 0, 1, 4, 2)
-        recv = exchange(chunks, (row_axis,))
         # all_to_all over a -> (pa, X, ya/t, m, t): sender k held Y-block k
-        return recv.transpose(3, 1, 0, 2, 4).reshape(m, xg, pa * ya)
+        view, pack = (xg, ya // t, t, pa, m), (3, 0, 1, 4, 2)
+        unpack, out = (3, 1, 0, 2, 4), (m, xg, pa * ya)
+        return regroup(x, (row_axis,), view, pack, unpack, out)
     ya, zb, xg = x.shape
     m = zb // pa
     t = fit_tile(ya, min(tile, 8))
-    chunks = x.reshape(ya // t, t, pa, m, xg).transpose(2, 0, 3, 4, 1)  # (pa, ya/t, m, X, t)
-    recv = exchange(chunks, (row_axis,))
+    # pack -> (pa, ya/t, m, X, t)
     # all_to_all over a -> (pa, ya/t, m, X, t): sender k held Y-block k
-    return recv.transpose(2, 3, 0, 1, 4).reshape(m, xg, pa * ya)
+    view, pack = (ya // t, t, pa, m, xg), (2, 0, 3, 4, 1)
+    unpack, out = (2, 3, 0, 1, 4), (m, xg, pa * ya)
+    return regroup(x, (row_axis,), view, pack, unpack, out)
 
 
 # --- X-slabs <-> X-minor slabs: one all_to_all over a single axis -----------------
@@ -222,16 +240,17 @@ def xslabs_to_xminor(x: jax.Array, *, axis: str | None, split: int, tile: int = 
         run = (yg // p) * zg
         t = fit_tile(run, tile)
         # pack: Y-block k for device k as (run/t, xl, t), moving t-runs
-        chunks = x.reshape(xl, p, run // t, t).transpose(1, 2, 0, 3)
-        recv = exchange(chunks, (axis,))
         # all_to_all -> (p, run/t, xl, t): sender k held X-block k
-        return recv.transpose(1, 3, 0, 2).reshape(yg // p, zg, p * xl)
+        view, pack = (xl, p, run // t, t), (1, 2, 0, 3)
+        unpack, out = (1, 3, 0, 2), (yg // p, zg, p * xl)
+        return regroup(x, (axis,), view, pack, unpack, out)
     zl = zg // p
     t = fit_tile(zl, tile)
-    chunks = x.reshape(xl, yg, p, zl // t, t).transpose(2, 1, 3, 0, 4)  # (p, Y, zl/t, xl, t)
-    recv = exchange(chunks, (axis,))
+    # pack -> (p, Y, zl/t, xl, t)
     # all_to_all -> (p, Y, zl/t, xl, t): sender k held X-block k
-    return recv.transpose(1, 2, 4, 0, 3).reshape(yg, zl, p * xl)
+    view, pack = (xl, yg, p, zl // t, t), (2, 1, 3, 0, 4)
+    unpack, out = (1, 2, 4, 0, 3), (yg, zl, p * xl)
+    return regroup(x, (axis,), view, pack, unpack, out)
 
 
 def xminor_to_xslabs(x: jax.Array, *, axis: str | None, split: int, tile: int = 32) -> jax.Array:
@@ -246,17 +265,18 @@ def xminor_to_xslabs(x: jax.Array, *, axis: str | None, split: int, tile: int = 
         xl, run = xg // p, yl * zg
         t = fit_tile(run, tile)
         # pack: X-block k for device k, (xl, t) tiles transposed -> (p, run/t, xl, t)
-        chunks = x.reshape(run // t, t, p, xl).transpose(2, 0, 3, 1)
-        recv = exchange(chunks, (axis,))
         # all_to_all -> (p, run/t, xl, t): sender k held Y-block k
-        return recv.transpose(2, 0, 1, 3).reshape(xl, p * yl, zg)
+        view, pack = (run // t, t, p, xl), (2, 0, 3, 1)
+        unpack, out = (2, 0, 1, 3), (xl, p * yl, zg)
+        return regroup(x, (axis,), view, pack, unpack, out)
     yg, zl, xg = x.shape
     xl = xg // p
     t = fit_tile(zl, tile)
-    chunks = x.reshape(yg, zl // t, t, p, xl).transpose(3, 0, 1, 4, 2)  # (p, Y, zl/t, xl, t)
-    recv = exchange(chunks, (axis,))
+    # pack -> (p, Y, zl/t, xl, t)
     # all_to_all -> (p, Y, zl/t, xl, t): sender k held Z-block k
-    return recv.transpose(3, 1, 0, 2, 4).reshape(xl, yg, p * zl)
+    view, pack = (yg, zl // t, t, p, xl), (3, 0, 1, 4, 2)
+    unpack, out = (3, 1, 0, 2, 4), (xl, yg, p * zl)
+    return regroup(x, (axis,), view, pack, unpack, out)
 
 
 # --- the textbook pencil transposes: Z-pencils <-> Y-pencils <-> X-pencils ---------
@@ -272,10 +292,10 @@ def zpencils_to_ypencils(x: jax.Array, *, col_axis: str | None, tile: int = 8) -
     zl = zq // pb
     t = fit_tile(zl, tile)
     # pack: Z-block k for device k, moving t-runs -> (pb, xl, zl/t, yl, t)
-    chunks = x.reshape(xl, yl, pb, zl // t, t).transpose(2, 0, 3, 1, 4)
-    recv = exchange(chunks, (col_axis,))
     # all_to_all over b -> (pb, xl, zl/t, yl, t): sender k held Y-block k
-    return recv.transpose(1, 2, 4, 0, 3).reshape(xl, zl, pb * yl)
+    view, pack = (xl, yl, pb, zl // t, t), (2, 0, 3, 1, 4)
+    unpack, out = (1, 2, 4, 0, 3), (xl, zl, pb * yl)
+    return regroup(x, (col_axis,), view, pack, unpack, out)
 
 
 def ypencils_to_zpencils(x: jax.Array, *, col_axis: str | None, tile: int = 8) -> jax.Array:
@@ -285,10 +305,10 @@ def ypencils_to_zpencils(x: jax.Array, *, col_axis: str | None, tile: int = 8) -
     yl = yg // pb
     t = fit_tile(zl, tile)
     # pack: Y-block k for device k, (yl, t) tiles transposed -> (pb, xl, zl/t, yl, t)
-    chunks = x.reshape(xl, zl // t, t, pb, yl).transpose(3, 0, 1, 4, 2)
-    recv = exchange(chunks, (col_axis,))
     # all_to_all over b -> (pb, xl, zl/t, yl, t): sender k held Z-block k
-    return recv.transpose(1, 3, 0, 2, 4).reshape(xl, yl, pb * zl)
+    view, pack = (xl, zl // t, t, pb, yl), (3, 0, 1, 4, 2)
+    unpack, out = (1, 3, 0, 2, 4), (xl, yl, pb * zl)
+    return regroup(x, (col_axis,), view, pack, unpack, out)
 
 
 def ypencils_to_xpencils(x: jax.Array, *, row_axis: str | None, tile: int = 8) -> jax.Array:
@@ -302,10 +322,10 @@ def ypencils_to_xpencils(x: jax.Array, *, row_axis: str | None, tile: int = 8) -
     yl = yq // pa
     t = fit_tile(yl, tile)
     # pack: Y-block k for device k, moving t-runs -> (pa, yl/t, zl, xl, t)
-    chunks = x.reshape(xl, zl, pa, yl // t, t).transpose(2, 3, 1, 0, 4)
-    recv = exchange(chunks, (row_axis,))
     # all_to_all over a -> (pa, yl/t, zl, xl, t): sender k held X-block k
-    return recv.transpose(1, 4, 2, 0, 3).reshape(yl, zl, pa * xl)
+    view, pack = (xl, zl, pa, yl // t, t), (2, 3, 1, 0, 4)
+    unpack, out = (1, 4, 2, 0, 3), (yl, zl, pa * xl)
+    return regroup(x, (row_axis,), view, pack, unpack, out)
 
 
 def xpencils_to_ypencils(x: jax.Array, *, row_axis: str | None, tile: int = 8) -> jax.Array:
@@ -315,7 +335,7 @@ def xpencils_to_ypencils(x: jax.Array, *, row_axis: str | None, tile: int = 8) -
     xl = xg // pa
     t = fit_tile(yl, tile)
     # pack: X-block k for device k, (xl, t) tiles transposed -> (pa, yl/t, zl, xl, t)
-    chunks = x.reshape(yl // t, t, zl, pa, xl).transpose(3, 0, 2, 4, 1)
-    recv = exchange(chunks, (row_axis,))
     # all_to_all over a -> (pa, yl/t, zl, xl, t): sender k held Y-block k
-    return recv.transpose(3, 2, 0, 1, 4).reshape(xl, zl, pa * yl)
+    view, pack = (yl // t, t, zl, pa, xl), (3, 0, 2, 4, 1)
+    unpack, out = (3, 2, 0, 1, 4), (xl, zl, pa * yl)
+    return regroup(x, (row_axis,), view, pack, unpack, out)
