@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import operator
 from collections.abc import Sequence
 from typing import Any
 
@@ -37,14 +38,36 @@ def result_dtypes(x: jax.Array, kind: str, what: str) -> tuple[np.dtype, np.dtyp
             f"{what} transforms real input; got dtype {x.dtype}. Use distla.fft.fftn for "
             "complex arrays."
         )
-    probe = jax.ShapeDtypeStruct((2,), x.dtype)
-    out = jax.eval_shape(JNP[kind], probe).dtype
+    out = _result(kind, (2,), np.dtype(x.dtype), None, None, None, *_config()).dtype
     if real_in:
         return np.dtype(jnp.finfo(out).dtype), np.dtype(out)
     if kind == "irfft":
         cplx = jax.dtypes.canonicalize_dtype(np.result_type(out, np.complex64))
         return np.dtype(cplx), np.dtype(out)
     return np.dtype(out), np.dtype(out)
+
+
+def _ints(values: Any) -> tuple[int, ...] | None:
+    """``values`` as a tuple of ints (``operator.index``: a float raises ``TypeError``)."""
+    return None if values is None else tuple(operator.index(v) for v in values)
+
+
+def _config() -> tuple[bool, Any]:
+    """The settings that change what ``jnp.fft`` returns (their context managers included)."""
+    return bool(jax.config.jax_enable_x64), jax.config.jax_numpy_dtype_promotion
+
+
+@functools.lru_cache(maxsize=256)
+def _result(kind, shape, dtype, s, axes, norm, x64, promotion) -> jax.ShapeDtypeStruct:
+    """``jnp.fft``'s result for these arguments, traced once per key.
+
+    Tracing it costs about a millisecond, as much as the rest of an eager call's
+    dispatch together; ``x64`` and ``promotion`` are :func:`_config`'s, read by
+    the caller so that the trace runs under the same settings.
+    """
+    del x64, promotion
+    fn = functools.partial(JNP[kind], s=s, axes=axes, norm=norm)
+    return jax.eval_shape(fn, jax.ShapeDtypeStruct(shape, dtype))
 
 
 def normalize(
@@ -56,8 +79,15 @@ def normalize(
     per axis of ``axes`` (for ``irfft`` the last is the output length), and
     ``result`` is the shape and dtype ``jnp.fft`` gives.
     """
-    fn = functools.partial(JNP[kind], s=s, axes=axes, norm=norm)
-    result = jax.eval_shape(fn, jax.ShapeDtypeStruct(x.shape, x.dtype))
+    try:  # hashable: tuples of ints (jnp's own error below for anything else)
+        key = _ints(s), _ints(axes)
+    except TypeError:
+        key = None
+    if key is None:
+        fn = functools.partial(JNP[kind], s=s, axes=axes, norm=norm)
+        result = jax.eval_shape(fn, jax.ShapeDtypeStruct(x.shape, x.dtype))
+    else:
+        result = _result(kind, tuple(x.shape), np.dtype(x.dtype), *key, norm, *_config())
     if axes is None:
         n = x.ndim if s is None else len(s)
         axes = tuple(range(x.ndim - n, x.ndim))
