@@ -616,6 +616,8 @@ def cho_solve(
     b: jax.typing.ArrayLike,
     overwrite_b: bool = False,
     check_finite: bool = True,
+    *,
+    a: jax.typing.ArrayLike | None = None,
 ) -> jax.Array:
     """Solve ``a x = b`` from :func:`cho_factor`, as ``jax.scipy.linalg.cho_solve``.
 
@@ -628,6 +630,13 @@ def cho_solve(
         layout (with ``c``'s batch dimensions in front for a stack).
       overwrite_b: accepted and ignored, as in jax.
       check_finite: accepted and ignored, as in jax.
+      a: mixed precision (a distla extension): the Hermitian matrix that was
+        factored, in the system's precision, when ``c`` is its factor in the
+        lower precision (float32 for float64, complex64 for complex128). The
+        solve is then refined against ``a`` to ``a``'s precision (as
+        :func:`lu_solve` with ``a``; NaN where refinement does not converge).
+        With a factor of any other dtype ``a`` is ignored; without ``a`` the
+        semantics are jax's.
 
     Returns:
       ``x`` with ``b``'s shape: ``[n, k]`` in the mesh's 2D block layout,
@@ -645,6 +654,12 @@ def cho_solve(
     what = "distla.linalg.cho_solve"
     c, lower = c_and_lower
     c, b, dtype = _solve_prologue(what, c, b)
+    if a is not None:  # mixed precision: a lower-precision factor refined against a
+        from . import _refine
+
+        x = _refine.cho_solve_mixed(c_and_lower[0], lower, b, a=a)  # the factor's own dtype
+        if x is not None:
+            return x
     mesh = _mesh_of(c, b, names=("c", "b"))
     if mesh is None or is_empty(c, b):
         c, b = (_one_device(x).astype(dtype) for x in (c, b))

@@ -1,39 +1,59 @@
-"""Mixed-precision solve: factor in low precision, refine in the input's (private).
+"""Mixed-precision solves: factor in low precision, refine in the input's (private).
 
 The algorithm of LAPACK's ``dsgesv``/``zcgesv`` (Langou, Luszczek, Kurzak,
-Buttari, Dongarra 2006) on distla's distributed operations:
+Buttari, Dongarra 2006), with GMRES-based refinement (Carson and Higham
+2017, 2018) where the classical one stalls, on distla's distributed
+operations:
 
 1. ``P A = L U`` in ``factor_dtype`` (float32 for float64 input, complex64
-   for complex128) with the distributed LU — half the bytes, and on CPUs and
-   GPUs about twice the flop rate of the input precision;
-2. ``x = U^-1 L^-1 P b`` in ``factor_dtype``, then classical iterative
-   refinement in the input precision: ``r = b - A x``, ``d`` solved from
-   ``r`` with the low-precision factors, ``x += d``. For one sharded matrix
-   (up to ``FEW_RHS`` right-hand sides) all of it is one ``shard_map``
-   program on the block-cyclic layout: ``A`` is re-laid out once, its
-   factors never leave that layout, and each step moves ``O(n·k)`` words (a
-   block-cyclic matvec and ``kernels/trsm.py``'s few-right-hand-side
-   solves). Stacks, one-device operands and many right-hand sides go through
-   ``distla.linalg.lu_factor``/``lu_solve`` and ``distla.matmul``
-   (``jnp.matmul`` for stacks);
-3. stop when every column meets dsgesv's test
+   for complex128) with the distributed LU: half the bytes, and on CPUs and
+   GPUs about twice the flop rate of the input precision (or a factor the
+   caller made once: :func:`lu_solve_mixed`, :func:`cho_solve_mixed`);
+2. classical iterative refinement from ``x = 0``: ``r = b - A x`` in the
+   input precision, ``d = U^-1 L^-1 P r`` with the factors' values (exact in
+   the input precision, and applied in it: the triangular solves are O(n²)
+   against the factorisation's O(n³)), ``x += d``;
+3. where that stalls (the residual stops decreasing: ``cond(A)`` beyond
+   about ``1/eps`` of ``factor_dtype``) or runs out of steps, GMRES-IR: each
+   correction ``d`` is ``GMRES_BASIS`` steps of GMRES on the preconditioned
+   system ``U^-1 L^-1 P A d = U^-1 L^-1 P r``, matvecs and preconditioner in
+   the input precision. The iteration counts are static and the Krylov basis
+   is ``GMRES_BASIS + 1`` vectors laid out like ``b``, so the program has a
+   fixed shape and no device holds more than its share of ``n``. Classical
+   steps and GMRES steps share one loop and one call site of the triangular
+   solves (a classical step is the first pass of the Arnoldi loop);
+4. stop when every column meets dsgesv's test
    ``‖r‖∞ ≤ ‖x‖∞ · ‖A‖∞ · eps · sqrt(n)`` (``eps`` of the input
-   precision), which puts the backward error well inside DESIGN.md's solve
-   ratio; or after ``max_iterations`` corrections (dsgesv's ``ITERMAX = 30``),
-   or as soon as the residual stops decreasing (a stall, which dsgesv would
-   ride out to ``ITERMAX``).
+   precision), which puts the backward error well inside the scaled solve
+   ratio; or when GMRES-IR stops decreasing the residual too, or after
+   ``GMRES_STEPS`` of it.
 
-Non-convergence (``cond(A)`` near ``1/eps`` of ``factor_dtype`` or worse, a
-stall, or values that overflow ``factor_dtype``) is reported as NaN in every
-entry of the solution: where dsgesv falls back to a full-precision
-factorisation, distla leaves that choice to the caller (``solve`` without
-``factor_dtype``), so that the compiled program holds one factorisation.
-No GMRES-IR.
+Where neither converges (``cond(A)`` near ``1/eps`` of the input precision,
+or values that overflow ``factor_dtype``) every entry of the solution is NaN:
+where dsgesv falls back to a full-precision factorisation, distla leaves that
+choice to the caller (``solve`` without ``factor_dtype``), so that the
+compiled program holds one factorisation.
+
+Layouts. For one sharded matrix (up to ``FEW_RHS`` right-hand sides) all of
+it is one ``shard_map`` program on the block-cyclic layout: ``A`` (and a
+given factor) is re-laid out once, the factors never leave that layout, and
+each matvec, triangular solve and inner product moves ``O(n·k)`` words.
+Stacks, one-device operands, many right-hand sides and Cholesky factors go
+through the public ``distla.linalg`` solves and ``distla.matmul``.
+
+Derivatives: :func:`solve_mixed` is a ``lax.custom_linear_solve`` whose
+solve and transpose solve are mixed solves with the same low-precision
+factor (``trans`` 0 and 1), so ``jax.grad``, ``jax.jvp`` and higher orders
+give the derivatives of ``A^-1 b`` at the input precision.
+
+Names: ``_cyc`` block-cyclic local blocks; ``rows``/``cols`` the mesh axes
+of ``op(A)``'s rows and columns (swapped for ``trans`` 1, 2).
 """
 
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from typing import NamedTuple
 
 import jax
@@ -47,9 +67,21 @@ from distla.kernels.lu import lu_block_cyclic
 from distla.kernels.trsm import lu_solve_block_cyclic
 
 from . import _lu
-from ._mesh import constrain, fitting_spec, is_explicit, operand_mesh, run_on_mesh, shard_map
+from ._mesh import (
+    Grid,
+    constrain,
+    fitting_spec,
+    grid_of,
+    is_explicit,
+    operand_mesh,
+    run_on_mesh,
+    shard_map,
+)
 
-MAX_ITERATIONS = 30  # LAPACK dsgesv's ITERMAX
+MAX_ITERATIONS = 30  # LAPACK dsgesv's ITERMAX: classical refinement steps
+GMRES_BASIS = 12  # Krylov vectors per GMRES-IR correction (m of GMRES(m))
+GMRES_STEPS = 8  # most GMRES-IR corrections after classical refinement gives up
+_PRECISION = lax.Precision.HIGHEST
 
 # the low precision of each input precision (LAPACK's dsgesv, zcgesv)
 _LOWER = {
@@ -63,13 +95,17 @@ class MixedSolve(NamedTuple):
 
     Attributes:
       x: the solution in the input precision (NaN where not converged).
-      iterations: refinement steps taken (0: the low-precision solve passed).
+      iterations: classical refinement steps taken (0: the low-precision
+        solve passed).
       converged: whether dsgesv's test passed.
+      gmres_steps: GMRES-IR corrections taken after classical refinement
+        (0: it was not needed).
     """
 
     x: jax.Array
     iterations: jax.Array
     converged: jax.Array
+    gmres_steps: jax.Array
 
 
 def check_factor_dtype(dtype, factor_dtype, what: str) -> np.dtype:
@@ -101,37 +137,144 @@ def _same_type(x, ref):
     return jax.sharding.reshard(x, sharding)
 
 
-def _column_max(x, vector: bool):
-    """``max |x|`` over the rows of each right-hand side: ``[..., k]``."""
-    return jnp.max(jnp.abs(x), axis=-1 if vector else -2)
+def _grid(*xs, names) -> Grid:
+    return grid_of(operand_mesh(*xs, names=names), what="distla.linalg")
 
 
-def _ops(a, vector: bool, two_d: bool):
-    """``(factor, solve, matvec)`` for ``a``: distla's LU and matmul, or their stacks."""
-    from . import linalg
-    from .matmul import matmul
+def _op(a, trans: int):
+    """``op(a)``: ``a``, ``aᵀ`` or ``aᴴ`` (the last two axes)."""
+    if trans == 0:
+        return a
+    at = jnp.swapaxes(a, -1, -2)
+    return jnp.conj(at) if trans == 2 else at
 
-    def factor(a_low):
-        return linalg.lu_factor(a_low)
 
-    def solve(lu_piv, rhs):
-        return linalg.lu_solve(lu_piv, rhs)
+# ------------------------------------------------------------------ the iteration
+# Written once for both layouts: the vectors are x-shaped arrays whose rows are
+# reduced by `dot` (a psum over the mesh rows inside shard_map, a plain sum
+# outside) and whose per-column values `spread` broadcasts back over the rows.
 
-    def matvec(x):
-        if not two_d:
-            return jnp.matmul(a, x[..., None])[..., 0] if vector else jnp.matmul(a, x)
-        return matmul(a, x[:, None])[:, 0] if vector else matmul(a, x)
 
-    return factor, solve, matvec
+class _Ops(NamedTuple):
+    precond: Callable  # v -> (L U)^-1 P v: the low-precision factors in input-precision arithmetic
+    matvec: Callable  # v -> op(A) v (input precision)
+    dot: Callable  # (u, v) -> per column sum(conj(u) v) over the rows (leading axes kept)
+    spread: Callable  # per-column values -> broadcastable against vectors
+    measure: Callable  # (x, r) -> (all columns pass dsgesv's test, worst residual)
+    same: Callable  # x -> x in the loop carry's layout
 
+
+def _norm2(ops: _Ops, v):
+    return jnp.sqrt(jnp.real(ops.dot(v, v)))
+
+
+def _correction(ops: _Ops, r, steps, *, m: int):
+    """``d ≈ A^-1 r``: ``M^-1 r`` (``steps == 0``, classical refinement) or GMRES.
+
+    With ``steps = m`` (dynamic, at most the static ``m``), ``m`` steps of
+    GMRES on ``M^-1 A d = M^-1 r`` (``M = P^T L U``) from 0. The
+    preconditioner is applied at one call site (the loop's first pass gives
+    ``M^-1 r``, each later one ``M^-1 A v_j``), so the program holds one copy
+    of the triangular solves.
+    """
+    dtype = r.dtype
+    safe = lambda s: jnp.where(s > 0, s, 1).astype(dtype)  # noqa: E731 (breakdown: keep 0)
+    basis = jnp.zeros((m + 1, *r.shape), dtype) + (r * 0)[None]  # r's layout, m+1 vectors
+    beta = _norm2(ops, r) * 0  # per column
+    hess = jnp.zeros((m + 1, m, *beta.shape), dtype)
+
+    def arnoldi(j, state):
+        basis, hess, beta = state
+        prev = basis[jnp.maximum(j - 1, 0)]
+        u = lax.cond(j == 0, lambda: r, lambda: ops.same(ops.matvec(prev)))
+        w = ops.same(ops.precond(u))
+        h_all = jnp.zeros_like(hess[:, 0])
+        # classical Gram-Schmidt twice against v_0..v_{j-1} (later basis vectors are 0)
+        for _ in range(2):
+            h = ops.dot(basis, w[None])  # (m+1, cols)
+            w = w - jnp.sum(basis * ops.spread(h), axis=0)
+            h_all = h_all + h
+        hn = _norm2(ops, w)
+        col = jnp.maximum(j - 1, 0)
+        h_all = h_all.at[j].set(hn.astype(dtype))
+        hess = jnp.where(j == 0, hess, hess.at[:, col].set(h_all))
+        beta = jnp.where(j == 0, hn, beta)
+        return basis.at[j].set(w / ops.spread(safe(hn))), hess, beta
+
+    basis, hess, beta = lax.fori_loop(0, steps + 1, arnoldi, (basis, hess, beta))
+    # least squares min ||beta e1 - H y|| for each column, by the SVD (breakdown-safe)
+    h = jnp.moveaxis(hess, (0, 1), (-2, -1))  # (cols, m+1, m)
+    u, s, vh = jnp.linalg.svd(h, full_matrices=False)
+    cut = s[..., :1] * m * jnp.finfo(dtype).eps
+    coef = jnp.conj(u[..., 0, :]) * beta[..., None].astype(dtype)  # U^H (beta e1)
+    y = jnp.einsum("...ji,...j->...i", jnp.conj(vh),
+                   jnp.where(s > cut, coef / jnp.where(s > cut, s, 1), 0))  # (cols, m)
+    y = jnp.where(steps == 0, 0, jnp.moveaxis(y, -1, 0))  # (m, cols)
+    # d = sum_i y_i v_i (i < m); classical: d = beta v_0 = M^-1 r
+    coef = jnp.concatenate([y, jnp.zeros_like(y[:1])])
+    coef = coef.at[0].add(jnp.where(steps == 0, beta.astype(dtype), 0))
+    return jnp.sum(basis * ops.spread(coef), axis=0)
+
+
+def _iterate(ops: _Ops, b, x0=None, *, max_iterations: int, gmres_steps: int, m: int):
+    """Refinement from ``x = 0``: ``(x, classical steps, converged, GMRES-IR steps)``.
+
+    (From ``x0 = M^-1 b``, counted as the first classical step, where given.)
+
+    One loop: classical corrections until they stop reducing the residual (or
+    ``max_iterations`` of them), then GMRES-IR corrections until those stop
+    too (or ``gmres_steps``), or until dsgesv's test passes.
+    """
+    residual = lambda x: ops.same(b - ops.same(ops.matvec(x)))  # noqa: E731
+    its = jnp.int32(0 if x0 is None else 1)
+    x = ops.same(jnp.zeros_like(b) if x0 is None else x0)
+    r = b if x0 is None else residual(x)
+    converged, worst = ops.measure(x, r)
+
+    def refine_step(state):
+        its, steps, x, r, _, phase, worst = state
+        in_gmres = phase > 0
+        x = ops.same(x + _correction(ops, r, jnp.where(in_gmres, m, 0), m=m))
+        r = residual(x)
+        converged, new_worst = ops.measure(x, r)
+        # no progress (or inf/nan): this kind of correction cannot converge
+        stalled = ~(new_worst < worst)
+        its = its + (~in_gmres).astype(jnp.int32)
+        steps = steps + in_gmres.astype(jnp.int32)
+        # phase 0: classical, 1: GMRES-IR, 2: done (GMRES-IR stalled too)
+        phase = jnp.where(in_gmres, jnp.where(stalled, 2, 1),
+                          jnp.where(stalled | (its >= max_iterations), 1, 0)).astype(jnp.int32)
+        return its, steps, x, r, converged, phase, jnp.minimum(new_worst, worst)
+
+    def keep(state):
+        its, steps, _, _, converged, phase, _ = state
+        return ~converged & ((phase == 0) | (phase == 1) & (steps < gmres_steps))
+
+    zero = jnp.int32(0)
+    state = (its, zero, x, r, converged, zero, worst)
+    its, steps, x, _, converged, _, _ = lax.while_loop(keep, refine_step, state)
+    x = jnp.where(converged, x, jnp.full_like(x, jnp.nan))
+    return x, its, converged, steps
+
+
+def _dsgesv_test(anorm, n, dtype, reduce_max):
+    """``measure`` for :class:`_Ops`: dsgesv's test on every column, and the worst residual."""
+    cte = anorm * jnp.finfo(dtype).eps * np.sqrt(n)
+
+    def measure(x, r):
+        rnorm, xnorm = reduce_max(r), reduce_max(x)
+        return jnp.all(rnorm <= xnorm * cte), jnp.max(rnorm)
+
+    return measure
 
 
 # --------------------------------------------------------------- one sharded matrix
 # One shard_map program: the matrix goes to block-cyclic order once, is factored
-# there in factor_dtype and stays there; each refinement step is a matvec with
-# the block-cyclic float64 matrix (x all-gathered along mesh rows, n·k words;
-# partial products psummed along mesh columns) and the two triangular solves of
-# kernels/trsm.py with few right-hand sides (O(n·k) words per step).
+# there in factor_dtype (or its given factor is re-laid out there) and stays
+# there; each step is a matvec with the block-cyclic matrix (x all-gathered
+# along mesh rows, n·k words; partial products psummed along mesh columns), the
+# two triangular solves of kernels/trsm.py with few right-hand sides, and
+# per-column inner products psummed along the mesh rows (O(n·k) words per step).
 
 
 def _matvec_cyc(a_cyc, x, *, row_axis, col_axis, nb):
@@ -145,168 +288,226 @@ def _matvec_cyc(a_cyc, x, *, row_axis, col_axis, nb):
     # (pr, mloc, k) in block-cyclic order -> (blocks, nb, k) in global block order
     full = full.reshape(pr, mloc // nb, nb, k).swapaxes(0, 1).reshape(-1, nb, k)
     cols = full[global_blocks(a_cyc.shape[1] // nb, col_axis)].reshape(-1, k)
-    y = jnp.dot(a_cyc, cols, precision=lax.Precision.HIGHEST)
+    y = jnp.dot(a_cyc, cols, precision=_PRECISION)
     # psum along the mesh row -> (mloc, k): this device row's rows of A x
     return y if col_axis is None else lax.psum(y, col_axis)
 
 
-def _refine_local(a_blk, b_blk, *, grid, nb, n, factor_dtype, max_iterations):
+def _cyclic(x_blk, grid: Grid, nb: int):
+    x = to_block_cyclic(x_blk, axis=0, axis_name=grid.row, nb=nb)
+    return to_block_cyclic(x, axis=1, axis_name=grid.col, nb=nb)
+
+
+def _refine_local(a_blk, b_blk, lu_blk, piv, *, grid, nb, n, factor_dtype, trans, counts):
     row, col = grid.row, grid.col
-    axes = tuple(x for x in (row, col) if x is not None)
     dtype = a_blk.dtype
-    a = to_block_cyclic(a_blk, axis=0, axis_name=row, nb=nb)
-    a = to_block_cyclic(a, axis=1, axis_name=col, nb=nb)  # (mloc, nloc), input precision
-    lu, piv = lu_block_cyclic(
-        a.astype(factor_dtype), row_axis=row, col_axis=col, nb=nb, precision=_lu._PRECISION
-    )
-    b = to_block_cyclic(b_blk, axis=0, axis_name=row, nb=nb)  # (mloc, k) on every mesh column
-
-    def low_solve(r):
-        x = lu_solve_block_cyclic(
-            lu, piv, r.astype(factor_dtype), trans=0, few=True, row_axis=row, col_axis=col,
-            nb=nb, precision=_lu._PRECISION,
+    a = _cyclic(a_blk, grid, nb)  # (mloc, nloc), input precision
+    if lu_blk is None:
+        lu, piv = lu_block_cyclic(
+            a.astype(factor_dtype), row_axis=row, col_axis=col, nb=nb, precision=_PRECISION
         )
-        return x.astype(dtype)
+    else:
+        lu = _cyclic(lu_blk, grid, nb)
+    # op(A) block-cyclic over (rows, cols); b and every vector: rows block-cyclic
+    # over `rows`, (rows_loc, k), the same on every device along `cols`
+    rows, cols = (row, col) if trans == 0 else (col, row)
+    op_a = _op(a, trans)
+    b = to_block_cyclic(b_blk, axis=0, axis_name=rows, nb=nb)
+    # the factors' values, exact in the input precision: every solve with them
+    # (classical corrections and GMRES's preconditioner) runs in that precision
+    lu_in = lu.astype(dtype)
 
-    def residual(x):
-        return b - _matvec_cyc(a, x, row_axis=row, col_axis=col, nb=nb)
+    def solve_with(factors, v):
+        return lu_solve_block_cyclic(
+            factors, piv, v, trans=trans, few=True, row_axis=row, col_axis=col, nb=nb,
+            precision=_PRECISION,
+        )
+
+    def matvec(v):
+        return _matvec_cyc(op_a, v, row_axis=rows, col_axis=cols, nb=nb)
+
+    def dot(u, v):
+        s = jnp.sum(jnp.conj(u) * v, axis=-2)
+        return s if rows is None else lax.psum(s, rows)
+
+    axes = tuple(x for x in (row, col) if x is not None)
 
     def pmax(v):
         return lax.pmax(v, axes) if axes else v
 
-    # ||A||inf over the real rows (the padding's identity rows left out)
-    mloc = a.shape[0]
-    blocks = jnp.repeat(global_blocks(mloc // nb, row), nb)
+    # ||op(A)||inf over the real rows (the padding's identity rows left out)
+    mloc = op_a.shape[0]
+    blocks = jnp.repeat(global_blocks(mloc // nb, rows), nb)
     grow = blocks * nb + jnp.tile(jnp.arange(nb), mloc // nb)  # global row of each local row
-    sums = jnp.sum(jnp.abs(a), axis=1)
-    sums = sums if col is None else lax.psum(sums, col)
+    sums = jnp.sum(jnp.abs(op_a), axis=1)
+    sums = sums if cols is None else lax.psum(sums, cols)
     anorm = pmax(jnp.max(jnp.where(grow < n, sums, 0)))
-    cte = anorm * jnp.finfo(dtype).eps * np.sqrt(n)
 
-    def measure(x, r):
-        rnorm = pmax(jnp.max(jnp.abs(r), axis=0))  # (k,)
-        xnorm = pmax(jnp.max(jnp.abs(x), axis=0))
-        return jnp.all(rnorm <= xnorm * cte), jnp.max(rnorm)
-
-    x = low_solve(b)
-    r = residual(x)
-    converged, worst = measure(x, r)
-    it, x, converged = _iterate(x, r, converged, worst, low_solve, residual, measure,
-                                max_iterations=max_iterations, same=lambda v: v)
-    x = jnp.where(converged, x, jnp.full_like(x, jnp.nan))
-    return from_block_cyclic(x, axis=0, axis_name=row, nb=nb), it, converged
+    ops = _Ops(
+        precond=functools.partial(solve_with, lu_in),
+        matvec=matvec,
+        dot=dot,
+        spread=lambda c: jnp.expand_dims(c, -2),
+        measure=_dsgesv_test(anorm, n, dtype, lambda v: pmax(jnp.max(jnp.abs(v), axis=0))),
+        same=lambda v: v,
+    )
+    x, its, converged, steps = _iterate(ops, b, **counts)
+    return from_block_cyclic(x, axis=0, axis_name=rows, nb=nb), its, converged, steps
 
 
-@functools.partial(jax.jit, static_argnames=("factor_dtype", "max_iterations"))
-def _refine_2d(a, b, *, factor_dtype, max_iterations):
-    grid = _lu._grid(a, b, names=("a", "b"))
+def _natural_rhs_spec(grid: Grid, ndim: int) -> P:
+    if ndim == 1:
+        return P(tuple(a for a in (grid.row, grid.col) if a is not None))
+    return grid.block_spec
+
+
+@functools.partial(jax.jit, static_argnames=("factor_dtype", "trans", "counts"))
+def _refine_2d(a, b, lu, piv, *, factor_dtype, trans, counts):
+    grid = _grid(a, b, names=("a", "b"))
     n = a.shape[0]
     vector = b.ndim == 1
     k = 1 if vector else b.shape[1]
     nb, n_pad = _lu.plan(grid, n)
     blocks = grid.block_spec
-    b_spec = P(grid.row, None)
+    b_spec = P(grid.row if trans == 0 else grid.col, None)
+    given = lu is not None
 
-    def body(a, b):
+    def body(a, b, *factors):
         a = constrain(_lu._pad_identity(a, n_pad), blocks)
         b2 = constrain(jnp.pad(b.reshape(n, k), ((0, n_pad - n), (0, 0))), b_spec)
+        if given:
+            lu, piv = factors
+            lu = constrain(_lu._pad_identity(lu, n_pad), blocks)
+            piv = jnp.concatenate(
+                [piv.astype(jnp.int32), jnp.arange(n, n_pad, dtype=jnp.int32)])
+            factors = (lu, piv)
         kernel = functools.partial(
-            _refine_local, grid=grid, nb=nb, n=n, factor_dtype=factor_dtype,
-            max_iterations=max_iterations,
+            _refine_local, grid=grid, nb=nb, n=n, factor_dtype=factor_dtype, trans=trans,
+            counts=dict(counts),
         )
-        x, it, converged = shard_map(
-            kernel, in_specs=(blocks, b_spec), out_specs=(b_spec, P(), P()), check_vma=False
-        )(a, b2)
+        if not given:
+            kernel = functools.partial(kernel, lu_blk=None, piv=None)
+        x, its, converged, steps = shard_map(
+            kernel, in_specs=(blocks, b_spec) + ((blocks, P()) if given else ()),
+            out_specs=(b_spec, P(), P(), P()), check_vma=False,
+        )(a, b2, *factors)
         x = x[:n]
-        return (x[:, 0] if vector else x), it, converged
+        return (x[:, 0] if vector else x), its, converged, steps
 
-    out = (fitting_spec(b.shape, grid.mesh, _lu._natural_rhs_spec(grid, b.ndim)), P(), P())
-    x, it, converged = run_on_mesh(body, grid.mesh, out, a, b)
-    return MixedSolve(x, it, converged)
-
-
-def _iterate(x, r, converged, worst, low_solve, residual, measure, *, max_iterations, same):
-    """Classical refinement ``x += A_low^-1 (b - A x)`` until converged, stalled or out of steps."""
-
-    def keep_going(state):
-        it, _, _, converged, stalled, _ = state
-        return (it < max_iterations) & ~converged & ~stalled
-
-    def step(state):
-        it, x, r, _, _, worst = state
-        x = same(x + low_solve(r))
-        r = residual(x)
-        converged, new_worst = measure(x, r)
-        # no progress (or inf/nan): refinement in factor_dtype cannot converge
-        stalled = ~(new_worst < worst)
-        return it + 1, x, r, converged, stalled, new_worst
-
-    state = (jnp.int32(0), x, r, converged, ~jnp.isfinite(worst), worst)
-    it, x, _, converged, _, _ = lax.while_loop(keep_going, step, state)
-    return it, x, converged
+    out = (fitting_spec(b.shape, grid.mesh, _natural_rhs_spec(grid, b.ndim)), P(), P(), P())
+    args = (a, b) + ((lu, piv) if given else ())
+    return MixedSolve(*run_on_mesh(body, grid.mesh, out, *args))
 
 
-def refine(a, b, *, factor_dtype, max_iterations: int = MAX_ITERATIONS) -> MixedSolve:
-    """Solve ``a x = b`` with an LU in ``factor_dtype`` refined in ``a``'s precision.
+# ------------------------------------------------------------- through the public API
 
-    Args:
-      a: ``[n, n]`` matrix sharded on a mesh (one distributed program, see
-        above), or on one device, or a stack ``[..., n, n]`` (jax's LU through
-        ``distla.linalg``); already of the system's dtype.
-      b: ``[n]`` or ``[..., n, k]`` right-hand sides of the same dtype.
-      factor_dtype: the low precision (checked by :func:`check_factor_dtype`).
-      max_iterations: most refinement steps.
 
-    Returns:
-      :class:`MixedSolve` ``(x, iterations, converged)``.
+@functools.partial(
+    jax.jit, static_argnames=("factor_dtype", "kind", "trans", "lower", "counts")
+)
+def _refine_generic(a, b, factors, *, factor_dtype, kind, trans, lower, counts):
+    """:func:`refine` through the public solves and matmul: stacks, one device, many columns.
+
+    ``factors``: ``None`` (an LU in ``factor_dtype`` is made here), ``(lu, piv)``
+    (``kind="lu"``) or ``(c,)`` (``kind="cho"``, a Cholesky factor).
     """
-    factor_dtype = np.dtype(factor_dtype)
-    few = b.ndim == 1 or (b.ndim == 2 and b.shape[1] <= _lu.FEW_RHS)
-    if a.ndim == 2 and few and operand_mesh(a, b, names=("a", "b")) is not None:
-        return _refine_2d(a, b, factor_dtype=factor_dtype, max_iterations=max_iterations)
-    return _refine_generic(a, b, factor_dtype=factor_dtype, max_iterations=max_iterations)
+    from . import linalg
+    from .matmul import matmul
 
-
-@functools.partial(jax.jit, static_argnames=("factor_dtype", "max_iterations"))
-def _refine_generic(a, b, *, factor_dtype, max_iterations):
-    """:func:`refine` through the public LU and matmul: stacks, one device, many columns."""
     dtype = a.dtype
     n = a.shape[-1]
     vector = b.ndim == a.ndim - 1
-    factor, solve, matvec = _ops(a, vector, a.ndim == 2)
-    lu_piv = factor(a.astype(factor_dtype))
-
-    # x0: the low-precision solve; every later x and r keep its layout
-    x0 = solve(lu_piv, b.astype(factor_dtype)).astype(dtype)
-
-    def correction(r):
-        return _same_type(solve(lu_piv, r.astype(factor_dtype)).astype(dtype), x0)
-
-    b_x = _same_type(b, x0)
-
-    def residual(x):
-        return b_x - _same_type(matvec(x), x0)
-
-    # dsgesv's test: ||r||inf <= ||x||inf ||A||inf eps sqrt(n), every right-hand side
-    anorm = jnp.max(jnp.sum(jnp.abs(a), axis=-1), axis=-1)
-    cte = anorm * jnp.finfo(dtype).eps * np.sqrt(n)
-    if not vector:
-        cte = cte[..., None]
-
-    def measure(x, r):
-        rnorm = _column_max(r, vector)
-        return jnp.all(rnorm <= _column_max(x, vector) * cte), jnp.max(rnorm)
-
-    x = x0
-    r = residual(x)
-    converged, worst = measure(x, r)
-
-    it, x, converged = _iterate(
-        x, r, converged, worst, correction, residual, measure, max_iterations=max_iterations,
-        same=lambda v: _same_type(v, x0),
+    if factors is None:
+        factors = linalg.lu_factor(a.astype(factor_dtype))
+    if kind == "lu":
+        def solve(f, r):
+            return linalg.lu_solve(f, r, trans)
+    else:
+        def solve(f, r):
+            return linalg.cho_solve((f[0], lower), r)
+    factors_in = tuple(
+        f.astype(dtype) if jnp.issubdtype(f.dtype, jnp.inexact) else f for f in factors
     )
-    x = jnp.where(converged, x, jnp.full_like(x, jnp.nan))
-    return MixedSolve(x, it, converged)
+    op_a = _op(a, trans)
+
+    def matvec(v):
+        if a.ndim > 2:
+            return jnp.matmul(op_a, v[..., None])[..., 0] if vector else jnp.matmul(op_a, v)
+        return matmul(op_a, v[:, None])[:, 0] if vector else matmul(op_a, v)
+
+    # x0: the first correction; every later vector keeps its layout
+    x0 = solve(factors_in, b)
+    same = functools.partial(_same_type, ref=x0)
+    rows = -1 if vector else -2  # the axis of the n rows
+
+    def column_max(v):
+        return jnp.max(jnp.abs(v), axis=rows)
+
+    # dsgesv's test on every right-hand side: ||op(A)||inf per matrix of the stack
+    anorm = jnp.max(jnp.sum(jnp.abs(op_a), axis=-1), axis=-1)
+    anorm = anorm if vector else anorm[..., None]
+    ops = _Ops(
+        precond=lambda v: solve(factors_in, v),
+        matvec=matvec,
+        dot=lambda u, v: jnp.sum(jnp.conj(u) * v, axis=rows),
+        spread=lambda c: jnp.expand_dims(c, rows),
+        measure=_dsgesv_test(anorm, n, dtype, column_max),
+        same=same,
+    )
+    return MixedSolve(*_iterate(ops, same(b), x0, **dict(counts)))
+
+
+def _counts(max_iterations, gmres_steps, gmres_basis):
+    return (("max_iterations", max_iterations), ("gmres_steps", gmres_steps),
+            ("m", gmres_basis))
+
+
+def _few_on_mesh(a, b, *others) -> bool:
+    few = b.ndim == 1 or (b.ndim == 2 and b.shape[1] <= _lu.FEW_RHS)
+    names = ("a", "b") + tuple(f"f{i}" for i in range(len(others)))
+    return a.ndim == 2 and few and operand_mesh(a, b, *others, names=names) is not None
+
+
+def refine(
+    a, b, *, factor_dtype, factors=None, kind: str = "lu", trans: int = 0, lower: bool = False,
+    max_iterations: int = MAX_ITERATIONS, gmres_steps: int = GMRES_STEPS,
+    gmres_basis: int = GMRES_BASIS,
+) -> MixedSolve:
+    """Solve ``op(a) x = b`` with a factor in ``factor_dtype`` refined in ``a``'s precision.
+
+    Args:
+      a: ``[n, n]`` matrix sharded on a mesh (one distributed program, see
+        above), or on one device, or a stack ``[..., n, n]`` (through
+        ``distla.linalg``); already of the system's dtype.
+      b: ``[n]`` or ``[..., n, k]`` right-hand sides of the same dtype.
+      factor_dtype: the low precision (checked by :func:`check_factor_dtype`).
+      factors: ``None`` (factor ``a`` here), or ``(lu, piv)`` of ``a`` in
+        ``factor_dtype`` from ``lu_factor``, or ``(c,)`` from ``cho_factor``.
+      kind: ``"lu"`` or ``"cho"`` (what ``factors`` holds).
+      trans: 0, 1 or 2 (LU only): solve with ``a``, ``aᵀ`` or ``aᴴ``.
+      lower: for ``"cho"``: which triangle ``c`` is.
+      max_iterations: most classical refinement steps.
+      gmres_steps: most GMRES-IR corrections after them (0: none).
+      gmres_basis: Krylov vectors per GMRES-IR correction.
+
+    Returns:
+      :class:`MixedSolve` ``(x, iterations, converged, gmres_steps)``.
+    """
+    factor_dtype = np.dtype(factor_dtype)
+    counts = _counts(max_iterations, gmres_steps, gmres_basis)
+    if kind == "lu" and _few_on_mesh(a, b, *(factors or ())):
+        lu, piv = factors if factors is not None else (None, None)
+        return _refine_2d(a, b, lu, piv, factor_dtype=factor_dtype, trans=trans, counts=counts)
+    return _refine_generic(a, b, factors, factor_dtype=factor_dtype, kind=kind, trans=trans,
+                           lower=lower, counts=counts)
+
+
+# ------------------------------------------------------------------ public entries
+
+
+def _like(x, ref):
+    """``x`` with ``ref``'s shape-and-sharding type (``lax.custom_linear_solve`` checks it)."""
+    return _same_type(x, ref)
 
 
 def solve_mixed(a, b, *, factor_dtype) -> jax.Array:
@@ -314,10 +515,10 @@ def solve_mixed(a, b, *, factor_dtype) -> jax.Array:
 
     LAPACK's ``dsgesv``/``zcgesv``: the distributed LU in ``factor_dtype``
     (float32 for a float64 system, complex64 for complex128), then classical
-    iterative refinement with residuals in the input precision (one
-    distributed program, module docstring), until dsgesv's test holds (backward error at the input
-    precision: DESIGN.md's solve ratio well under 30). Takes about
-    ``log(eps_in)/log(cond(a)·eps_factor)`` steps.
+    iterative refinement with residuals in the input precision, and
+    GMRES-IR where that stalls (module docstring), until dsgesv's test
+    holds (backward error at the input precision: the scaled solve ratio
+    well under 30).
 
     Args:
       a: ``[n, n]`` matrix sharded over a mesh as for ``distla.linalg.solve``
@@ -328,12 +529,11 @@ def solve_mixed(a, b, *, factor_dtype) -> jax.Array:
 
     Returns:
       ``x`` as ``distla.linalg.solve`` returns it (same shape, dtype and
-      layout). Where refinement does not converge within 30 steps or stalls
-      (``cond(a)`` near ``1/eps`` of ``factor_dtype`` or beyond, or entries
-      that overflow ``factor_dtype``), every entry of ``x`` is NaN: solve again
-      without ``factor_dtype``. (dsgesv falls back to the full-precision LU by
-      itself; distla leaves that to the caller.) Forward-mode derivatives go
-      through the iteration; reverse mode does not (``lax.while_loop``).
+      layout). Where neither refinement converges (``cond(a)`` near ``1/eps``
+      of the input precision, or entries that overflow ``factor_dtype``),
+      every entry of ``x`` is NaN: solve again without ``factor_dtype``.
+      Differentiable to any order (a ``lax.custom_linear_solve`` whose
+      solves, with ``a`` and ``aᵀ``, are mixed solves with the same factor).
 
     Raises:
       TypeError: a ``factor_dtype`` that is not the lower precision of the
@@ -348,4 +548,101 @@ def solve_mixed(a, b, *, factor_dtype) -> jax.Array:
     a, b = jnp.asarray(a, dtype), jnp.asarray(b, dtype)
     if factor == dtype:
         return linalg.solve(a, b)
-    return refine(a, b, factor_dtype=factor).x
+    return _solve_mixed(a, b, factor)
+
+
+@functools.partial(jax.custom_jvp, nondiff_argnums=(2,))
+def _solve_mixed(a, b, factor_dtype):
+    # the primal: one program that factors and refines (the fused path above)
+    return refine(a, b, factor_dtype=factor_dtype).x
+
+
+@_solve_mixed.defjvp
+def _solve_mixed_jvp(factor_dtype, primals, tangents):
+    # derivatives: the same solve written with lax.custom_linear_solve, which jax
+    # differentiates (and transposes, for reverse mode) to any order
+    return jax.jvp(functools.partial(_linear_solve, factor_dtype=factor_dtype), primals, tangents)
+
+
+@functools.partial(jax.jit, static_argnames=("factor_dtype",))
+def _linear_solve(a, b, *, factor_dtype):
+    """``a^-1 b`` as ``lax.custom_linear_solve``: solves with ``a`` and ``aᵀ`` share one factor."""
+    from . import linalg
+    from .matmul import matmul
+
+    a_const = lax.stop_gradient(a)
+    factors = linalg.lu_factor(a_const.astype(factor_dtype))
+    vector = b.ndim == a.ndim - 1
+
+    def matvec(x):
+        if a.ndim > 2:
+            return jnp.matmul(a, x[..., None])[..., 0] if vector else jnp.matmul(a, x)
+        return matmul(a, x[:, None])[:, 0] if vector else matmul(a, x)
+
+    def solver(trans):
+        def solve(_, r):
+            x = refine(a_const, r, factor_dtype=factor_dtype, factors=factors, trans=trans).x
+            return _like(x, r)
+        return solve
+
+    return lax.custom_linear_solve(
+        lambda x: _like(matvec(x), x), b, solve=solver(0), transpose_solve=solver(1)
+    )
+
+
+# ------------------------------------------- lu_solve / cho_solve with a low-precision factor
+
+
+def _system_of(what, factor, b, a):
+    """``(a, b, dtype)`` for a refined solve, or ``None`` where ``factor`` is not lower precision."""
+    from ._checks import as_array, result_dtype
+
+    a = as_array(a, "a", what)
+    b = as_array(b, "b", what)
+    dtype = np.dtype(result_dtype(what, a, b))
+    if _LOWER.get(dtype) != np.dtype(factor.dtype):
+        return None  # not a lower-precision factor: the plain solve, as jax.scipy
+    n = factor.shape[-1]
+    if (a.shape != factor.shape or a.ndim < 2 or b.shape[: a.ndim - 2] != a.shape[:-2]
+            or b.ndim not in (a.ndim - 1, a.ndim) or b.shape[a.ndim - 2] != n):
+        raise ValueError(
+            f"{what}: with a, the factor {factor.shape}, a {a.shape} and b {b.shape} must "
+            f"match: a the factorised matrix ({factor.shape}), b (..., {n}) or (..., {n}, k) "
+            "with a's batch dimensions"
+        )
+    return a.astype(dtype), b.astype(dtype), dtype
+
+
+def lu_solve_mixed(lu, piv, b, *, trans: int, a):
+    """``lu_solve`` refined against ``a``: ``op(a) x = b`` at ``a``'s precision, or ``None``.
+
+    ``(lu, piv)`` is ``lu_factor`` of ``a`` in the lower precision of the
+    system's dtype (float32 for float64, complex64 for complex128); each call
+    is the second half of dsgesv (refinement, GMRES-IR where it stalls, NaN
+    where neither converges), so one low-precision factor serves many
+    right-hand sides. ``None`` where the factor is not of that lower precision
+    (the caller then solves as ``jax.scipy.linalg.lu_solve``).
+    """
+    from ._checks import onto_mesh
+
+    system = _system_of("distla.linalg.lu_solve", lu, b, a)
+    if system is None:
+        return None
+    a, b, _ = system
+    a, lu, piv, b = onto_mesh(a, lu, piv.astype(jnp.int32), b)
+    return refine(a, b, factor_dtype=lu.dtype, factors=(lu, piv), trans=trans).x
+
+
+def cho_solve_mixed(c, lower: bool, b, *, a):
+    """``cho_solve`` refined against Hermitian ``a``, as :func:`lu_solve_mixed`, or ``None``."""
+    from ._checks import onto_mesh
+
+    from ._checks import as_array
+
+    c = as_array(c, "c", "distla.linalg.cho_solve")
+    system = _system_of("distla.linalg.cho_solve", c, b, a)
+    if system is None:
+        return None
+    a, b, _ = system
+    a, c, b = onto_mesh(a, c, b)
+    return refine(a, b, factor_dtype=c.dtype, factors=(c,), kind="cho", lower=bool(lower)).x

@@ -406,6 +406,8 @@ def lu_solve(
     trans: int = 0,
     overwrite_b: bool = False,
     check_finite: bool = True,
+    *,
+    a: jax.typing.ArrayLike | None = None,
 ) -> jax.Array:
     """Solve ``a x = b`` from ``lu_factor(a)``, as ``jax.scipy.linalg.lu_solve``.
 
@@ -420,6 +422,15 @@ def lu_solve(
       trans: 0 solves ``a x = b``, 1 ``a^T x = b``, 2 ``a^H x = b``.
       overwrite_b: accepted and ignored, as in ``jax.scipy``.
       check_finite: accepted and ignored, as in ``jax.scipy``.
+      a: mixed precision (a distla extension): the matrix that was factored,
+        in the system's precision, when ``(lu, piv)`` is its factorisation in
+        the lower precision (float32 for float64, complex64 for complex128).
+        The solve is then refined against ``a`` to ``a``'s precision, as the
+        second half of LAPACK's dsgesv (GMRES-IR where classical refinement
+        stalls; NaN where neither converges), so one low-precision factor
+        serves many right-hand sides. ``a`` must have ``lu``'s shape and
+        ``b`` its batch dimensions. With a factor of any other dtype ``a``
+        is ignored; without ``a`` the semantics are jax's.
 
     Returns:
       ``x`` with the broadcast shape: ``[n, k]`` in the 2D block layout of
@@ -450,6 +461,10 @@ def lu_solve(
         raise ValueError(f"{what}: trans must be 0, 1 or 2; got {trans!r}")
     if not jnp.issubdtype(piv.dtype, jnp.integer):
         raise TypeError(f"{what}: piv must be an integer array (from lu_factor); got {piv.dtype}")
+    if a is not None:  # mixed precision: a lower-precision factor refined against a
+        x = _refine.lu_solve_mixed(lu, piv, b, trans=trans, a=a)
+        if x is not None:
+            return x
     n = lu.shape[-1]
     # jax.scipy's rule: a vector when b is 1-D, or (deprecated in jax) when b has
     # one dimension fewer than lu and ends in n
