@@ -284,8 +284,8 @@ def check_op(name, a, b, got):
         assert solve_ratio(op.operator(a), np.asarray(x), rhs) <= THRESHOLD, name
 
 
-def _case(op, dtype, k, kind, matrices=("gaussian",), mesh=(2, 4)):
-    """One row of the solve table: op, dtype, right-hand sides (None: a vector), mesh kind."""
+def _case(op, dtype, k, kind, matrices=("gaussian",)):
+    """One row of the solve table: op, dtype, right-hand sides (None: a vector), 2x4 mesh kind."""
     dt = np.dtype(dtype).name
     rhs = "identity" if op == "inv" else "vector" if k is None else f"k{k}"
     return pytest.param(op, dtype, k, kind, matrices, id=f"{op}-{dt}-{rhs}-{kind}")
