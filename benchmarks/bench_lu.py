@@ -18,7 +18,6 @@ For n = 1024, 2048, 4096 (float32, one right-hand side), in one session:
     python benchmarks/report.py out/lu.json
 """
 
-import functools
 import os
 
 import jax
@@ -218,64 +217,4 @@ def test_compile_time(benchmark, op, n):
     )
 
 
-# Mixed precision: float64 solve at n = 4096 on 2x4, factored in float32 and
-# refined to float64 (distla.linalg.solve(..., factor_dtype=float32)), against
-# the plain float64 distributed solve and one-device scipy.linalg.solve float64.
-
-MIXED_N = 4096
-
-
-def _problem64(n):
-    rng = np.random.default_rng(n)
-    return rng.standard_normal((n, n)), rng.standard_normal(n)
-
-
-def _info64(role, name, n, **extra):
-    return dict(role=role, name=name, op="lu", n=n, dtype="float64",
-                flops=_solve_flops(n), **extra)
-
-
-def test_mixed_scipy_solve64(run, benchmark):
-    benchmark.group = f"LU mixed precision float64 n={MIXED_N}"
-    a, b = _problem64(MIXED_N)
-
-    def solve(a, b):
-        with threadpoolctl.threadpool_limits(os.cpu_count(), user_api="blas"):
-            return scipy.linalg.solve(a, b)
-
-    run(solve, (a, b), **_info64("baseline", "one device: scipy.linalg.solve float64", MIXED_N))
-
-
-@pytest.mark.parametrize("factor", [None, "float32"])
-def test_mixed_distla_solve64(run, benchmark, factor):
-    from distla import _refine
-    from distla.tools.ratios import solve_ratio
-
-    benchmark.group = f"LU mixed precision float64 n={MIXED_N}"
-    with jax.enable_x64(True):
-        a_np, b_np = _problem64(MIXED_N)
-        mesh = distla.make_mesh(MESH, ("rows", "cols"))
-        args = (
-            jax.device_put(a_np, NamedSharding(mesh, P("rows", "cols"))),
-            jax.device_put(b_np, NamedSharding(mesh, P("rows"))),
-        )
-        if factor is None:
-            fn = jax.jit(distla.linalg.solve)
-            name = "distla solve float64 2x4"
-            extra = {}
-        else:
-            fn = jax.jit(functools.partial(_refine.solve_mixed, factor_dtype=np.float32))
-            name = "distla solve float64, factor float32 2x4"
-            res = _refine.refine(*args, factor_dtype=np.dtype(np.float32))
-            extra = dict(iterations=int(res.iterations), converged=bool(res.converged))
-        cost = distla.cost(fn, *args)
-        x = fn(*args)
-        run(
-            fn,
-            args,
-            **_info64(
-                "distla", name, MIXED_N, mesh="x".join(map(str, MESH)),
-                collective_bytes=cost.total_collective_bytes, peak_bytes=cost.peak_memory_bytes,
-                solve_ratio=solve_ratio(a_np, np.asarray(x), b_np), **extra,
-            ),
-        )
+# The mixed-precision float64 solve (factor in float32) is benchmarked in bench_mixed.py.
