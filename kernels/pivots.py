@@ -64,18 +64,19 @@ def swap_sources(pivots: jax.Array, perm: jax.Array) -> tuple[jax.Array, jax.Arr
     return moved, perm[moved].astype(jnp.int32)
 
 
-def pivots_to_permutation(piv: jax.Array, nb: int) -> jax.Array:
-    """``lax.linalg.lu_pivots_to_permutation(piv, n)`` for pivots made ``nb`` rows at a time.
+def panel_swaps(piv: jax.Array, nb: int) -> tuple[jax.Array, jax.Array]:
+    """Every panel's row interchanges of a blocked LU as ``(targets, sources)``.
 
     ``piv`` (``n``, a multiple of ``nb``) are the pivots of a blocked LU:
-    ``piv[g] >= g``, and panel ``K`` swaps only rows ``>= K·nb``. jax's
-    generic lowering (the one on CPU) swaps one row per loop iteration, ``n``
-    iterations; here each panel's swaps touch at most ``2·nb`` rows, so they
-    are replayed on those rows only (``nb`` iterations for all panels at once)
-    and the ``n/nb`` resulting sparse permutations are composed in order.
+    ``piv[g] >= g``, and panel ``K`` swaps only rows ``>= K·nb``, at most
+    ``2·nb`` of them. Its swaps are replayed on those rows only (``nb``
+    iterations for all panels at once).
 
     Returns:
-      ``perm`` (``n``, int32): row ``g`` of ``P A`` is row ``perm[g]`` of ``A``.
+      ``(targets, sources)``, each ``(n/nb, 2·nb)`` global rows: panel ``K``
+      sets ``x[targets[K, s]] = x[sources[K, s]]`` (LAPACK's ``laswp`` of its
+      rows, in the form of :func:`exchange_rows`; repeated targets have equal
+      sources).
     """
     n = piv.shape[0]
     nbr = n // nb
@@ -92,11 +93,60 @@ def pivots_to_permutation(piv: jax.Array, nb: int) -> jax.Array:
     sources = jnp.take_along_axis(
         row_of, jnp.take_along_axis(cperm, jnp.concatenate([own, compact], axis=1), axis=1), axis=1
     ) + starts
+    return targets, sources
+
+
+def pivots_to_permutation(piv: jax.Array, nb: int) -> jax.Array:
+    """``lax.linalg.lu_pivots_to_permutation(piv, n)`` for pivots made ``nb`` rows at a time.
+
+    jax's generic lowering (the one on CPU) swaps one row per loop iteration,
+    ``n`` iterations; here the ``n/nb`` sparse permutations of
+    :func:`panel_swaps` are composed in order.
+
+    Returns:
+      ``perm`` (``n``, int32): row ``g`` of ``P A`` is row ``perm[g]`` of ``A``.
+    """
+    n = piv.shape[0]
+    targets, sources = panel_swaps(piv, nb)
 
     def compose(k, perm):  # apply panel k after panels 0..k-1: perm[t] <- perm[s]
         return perm.at[targets[k]].set(perm[sources[k]])
 
-    return lax.fori_loop(0, nbr, compose, jnp.arange(n, dtype=jnp.int32))
+    return lax.fori_loop(0, n // nb, compose, jnp.arange(n, dtype=jnp.int32))
+
+
+def apply_all_panel_swaps(
+    x: jax.Array,
+    piv: jax.Array,
+    *,
+    axis_name: str | None,
+    nb: int,
+    inverse: bool = False,
+) -> jax.Array:
+    """Apply (or undo) a blocked LU's interchanges, panel by panel, in one loop.
+
+    ``P x`` (``inverse``: ``P^T x``) for ``P`` of ``piv`` (``n``), on rows
+    block-cyclic over ``axis_name``: one :func:`exchange_rows` per panel (a
+    ``2·nb``-row psum), in a ``lax.fori_loop`` whatever ``n``.
+
+    Args:
+      x: ``(n/P, cols)`` local rows, block-cyclic with block size ``nb``.
+      piv: ``(n,)`` global pivots of the blocked LU, on every device.
+      axis_name: the mesh axis that splits the rows.
+      nb: block size (the LU's panel width).
+      inverse: undo the interchanges (last panel first).
+    """
+    nbr = piv.shape[0] // nb
+    targets, sources = panel_swaps(piv, nb)
+    if inverse:  # new[w] = old[perm[w]]; the inverse puts old[w] at perm[w]
+        targets, sources = sources, targets
+
+    def swap(s, x):
+        k = nbr - 1 - s if inverse else s
+        x, _ = exchange_rows(x, targets[k], sources[k], axis_name=axis_name, nb=nb)
+        return x
+
+    return lax.fori_loop(0, nbr, swap, x)
 
 
 def apply_panel_swaps(

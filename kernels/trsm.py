@@ -26,17 +26,58 @@ block-cyclic on the transposed grid.
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 
 from ._axes import axis_index, axis_size
 from .cyclic import global_blocks
-from .pivots import apply_panel_swaps, pivots_to_permutation
+from .pivots import apply_all_panel_swaps, pivots_to_permutation
 
 
-def _steps(nbr: int, lower: bool) -> range:
-    return range(nbr) if lower else range(nbr - 1, -1, -1)
+# Most loops (phases) per triangular solve: the program does not grow with n
+# (read when a solve is traced).
+MAX_PHASES = 16
+
+
+@functools.cache
+def phases(
+    nbr: int, pr: int, *, lower: bool, max_phases: int = MAX_PHASES
+) -> tuple[tuple[int, int], ...]:
+    """The steps ``[s0, s1)`` of each loop of a solve with ``nbr`` block rows over ``pr`` rows.
+
+    Step ``s`` solves block row ``k = s`` (``lower``) or ``nbr - 1 - s``
+    (upper). A loop updates the static row range of its first step
+    (:func:`_rest`), the largest of the loop, and masks the rows that are
+    already solved; the boundaries minimise the rows all steps touch over at
+    most ``max_phases`` loops (dynamic programming, as the LU's phases).
+    """
+    mb = nbr // pr
+
+    def work(s0: int) -> float:  # local block rows a step of a loop from s0 updates, + 1 solve
+        k0 = s0 if lower else nbr - 1 - s0
+        lo, hi = _rest(k0, lower=lower, p=pr, nb=1, mloc=mb)
+        return max(hi - lo, 0) + 1
+
+    count = min(max_phases, nbr)
+    ends = np.arange(nbr + 1)
+    best = np.where(ends == nbr, 0.0, np.inf)
+    nxt = np.full((count + 1, nbr + 1), nbr)
+    for f in range(1, count + 1):
+        new = best.copy()
+        for s in range(nbr):
+            c = (ends[s + 1 :] - s) * work(s) + best[s + 1 :]
+            e = int(np.argmin(c))
+            new[s], nxt[f, s] = c[e], s + 1 + e
+        best = new
+    out, s, f = [], 0, count
+    while s < nbr:
+        out.append((s, int(nxt[f, s])))
+        s, f = int(nxt[f, s]), f - 1
+    return tuple(out)
 
 
 def _rest(k: int, *, lower: bool, p: int, nb: int, mloc: int) -> tuple[int, int]:
@@ -44,7 +85,8 @@ def _rest(k: int, *, lower: bool, p: int, nb: int, mloc: int) -> tuple[int, int]
 
     Lower (forward): global blocks > k; upper (backward): blocks < k. The
     range is the one of the device that has the most such rows; the others
-    mask the rows outside.
+    mask the rows outside. Later steps of a loop need a sub-range of their
+    first step's.
     """
     if lower:
         return ((k + 1) // p) * nb, mloc
@@ -55,6 +97,11 @@ def _solve_block(tkk, rhs, *, lower, unit_diagonal):
     return lax.linalg.triangular_solve(
         tkk, rhs, left_side=True, lower=lower, unit_diagonal=unit_diagonal
     )
+
+
+def _block_of(s, *, lower: bool, nbr: int):
+    """Global block row solved at step ``s`` (a traced loop index)."""
+    return s if lower else nbr - 1 - s
 
 
 def trsm_few(
@@ -74,9 +121,10 @@ def trsm_few(
       t: ``(n/pr, n/pc)`` local block of triangular ``T``, block-cyclic.
       b: ``(n/pr, k)`` local rows of ``B``, block-cyclic over ``row_axis`` and
         the same on every device of a mesh row.
-      lower, unit_diagonal: which triangle of ``t`` is ``T``; a unit diagonal
-        is implied, not read.
-      row_axis, col_axis: mesh axes of the grid's rows and columns.
+      lower: whether ``T`` is the lower triangle of ``t`` (else the upper).
+      unit_diagonal: whether ``T``'s diagonal is ones (implied, not read).
+      row_axis: mesh axis of the grid's rows.
+      col_axis: mesh axis of the grid's columns.
       nb: block size.
       precision: for the local products.
 
@@ -88,31 +136,42 @@ def trsm_few(
     mloc = b.shape[0]
     nbr = mloc * pr // nb
     row_g = jnp.repeat(global_blocks(mloc // nb, row_axis), nb)
-    acc = None  # sum over the blocks J this device holds of T[I, J] x_J (zero at first)
-    for k in _steps(nbr, lower):
+    axes = tuple(a for a in (row_axis, col_axis) if a is not None)
+
+    def step(s, carry, *, lo, hi, first=False):
+        b, acc = carry  # acc: sum over the blocks J this device holds of T[I, J] x_J
+        k = _block_of(s, lower=lower, nbr=nbr)
         kr, kc = k % pr, k % pc
         r, c = (k // pr) * nb, (k // pc) * nb
-        rhs = b[r : r + nb]
-        if acc is not None:
-            s = acc[r : r + nb]
+        rhs = lax.dynamic_slice_in_dim(b, r, nb)
+        if not first:  # (the first step has nothing to subtract)
+            s_k = lax.dynamic_slice_in_dim(acc, r, nb)
             if col_axis is not None:
                 # psum along the mesh row -> the whole sum for block row k (used on mesh row kr)
-                s = lax.psum(s, col_axis)
-            rhs = rhs - s
-        xk = _solve_block(t[r : r + nb, c : c + nb], rhs, lower=lower, unit_diagonal=unit_diagonal)
+                s_k = lax.psum(s_k, col_axis)
+            rhs = rhs - s_k
+        tkk = lax.dynamic_slice(t, (r, c), (nb, nb))
+        xk = _solve_block(tkk, rhs, lower=lower, unit_diagonal=unit_diagonal)
         xk = jnp.where((i == kr) & (j == kc), xk, jnp.zeros_like(xk))
-        axes = tuple(a for a in (row_axis, col_axis) if a is not None)
         if axes:
             # psum over the grid -> x_k on every device (only device (kr, kc) adds non-zeros)
             xk = lax.psum(xk, axes)
-        b = b.at[r : r + nb].set(jnp.where(i == kr, xk, b[r : r + nb]))
-        lo, hi = _rest(k, lower=lower, p=pr, nb=nb, mloc=mloc)
-        if hi > lo:
+        old = lax.dynamic_slice_in_dim(b, r, nb)
+        b = lax.dynamic_update_slice_in_dim(b, jnp.where(i == kr, xk, old), r, axis=0)
+        if hi > lo:  # acc[lo:hi] += T[rows still to solve, block column k] x_k
             rows = (row_g[lo:hi] > k) if lower else (row_g[lo:hi] < k)
-            tk = t[lo:hi, c : c + nb]
+            tk = lax.dynamic_slice(t, (lo, c), (hi - lo, nb))
             tk = jnp.where(rows[:, None] & (j == kc), tk, jnp.zeros_like(tk))
-            acc = jnp.zeros_like(b) if acc is None else acc
             acc = acc.at[lo:hi].add(jnp.dot(tk, xk, precision=precision))
+        return b, acc
+
+    acc = jnp.zeros_like(b)
+    for s0, s1 in phases(nbr, pr, lower=lower, max_phases=MAX_PHASES):
+        lo, hi = _rest(_block_of(s0, lower=lower, nbr=nbr), lower=lower, p=pr, nb=nb, mloc=mloc)
+        if s0 == 0:  # the first step on its own: no psum of the zeros acc starts with
+            b, acc = step(0, (b, acc), lo=lo, hi=hi, first=True)
+            s0 += 1
+        b, acc = lax.fori_loop(s0, s1, functools.partial(step, lo=lo, hi=hi), (b, acc))
     return b
 
 
@@ -133,8 +192,12 @@ def trsm_many(
       t: ``(n/pr, n/pc)`` local block of triangular ``T``, block-cyclic.
       b: ``(n/pr, k/pc)`` local block of ``B``: rows block-cyclic over
         ``row_axis``, columns contiguous over ``col_axis``.
-      lower, unit_diagonal, row_axis, col_axis, nb, precision: as in
-        :func:`trsm_few`.
+      lower: as in :func:`trsm_few`.
+      unit_diagonal: as in :func:`trsm_few`.
+      row_axis: as in :func:`trsm_few`.
+      col_axis: as in :func:`trsm_few`.
+      nb: as in :func:`trsm_few`.
+      precision: as in :func:`trsm_few`.
 
     Returns:
       ``X`` in ``b``'s layout.
@@ -144,29 +207,39 @@ def trsm_many(
     mloc = b.shape[0]
     nbr = mloc * pr // nb
     row_g = jnp.repeat(global_blocks(mloc // nb, row_axis), nb)
-    for k in _steps(nbr, lower):
+
+    def step(s, b, *, lo, hi, top, bot):
+        k = _block_of(s, lower=lower, nbr=nbr)
         kr, kc = k % pr, k % pc
         r, c = (k // pr) * nb, (k // pc) * nb
-        # the rows of T's block column k this step reads: the diagonal block and the rest
-        lo, hi = _rest(k, lower=lower, p=pr, nb=nb, mloc=mloc)
-        top, bot = (min(lo, r), max(hi, r + nb))
-        col = t[top:bot, c : c + nb]
+        # the rows of T's block column k this loop reads: the diagonal blocks and the rest
+        col = lax.dynamic_slice(t, (top, c), (bot - top, nb))
         col = jnp.where(j == kc, col, jnp.zeros_like(col))
         if col_axis is not None:
             # psum along the mesh row -> T's block column k on every device of the row
             col = lax.psum(col, col_axis)
+        tkk = lax.dynamic_slice_in_dim(col, r - top, nb)
         xk = _solve_block(
-            col[r - top : r - top + nb], b[r : r + nb], lower=lower, unit_diagonal=unit_diagonal
+            tkk, lax.dynamic_slice_in_dim(b, r, nb), lower=lower, unit_diagonal=unit_diagonal
         )
         xk = jnp.where(i == kr, xk, jnp.zeros_like(xk))
         if row_axis is not None:
             # psum along the mesh column -> x_k for this device's columns of B
             xk = lax.psum(xk, row_axis)
-        b = b.at[r : r + nb].set(jnp.where(i == kr, xk, b[r : r + nb]))
-        if hi > lo:
+        old = lax.dynamic_slice_in_dim(b, r, nb)
+        b = lax.dynamic_update_slice_in_dim(b, jnp.where(i == kr, xk, old), r, axis=0)
+        if hi > lo:  # B[rows still to solve] -= T[those rows, block column k] x_k
             rows = (row_g[lo:hi] > k) if lower else (row_g[lo:hi] < k)
             tk = jnp.where(rows[:, None], col[lo - top : hi - top], 0)
             b = b.at[lo:hi].add(-jnp.dot(tk, xk, precision=precision))
+        return b
+
+    for s0, s1 in phases(nbr, pr, lower=lower, max_phases=MAX_PHASES):
+        k0 = _block_of(s0, lower=lower, nbr=nbr)
+        lo, hi = _rest(k0, lower=lower, p=pr, nb=nb, mloc=mloc)
+        r0 = (k0 // pr) * nb  # the loop's later diagonal blocks lie between r0 and the rest
+        window = dict(lo=lo, hi=hi, top=min(lo, r0), bot=max(hi, r0 + nb))
+        b = lax.fori_loop(s0, s1, functools.partial(step, **window), b)
     return b
 
 
@@ -215,10 +288,7 @@ def lu_solve_block_cyclic(
     Returns:
       ``X`` in ``b``'s layout.
     """
-    n = piv.shape[0]
-    nbr = n // nb
     trsm = trsm_few if few else trsm_many
-    perm = pivots_to_permutation(piv, nb)
     if trans == 0:
         rows, cols, t = row_axis, col_axis, lu
     else:
@@ -228,15 +298,11 @@ def lu_solve_block_cyclic(
 
     def permute(x, inverse):
         if few:
+            perm = pivots_to_permutation(piv, nb)
             return _permute_rows_gathered(
                 x, jnp.argsort(perm) if inverse else perm, axis_name=rows, nb=nb
             )
-        steps = range(nbr - 1, -1, -1) if inverse else range(nbr)
-        for k in steps:
-            x = apply_panel_swaps(
-                x, piv[k * nb : (k + 1) * nb], k * nb, axis_name=rows, nb=nb, n=n, inverse=inverse
-            )
-        return x
+        return apply_all_panel_swaps(x, piv, axis_name=rows, nb=nb, inverse=inverse)
 
     if trans == 0:
         b = permute(b, inverse=False)  # P B

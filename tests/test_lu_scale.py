@@ -1,13 +1,15 @@
-"""The LU at scale: a program whose size does not grow with n.
+"""The LU at scale: a program whose size does not grow with n, and mixed-precision solves.
 
 - ``kernels/lu.py`` runs its block columns in at most ``MAX_PHASES`` loops:
   the lowered program of ``lu_factor`` has the same size at n = 4096 and
   n = 16384 (24 and 88 block columns), and the loops with several steps
   factor exactly (LAPACK's pivots) on every mesh shape.
-
-The mixed-precision solves are tested in ``test_refine.py``.
+- ``solve(a, b, factor_dtype=...)`` (``distla/_refine.py``): an LU in
+  float32/complex64 refined to the float64/complex128 solve ratio, NaN where
+  refinement cannot converge, with no hidden gathers.
 """
 
+import functools
 import re
 
 import jax
@@ -16,13 +18,15 @@ import numpy as np
 import pytest
 import scipy.linalg
 from conftest import build_mesh
-from helpers import THRESHOLD, lu_factor_ratio, place
+from helpers import THRESHOLD, lu_factor_ratio, place, solve_ratio
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 import distla
+from distla import _refine
 from distla.kernels import lu as lu_kernel
-from distla.kernels.cyclic import from_block_cyclic, to_block_cyclic
+from distla.kernels import trsm as trsm_kernel
+from distla.kernels.cyclic import from_block_cyclic, global_blocks, to_block_cyclic
 
 
 def _abstract(mesh, shape, spec, dtype=jnp.float32):
@@ -33,10 +37,12 @@ class TestProgramSize:
     """Compile cost independent of n, read from the program (not timed)."""
 
     @staticmethod
-    def _lowered(n):
+    def _lowered(n, op="lu_factor"):
         mesh = build_mesh((2, 4), "explicit")
-        a = _abstract(mesh, (n, n), P("x", "y"))
-        return jax.jit(distla.linalg.lu_factor).lower(a).as_text()
+        args = [_abstract(mesh, (n, n), P("x", "y"))]
+        if op == "solve":
+            args.append(_abstract(mesh, (n,), P("x")))
+        return jax.jit(getattr(distla.linalg, op)).lower(*args).as_text()
 
     def test_lu_program_does_not_grow_with_n(self):
         small, large = self._lowered(4096), self._lowered(16384)  # 24 and 88 block columns
@@ -45,6 +51,27 @@ class TestProgramSize:
         assert len(getrf.findall(small)) == len(getrf.findall(large)) <= lu_kernel.MAX_PHASES
         assert len(large) < 1.1 * len(small)
         assert large.count("stablehlo.while") <= small.count("stablehlo.while") + 2
+
+    def test_solve_program_does_not_grow_with_n(self):
+        # the factorisation and both triangular solves in loops: 24 and 88 block rows
+        small, large = self._lowered(4096, "solve"), self._lowered(16384, "solve")
+        trsm = re.compile(r"custom_call @\w*trsm|triangular_solve")
+        # one diagonal-block solve per loop of each substitution (and its first step, taken
+        # out of the first loop), one U12 solve per LU loop: not one per block row
+        sites = len(trsm.findall(large))
+        assert sites <= len(trsm.findall(small)) + 2
+        assert sites <= 2 * (trsm_kernel.MAX_PHASES + 1) + lu_kernel.MAX_PHASES
+        assert len(large) < 1.1 * len(small)
+        assert large.count("stablehlo.while") <= small.count("stablehlo.while") + 4
+
+    def test_trsm_phases_cover_every_step_once(self):
+        for nbr, pr in [(16, 2), (24, 2), (88, 2), (88, 8), (7, 1)]:
+            for lower in (True, False):
+                ph = trsm_kernel.phases(nbr, pr, lower=lower)
+                assert ph[0][0] == 0 and ph[-1][1] == nbr
+                assert all(a[1] == b[0] for a, b in zip(ph, ph[1:], strict=False))
+                assert all(s0 < s1 for s0, s1 in ph)
+                assert len(ph) == min(nbr, trsm_kernel.MAX_PHASES)
 
     def test_phases_cover_every_step_once(self):
         for nbr, pr, pc in [(16, 2, 4), (24, 2, 4), (88, 2, 4), (88, 4, 2), (64, 8, 1), (7, 1, 1)]:
@@ -106,3 +133,161 @@ def test_loops_keep_the_singular_column_of_lapack(x64):
     np.testing.assert_array_equal(np.asarray(piv), piv_ref)
     assert np.asarray(lu)[9, 9] == 0.0
     assert np.isfinite(np.asarray(lu)).all()
+
+
+def _solves_in_phases(a, b, *, mesh, nb, max_phases, cases):
+    """``lu_solve_block_cyclic`` for each ``(trans, few)`` of ``cases``, in loops.
+
+    ``b`` (n, k) arrives replicated; each solve gets its rows block-cyclic
+    (and, for many, its columns split) as ``distla/_lu.py`` lays them out,
+    and the solutions come back replicated in global row order.
+    """
+    row, col = mesh.axis_names
+    n, k = b.shape
+
+    def kernel(a_blk, b_all):
+        x = to_block_cyclic(a_blk, axis=0, axis_name=row, nb=nb)
+        x = to_block_cyclic(x, axis=1, axis_name=col, nb=nb)
+        prec = jax.lax.Precision.HIGHEST
+        lu, piv = lu_kernel.lu_block_cyclic(
+            x, row_axis=row, col_axis=col, nb=nb, precision=prec, max_phases=max_phases
+        )
+        out = []
+        for trans, few in cases:
+            rows, other = (row, col) if trans == 0 else (col, row)
+            p, q = mesh.shape[rows], mesh.shape[other]
+            mine = jnp.repeat(global_blocks(n // p // nb, rows), nb) * nb + jnp.tile(
+                jnp.arange(nb), n // p // nb
+            )
+            rhs = b_all[mine]
+            if not few:  # columns split over the other axis
+                rhs = jax.lax.dynamic_slice_in_dim(
+                    rhs, jax.lax.axis_index(other) * (k // q), k // q, axis=1
+                )
+            y = trsm_kernel.lu_solve_block_cyclic(
+                lu, piv, rhs, trans=trans, few=few, row_axis=row, col_axis=col, nb=nb,
+                precision=prec,
+            )
+            if not few:
+                y = jax.lax.all_gather(y, other, axis=1, tiled=True)
+            # all_gather over rows -> (p, n/p, k) block-cyclic -> global row order
+            y = jax.lax.all_gather(y, rows, axis=0)
+            out.append(y.reshape(p, n // p // nb, nb, k).swapaxes(0, 1).reshape(n, k))
+        return tuple(out)
+
+    outs = (P(),) * len(cases)
+    fn = jax.shard_map(kernel, mesh=mesh, in_specs=(P(row, col), P()), out_specs=outs,
+                       check_vma=False)
+    return jax.jit(fn)(a, b)
+
+
+@pytest.mark.parametrize(
+    "shape,cases",
+    [  # (trans, few): both data movements, both substitutions, each transpose
+        pytest.param((2, 4), [(0, True), (2, True)], id="2x4-few"),
+        pytest.param((4, 2), [(0, False), (1, False)], id="4x2-many"),
+    ],
+)
+def test_trsm_loops_of_several_steps_solve(monkeypatch, shape, cases):
+    # 16 block rows in 3 loops per substitution: rows already solved are masked
+    monkeypatch.setattr(trsm_kernel, "MAX_PHASES", 3)
+    assert len(trsm_kernel.phases(16, shape[0], lower=True, max_phases=3)) == 3
+    mesh = build_mesh(shape, "explicit")
+    n, nb, k = 48, 3, 4
+    rng = np.random.default_rng(10 + shape[0])
+    a_np = (rng.standard_normal((n, n)) + 1j * rng.standard_normal((n, n))).astype(np.complex64)
+    b_np = (rng.standard_normal((n, k)) + 1j * rng.standard_normal((n, k))).astype(np.complex64)
+    xs = _solves_in_phases(
+        place(a_np, mesh), b_np, mesh=mesh, nb=nb, max_phases=3, cases=cases
+    )
+    lu_ref = scipy.linalg.lu_factor(a_np)
+    ops = [a_np, a_np.T, a_np.conj().T]
+    for (trans, few), x in zip(cases, xs, strict=True):
+        assert solve_ratio(ops[trans], x, b_np) <= THRESHOLD, (trans, few)
+        want = scipy.linalg.lu_solve(lu_ref, b_np, trans=trans)
+        np.testing.assert_allclose(
+            np.asarray(x), want, rtol=0, atol=1e-3 * np.abs(want).max(), err_msg=str((trans, few))
+        )
+
+
+# ------------------------------------------------------------------ mixed precision
+
+
+def _system(rng, n, dtype, k=None):
+    shape = (n,) if k is None else (n, k)
+    a = rng.standard_normal((n, n))
+    b = rng.standard_normal(shape)
+    if np.dtype(dtype).kind == "c":
+        a = a + 1j * rng.standard_normal((n, n))
+        b = b + 1j * rng.standard_normal(shape)
+    return a.astype(dtype), b.astype(dtype)
+
+
+@pytest.mark.parametrize(
+    "dtype,factor,k,kind",
+    [
+        pytest.param(np.float64, np.float32, None, "auto", id="float64-vector-auto"),
+        pytest.param(np.complex128, np.complex64, 3, "explicit", id="complex128-3rhs-explicit"),
+    ],
+)
+def test_mixed_solve_reaches_the_input_precision(x64, dtype, factor, k, kind):
+    mesh = build_mesh((2, 4), kind)
+    n = 90  # the 2x4 mesh does not divide it
+    a_np, b_np = _system(np.random.default_rng(n), n, dtype, k)
+    a = place(a_np, mesh)
+    b = place(b_np, mesh, P("x") if k is None else P("x", None))
+    res = _refine.refine(a, b, factor_dtype=np.dtype(factor))
+    x = res.x
+    assert x.dtype == dtype and x.shape == b.shape
+    assert bool(res.converged) and 1 <= int(res.iterations) <= 5
+    # the float64 ratio (eps 2.2e-16), which the low-precision solve alone misses by ~1e8
+    assert solve_ratio(a_np, x, b_np) <= THRESHOLD
+    want = distla.linalg.solve(a, b)  # same layout as the plain solve
+    assert x.sharding.is_equivalent_to(want.sharding, x.ndim)
+    np.testing.assert_allclose(np.asarray(x), np.asarray(want), rtol=1e-9, atol=1e-9)
+    # the public hook runs the same program
+    public = distla.linalg.solve(a, b, factor_dtype=factor)
+    np.testing.assert_array_equal(np.asarray(public), np.asarray(x))
+
+
+def test_mixed_solve_reports_nan_where_refinement_cannot_converge(x64):
+    # cond(a) = 1e10 > 1/eps(float32): the float32 LU has no correct digit
+    mesh = build_mesh((2, 4), "auto")
+    n = 90  # the float64 case's program above, from the cache
+    rng = np.random.default_rng(1)
+    u, _ = np.linalg.qr(rng.standard_normal((n, n)))
+    v, _ = np.linalg.qr(rng.standard_normal((n, n)))
+    a_np = u @ np.diag(np.logspace(0, -10, n)) @ v.T
+    b_np = rng.standard_normal(n)
+    a, b = place(a_np, mesh), place(b_np, mesh, P("x"))
+    res = _refine.refine(a, b, factor_dtype=np.dtype(np.float32))
+    assert not bool(res.converged)
+    assert np.isnan(np.asarray(res.x)).all()
+    assert int(res.iterations) < _refine.MAX_ITERATIONS  # the stall stops it early
+    # the fallback the docstring names: the plain float64 solve
+    assert solve_ratio(a_np, distla.linalg.solve(a, b), b_np) <= THRESHOLD
+
+
+def test_mixed_solve_one_device_and_errors(x64):
+    rng = np.random.default_rng(2)
+    a_np, b_np = _system(rng, 40, np.float64, 2)
+    x = _refine.solve_mixed(jnp.asarray(a_np), jnp.asarray(b_np), factor_dtype=jnp.float32)
+    assert solve_ratio(a_np, x, b_np) <= THRESHOLD
+    with pytest.raises(TypeError, match="float64 -> float32"):
+        distla.linalg.solve(a_np, b_np, factor_dtype=jnp.float16)
+    with pytest.raises(TypeError, match="float32 system"):
+        _refine.solve_mixed(a_np.astype(np.float32), b_np.astype(np.float32),
+                            factor_dtype=jnp.float64)
+
+
+def test_mixed_solve_moves_no_whole_matrix(x64):
+    mesh = build_mesh((2, 4), "explicit")
+    n = 256
+    a = _abstract(mesh, (n, n), P("x", "y"), jnp.float64)
+    b = _abstract(mesh, (n,), P("x"), jnp.float64)
+    cost = distla.cost(functools.partial(_refine.solve_mixed, factor_dtype=jnp.float32), a, b)
+    whole = n * n * 8
+    assert cost.largest() < whole / 4
+    # a float64 local block, its float32 copy and factors, and panel buffers
+    nb, _ = distla._lu.plan(distla._mesh.grid_of(mesh.abstract_mesh, what="test"), n)
+    assert cost.peak_memory_bytes <= 4 * (whole / 8 + n * nb * 8)
