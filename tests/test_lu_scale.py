@@ -1,15 +1,13 @@
-"""The LU at scale: a program whose size does not grow with n, and mixed-precision solves.
+"""The LU at scale: a program whose size does not grow with n.
 
 - ``kernels/lu.py`` runs its block columns in at most ``MAX_PHASES`` loops:
   the lowered program of ``lu_factor`` has the same size at n = 4096 and
   n = 16384 (24 and 88 block columns), and the loops with several steps
   factor exactly (LAPACK's pivots) on every mesh shape.
-- ``solve(a, b, factor_dtype=...)`` (``distla/_refine.py``): an LU in
-  float32/complex64 refined to the float64/complex128 solve ratio, NaN where
-  refinement cannot converge, with no hidden gathers.
+
+The mixed-precision solves are tested in ``test_refine.py``.
 """
 
-import functools
 import re
 
 import jax
@@ -23,7 +21,6 @@ from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 import distla
-from distla import _refine
 from distla.kernels import lu as lu_kernel
 from distla.kernels import trsm as trsm_kernel
 from distla.kernels.cyclic import from_block_cyclic, global_blocks, to_block_cyclic
@@ -208,86 +205,3 @@ def test_trsm_loops_of_several_steps_solve(monkeypatch, shape, cases):
         np.testing.assert_allclose(
             np.asarray(x), want, rtol=0, atol=1e-3 * np.abs(want).max(), err_msg=str((trans, few))
         )
-
-
-# ------------------------------------------------------------------ mixed precision
-
-
-def _system(rng, n, dtype, k=None):
-    shape = (n,) if k is None else (n, k)
-    a = rng.standard_normal((n, n))
-    b = rng.standard_normal(shape)
-    if np.dtype(dtype).kind == "c":
-        a = a + 1j * rng.standard_normal((n, n))
-        b = b + 1j * rng.standard_normal(shape)
-    return a.astype(dtype), b.astype(dtype)
-
-
-@pytest.mark.parametrize(
-    "dtype,factor,k,kind",
-    [
-        pytest.param(np.float64, np.float32, None, "auto", id="float64-vector-auto"),
-        pytest.param(np.complex128, np.complex64, 3, "explicit", id="complex128-3rhs-explicit"),
-    ],
-)
-def test_mixed_solve_reaches_the_input_precision(x64, dtype, factor, k, kind):
-    mesh = build_mesh((2, 4), kind)
-    n = 90  # the 2x4 mesh does not divide it
-    a_np, b_np = _system(np.random.default_rng(n), n, dtype, k)
-    a = place(a_np, mesh)
-    b = place(b_np, mesh, P("x") if k is None else P("x", None))
-    res = _refine.refine(a, b, factor_dtype=np.dtype(factor))
-    x = res.x
-    assert x.dtype == dtype and x.shape == b.shape
-    assert bool(res.converged) and 1 <= int(res.iterations) <= 5
-    # the float64 ratio (eps 2.2e-16), which the low-precision solve alone misses by ~1e8
-    assert solve_ratio(a_np, x, b_np) <= THRESHOLD
-    want = distla.linalg.solve(a, b)  # same layout as the plain solve
-    assert x.sharding.is_equivalent_to(want.sharding, x.ndim)
-    np.testing.assert_allclose(np.asarray(x), np.asarray(want), rtol=1e-9, atol=1e-9)
-    # the public hook runs the same program
-    public = distla.linalg.solve(a, b, factor_dtype=factor)
-    np.testing.assert_array_equal(np.asarray(public), np.asarray(x))
-
-
-def test_mixed_solve_reports_nan_where_refinement_cannot_converge(x64):
-    # cond(a) = 1e10 > 1/eps(float32): the float32 LU has no correct digit
-    mesh = build_mesh((2, 4), "auto")
-    n = 90  # the float64 case's program above, from the cache
-    rng = np.random.default_rng(1)
-    u, _ = np.linalg.qr(rng.standard_normal((n, n)))
-    v, _ = np.linalg.qr(rng.standard_normal((n, n)))
-    a_np = u @ np.diag(np.logspace(0, -10, n)) @ v.T
-    b_np = rng.standard_normal(n)
-    a, b = place(a_np, mesh), place(b_np, mesh, P("x"))
-    res = _refine.refine(a, b, factor_dtype=np.dtype(np.float32))
-    assert not bool(res.converged)
-    assert np.isnan(np.asarray(res.x)).all()
-    assert int(res.iterations) < _refine.MAX_ITERATIONS  # the stall stops it early
-    # the fallback the docstring names: the plain float64 solve
-    assert solve_ratio(a_np, distla.linalg.solve(a, b), b_np) <= THRESHOLD
-
-
-def test_mixed_solve_one_device_and_errors(x64):
-    rng = np.random.default_rng(2)
-    a_np, b_np = _system(rng, 40, np.float64, 2)
-    x = _refine.solve_mixed(jnp.asarray(a_np), jnp.asarray(b_np), factor_dtype=jnp.float32)
-    assert solve_ratio(a_np, x, b_np) <= THRESHOLD
-    with pytest.raises(TypeError, match="float64 -> float32"):
-        distla.linalg.solve(a_np, b_np, factor_dtype=jnp.float16)
-    with pytest.raises(TypeError, match="float32 system"):
-        _refine.solve_mixed(a_np.astype(np.float32), b_np.astype(np.float32),
-                            factor_dtype=jnp.float64)
-
-
-def test_mixed_solve_moves_no_whole_matrix(x64):
-    mesh = build_mesh((2, 4), "explicit")
-    n = 256
-    a = _abstract(mesh, (n, n), P("x", "y"), jnp.float64)
-    b = _abstract(mesh, (n,), P("x"), jnp.float64)
-    cost = distla.cost(functools.partial(_refine.solve_mixed, factor_dtype=jnp.float32), a, b)
-    whole = n * n * 8
-    assert cost.largest() < whole / 4
-    # a float64 local block, its float32 copy and factors, and panel buffers
-    nb, _ = distla._lu.plan(distla._mesh.grid_of(mesh.abstract_mesh, what="test"), n)
-    assert cost.peak_memory_bytes <= 4 * (whole / 8 + n * nb * 8)
