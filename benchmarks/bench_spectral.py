@@ -9,9 +9,11 @@ float32, n x n on a 2x4 mesh (``P(rows, cols)``, Explicit), one session:
 - ``jnp.linalg.eigh`` / ``svd`` on the same sharded input (XLA gathers; about
   40 s / 130 s at n = 2048 here, so measured at the sizes in ``XLA_SIZES``).
 
-Flops executed: every eager step's per-device flops from ``distla.cost`` times
-the number of times it ran (``distla._polar.STEPS``), summed over devices,
-against LAPACK's count (syevd with vectors ≈ 9n³, gesdd with vectors ≈ 22n³).
+Flops executed: every eager step's per-device flops from ``distla.cost`` at
+order n, summed over devices, times the number of times it ran
+(``distla._polar.SIZED``, by order), scaled by (order / n)³ for the smaller
+diagonal blocks, plus 9w³ per leaf block of order w, against LAPACK's count
+(syevd with vectors ≈ 9n³, gesdd with vectors ≈ 22n³).
 
     python benchmarks/bench_spectral.py [n ...] > docs/data/spectral.json
 """
@@ -57,26 +59,51 @@ def _first(fn, *args):
 
 
 def _step_flops(mesh, n, p):
-    """Per-step flops summed over devices, from the compiled eager steps (distla.cost)."""
+    """Per-step flops at order ``big`` summed over devices, from the compiled eager steps
+    (distla.cost): QDWH's two iterations, and a divide level (split basis, two diagonal
+    blocks of half the order, two products of their vectors)."""
     amesh = mesh.abstract_mesh
     spec = P("rows", "cols")
     big = -(-n // p) * p
-    x = jax.ShapeDtypeStruct((big, big), jnp.float32, sharding=NamedSharding(mesh, spec))
+    half = -(-(big // 2) // p) * p
+
+    def mat(r, c):
+        return jax.ShapeDtypeStruct((r, c), jnp.float32, sharding=NamedSharding(mesh, spec))
+
+    x = mat(big, big)
     rep = NamedSharding(mesh, P())
     sc = jax.ShapeDtypeStruct((), jnp.float32, sharding=rep)
-    state = (jax.ShapeDtypeStruct((), jnp.int32, sharding=rep), x, sc, sc)
+    index = jax.ShapeDtypeStruct((), jnp.int32, sharding=rep)
+    state = (index, x, sc, sc)
     start = jax.ShapeDtypeStruct((big,), jnp.int32, sharding=rep)
     specs = (P(), spec, P(), P())
+    on = _polar.on_mesh
     fns = {
-        "qdwh_qr": (_polar.on_mesh(_polar.qdwh_qr_step, amesh, specs, (("spec", spec),)),
-                    (state,)),
-        "qdwh_chol": (_polar.on_mesh(_polar.qdwh_chol_step, amesh, specs, (("spec", spec),)),
-                      (state,)),
-        "level": (_polar.on_mesh(_eigh.level_split, amesh, (P(), spec, spec, P()),
-                                 (("spec", spec), ("leaf", big // p))),
-                  (state[0], x, x, start, x)),
+        "qdwh_qr": [(on(_polar.qdwh_qr_step, amesh, specs, (("spec", spec),)), (state,))],
+        "qdwh_chol": [(on(_polar.qdwh_chol_step, amesh, specs, (("spec", spec),)), (state,))],
+        "level": [
+            (on(_eigh.split_basis, amesh, (spec, P()), (("spec", spec), ("leaf", 1))),
+             (index, start, x)),
+            (on(_eigh.sub_block, amesh, spec, (("spec", spec),)), (x, mat(big, half))),
+            (on(_eigh.sub_block, amesh, spec, (("spec", spec),)), (x, mat(big, half))),
+            (on(_eigh.times, amesh, spec, (("spec", spec),)), (mat(big, half), mat(half, half))),
+            (on(_eigh.times, amesh, spec, (("spec", spec),)), (mat(big, half), mat(half, half))),
+        ],
     }
-    return {k: distla.cost(f, *a).flops * p for k, (f, a) in fns.items()}
+    return big, {k: sum(distla.cost(f, *a).flops for f, a in parts) * p
+                 for k, parts in fns.items()}
+
+
+def _executed(sized, big, flops):
+    """Flops of every step run: measured at ``big``, scaled by (order / big)³ for the
+    smaller diagonal blocks; a leaf block of order w on one device: LAPACK's 9w³."""
+    total = 0.0
+    for (kind, order), times in sized.items():
+        if kind == "leaf":
+            total += 9.0 * order**3 * times
+        elif kind in flops:
+            total += flops[kind] * (order / big) ** 3 * times
+    return total
 
 
 def run(n, mesh):
@@ -95,15 +122,18 @@ def run(n, mesh):
         _polar.STEPS.clear()
         compile_and_run = _first(dist, x)
         _polar.STEPS.clear()
+        _polar.SIZED.clear()
         t0 = time.perf_counter()
         jax.block_until_ready(dist(x))
         t_dist = time.perf_counter() - t0
         steps = dict(_polar.STEPS)
+        sized = {f"{k}@{o}": c for (k, o), c in _polar.SIZED.items()}
         print(json.dumps(dict(op=op, n=n, distla_s=t_dist, first=compile_and_run, steps=steps)),
               file=sys.stderr, flush=True)
         row = dict(op=op, n=n, dtype="float32", mesh="x".join(map(str, MESH)),
                    jax=jax.__version__, devices=jax.device_count(),
-                   distla_s=t_dist, distla_first_call_s=compile_and_run, steps=steps)
+                   distla_s=t_dist, distla_first_call_s=compile_and_run, steps=steps,
+                   steps_by_order=sized)
         x1 = jax.device_put(mat, jax.devices()[0])
         row["jnp_one_device_s"] = _timed(one, x1)
         row["scipy_s"] = _timed(sp, mat, repeat=1)
@@ -111,12 +141,15 @@ def run(n, mesh):
             auto = distla.make_mesh(MESH, ("rows", "cols"), axis_types=AxisType.Auto)
             xa = jax.device_put(mat, NamedSharding(auto, P("rows", "cols")))
             row["jnp_sharded_s"] = _first(jax.jit(getattr(jnp.linalg, op)), xa)
-        flops = _step_flops(mesh, n, p)
-        executed = sum(flops[k] * c for k, c in steps.items() if k in flops)
-        row["flops_executed"] = executed
-        row["flops_lapack"] = LAPACK_FLOPS[op] * n**3
-        row["flops_ratio"] = executed / row["flops_lapack"]
+        row["_sized"] = dict(_polar.SIZED)
         rows.append(row)
+    # after the timed calls: distla.cost compiles the steps again
+    big, flops = _step_flops(mesh, n, p)
+    for row in rows:
+        executed = _executed(row.pop("_sized"), big, flops)
+        row["flops_executed"] = executed
+        row["flops_lapack"] = LAPACK_FLOPS[row["op"]] * n**3
+        row["flops_ratio"] = executed / row["flops_lapack"]
         print(json.dumps(row), file=sys.stderr, flush=True)
     return rows
 

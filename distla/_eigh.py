@@ -25,6 +25,12 @@ with ``jnp.linalg.eigh`` (other indices get a sentinel above the spectrum),
 and ``V`` is multiplied by the resulting block-diagonal ``Z``. No device
 holds more than ``O(N²/p)`` elements.
 
+Called on concrete arrays of padded order ``BLOCKED_MIN`` or more, the host
+knows each split point and recurses on the diagonal blocks instead (``_Blocked``:
+one level on the block, then each half ``QₖᴴBQₖ`` as its own smaller problem,
+leaves of at most ``L`` rows on one device each), so a level costs the cube
+of its block's order, not of ``N``.
+
 Names: ``start`` (``[N]`` int32, replicated) block of each index;
 ``_slab`` a device's rows in the row layout ``P((r, c), None)``.
 """
@@ -35,6 +41,7 @@ import functools
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 from jax.sharding import PartitionSpec as P
 
@@ -106,10 +113,11 @@ def level_prep(b, start, *, spec, leaf):
     return put(jnp.where(act2, shifted / scale[:, None].astype(dtype), eye_n), spec)
 
 
-def level_split(lvl, b, v, start, u, *, spec, leaf):
-    """Split every active block along ``sign(X) = u``; rotate ``b`` and ``v``."""
-    n = b.shape[0]
-    dtype = b.dtype
+def split_basis(lvl, start, u, *, spec, leaf):
+    """``(q, new_start)``: the orthonormal basis adapted to every active block's split
+    along ``sign(X) = u`` (block diagonal) and the new block starts."""
+    n = u.shape[0]
+    dtype = u.dtype
     ordinal, size = _blocks(start)
     active = size > leaf
     same = _same_block(start, spec)
@@ -130,7 +138,12 @@ def level_split(lvl, b, v, start, u, *, spec, leaf):
     y = put(jnp.where(act2, y, eye_n), spec)
     q, _ = _qr.qr(y, mode="reduced")
     q = put(q, spec)
-    new_start = jnp.where(active & ~first, start + rank, start)
+    return q, jnp.where(active & ~first, start + rank, start)
+
+
+def level_split(lvl, b, v, start, u, *, spec, leaf):
+    """Split every active block along ``sign(X) = u``; rotate ``b`` and ``v``."""
+    q, new_start = split_basis(lvl, start, u, spec=spec, leaf=leaf)
     b = mm(ct(q, spec), mm(b, q, spec), spec)
     same = _same_block(new_start, spec)
     b = put(jnp.where(same, b, 0), spec)
@@ -293,12 +306,191 @@ def eigh_body(a, *, mesh, vectors):
     return eigh_finish(b, v, start, sentinel, mesh=mesh, n=n, vectors=vectors)
 
 
+# ------------------------------------------------ eager: divide and conquer on blocks
+# Called on concrete arrays at padded order at least BLOCKED_MIN, eigh recurses on
+# the diagonal blocks instead of dividing the whole N x N matrix at every level:
+# after a split at r, the blocks Q₀ᴴBQ₀ (r x r) and Q₁ᴴBQ₁ ((n−r) x (n−r)) are
+# independent problems, each padded to a multiple of a grain (about N/16) so the
+# compiled steps of one padded size serve every block of that size. Blocks of
+# at most the leaf size L = K·N/p (as above) finish with jnp.linalg.eigh on one
+# device each (L² ≤ N²/p elements there). A level on a block of order s costs
+# O(s³), so the levels below the first cost a quarter, a sixteenth, ... of it.
+
+BLOCKED_MIN = 256
+
+
+def _grain(big, p):
+    return round_up(max(big // 16, 1), p)
+
+
+def sub_start(b, size):
+    """``start`` for one active block ``[0, size)`` padded with singleton blocks."""
+    idx = jnp.arange(b.shape[0], dtype=jnp.int32)
+    return jnp.where(idx < size, 0, idx)
+
+
+def take_columns(q, off, size, *, width, rows, spec):
+    """Columns ``[off, off + size)`` of ``q`` as an ``[S, width]`` matrix (zeros after
+    ``size``): a local gather in the row layout ``rows`` (no device holds all of ``q``)."""
+    s = q.shape[1]
+    j = jnp.arange(width, dtype=jnp.int32)
+    cols = jnp.take(put(q, rows), jnp.clip(off + j, 0, s - 1), axis=1)
+    cols = jnp.where((j < size)[None, :], cols, 0)
+    return put(put(cols, rows), spec)
+
+
+def sub_block(b, qk, *, spec):
+    """``qkᴴ b qk`` (Hermitian), the diagonal block that ``qk``'s columns span."""
+    bk = mm(ct(qk, spec), mm(b, qk, spec), spec)
+    return put((bk + ct(bk, spec)) / 2, spec)
+
+
+def join(w0, w1, split, size, y0=None, y1=None, *, total, rows, spec):
+    """Eigenvalues (padding ``+inf``) and vectors of the two halves in the parent's
+    columns ``[0, split)`` and ``[split, size)`` (a local gather in row slabs)."""
+    n0, n1 = w0.shape[0], w1.shape[0]
+    c = jnp.arange(total, dtype=jnp.int32)
+    first = c < split
+    second = (c >= split) & (c < size)
+    i0 = jnp.clip(c, 0, n0 - 1)
+    i1 = jnp.clip(c - split, 0, n1 - 1)
+    w = jnp.where(first, w0[i0], jnp.where(second, w1[i1], jnp.asarray(jnp.inf, w0.dtype)))
+    if y0 is None:
+        return w
+    z = jnp.where(first[None, :], jnp.take(put(y0, rows), i0, axis=1),
+                  jnp.where(second[None, :], jnp.take(put(y1, rows), i1, axis=1), 0))
+    return w, put(put(z, rows), spec)
+
+
+def times(q, z, *, spec):
+    return mm(q, z, spec)
+
+
+@functools.partial(jax.jit, static_argnames=("vectors",))
+def _base_eigh(b, size, *, vectors):
+    """``eigh`` of ``b[:size, :size]`` on one device; padding ``+inf`` / zero columns."""
+    s = b.shape[0]
+    idx = jnp.arange(s, dtype=jnp.int32)
+    own = idx < size
+    bb = jnp.where(own[:, None] & own[None, :], b, 0)
+    bound = jnp.max(jnp.sum(jnp.abs(bb), axis=1))
+    sentinel = (2 * bound + 1).astype(jnp.finfo(b.dtype).dtype)
+    bb = bb + jnp.diag(jnp.where(own, 0, sentinel).astype(b.dtype))
+    real = jnp.finfo(b.dtype).dtype
+    if not vectors:
+        w = jnp.linalg.eigvalsh(bb)
+        return jnp.where(own, w, jnp.asarray(jnp.inf, real))
+    w, z = jnp.linalg.eigh(bb, symmetrize_input=True)
+    return jnp.where(own, w, jnp.asarray(jnp.inf, real)), jnp.where(own[None, :], z, 0)
+
+
+class _Blocked:
+    """The compiled steps of the blocked eager eigh for one mesh (cached per shape)."""
+
+    def __init__(self, mesh, big, vectors):
+        self.mesh, self.vectors = mesh, vectors
+        self.spec = spec = block_spec(mesh)
+        g = grid_of(mesh, what="distla.linalg.eigh")
+        self.p = g.size
+        self.rows = P(tuple(a for a in (g.row, g.col) if a is not None), None)
+        k = max(1, min(self.p - 1, round(self.p ** 0.5) - 1))
+        self.leaf = k * (big // self.p)
+        self.grain = _grain(big, self.p)
+        self.lvl = 0
+        self.start = on_mesh(sub_start, mesh, P())
+        self.prep = on_mesh(level_prep, mesh, spec, (("spec", spec), ("leaf", 1)))
+        self.basis = on_mesh(split_basis, mesh, (spec, P()), (("spec", spec), ("leaf", 1)))
+        self.sub = on_mesh(sub_block, mesh, spec, (("spec", spec),))
+        self.times = on_mesh(times, mesh, spec, (("spec", spec),))
+
+    def int(self, like, value):
+        """``value`` as an int32 scalar replicated on ``like``'s mesh."""
+        rep = jax.sharding.NamedSharding(like.sharding.mesh, P())
+        return jax.device_put(np.int32(value), rep)
+
+    def take(self, q, off, size, width):
+        return on_mesh(take_columns, self.mesh, self.spec,
+                       (("width", width), ("rows", self.rows), ("spec", self.spec)))(
+                           q, self.int(q, off), self.int(q, size))
+
+    def join(self, total, *args):
+        out = (P(), self.spec) if self.vectors else P()
+        return on_mesh(join, self.mesh, out, (("total", total), ("rows", self.rows),
+                                              ("spec", self.spec)))(*args)
+
+    def base(self, b, size):
+        """A block of at most ``leaf`` rows: gathered on one device (``leaf² ≤ N²/p``)."""
+        dev = b.sharding.mesh.devices.flat[self.lvl % self.p]
+        self.lvl += 1
+        # through the host: a single-device copy, free of the mesh's sharding types
+        out = _base_eigh(jax.device_put(np.asarray(b), dev), size, vectors=self.vectors)
+        count("leaf", b.shape[0])
+        rep = jax.sharding.NamedSharding(b.sharding.mesh, P())
+        if not self.vectors:
+            return jax.device_put(out, rep)
+        return jax.device_put(out[0], rep), jax.device_put(out[1], b.sharding)
+
+    def solve(self, b, size):
+        """``w`` (``[S]``, padding ``+inf``) and, with vectors, ``z`` (``[S, S]``, columns
+        from ``size`` on zero) of the Hermitian ``b[:size, :size]`` (``b`` is ``S x S``)."""
+        s = b.shape[0]
+        if size <= self.leaf:
+            return self.base(b, size)
+        start = self.start(b, self.int(b, size))
+        u, _ = qdwh_eager(self.prep(b, start), self.mesh, self.spec)
+        self.lvl += 1
+        q, new_start = self.basis(self.int(b, self.lvl), start, u)
+        count("level", s)
+        r = int(np.asarray(new_start)[size - 1])
+        halves = []
+        parts = ((0, r), (r, size - r))
+        # both halves that divide again share one padded order (one set of compiled
+        # steps per level); a leaf block is padded only to the grain
+        common = round_up(max(part for _, part in parts), self.grain)
+        for off, part in parts:
+            width = min(round_up(part, self.grain) if part <= self.leaf else common, s)
+            qk = self.take(q, off, part, width)
+            out = self.solve(self.sub(b, qk), part)
+            halves.append((out, qk))
+        (o0, q0), (o1, q1) = halves
+        if not self.vectors:
+            return self.join(s, o0, o1, self.int(b, r), self.int(b, size))
+        return self.join(s, o0[0], o1[0], self.int(b, r), self.int(b, size), self.times(q0, o0[1]),
+                         self.times(q1, o1[1]))
+
+
+def blocked_prep(a, *, big):
+    n = a.shape[0]
+    return jnp.pad(a, ((0, big - n), (0, big - n)))
+
+
+def blocked_finish(w, z=None, *, n, rows):
+    order = jnp.argsort(w)[:n]
+    if z is None:
+        return w[order]
+    return w[order], jnp.take(put(z, rows), order, axis=1)[:n]
+
+
+def eigh_blocked(a, *, mesh, vectors):
+    """``eigh`` of a concrete Hermitian ``a`` by recursion on the diagonal blocks."""
+    n = a.shape[0]
+    big, _, _ = _sizes(n, mesh)
+    run = _Blocked(mesh, big, vectors)
+    b = on_mesh(blocked_prep, mesh, run.spec, (("big", big),))(a)
+    out = run.solve(b, n)
+    specs = (P(), fitting_spec((n, n), mesh, run.spec)) if vectors else P()
+    finish = on_mesh(blocked_finish, mesh, specs, (("n", n), ("rows", run.rows)))
+    return finish(*out) if vectors else finish(out)
+
+
 def eigh_eager(a, *, mesh, vectors):
     """``eigh`` of a concrete Hermitian ``a``: host loops over compiled steps (shared with
     ``polar`` and ``svd`` of the same size through ``distla._polar.on_mesh``)."""
     spec = block_spec(mesh)
     n = a.shape[0]
     _, leaf, max_levels = _sizes(n, mesh)
+    if round_up(n, grid_of(mesh, what="distla.linalg.eigh").size) >= BLOCKED_MIN:
+        return eigh_blocked(a, mesh=mesh, vectors=vectors)
     b, v, start, sentinel = on_mesh(eigh_prep, mesh, (spec, spec, P(), P()),
                                     (("mesh", mesh),))(a)
     going = on_mesh(levels_going, mesh, P(), (("leaf", leaf), ("max_levels", max_levels)))
@@ -308,7 +500,7 @@ def eigh_eager(a, *, mesh, vectors):
     while bool(going(lvl, start)):
         u, _ = qdwh_eager(prep(b, start), mesh, spec)
         lvl, b, v, start = split(lvl, b, v, start, u)
-        count("level")
+        count("level", b.shape[0])
     out = (P(), fitting_spec((n, n), mesh, spec)) if vectors else P()
     finish = on_mesh(eigh_finish, mesh, out, (("mesh", mesh), ("n", n), ("vectors", vectors)))
     return finish(b, v, start, sentinel)

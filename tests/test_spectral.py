@@ -124,6 +124,26 @@ def test_eigh_hard_spectra(mesh24, kind):
     check_eigh(a, w, v)
 
 
+def test_eigh_blocked_recursion(mesh24, monkeypatch):
+    # the eager driver of large orders (recursion on the diagonal blocks, leaf blocks
+    # on one device each), forced at n = 40: a level at 40, levels at the halves'
+    # padded order, leaves; repeated eigenvalues make some block split arbitrarily
+    monkeypatch.setattr(_eigh, "BLOCKED_MIN", 8)
+    rng = np.random.default_rng(12)
+    for kind in ("random", "repeated"):
+        a = hermitian(rng, N, np.float32, kind)
+        x = place(a, mesh24)
+        _polar.STEPS.clear()
+        w, v = linalg.eigh(x)
+        check_eigh(a, w, v)
+        assert _polar.STEPS["level"] >= 2 and _polar.STEPS["leaf"] >= 3, _polar.STEPS
+        assert has_layout(v, mesh24, P("x", "y"))
+        wv = np.asarray(linalg.eigvalsh(x), np.float64)
+        ref = np.linalg.eigvalsh(_wide(a))
+        assert np.max(np.abs(wv - ref)) <= THRESHOLD * N * eps(np.float32) * np.linalg.norm(
+            _wide(a), 2)
+
+
 def test_eigh_complex_and_uplo():
     mesh24 = build_mesh((1, 8), "auto")  # one more mesh shape, and complex64
     rng = np.random.default_rng(2)
@@ -308,6 +328,24 @@ def test_cost_no_collective_carries_a_matrix():
                                 (("mesh", amesh), ("n", n), ("vectors", True))),
                  (x, x, start, scalar)),
     }
+    # the blocked eager driver's steps: columns of Q, a diagonal block, the join of
+    # two halves, the final sort
+    half = jax.ShapeDtypeStruct((n, n // 2), jnp.float32, sharding=NamedSharding(mesh, spec))
+    w_half = jax.ShapeDtypeStruct((n // 2,), jnp.float32, sharding=rep)
+    w_all = jax.ShapeDtypeStruct((n,), jnp.float32, sharding=rep)
+    index = state[0]
+    rows = P(("x", "y"), None)
+    steps.update({
+        "take": (_polar.on_mesh(_eigh.take_columns, amesh, spec,
+                                (("width", n // 2), ("rows", rows), ("spec", spec))),
+                 (x, index, index)),
+        "sub": (_polar.on_mesh(_eigh.sub_block, amesh, spec, (("spec", spec),)), (x, half)),
+        "join": (_polar.on_mesh(_eigh.join, amesh, (P(), spec),
+                                (("total", n), ("rows", rows), ("spec", spec))),
+                 (w_half, w_half, index, index, half, half)),
+        "finish": (_polar.on_mesh(_eigh.blocked_finish, amesh, (P(), spec),
+                                  (("n", n), ("rows", rows))), (w_all, x)),
+    })
     from distla import _qr
     from distla._mesh import grid_of
 
