@@ -566,7 +566,7 @@ def _solve_mixed_jvp(factor_dtype, primals, tangents):
 
 @functools.partial(jax.jit, static_argnames=("factor_dtype",))
 def _linear_solve(a, b, *, factor_dtype):
-    """``a^-1 b`` as ``lax.custom_linear_solve``: solves with ``a`` and ``aᵀ`` share one factor."""
+    """``a^-1 b`` as ``lax.custom_linear_solve``: ``a`` and ``aᵀ`` solves share one factor."""
     from . import linalg
     from .matmul import matmul
 
@@ -594,7 +594,7 @@ def _linear_solve(a, b, *, factor_dtype):
 
 
 def _system_of(what, factor, b, a):
-    """``(a, b, dtype)`` for a refined solve, or ``None`` where ``factor`` is not lower precision."""
+    """``(a, b, dtype)`` for a refined solve, or ``None`` if ``factor`` is not lower precision."""
     from ._checks import as_array, result_dtype
 
     a = as_array(a, "a", what)
@@ -635,9 +635,7 @@ def lu_solve_mixed(lu, piv, b, *, trans: int, a):
 
 def cho_solve_mixed(c, lower: bool, b, *, a):
     """``cho_solve`` refined against Hermitian ``a``, as :func:`lu_solve_mixed`, or ``None``."""
-    from ._checks import onto_mesh
-
-    from ._checks import as_array
+    from ._checks import as_array, onto_mesh
 
     c = as_array(c, "c", "distla.linalg.cho_solve")
     system = _system_of("distla.linalg.cho_solve", c, b, a)
