@@ -22,6 +22,12 @@ cheaper depends on the number of right-hand sides ``k``:
 For ``trans`` solves the caller passes the local transpose of ``T`` and
 swaps the two axis names: the transpose of a block-cyclic matrix is
 block-cyclic on the transposed grid.
+
+Compile time independent of ``n``: the steps run in at most ``MAX_PHASES``
+``lax.fori_loop`` phases (:func:`phases`), as the LU's do. A step of a phase
+updates the static local rows still to solve after the phase's first step
+(:func:`_rest`, the largest range of the phase) and masks the rows already
+solved; the collectives are the same as one step at a time.
 """
 
 from __future__ import annotations
