@@ -374,7 +374,8 @@ def test_zero_size_as_jnp(shape, kind, x64_on):
                     continue  # test_zero_size_norm_explicit
                 assert outcome(fn, linalg, x) == outcome(fn, jnp.linalg, jnp.asarray(a)), (
                     name, dtype)
-            assert outcome(linalg.cond, x) == outcome(jnp.linalg.cond, a) == ValueError
+            assert outcome(linalg.cond, x) is ValueError  # jnp refuses empty input
+            assert outcome(jnp.linalg.cond, a) is ValueError
             b = place(np.zeros((m, 0), dtype), mesh24)  # no right-hand sides
             assert outcome(linalg.lstsq, x, b) == outcome(jnp.linalg.lstsq, a, np.asarray(b))
             if dtype == np.float32:  # jax.scipy.linalg.polar takes no integers
