@@ -312,8 +312,8 @@ def eigh_body(a, *, mesh, vectors):
 # after a split at r, the blocks Q₀ᴴBQ₀ (r x r) and Q₁ᴴBQ₁ ((n−r) x (n−r)) are
 # independent problems, each padded to a multiple of a grain (about N/16) so the
 # compiled steps of one padded size serve every block of that size. Blocks of
-# at most the leaf size L = K·N/p (as above) finish with jnp.linalg.eigh on one
-# device each (L² ≤ N²/p elements there). A level on a block of order s costs
+# at most the leaf size L = max(K·N/p, N/√p rounded down to the grain) finish
+# with jnp.linalg.eigh on one device each (L² ≤ N²/p elements there). A level on a block of order s costs
 # O(s³), so the levels below the first cost a quarter, a sixteenth, ... of it.
 
 BLOCKED_MIN = 256
@@ -394,8 +394,10 @@ class _Blocked:
         self.p = g.size
         self.rows = P(tuple(a for a in (g.row, g.col) if a is not None), None)
         k = max(1, min(self.p - 1, round(self.p ** 0.5) - 1))
-        self.leaf = k * (big // self.p)
         self.grain = _grain(big, self.p)
+        # a leaf (padded to the grain) holds at most N²/p elements on its one device
+        fits = int(big / self.p ** 0.5) // self.grain * self.grain
+        self.leaf = max(k * (big // self.p), fits)
         self.lvl = 0
         self.start = on_mesh(sub_start, mesh, P())
         self.prep = on_mesh(level_prep, mesh, spec, (("spec", spec), ("leaf", 1)))
