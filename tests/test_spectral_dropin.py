@@ -269,11 +269,10 @@ _STRICT_X64_BROKEN = ("eigh", "eigvalsh", "svd", "svd-reduced", "svdvals", "pinv
                       "matrix_rank", "cond", "norm-2", "norm-nuc")
 
 
-@pytest.mark.parametrize("x64_on", [False, True], ids=["x64-off", "x64-on"])
-@pytest.mark.parametrize("dtype", ["float32", "int32", "bool", "complex64", "float64"])
-def test_strict_promotion_kinds(x64_on, dtype):
-    if dtype == "float64" and not x64_on:
-        pytest.skip("float64 needs x64")
+@pytest.mark.parametrize("dtype,x64_on", [
+    (d, x) for x in (False, True) for d in ("float32", "int32", "bool", "complex64", "float64")
+    if x or d != "float64"], ids=lambda v: {False: "x64-off", True: "x64-on"}.get(v, v))
+def test_strict_promotion_kinds(dtype, x64_on):
     with jax.enable_x64(x64_on), jax.numpy_dtype_promotion("strict"):
         for name, fn in _traced_cases():
             if x64_on and name in _STRICT_X64_BROKEN:
