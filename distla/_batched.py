@@ -1,8 +1,12 @@
 """Batched solves across devices: each device solves its own members (private).
 
-Issue 4. ``distla.linalg`` calls these functions for stacks ``[..., n, n]``
-on a mesh, after the common checks (square matrices, ``jnp.linalg.solve``'s
-numpy-2 shape rules) and with every operand cast to the result dtype.
+``distla.linalg`` calls these functions for stacks ``[..., n, n]`` on a
+mesh, after the common checks (square matrices, ``jnp.linalg.solve``'s
+numpy-2 shape rules), with every operand cast to the result dtype and with
+the call's ``distla._plan.Plan`` (``call=``): then nothing is checked or
+looked up again. Called with no plan (``jax.vmap`` of a one-matrix call, see
+:func:`vmap_rule`, or a direct caller), they check their operands and read
+the mesh off them first.
 
 The work is embarrassingly parallel: each device factors and solves the
 members it holds with the one-device LAPACK path (``distla.kernels.batched``)
@@ -45,8 +49,6 @@ batch dimension); any other layout then costs one re-layout chosen by XLA.
 from __future__ import annotations
 
 import functools
-import itertools
-import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -54,22 +56,30 @@ import jax
 import jax.numpy as jnp
 import jax.scipy.linalg as jsl
 import numpy as np
-from jax import lax
-from jax.sharding import AbstractMesh, AxisType, NamedSharding
+from jax.sharding import AxisType
 from jax.sharding import PartitionSpec as P
 
 from distla.kernels import batched as kernels
 
-from ._mesh import constrain, fitting_spec, operand_mesh, run_on_mesh, shard_map
+from ._batch_layout import (
+    Layout,
+    divides,
+    entry_axes,
+    fill_batch,
+    kernel_layout,
+    layout_spec,
+    relayout,
+    source_layout,
+)
+from ._mesh import fitting_spec, operand_mesh, run_on_mesh, shard_map
+from ._plan import Plan
 
-Axes = tuple[str, ...]  # the mesh axes on one dimension, major first
-Layout = tuple[Axes, ...]  # one entry per dimension
 
 
 # --------------------------------------------------------------------------- public
 
 
-def solve(a: jax.Array, b: jax.Array) -> jax.Array:
+def solve(a: jax.Array, b: jax.Array, *, call: Plan | None = None) -> jax.Array:
     """``jnp.linalg.solve`` for a stack sharded along its batch dimensions.
 
     Args:
@@ -86,31 +96,19 @@ def solve(a: jax.Array, b: jax.Array) -> jax.Array:
       batch was padded. A singular member gives inf/nan in that member only.
 
     Raises:
-      ValueError: ``a`` is not a stack of square matrices, or the batch
-        dimensions of ``a`` and ``b`` do not broadcast.
+      ValueError: (with no ``call``) ``a`` is not a stack of square matrices,
+        or the batch dimensions of ``a`` and ``b`` do not broadcast.
     """
-    what = "distla.linalg.solve"
-    _check_square(a, what, "a")
-    n = a.shape[-1]
-    if b.ndim == 1:
-        if b.shape[0] != n:
-            raise ValueError(f"{what}: b of shape {b.shape} does not match a of shape {a.shape}")
-        b_core = 1
-    else:
-        if b.shape[-2] != n:
-            raise ValueError(
-                f"{what}: b must have shape (n,) or (..., n, k) with n = {n}; got a of shape "
-                f"{a.shape}, b of shape {b.shape}"
-            )
-        b_core = 2
-    _broadcast_batch(what, ("a", a.shape[:-2]), ("b", b.shape[: b.ndim - b_core]))
+    b_core = 1 if b.ndim == 1 else 2
+    if call is None:
+        _check_solve(a, b, b_core)
     out_core = b.shape[b.ndim - b_core :]
     return _dispatch(
-        "solve", (a, b), cores=(2, b_core), fills=("eye", "zeros"), out_cores=(out_core,)
+        "solve", (a, b), call, cores=(2, b_core), fills=("eye", "zeros"), out_cores=(out_core,)
     )[0]
 
 
-def lu_factor(a: jax.Array) -> tuple[jax.Array, jax.Array]:
+def lu_factor(a: jax.Array, *, call: Plan | None = None) -> tuple[jax.Array, jax.Array]:
     """``jax.scipy.linalg.lu_factor`` of every member of a sharded stack.
 
     Args:
@@ -124,14 +122,17 @@ def lu_factor(a: jax.Array) -> tuple[jax.Array, jax.Array]:
     Raises:
       ValueError: ``a`` is not a stack of square matrices.
     """
-    what = "distla.linalg.lu_factor"
-    _check_square(a, what, "a")
+    if call is None:
+        _check_square(a, "distla.linalg.lu_factor", "a")
     n = a.shape[-1]
-    lu, piv = _dispatch("lu_factor", (a,), cores=(2,), fills=("eye",), out_cores=((n, n), (n,)))
-    return lu, piv
+    return tuple(
+        _dispatch("lu_factor", (a,), call, cores=(2,), fills=("eye",), out_cores=((n, n), (n,)))
+    )
 
 
-def lu_solve(lu: jax.Array, piv: jax.Array, b: jax.Array, *, trans: int = 0) -> jax.Array:
+def lu_solve(
+    lu: jax.Array, piv: jax.Array, b: jax.Array, *, trans: int = 0, call: Plan | None = None
+) -> jax.Array:
     """``jax.scipy.linalg.lu_solve`` for every member of a sharded stack.
 
     Args:
@@ -145,10 +146,26 @@ def lu_solve(lu: jax.Array, piv: jax.Array, b: jax.Array, *, trans: int = 0) -> 
       ``x`` shaped like ``b``, sharded along the batch.
 
     Raises:
-      ValueError: the batch dimensions of ``lu``, ``piv`` and ``b`` differ,
-        or their matrix dimensions do not match; ``trans`` not in (0, 1, 2).
-      TypeError: ``piv`` is not an integer array.
+      ValueError: (with no ``call``) the batch dimensions of ``lu``, ``piv``
+        and ``b`` differ, or their matrix dimensions do not match; ``trans``
+        not in (0, 1, 2).
+      TypeError: (with no ``call``) ``piv`` is not an integer array.
     """
+    b_core = 1 if b.ndim == lu.ndim - 1 else 2
+    if call is None:
+        _check_lu_solve(lu, piv, b, b_core, trans)
+    return _dispatch(
+        "lu_solve",
+        (lu, piv.astype(jnp.int32), b),
+        call,
+        cores=(2, 1, b_core),
+        fills=("eye", "arange", "zeros"),
+        out_cores=(b.shape[b.ndim - b_core :],),
+        trans=trans,
+    )[0]
+
+
+def _check_lu_solve(lu, piv, b, b_core, trans):
     what = "distla.linalg.lu_solve"
     _check_square(lu, what, "lu")
     if trans not in (0, 1, 2):
@@ -158,7 +175,6 @@ def lu_solve(lu: jax.Array, piv: jax.Array, b: jax.Array, *, trans: int = 0) -> 
             f"{what}: piv must be an integer array (from lu_factor); got dtype {piv.dtype}"
         )
     n, batch = lu.shape[-1], lu.shape[:-2]
-    b_core = 1 if b.ndim == lu.ndim - 1 else 2
     if piv.shape[:-1] != batch or b.shape[: b.ndim - b_core] != batch:
         raise ValueError(
             f"{what}: batch dimensions differ: lu {lu.shape} has {batch}, piv {piv.shape} has "
@@ -170,38 +186,32 @@ def lu_solve(lu: jax.Array, piv: jax.Array, b: jax.Array, *, trans: int = 0) -> 
             f"{what}: lu {lu.shape}, piv {piv.shape} and b {b.shape} do not match: piv must be "
             f"{(*batch, n)} and b {(*batch, n)} or {(*batch, n, 'k')}"
         )
-    return _dispatch(
-        "lu_solve",
-        (lu, piv.astype(jnp.int32), b),
-        cores=(2, 1, b_core),
-        fills=("eye", "arange", "zeros"),
-        out_cores=(b.shape[b.ndim - b_core :],),
-        trans=trans,
-    )[0]
 
 
-def det(a: jax.Array) -> jax.Array:
+def det(a: jax.Array, *, call: Plan | None = None) -> jax.Array:
     """``jnp.linalg.det`` of every member: ``[..., n, n] -> [...]`` sharded along the batch."""
-    _check_square(a, "distla.linalg.det", "a")
-    return _dispatch("det", (a,), cores=(2,), fills=("eye",), out_cores=((),))[0]
+    if call is None:
+        _check_square(a, "distla.linalg.det", "a")
+    return _dispatch("det", (a,), call, cores=(2,), fills=("eye",), out_cores=((),))[0]
 
 
-def slogdet(a: jax.Array) -> tuple[jax.Array, jax.Array]:
+def slogdet(a: jax.Array, *, call: Plan | None = None) -> tuple[jax.Array, jax.Array]:
     """``jnp.linalg.slogdet`` of every member: ``(sign [...], logabsdet [...])``.
 
     ``sign`` has ``a``'s dtype, ``logabsdet`` its real dtype; a singular member
     gives sign 0 and logabsdet ``-inf``. Both sharded along the batch.
     """
-    _check_square(a, "distla.linalg.slogdet", "a")
-    sign, logabsdet = _dispatch("slogdet", (a,), cores=(2,), fills=("eye",), out_cores=((), ()))
-    return sign, logabsdet
+    if call is None:
+        _check_square(a, "distla.linalg.slogdet", "a")
+    return tuple(_dispatch("slogdet", (a,), call, cores=(2,), fills=("eye",), out_cores=((), ())))
 
 
-def inv(a: jax.Array) -> jax.Array:
+def inv(a: jax.Array, *, call: Plan | None = None) -> jax.Array:
     """``jnp.linalg.inv`` of every member: ``[..., n, n]`` sharded along the batch."""
-    _check_square(a, "distla.linalg.inv", "a")
+    if call is None:
+        _check_square(a, "distla.linalg.inv", "a")
     n = a.shape[-1]
-    return _dispatch("inv", (a,), cores=(2,), fills=("eye",), out_cores=((n, n),))[0]
+    return _dispatch("inv", (a,), call, cores=(2,), fills=("eye",), out_cores=((n, n),))[0]
 
 
 def vmap_rule(op: str, axis_size: int, in_batched: Sequence[bool], *args: jax.Array, **kw):
@@ -268,6 +278,20 @@ def with_vmap_rule(op: str, fn: Callable[..., Any], **static: Any) -> Callable[.
 # --------------------------------------------------------------------------- checks
 
 
+def _check_solve(a: jax.Array, b: jax.Array, b_core: int) -> None:
+    what = "distla.linalg.solve"
+    _check_square(a, what, "a")
+    n = a.shape[-1]
+    if b.ndim == 1 and b.shape[0] != n:
+        raise ValueError(f"{what}: b of shape {b.shape} does not match a of shape {a.shape}")
+    if b.ndim != 1 and b.shape[-2] != n:
+        raise ValueError(
+            f"{what}: b must have shape (n,) or (..., n, k) with n = {n}; got a of shape "
+            f"{a.shape}, b of shape {b.shape}"
+        )
+    _broadcast_batch(what, ("a", a.shape[:-2]), ("b", b.shape[: b.ndim - b_core]))
+
+
 def _check_square(a: jax.Array, what: str, name: str) -> None:
     if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
         raise ValueError(
@@ -283,133 +307,23 @@ def _broadcast_batch(what: str, *named: tuple[str, tuple[int, ...]]) -> tuple[in
         raise ValueError(f"{what}: batch dimensions do not broadcast: {got}") from None
 
 
-# --------------------------------------------------------------------------- layouts
-
-
-def _axes(entry: Any) -> Axes:
-    if entry is None:
-        return ()
-    if isinstance(entry, str):
-        return (entry,)
-    return tuple(entry)
-
-
-def _spec(layout: Sequence[Axes]) -> P:
-    return P(*[None if not e else (e[0] if len(e) == 1 else tuple(e)) for e in layout])
-
-
-def _source_layout(x: jax.Array, mesh: AbstractMesh) -> Layout | None:
-    """The layout ``x`` arrives in, or ``None`` where it cannot be seen.
-
-    Concrete arrays carry it in their ``NamedSharding``; tracers only on a
-    mesh whose axes are all ``Explicit`` (an ``Auto`` axis is not part of the
-    type).
-    """
-    if isinstance(x, jax.core.Tracer):
-        sharding = jax.typeof(x).sharding
-        if not all(t == AxisType.Explicit for t in mesh.axis_types):
-            return None
-        spec = sharding.spec
-    else:
-        sharding = getattr(x, "sharding", None)
-        if not isinstance(sharding, NamedSharding):
-            return None
-        spec = sharding.spec
-    entries = tuple(spec) + (None,) * (x.ndim - len(spec))
-    return tuple(tuple(ax for ax in _axes(e) if mesh.shape[ax] > 1) for e in entries)
-
-
-def _round_up(x: int, multiple: int) -> int:
-    return -(-x // multiple) * multiple
-
-
-def kernel_layout(
-    batch: tuple[int, ...], source: Layout | None, mesh: AbstractMesh
-) -> tuple[Layout, tuple[int, ...]]:
-    """Where the mesh axes go on the batch dimensions, and the padded batch shape.
-
-    Every mesh axis of size > 1 is put on some batch dimension. Among those
-    assignments the one with the fewest (padded) members wins, then the one
-    that keeps most of ``source``'s batch axes where they are (in ``source``'s
-    order, with new axes appended after them: a local slice), then the one
-    that puts axes on earlier dimensions.
-
-    Args:
-      batch: the batch shape.
-      source: the batch part of the stack's current layout (``None``:
-        unknown, treated as unsharded).
-      mesh: the mesh.
-
-    Returns:
-      ``(layout, padded)``: the mesh axes of each batch dimension and the
-      batch shape padded so that they divide it.
-    """
-    nb = len(batch)
-    source = source or ((),) * nb
-    axes = [ax for ax in mesh.axis_names if mesh.shape[ax] > 1]
-    best = None
-    for choice in itertools.product(range(nb), repeat=len(axes)):
-        layout = []
-        for d in range(nb):
-            mine = [ax for ax, c in zip(axes, choice) if c == d]
-            home = [ax for ax in source[d] if ax in mine]
-            layout.append(tuple(home + [ax for ax in mine if ax not in home]))
-        padded = tuple(
-            _round_up(size, math.prod(mesh.shape[ax] for ax in e)) for size, e in zip(batch, layout)
-        )
-        kept = (
-            padded[d] == batch[d] and layout[d][: len(source[d])] == source[d] for d in range(nb)
-        )
-        moved = sum(len(source[d]) for d, k in enumerate(kept) if not k)
-        key = (math.prod(padded), moved, choice)
-        if best is None or key < best[0]:
-            best = (key, tuple(layout), padded)
-    return best[1], best[2]
-
-
-def _divides(shape: Sequence[int], layout: Sequence[Axes], mesh: AbstractMesh) -> bool:
-    return all(s % math.prod(mesh.shape[ax] for ax in e) == 0 for s, e in zip(shape, layout))
-
-
-def _relayout(
-    x: jax.Array, src: Layout | None, dst: Layout, mesh: AbstractMesh, *, final: bool = True
-) -> jax.Array:
-    """Constrain ``x`` from ``src`` to ``dst``, moving one mesh axis per step.
-
-    Each step is a single all-to-all (or a local slice); XLA's partitioner,
-    given the whole move at once, may replicate the array first. Steps whose
-    layout does not divide the shape are skipped, and so is ``dst`` itself
-    unless ``final``.
-    """
-    if src is not None:
-        cur = [list(e) for e in src]
-        for d, want in enumerate(dst):
-            for i, ax in enumerate(want):
-                if cur[d][: i + 1] == list(want[: i + 1]):
-                    continue
-                for entry in cur:
-                    if ax in entry:
-                        entry.remove(ax)
-                cur[d].insert(i, ax)
-                if cur != [list(e) for e in dst] and _divides(x.shape, cur, mesh):
-                    x = constrain(x, _spec(cur))
-    return constrain(x, _spec(dst)) if final else x
-
-
 # --------------------------------------------------------------------------- the call
 
 
 def _dispatch(
     op: str,
     operands: tuple[jax.Array, ...],
+    call: Plan | None,
     *,
     cores: tuple[int, ...],
     fills: tuple[str, ...],
     out_cores: tuple[tuple[int, ...], ...],
     trans: int = 0,
 ) -> tuple[jax.Array, ...]:
-    names = ("a", "b", "c")[: len(operands)]
-    mesh = operand_mesh(*operands, names=names)
+    if call is None:  # a call no public function resolved: read the mesh here
+        mesh = operand_mesh(*operands, names=("a", "b", "c")[: len(operands)])
+    else:
+        mesh = call.mesh
     # jnp's own shape rules on the global shapes: under
     # jax_numpy_rank_promotion="raise" a stack solved against one vector raises
     # here exactly as jnp.linalg.solve does (the kernels then allow it).
@@ -424,9 +338,10 @@ def _dispatch(
     if mesh is None or manual or any(x.size == 0 for x in operands):
         # not on a mesh, already inside a shard_map (local blocks), or empty
         return _one_device(op, operands, trans)
-    sources = tuple(_source_layout(x, mesh) for x in operands)
+    sources = tuple(source_layout(x, mesh) for x in operands)
     return _call(
         *operands,
+        mesh=mesh,
         op=op,
         cores=cores,
         fills=fills,
@@ -483,36 +398,10 @@ def _one_device(op: str, operands: tuple[jax.Array, ...], trans: int) -> tuple[j
     return _as_tuple(_kernel(op, trans))(*operands)
 
 
-def _fill(x: jax.Array, batch: tuple[int, ...], padded: tuple[int, ...], kind: str) -> jax.Array:
-    """Pad the batch dimensions of ``x`` from ``batch`` to ``padded`` with ``kind`` members."""
-    if batch == padded:
-        return x
-    core = x.shape[len(batch) :]
-    x = jnp.pad(x, [(0, p - s) for s, p in zip(batch, padded)] + [(0, 0)] * len(core))
-    if kind == "zeros":
-        return x
-    pad_member = functools.reduce(
-        jnp.logical_or,
-        [
-            lax.broadcasted_iota(jnp.int32, padded, d) >= s
-            for d, (s, p) in enumerate(zip(batch, padded))
-            if s != p
-        ],
-    )
-    n = core[-1]
-    if kind == "eye":
-        member = jnp.eye(n, dtype=x.dtype)
-    else:  # "arange": pivots that interchange nothing
-        member = jnp.arange(n, dtype=x.dtype)
-    mask = pad_member.reshape(padded + (1,) * len(core))
-    return jnp.where(mask, jnp.broadcast_to(member, x.shape), x)
-
-
 @functools.partial(
-    jax.jit, static_argnames=("op", "cores", "fills", "out_cores", "sources", "trans")
+    jax.jit, static_argnames=("mesh", "op", "cores", "fills", "out_cores", "sources", "trans")
 )
-def _call(*operands, op, cores, fills, out_cores, sources, trans):
-    mesh = operand_mesh(*operands, names=("a", "b", "c")[: len(operands)])
+def _call(*operands, mesh, op, cores, fills, out_cores, sources, trans):
     batches = [x.shape[: x.ndim - c] for x, c in zip(operands, cores)]
     full = tuple(np.broadcast_shapes(*batches))
     nb = len(full)
@@ -549,14 +438,14 @@ def _call(*operands, op, cores, fills, out_cores, sources, trans):
         arrived = source_batch  # sharded along the batch: back in that layout
     elif known and all(s is not None and not any(s) for s in lifted):
         arrived = ((),) * nb  # every operand replicated: so is the result, as in jnp
-    if arrived is not None and not _divides(full, arrived, mesh):
+    if arrived is not None and not divides(full, arrived, mesh):
         arrived = None
     out_specs = tuple(
-        _spec(arrived + ((),) * len(oc))
+        layout_spec(arrived + ((),) * len(oc))
         if arrived is not None
-        else _spec(layout + ((),) * len(oc))
+        else layout_spec(layout + ((),) * len(oc))
         if padded == full
-        else fitting_spec(full + oc, mesh, _spec(layout + ((),) * len(oc)))
+        else fitting_spec(full + oc, mesh, layout_spec(layout + ((),) * len(oc)))
         for oc in out_cores
     )
 
@@ -569,18 +458,18 @@ def _call(*operands, op, cores, fills, out_cores, sources, trans):
                 continue
             shape, core, own_pad, dst, src, fill = plan
             x = x.reshape(shape + x.shape[x.ndim - core :])  # missing batch dims as 1s
-            x = _fill(x, shape, own_pad, fill)
-            x = _relayout(x, src, dst, mesh)
+            x = fill_batch(x, shape, own_pad, fill)
+            x = relayout(x, src, dst, mesh)
             ins.append(x)
-            in_specs.append(_spec(dst))
-        kernel_out = tuple(_spec(layout + ((),) * len(oc)) for oc in out_cores)
+            in_specs.append(layout_spec(dst))
+        kernel_out = tuple(layout_spec(layout + ((),) * len(oc)) for oc in out_cores)
         kernel = _as_tuple(_kernel(op, trans))
         outs = shard_map(kernel, in_specs=tuple(in_specs), out_specs=kernel_out)(*ins)
         results = []
         for y, spec in zip(outs, out_specs):
             if padded != full or arrived is not None:
-                target = tuple(_axes(e) for e in tuple(spec) + (None,) * (y.ndim - len(spec)))
-                y = _relayout(y, layout + ((),) * (y.ndim - nb), target, mesh, final=False)
+                target = tuple(entry_axes(e) for e in tuple(spec) + (None,) * (y.ndim - len(spec)))
+                y = relayout(y, layout + ((),) * (y.ndim - nb), target, mesh, final=False)
                 y = y[tuple(slice(0, s) for s in full)]
             results.append(y)
         return tuple(results)

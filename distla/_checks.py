@@ -80,6 +80,35 @@ def result_dtype(what: str, *arrays: Any, inexact: bool = True) -> np.dtype:
     return dtype
 
 
+def square(a: jax.Array, what: str, *, batch: bool = True) -> None:
+    """Check that ``a`` is a square matrix (``batch``: or a stack of them)."""
+    if a.ndim < 2 or (not batch and a.ndim != 2):
+        want = "(..., n, n)" if batch else "(n, n)"
+        raise ValueError(f"{what}: a must have shape {want}; got a of shape {a.shape}")
+    if a.shape[-1] != a.shape[-2]:
+        raise ValueError(f"{what}: a must be square; got a of shape {a.shape}")
+
+
+def rhs_core(a: jax.Array, b: jax.Array, what: str | None = None) -> int:
+    """Core dimensions of the right-hand side ``b`` of ``a`` in ``jax.scipy.linalg``'s rule.
+
+    1 when ``b`` is a vector (or, as jax still reads it, a stack of vectors:
+    one dimension fewer than ``a``, ending in ``n``), else 2. With ``what``,
+    also check that ``b`` is ``(n,)`` or ``(..., n, k)``.
+
+    Raises:
+      ValueError: (with ``what``) ``b`` does not match ``a``.
+    """
+    n = a.shape[-1]
+    core = 1 if b.ndim == 1 or (a.ndim == b.ndim + 1 and b.shape[-1] == n) else 2
+    if what is not None and (b.ndim == 0 or b.shape[-core] != n):
+        raise ValueError(
+            f"{what}: b must have shape (n,) or (..., n, k) with n = {n}; got a of shape "
+            f"{a.shape}, b of shape {b.shape}"
+        )
+    return core
+
+
 def is_empty(*arrays: jax.Array) -> bool:
     """True when any operand has no elements (jnp's result needs no mesh)."""
     return any(np.prod(np.shape(x)) == 0 for x in arrays)

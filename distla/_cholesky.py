@@ -1,31 +1,38 @@
-"""Distributed Cholesky, triangular solves and SPD solves (see ``distla.linalg``).
+"""Distributed Cholesky and SPD solves (see ``distla.linalg``).
 
-The global view: each function takes one matrix on a mesh, pads it with an
-identity block (the factor of ``[[A, 0], [0, I]]`` contains ``A``'s), puts
-it in block-cyclic order inside ``shard_map`` (``distla.kernels.cyclic``),
-runs ``distla.kernels.cholesky`` or the triangular solves of
-``distla.kernels.trsm`` (the LU's), and returns the result in the mesh's 2D
-block layout. Stacks of matrices sharded along their batch dimensions are
-factored and solved locally on each device, with no collective.
+The global view: the factorisation takes one matrix on a mesh and the call's
+``distla._plan.Plan``, pads the matrix with an identity block (the factor of
+``[[A, 0], [0, I]]`` contains ``A``'s), puts it in block-cyclic order inside
+``shard_map`` (``distla.kernels.cyclic``), runs ``distla.kernels.cholesky``
+and returns the result in the mesh's 2D block layout. Its solves are two
+triangular solves (``distla._triangular``). Stacks of matrices sharded along
+their batch dimensions are factored and solved locally on each device, with
+no collective (``distla._stacked``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 
 import jax
 import jax.numpy as jnp
+import jax.scipy.linalg as jsl
 from jax import lax
 from jax.sharding import PartitionSpec as P
 
 from distla.kernels.cholesky import cholesky_block_cyclic
-from distla.kernels.cyclic import from_block_cyclic, relayout_fraction, to_block_cyclic
-from distla.kernels.trsm import trsm_few, trsm_many
+from distla.kernels.cyclic import from_block_cyclic, relayout_fraction
 
-from ._lu import _grid, _k_pad, _natural_rhs_spec, _pad_identity, _rhs_layout
-from ._lu import plan as lu_plan
+from ._checks import as_array, empty_or_one_device, is_empty, result_dtype, rhs_core, square
+from ._lu import _pad_identity
+from ._lu_rules import like, matvec
 from ._mesh import Grid, constrain, fitting_spec, run_on_mesh, shard_map
+from ._plan import Plan, resolve
+from ._stacked import stack, vmappable
+from ._triangular import checked_solve_operands, solve_2d, to_cyclic, tril_mask
+from .matmul import matmul
 
 # Panel width the default block size aims at, and the most segments (fori_loops)
 # one factorisation compiles into (see kernels/cholesky.py).
@@ -56,11 +63,6 @@ def plan(grid: Grid, n: int, block_size: int | None = None) -> tuple[int, int, i
     return nb, w, nb * nbr
 
 
-def _to_cyclic(x_blk, grid: Grid, nb: int):
-    x = to_block_cyclic(x_blk, axis=0, axis_name=grid.row, nb=nb)
-    return to_block_cyclic(x, axis=1, axis_name=grid.col, nb=nb)
-
-
 def _from_cyclic(x_cyc, grid: Grid, nb: int):
     x = from_block_cyclic(x_cyc, axis=1, axis_name=grid.col, nb=nb)
     return from_block_cyclic(x, axis=0, axis_name=grid.row, nb=nb)
@@ -73,24 +75,21 @@ def _all_devices(ok, grid: Grid):
     return (lax.psum(bad, axes) if axes else bad) == 0
 
 
-def _tril(x, k=0):
-    r = lax.broadcasted_iota(jnp.int32, x.shape, 0)
-    c = lax.broadcasted_iota(jnp.int32, x.shape, 1)
-    return r + k >= c
-
-
 def hermitian_part(a: jax.Array) -> jax.Array:
     """``(a + aᴴ) / 2``, as ``jnp.linalg.cholesky(symmetrize_input=True)`` computes it."""
     return (a + jnp.conj(a.T)) / 2
 
 
-@functools.partial(
-    jax.jit, static_argnames=("dtype", "block_size", "symmetrize", "read_upper", "upper")
-)
-def _cholesky(a, *, dtype, block_size, symmetrize, read_upper, upper):
-    grid = _grid(a, names=("a",))
+@functools.partial(jax.jit, static_argnames=("call", "upper", "symmetrize", "read_upper"))
+def factor(a, *, call: Plan, upper=False, symmetrize=True, read_upper=False):
+    """Cholesky factor of one sharded matrix (the public functions check and call it).
+
+    ``upper`` returns ``Lᴴ``; ``read_upper`` factors from ``a``'s upper
+    triangle (``aᴴ``'s lower one), as ``jax.scipy.linalg.cholesky(lower=False)``.
+    """
+    grid, dtype = call.grid, call.dtype
     n = a.shape[0]
-    nb, w, n_pad = plan(grid, n, block_size)
+    nb, w, n_pad = plan(grid, n, call.block_size)
     blocks = grid.block_spec
 
     def body(a):
@@ -103,7 +102,7 @@ def _cholesky(a, *, dtype, block_size, symmetrize, read_upper, upper):
 
         def kernel(a_blk):
             l_cyc, ok = cholesky_block_cyclic(
-                _to_cyclic(a_blk, grid, nb),
+                to_cyclic(a_blk, grid, nb),
                 row_axis=grid.row, col_axis=grid.col, nb=nb, w=w, precision=_PRECISION,
             )
             return _from_cyclic(l_cyc, grid, nb), _all_devices(ok, grid)
@@ -111,96 +110,11 @@ def _cholesky(a, *, dtype, block_size, symmetrize, read_upper, upper):
         l, ok = shard_map(kernel, in_specs=blocks, out_specs=(blocks, P()), check_vma=False)(a)
         l = l[:n, :n]
         # jnp's conventions: zeros above the diagonal, NaN below it when not positive definite
-        l = jnp.where(_tril(l), jnp.where(ok, l, jnp.nan), jnp.zeros((), dtype))
+        l = jnp.where(tril_mask(l), jnp.where(ok, l, jnp.nan), jnp.zeros((), dtype))
         return jnp.conj(l.T) if upper else l
 
     out = fitting_spec((n, n), grid.mesh, blocks)
     return run_on_mesh(body, grid.mesh, out, a)
-
-
-def factor(a, *, dtype, upper=False, symmetrize=True, read_upper=False, block_size=None):
-    """Cholesky factor of one sharded matrix (the public functions check and call it).
-
-    ``upper`` returns ``Lᴴ``; ``read_upper`` factors from ``a``'s upper
-    triangle (``aᴴ``'s lower one), as ``jax.scipy.linalg.cholesky(lower=False)``.
-    """
-    return _cholesky(
-        a, dtype=dtype, block_size=block_size, symmetrize=symmetrize, read_upper=read_upper,
-        upper=upper,
-    )
-
-
-# ------------------------------------------------------------------ triangular solves
-
-
-def _trans_code(trans, what: str) -> int:
-    codes = {0: 0, "N": 0, "n": 0, 1: 1, "T": 1, "t": 1, 2: 2, "C": 2, "c": 2}
-    if isinstance(trans, bool) or trans not in codes:
-        raise ValueError(f"{what}: trans must be 0, 1, 2, 'N', 'T' or 'C'; got {trans!r}")
-    return codes[trans]
-
-
-@functools.partial(jax.jit, static_argnames=("dtype", "trans", "lower", "unit_diagonal"))
-def _triangular_solve(a, b, *, dtype, trans, lower, unit_diagonal):
-    """``op(T) x = b`` for one matrix: ``T`` the ``lower``/upper triangle of ``a``."""
-    grid = _grid(a, b, names=("a", "b"))
-    n = a.shape[0]
-    vector = b.ndim == 1
-    k = 1 if vector else b.shape[1]
-    nb, n_pad = lu_plan(grid, n)
-    blocks = grid.block_spec
-    b_spec, few = _rhs_layout(grid, k, trans)
-    k_pad = _k_pad(grid, k, trans, few)
-    # op(T) of a block-cyclic T is the local transpose on the transposed grid
-    rows, cols = (grid.row, grid.col) if trans == 0 else (grid.col, grid.row)
-    tri_lower = lower if trans == 0 else not lower
-    trsm = trsm_few if few else trsm_many
-
-    def body(a, b):
-        a = constrain(_pad_identity(a.astype(dtype), n_pad), blocks)
-        b2 = b.astype(dtype).reshape(n, k)
-        b2 = constrain(jnp.pad(b2, ((0, n_pad - n), (0, k_pad - k))), b_spec)
-
-        def kernel(a_blk, b_blk):
-            t = _to_cyclic(a_blk, grid, nb)
-            if trans:
-                t = t.T.conj() if trans == 2 else t.T
-            x = to_block_cyclic(b_blk, axis=0, axis_name=rows, nb=nb)
-            x = trsm(
-                t, x, lower=tri_lower, unit_diagonal=unit_diagonal, row_axis=rows, col_axis=cols,
-                nb=nb, precision=_PRECISION,
-            )
-            return from_block_cyclic(x, axis=0, axis_name=rows, nb=nb)
-
-        x = shard_map(kernel, in_specs=(blocks, b_spec), out_specs=b_spec, check_vma=False)(a, b2)
-        x = x[:n, :k]
-        return x[:, 0] if vector else x
-
-    out = fitting_spec(b.shape, grid.mesh, _natural_rhs_spec(grid, b.ndim))
-    return run_on_mesh(body, grid.mesh, out, a, b)
-
-
-def triangular_solve(a, b, *, dtype, trans, lower, unit_diagonal):
-    """``op(T)⁻¹ b`` for one sharded matrix (no derivative rule; see ``distla.linalg``)."""
-    return _triangular_solve(
-        a, b, dtype=dtype, trans=trans, lower=lower, unit_diagonal=unit_diagonal
-    )
-
-
-@functools.partial(jax.jit, static_argnames=("trans", "lower", "unit_diagonal"))
-def triangle_matvec(a, x, *, trans, lower, unit_diagonal):
-    """``op(T) @ x`` with ``T`` the triangle of ``a`` that a solve reads (for derivatives)."""
-    from .matmul import matmul
-
-    t = jnp.where(_tril(a) if lower else _tril(a.T).T, a, jnp.zeros((), a.dtype))
-    if unit_diagonal:
-        eye = _tril(a) & _tril(a.T).T
-        t = jnp.where(eye, jnp.ones((), a.dtype), t)
-    if trans:
-        t = jnp.conj(t.T) if trans == 2 else t.T
-    if x.ndim == 1:
-        return matmul(t, x[:, None])[:, 0]
-    return matmul(t, x)
 
 
 # --------------------------------------------------------------------- communication
@@ -260,7 +174,7 @@ def model_bytes(
     return elements * item
 
 
-# ------------------------------------------------------------------ public functions
+# ------------------------------------------------------------------ the calls
 # One matrix on a mesh runs the distributed programs above; a stack sharded along
 # its batch runs jax's one-device function on each device's members (no
 # collective); an unsharded operand falls back to jax. Derivatives reuse the
@@ -269,169 +183,23 @@ def model_bytes(
 # distributed triangular solves and matmul.
 
 
-def _mesh_of(*xs, names):
-    from ._blas import single_thread_lapack_for_cpu_devices
-    from ._mesh import operand_mesh
-
-    mesh = operand_mesh(*xs, names=names)
-    if mesh is not None:
-        single_thread_lapack_for_cpu_devices()
-    return mesh
-
-
-def _square(a, what: str) -> None:
-    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
-        raise ValueError(f"{what}: a must have shape (..., n, n); got a of shape {a.shape}")
-
-
-def _explicit_sharding(x):
-    from ._mesh import is_explicit
-
-    sharding = jax.typeof(x).sharding
-    mesh = getattr(sharding, "mesh", None)
-    if mesh is not None and mesh.size > 1 and is_explicit(mesh):
-        return sharding
-    return None
-
-
-def _like(x, ref):
-    """``x`` with ``ref``'s sharding type on Explicit meshes (lax.custom_linear_solve needs it)."""
-    sharding = _explicit_sharding(ref)
-    return x if sharding is None else jax.sharding.reshard(x, sharding)
-
-
-def _one_device(x):
-    from ._mesh import drop_trivial_sharding
-
-    return drop_trivial_sharding(x)
-
-
-def _stack(fn, xs, cores, out_core):
-    """``fn`` (a jax function of stacks) on operands sharded along their batch: no collective.
-
-    The stacked operands are put in the batch layout of distla's batched solves
-    (``distla._batched.kernel_layout``: every mesh axis on a batch dimension,
-    moved one axis at a time), the largest even one that fits; XLA then runs
-    ``fn`` on each device's members.
-    """
-    from . import _batched
-
-    names = tuple(f"x{i}" for i in range(len(xs)))
-    mesh = _mesh_of(*xs, names=names)
-    batches = [x.shape[: x.ndim - c] for x, c in zip(xs, cores)]
-    full = tuple(jnp.broadcast_shapes(*batches))
-    source = None
-    for x, bt in zip(xs, batches):
-        if bt == full:
-            source = _batched._source_layout(x, mesh)
-            source = None if source is None else source[: len(full)]
-            break
-    layout, _ = _batched.kernel_layout(full, source, mesh)
-
-    def spec(shape, core):
-        return fitting_spec(shape, mesh, _batched._spec(layout + ((),) * core))
-
-    out = jax.eval_shape(fn, *(jax.ShapeDtypeStruct(x.shape, x.dtype) for x in xs))
-    out_specs = jax.tree.map(lambda o: spec(o.shape, out_core), out)
-
-    in_specs = tuple(
-        spec(x.shape, c) if bt == full else P() for x, bt, c in zip(xs, batches, cores)
-    )
-    local = all(  # every device holds whole members: run fn on them in shard_map
-        all(e is None for e in tuple(s)[len(full) :])
-        for s in (*in_specs, *jax.tree.leaves(out_specs, is_leaf=lambda s: isinstance(s, P)))
-    )
-
-    sources = [_batched._source_layout(x, mesh) for x in xs]  # read outside: see _batched
-
-    def body(*ys):
-        moved = []
-        for y, bt, s, src in zip(ys, batches, in_specs, sources):
-            if bt == full:
-                dst = tuple(_batched._axes(e) for e in tuple(s) + (None,) * y.ndim)[: y.ndim]
-                y = _batched._relayout(y, src, dst, mesh)
-            moved.append(y)
-        if local:
-            return shard_map(fn, in_specs=in_specs, out_specs=out_specs)(*moved)
-        return fn(*moved)  # members split over devices: XLA partitions fn
-
-    return jax.jit(lambda *ys: run_on_mesh(body, mesh, out_specs, *ys))(*xs)
-
-
-def _vmappable(one, stacked):
-    """``one`` (a one-matrix call) whose ``jax.vmap`` runs ``stacked`` on the stack instead."""
-    f = jax.custom_batching.custom_vmap(one)
-
-    def rule(axis_size, in_batched, *args):
-        args = [
-            x if mapped else jnp.broadcast_to(x, (axis_size, *x.shape))
-            for x, mapped in zip(args, in_batched)
-        ]
-        with jax.numpy_rank_promotion("allow"):
-            out = stacked(*args)
-        return out, jax.tree.map(lambda _: True, out)
-
-    f.def_vmap(rule)
-    return f
-
-
-@jax.jit
-def _ct(x):
+@functools.partial(jax.jit, static_argnames=("call",))
+def _ct(x, *, call: Plan):
     """``xᴴ`` of a matrix on a mesh, in the mesh's 2D block layout."""
-    grid = _grid(x, names=("x",))
+    grid = call.grid
     out = fitting_spec(x.shape[::-1], grid.mesh, grid.block_spec)
     return run_on_mesh(lambda x: jnp.conj(x.T), grid.mesh, out, x)
 
 
 def _phi(x):
     """Lower triangle of ``x`` with its diagonal halved (jax's Cholesky JVP)."""
-    half = jnp.where(_tril(x, -1), jnp.ones((), x.dtype), jnp.full((), 0.5, x.dtype))
-    return jnp.where(_tril(x), x * half, jnp.zeros((), x.dtype))
+    half = jnp.where(tril_mask(x, -1), jnp.ones((), x.dtype), jnp.full((), 0.5, x.dtype))
+    return jnp.where(tril_mask(x), x * half, jnp.zeros((), x.dtype))
 
 
-def _tri_2d(a, b, *, trans, lower, unit_diagonal, dtype):
-    """``op(T)⁻¹ b`` for one matrix, differentiable in ``a`` and ``b`` (custom_linear_solve)."""
-    flags = dict(lower=lower, unit_diagonal=unit_diagonal)
-
-    def kernel(t):
-        def solve(a, rhs):
-            return triangular_solve(a, rhs, dtype=dtype, trans=t, **flags)
-
-        def stacked(a, rhs):
-            if rhs.ndim == a.ndim - 1:
-                rhs = rhs[..., None]
-                return _stack(
-                    functools.partial(jax.scipy.linalg.solve_triangular, trans=t, **flags),
-                    (a, rhs), (2, 2), 2,
-                )[..., 0]
-            return _stack(
-                functools.partial(jax.scipy.linalg.solve_triangular, trans=t, **flags),
-                (a, rhs), (2, 2), 2,
-            )
-
-        return _vmappable(solve, stacked)
-
-    a_fixed = lax.stop_gradient(a)
-
-    def matvec(x):
-        return _like(triangle_matvec(a, x, trans=trans, **flags), x)
-
-    def solve(_, rhs):
-        return _like(kernel(trans)(a_fixed, rhs), rhs)
-
-    def transpose_solve(_, rhs):
-        if trans == 2:  # the linear transpose of x -> T^-H x is x -> conj(T^-1 conj(x))
-            x = jnp.conj(kernel(0)(a_fixed, jnp.conj(rhs)))
-        else:
-            x = kernel(1 - trans)(a_fixed, rhs)
-        return _like(x, rhs)
-
-    return lax.custom_linear_solve(matvec, b, solve, transpose_solve)
-
-
-def _chol_2d(a, *, dtype, upper, symmetrize, read_upper, block_size=None):
+def _chol_2d(a, *, call: Plan, upper, symmetrize, read_upper):
     """Cholesky of one matrix with jax's JVP rule, its solves and products distributed."""
-    flags = dict(dtype=dtype, symmetrize=symmetrize, read_upper=read_upper, block_size=block_size)
+    flags = dict(symmetrize=symmetrize, read_upper=read_upper)
 
     def stacked(a):
         def f(a):  # the same on each member, with jax's one-device Cholesky
@@ -440,50 +208,30 @@ def _chol_2d(a, *, dtype, upper, symmetrize, read_upper, block_size=None):
             l = jnp.linalg.cholesky(a, symmetrize_input=symmetrize)
             return jnp.conj(jnp.swapaxes(l, -1, -2)) if upper else l
 
-        return _stack(f, (a,), (2,), 2)
+        return stack(f, (a,), (2,), 2, mesh=call.mesh)
 
-    primal = jax.custom_jvp(
-        _vmappable(lambda a: factor(a, upper=upper, **flags), stacked)
-    )
+    def one(a):
+        return factor(a, call=call, upper=upper, **flags)
+
+    primal = jax.custom_jvp(vmappable(one, stacked))
 
     def rule(primals, tangents):
         (a,), (da,) = primals, tangents
         out = primal(a)
-        low = _ct(out) if upper else out
-        da = da.astype(dtype)
+        low = _ct(out, call=call) if upper else out
+        da = da.astype(call.dtype)
         if read_upper:
-            da = _ct(da)
+            da = _ct(da, call=call)
         if symmetrize:
-            da = (da + _ct(da)) / 2
-        tri = dict(lower=True, unit_diagonal=False, dtype=dtype)
-        y = _tri_2d(low, da, trans=0, **tri)  # L^-1 dA
-        m = _ct(_tri_2d(low, _ct(y), trans=0, **tri))  # L^-1 dA L^-H
-        from .matmul import matmul
-
+            da = (da + _ct(da, call=call)) / 2
+        tri = dict(lower=True, unit_diagonal=False, call=call)
+        y = solve_2d(low, da, trans=0, **tri)  # L^-1 dA
+        m = _ct(solve_2d(low, _ct(y, call=call), trans=0, **tri), call=call)  # L^-1 dA L^-H
         dl = matmul(low, _phi(m))
-        return out, (_ct(dl) if upper else dl)
+        return out, (_ct(dl, call=call) if upper else dl)
 
     primal.defjvp(rule)
     return primal(a)
-
-
-def _b_core(a, b) -> int:
-    """1 when ``b`` is a vector (or, as jax still reads it, a stack of vectors), else 2."""
-    return 1 if b.ndim == 1 or (a.ndim == b.ndim + 1 and b.shape[-1] == a.shape[-1]) else 2
-
-
-def _checked_solve_shapes(a, b, what):
-    """jax.scipy's shape rule: ``b`` is ``(n,)`` or ``(..., n, k)``."""
-    n = a.shape[-1]
-    if b.ndim == 0:
-        rows = -1
-    else:
-        rows = b.shape[-1] if _b_core(a, b) == 1 else b.shape[-2]
-    if rows != n:
-        raise ValueError(
-            f"{what}: b must have shape (n,) or (..., n, k) with n = {n}; got a of shape "
-            f"{a.shape}, b of shape {b.shape}"
-        )
 
 
 def cholesky(
@@ -526,28 +274,18 @@ def cholesky(
 
     See also: ``jnp.linalg.cholesky``, :func:`cho_factor`.
     """
-    from ._checks import as_array, is_empty, result_dtype
-
     what = "distla.linalg.cholesky"
     a = as_array(a, "a", what)
-    _square(a, what)
+    square(a, what)
     dtype = result_dtype(what, a)
-    mesh = _mesh_of(a, names=("a",))
-    if mesh is None or is_empty(a):
-        x = _one_device(a).astype(dtype) if mesh is None else jnp.zeros(a.shape, dtype)
-        return jnp.linalg.cholesky(x, upper=upper, symmetrize_input=symmetrize_input)
     a = a.astype(dtype)
+    ref = functools.partial(jnp.linalg.cholesky, upper=upper, symmetrize_input=symmetrize_input)
+    call = resolve(a, names=("a",), dtype=dtype, block_size=block_size)
+    if call is None or is_empty(a):
+        return empty_or_one_device(ref, a)
     if a.ndim > 2:
-        return _stack(
-            functools.partial(
-                jnp.linalg.cholesky, upper=upper, symmetrize_input=symmetrize_input
-            ),
-            (a,), (2,), 2,
-        )
-    return _chol_2d(
-        a, dtype=dtype, upper=upper, symmetrize=symmetrize_input, read_upper=False,
-        block_size=block_size,
-    )
+        return stack(ref, (a,), (2,), 2, mesh=call.mesh)
+    return _chol_2d(a, call=call, upper=upper, symmetrize=symmetrize_input, read_upper=False)
 
 
 def cho_factor(
@@ -573,42 +311,30 @@ def cho_factor(
 
     See also: ``jax.scipy.linalg.cho_factor``.
     """
-    from ._checks import as_array, is_empty, result_dtype
-
     del overwrite_a, check_finite
     what = "distla.linalg.cho_factor"
     a = as_array(a, "a", what)
-    _square(a, what)
+    square(a, what)
     dtype = result_dtype(what, a)
-    mesh = _mesh_of(a, names=("a",))
-    if mesh is None or is_empty(a):
-        x = _one_device(a).astype(dtype) if mesh is None else jnp.zeros(a.shape, dtype)
-        return jax.scipy.linalg.cho_factor(x, lower=lower)
     a = a.astype(dtype)
+
+    def ref(x):
+        return jsl.cho_factor(x, lower=lower)[0]
+
+    call = resolve(a, names=("a",), dtype=dtype)
+    if call is None or is_empty(a):
+        return empty_or_one_device(ref, a), lower
     if a.ndim > 2:
-        c = _stack(
-            lambda x: jax.scipy.linalg.cho_factor(x, lower=lower)[0], (a,), (2,), 2
-        )
-        return c, lower
-    c = _chol_2d(a, dtype=dtype, upper=not lower, symmetrize=False, read_upper=not lower)
+        return stack(ref, (a,), (2,), 2, mesh=call.mesh), lower
+    c = _chol_2d(a, call=call, upper=not lower, symmetrize=False, read_upper=not lower)
     return c, lower
 
 
-def _cho_solve_2d(c, b, *, lower, dtype):
-    tri = dict(lower=lower, unit_diagonal=False, dtype=dtype)
+def _cho_solve_2d(c, b, *, lower, call: Plan):
+    tri = dict(lower=lower, unit_diagonal=False, call=call)
     if lower:  # L y = b, then L^H x = y
-        return _tri_2d(c, _tri_2d(c, b, trans=0, **tri), trans=2, **tri)
-    return _tri_2d(c, _tri_2d(c, b, trans=2, **tri), trans=0, **tri)  # U^H y = b, U x = y
-
-
-def _solve_prologue(what, a, b):
-    from ._checks import as_array, result_dtype
-
-    a = as_array(a, "a", what)
-    b = as_array(b, "b", what)
-    _square(a, what)
-    _checked_solve_shapes(a, b, what)
-    return a, b, result_dtype(what, a, b)
+        return solve_2d(c, solve_2d(c, b, trans=0, **tri), trans=2, **tri)
+    return solve_2d(c, solve_2d(c, b, trans=2, **tri), trans=0, **tri)  # U^H y = b, U x = y
 
 
 def cho_solve(
@@ -648,138 +374,58 @@ def cho_solve(
 
     See also: ``jax.scipy.linalg.cho_solve``.
     """
-    from ._checks import is_empty
-
     del overwrite_b, check_finite
     what = "distla.linalg.cho_solve"
     c, lower = c_and_lower
-    c, b, dtype = _solve_prologue(what, c, b)
+    c, b, dtype = checked_solve_operands(what, c, b)
     if a is not None:  # mixed precision: a lower-precision factor refined against a
         from . import _refine
 
         x = _refine.cho_solve_mixed(c_and_lower[0], lower, b, a=a)  # the factor's own dtype
         if x is not None:
             return x
-    mesh = _mesh_of(c, b, names=("c", "b"))
-    if mesh is None or is_empty(c, b):
-        c, b = (_one_device(x).astype(dtype) for x in (c, b))
-        if mesh is not None:
-            c, b = jnp.zeros(c.shape, dtype), jnp.zeros(b.shape, dtype)
-        return jax.scipy.linalg.cho_solve((c, lower), b)
-    c, b = c.astype(dtype), b.astype(dtype)
+
+    def ref(c, b):
+        return jsl.cho_solve((c, lower), b)
+
+    call = resolve(c, b, names=("c", "b"), dtype=dtype)
+    if call is None or is_empty(c, b):
+        return empty_or_one_device(ref, c, b)
     if c.ndim > 2 or b.ndim > 2:
-        return _stack(
-            lambda c, b: jax.scipy.linalg.cho_solve((c, lower), b),
-            (c, b), (2, _b_core(c, b)), _b_core(c, b),
-        )
-    return _cho_solve_2d(c, b, lower=bool(lower), dtype=dtype)
+        core = rhs_core(c, b)
+        return stack(ref, (c, b), (2, core), core, mesh=call.mesh)
+    return _cho_solve_2d(c, b, lower=bool(lower), call=call)
 
 
-def solve_triangular(
-    a: jax.typing.ArrayLike,
-    b: jax.typing.ArrayLike,
-    trans: int | str = 0,
-    lower: bool = False,
-    unit_diagonal: bool = False,
-    overwrite_b: bool = False,
-    debug: object = None,
-    check_finite: bool = True,
-) -> jax.Array:
-    """Solve ``op(a) x = b`` for triangular ``a``, as ``jax.scipy.linalg.solve_triangular``.
-
-    One matrix on a mesh is solved by blocked substitution on the 2D
-    block-cyclic layout (the LU's ``kernels/trsm.py``): with up to 128
-    right-hand sides the solution blocks move, with more the matrix's block
-    columns do. A stack sharded along its batch is solved on each device.
-
-    Args:
-      a: ``[n, n]`` on a 1- or 2-axis mesh; only its ``lower`` (or upper)
-        triangle is read, and not its diagonal if ``unit_diagonal``.
-      b: ``[n]`` or ``[n, k]`` on the same mesh, any layout.
-      trans: ``0``/``'N'`` solves ``a x = b``, ``1``/``'T'`` ``aᵀ x = b``,
-        ``2``/``'C'`` ``aᴴ x = b``.
-      lower: use the lower triangle (default: upper).
-      unit_diagonal: assume a unit diagonal.
-      overwrite_b: accepted and ignored, as in jax.
-      debug: accepted and ignored, as in jax.
-      check_finite: accepted and ignored, as in jax.
-
-    Returns:
-      ``x`` with ``b``'s shape: ``[n, k]`` in the mesh's 2D block layout,
-      ``[n]`` split over all devices. A zero on the diagonal gives inf/nan,
-      as LAPACK. Differentiable in ``a`` and ``b`` to any order.
-
-    Raises:
-      ValueError: shapes that do not match, or a ``trans`` jax does not take.
-
-    See also: ``jax.scipy.linalg.solve_triangular``.
-    """
-    from ._checks import is_empty
-
-    del overwrite_b, debug, check_finite
-    what = "distla.linalg.solve_triangular"
-    t = _trans_code(trans, what)
-    a, b, dtype = _solve_prologue(what, a, b)
-    flags = dict(trans=t, lower=bool(lower), unit_diagonal=bool(unit_diagonal))
-    mesh = _mesh_of(a, b, names=("a", "b"))
-    if mesh is None or is_empty(a, b):
-        a, b = (_one_device(x).astype(dtype) for x in (a, b))
-        if mesh is not None:
-            a, b = jnp.zeros(a.shape, dtype), jnp.zeros(b.shape, dtype)
-        return jax.scipy.linalg.solve_triangular(a, b, **flags)
-    a, b = a.astype(dtype), b.astype(dtype)
-    if a.ndim > 2 or b.ndim > 2:
-        b_core = _b_core(a, b)
-        return _stack(
-            functools.partial(jax.scipy.linalg.solve_triangular, **flags), (a, b), (2, b_core),
-            b_core,
-        )
-    return _tri_2d(a, b, dtype=dtype, **flags)
-
-
-def solve_pos(a: jax.typing.ArrayLike, b: jax.typing.ArrayLike, *, lower: bool = False):
+def solve_pos(a: jax.Array, b: jax.Array, *, lower: bool, call: Plan) -> jax.Array:
     """``a x = b`` for Hermitian positive definite ``a``, through Cholesky.
 
     What ``jax.scipy.linalg.solve(a, b, assume_a="pos", lower=lower)`` does,
-    distributed: factor ``a`` (reading its ``lower`` or upper triangle) with
-    :func:`cho_factor` and solve with :func:`cho_solve`; as a
+    distributed: factor ``a`` (reading its ``lower`` or upper triangle) as
+    :func:`cho_factor` does and solve as :func:`cho_solve` does; as a
     ``lax.custom_linear_solve`` whose derivatives reuse the factor
-    (``distla.linalg.solve(..., assume_a="pos")`` calls it).
+    (``distla.linalg.solve(..., assume_a="pos")`` calls it, after its checks).
 
     Args:
-      a: ``[n, n]`` on a mesh, or a stack ``[..., n, n]`` sharded along its batch.
-      b: ``[n]`` or ``[n, k]`` (stacks: ``[..., n, k]``) on the same mesh.
+      a: ``[n, n]`` on the call's mesh, of the call's dtype.
+      b: ``[n]`` or ``[n, k]`` on the same mesh.
       lower: which triangle of ``a`` is factored.
+      call: the solve's plan; its block size is the LU's, so the Cholesky
+        factor here uses its own default block.
 
     Returns:
       ``x`` with ``b``'s shape, in the mesh's 2D block layout (``[n]``: split
       over all devices). Not positive definite gives NaN.
     """
-    from ._checks import is_empty
-    from .matmul import matmul
+    call = dataclasses.replace(call, block_size=None)
+    c = _chol_2d(
+        lax.stop_gradient(a), call=call, upper=not lower, symmetrize=False, read_upper=not lower
+    )
 
-    what = "distla.linalg.solve"
-    a, b, dtype = _solve_prologue(what, a, b)
-    mesh = _mesh_of(a, b, names=("a", "b"))
-    if mesh is None or is_empty(a, b):
-        a, b = (_one_device(x).astype(dtype) for x in (a, b))
-        if mesh is not None:
-            a, b = jnp.zeros(a.shape, dtype), jnp.zeros(b.shape, dtype)
-        return jax.scipy.linalg.solve(a, b, assume_a="pos", lower=lower)
-    a, b = a.astype(dtype), b.astype(dtype)
-    if a.ndim > 2 or b.ndim > 2:
-        b_core = 1 if b.ndim == 1 else 2
-        return _stack(
-            lambda a, b: jax.scipy.linalg.solve(a, b, assume_a="pos", lower=lower),
-            (a, b), (2, b_core), b_core,
-        )
-    c, _ = cho_factor(lax.stop_gradient(a), lower=lower)
-
-    def matvec(x):
-        y = matmul(a, x[:, None])[:, 0] if x.ndim == 1 else matmul(a, x)
-        return _like(y, x)
+    def mv(x):
+        return like(matvec(a, x), x)
 
     def solve(_, rhs):
-        return _like(_cho_solve_2d(c, rhs, lower=lower, dtype=dtype), rhs)
+        return like(_cho_solve_2d(c, rhs, lower=lower, call=call), rhs)
 
-    return lax.custom_linear_solve(matvec, b, solve, symmetric=True)
+    return lax.custom_linear_solve(mv, b, solve, symmetric=True)

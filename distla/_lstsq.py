@@ -17,7 +17,7 @@ from jax import lax
 from jax.sharding import PartitionSpec as P
 
 from ._checks import as_array, empty_or_one_device, is_empty, result_dtype
-from ._cholesky import _mesh_of
+from ._plan import mesh_of as _mesh_of
 from ._mesh import fitting_spec, operand_mesh, run_on_mesh
 from ._polar import block_spec
 from ._spectral import svd, svdvals

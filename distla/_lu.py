@@ -1,16 +1,19 @@
 """Global view of the distributed LU and its solves (private; see distla.linalg).
 
-Each function here takes one matrix on a mesh, pads it (with an identity
-block, so the padded factorisation contains the original one), converts it
-to block-cyclic order inside ``shard_map``, runs the kernels of
-``distla.kernels.lu`` / ``distla.kernels.trsm``, and returns the results in
-the caller's 2D block layout.
+Each function here takes one matrix on a mesh and the call's
+``distla._plan.Plan`` (its mesh, dtype and block size, resolved once by the
+public function), pads the matrix (with an identity block, so the padded
+factorisation contains the original one), converts it to block-cyclic order
+inside ``shard_map``, runs the kernels of ``distla.kernels.lu`` /
+``distla.kernels.trsm``, and returns the results in the caller's 2D block
+layout. Nothing here reads the operands' mesh or checks them again.
 """
 
 from __future__ import annotations
 
 import functools
 import math
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -22,15 +25,13 @@ from distla.kernels.lu import lu_block_cyclic
 from distla.kernels.lu import phases as lu_phases
 from distla.kernels.trsm import lu_solve_block_cyclic
 
-from ._mesh import Grid, constrain, fitting_spec, grid_of, operand_mesh, run_on_mesh, shard_map
+from ._mesh import Grid, constrain, fitting_spec, run_on_mesh, shard_map
+from ._plan import Plan
 
-# Panel widths the default block size aims at (measured in benchmarks/bench_lu.py).
-# Wider panels make faster trailing GEMMs (rank-256 updates run near twice as
-# fast as rank-128 ones on CPU) but leave the busiest device more masked work
-# (flop efficiency at n = 4096 on 2x4: 0.89 with nb = 128, 0.855 with 171,
-# 0.80 with 256). Near 192 (nb = 171 at n = 4096: 1.98 s against 2.10 s with
-# 256 and 2.61 s with 128, interleaved) once every device keeps 4 block
-# columns; 128 below that, where a wider panel starves the grid.
+# Panel widths the default block size aims at (the measurements behind them are
+# in docs/benchmarks.md, LU section): wider panels make faster trailing GEMMs but
+# leave the busiest device more masked work, so 192 once every device keeps 4
+# block columns and 128 below that, where a wider panel starves the grid.
 DEFAULT_BLOCK = 128
 WIDE_BLOCK = 192
 # Up to this many right-hand sides, the solves move the solution, not the factors.
@@ -58,10 +59,6 @@ def plan(grid: Grid, n: int, block_size: int | None = None) -> tuple[int, int]:
         nbr = -(-max(1, -(-n // target)) // q) * q
         nb = -(-n // nbr)
     return nb, nb * nbr
-
-
-def _grid(*xs, names) -> Grid:
-    return grid_of(operand_mesh(*xs, names=names), what="distla.linalg")
 
 
 def _pad_identity(a: jax.Array, n_pad: int) -> jax.Array:
@@ -120,11 +117,12 @@ def _solve_local(lu_cyc, piv, b_blk, *, grid: Grid, nb: int, trans: int, few: bo
     return from_block_cyclic(x, axis=0, axis_name=rows, nb=nb)
 
 
-@functools.partial(jax.jit, static_argnames=("dtype", "block_size"))
-def _lu_factor(a, *, dtype, block_size):
-    grid = _grid(a, names=("a",))
+@functools.partial(jax.jit, static_argnames=("call",))
+def lu_factor(a, *, call: Plan):
+    """``(lu, piv)`` of one matrix, as ``jax.scipy.linalg.lu_factor``."""
+    grid, dtype = call.grid, call.dtype
     m, n = a.shape  # rectangular: the LU of a square padding (see _pad_identity)
-    nb, n_pad = plan(grid, max(m, n), block_size)
+    nb, n_pad = plan(grid, max(m, n), call.block_size)
     blocks = grid.block_spec
 
     def body(a):
@@ -141,40 +139,72 @@ def _lu_factor(a, *, dtype, block_size):
     return run_on_mesh(body, grid.mesh, out, a)
 
 
-def lu_factor(a, *, dtype, block_size=None):
-    return _lu_factor(a, dtype=dtype, block_size=block_size)
+class Rhs(NamedTuple):
+    """The right-hand sides ``b`` (``[n]`` or ``[n, k]``) of a solve on a grid.
+
+    ``spec`` is their layout inside the solve (padded to ``[n_pad, k_pad]``),
+    ``few`` whether the solution blocks move rather than the factors'.
+    """
+
+    n: int
+    k: int
+    vector: bool
+    spec: P
+    few: bool
+    k_pad: int
+
+    def pad(self, b: jax.Array, n_pad: int, dtype) -> jax.Array:
+        """``b`` as an ``[n_pad, k_pad]`` matrix of zeros around it, in ``spec``."""
+        b2 = b.astype(dtype).reshape(self.n, self.k)
+        return constrain(jnp.pad(b2, ((0, n_pad - self.n), (0, self.k_pad - self.k))), self.spec)
+
+    def crop(self, x: jax.Array) -> jax.Array:
+        """The solution in ``b``'s shape, from the padded one."""
+        x = x[: self.n, : self.k]
+        return x[:, 0] if self.vector else x
 
 
-@functools.partial(jax.jit, static_argnames=("dtype", "trans"))
-def _lu_solve(lu, piv, b, *, dtype, trans):
-    grid = _grid(lu, b, names=("lu", "b"))
+def rhs_of(grid: Grid, shape: tuple[int, ...], trans: int) -> Rhs:
+    """:class:`Rhs` for right-hand sides of ``shape`` solved with ``op(A)`` (``trans``)."""
+    vector = len(shape) == 1
+    k = 1 if vector else shape[1]
+    spec, few = _rhs_layout(grid, k, trans)
+    return Rhs(shape[0], k, vector, spec, few, _k_pad(grid, k, trans, few))
+
+
+def result_spec(grid: Grid, shape: tuple[int, ...]) -> P:
+    """Where a solution of ``shape`` comes back: the mesh's layout, or the largest even one."""
+    return fitting_spec(shape, grid.mesh, _natural_rhs_spec(grid, len(shape)))
+
+
+@functools.partial(jax.jit, static_argnames=("call", "trans"))
+def lu_solve(lu, piv, b, *, call: Plan, trans: int):
+    """``op(A)^-1 b`` from ``lu_factor``'s ``(lu, piv)``, as ``jax.scipy.linalg.lu_solve``.
+
+    The solve's block size is its own (the default for ``n``), whatever
+    block the factorisation used: it only orders the solve's blocks.
+    """
+    grid, dtype = call.grid, call.dtype
     n = lu.shape[0]
-    vector = b.ndim == 1
-    k = 1 if vector else b.shape[1]
     nb, n_pad = plan(grid, n)
     blocks = grid.block_spec
-    b_spec, few = _rhs_layout(grid, k, trans)
-    k_pad = _k_pad(grid, k, trans, few)
+    rhs = rhs_of(grid, b.shape, trans)
 
     def body(lu, piv, b):
         lu = constrain(_pad_identity(lu.astype(dtype), n_pad), blocks)
         piv = jnp.concatenate([piv.astype(jnp.int32), jnp.arange(n, n_pad, dtype=jnp.int32)])
-        b2 = b.astype(dtype).reshape(n, k)
-        b2 = constrain(jnp.pad(b2, ((0, n_pad - n), (0, k_pad - k))), b_spec)
 
         def kernel(lu_blk, piv, b_blk):
             lu_cyc = to_block_cyclic(lu_blk, axis=0, axis_name=grid.row, nb=nb)
             lu_cyc = to_block_cyclic(lu_cyc, axis=1, axis_name=grid.col, nb=nb)
-            return _solve_local(lu_cyc, piv, b_blk, grid=grid, nb=nb, trans=trans, few=few)
+            return _solve_local(lu_cyc, piv, b_blk, grid=grid, nb=nb, trans=trans, few=rhs.few)
 
-        x = shard_map(kernel, in_specs=(blocks, P(), b_spec), out_specs=b_spec, check_vma=False)(
-            lu, piv, b2
-        )
-        x = x[:n, :k]
-        return x[:, 0] if vector else x
+        x = shard_map(
+            kernel, in_specs=(blocks, P(), rhs.spec), out_specs=rhs.spec, check_vma=False
+        )(lu, piv, rhs.pad(b, n_pad, dtype))
+        return rhs.crop(x)
 
-    out = fitting_spec(b.shape, grid.mesh, _natural_rhs_spec(grid, b.ndim))
-    return run_on_mesh(body, grid.mesh, out, lu, piv, b)
+    return run_on_mesh(body, grid.mesh, result_spec(grid, b.shape), lu, piv, b)
 
 
 def _natural_rhs_spec(grid: Grid, ndim: int) -> P:
@@ -183,50 +213,33 @@ def _natural_rhs_spec(grid: Grid, ndim: int) -> P:
     return grid.block_spec
 
 
-def lu_solve(lu, piv, b, *, trans, dtype):
-    return _lu_solve(lu, piv, b, dtype=dtype, trans=trans)
-
-
-@functools.partial(jax.jit, static_argnames=("dtype", "block_size"))
-def _solve(a, b, *, dtype, block_size):
-    grid = _grid(a, b, names=("a", "b"))
-    n = a.shape[0]
-    vector = b.ndim == 1
-    k = 1 if vector else b.shape[1]
-    nb, n_pad = plan(grid, n, block_size)
+@functools.partial(jax.jit, static_argnames=("call",))
+def solve(a, b, *, call: Plan):
+    """``a^-1 b``: factorisation and solves in one program."""
+    grid, dtype = call.grid, call.dtype
+    nb, n_pad = plan(grid, a.shape[0], call.block_size)
     blocks = grid.block_spec
-    b_spec, few = _rhs_layout(grid, k, 0)
-    k_pad = _k_pad(grid, k, 0, few)
+    rhs = rhs_of(grid, b.shape, 0)
 
     def body(a, b):
         a = constrain(_pad_identity(a.astype(dtype), n_pad), blocks)
-        b2 = b.astype(dtype).reshape(n, k)
-        b2 = constrain(jnp.pad(b2, ((0, n_pad - n), (0, k_pad - k))), b_spec)
 
         def kernel(a_blk, b_blk):
             lu, piv = _factor_local(a_blk, grid=grid, nb=nb)
-            return _solve_local(lu, piv, b_blk, grid=grid, nb=nb, trans=0, few=few)
+            return _solve_local(lu, piv, b_blk, grid=grid, nb=nb, trans=0, few=rhs.few)
 
-        x = shard_map(kernel, in_specs=(blocks, b_spec), out_specs=b_spec, check_vma=False)(a, b2)
-        x = x[:n, :k]
-        return x[:, 0] if vector else x
+        x = shard_map(kernel, in_specs=(blocks, rhs.spec), out_specs=rhs.spec, check_vma=False)(
+            a, rhs.pad(b, n_pad, dtype)
+        )
+        return rhs.crop(x)
 
-    out = fitting_spec(b.shape, grid.mesh, _natural_rhs_spec(grid, b.ndim))
-    return run_on_mesh(body, grid.mesh, out, a, b)
-
-
-def solve(a, b, *, dtype, block_size=None):
-    return _solve(a, b, dtype=dtype, block_size=block_size)
+    return run_on_mesh(body, grid.mesh, result_spec(grid, b.shape), a, b)
 
 
-@functools.partial(jax.jit, static_argnames=("dtype", "block_size"))
-def _inv(a, *, dtype, block_size):
-    # lu_solve against the identity, made in the right-hand sides' layout
-    return _solve(a, jnp.eye(a.shape[0], dtype=dtype), dtype=dtype, block_size=block_size)
-
-
-def inv(a, *, dtype, block_size=None):
-    return _inv(a, dtype=dtype, block_size=block_size)
+@functools.partial(jax.jit, static_argnames=("call",))
+def inv(a, *, call: Plan):
+    """``a^-1``: :func:`solve` against the identity, made in the right-hand sides' layout."""
+    return solve(a, jnp.eye(a.shape[0], dtype=call.dtype), call=call)
 
 
 def _unpack(lu: jax.Array, dtype) -> tuple[jax.Array, jax.Array]:
@@ -243,9 +256,10 @@ def _unpack(lu: jax.Array, dtype) -> tuple[jax.Array, jax.Array]:
     return lower, upper
 
 
-@jax.jit
-def _plu(lu, piv):
-    grid = _grid(lu, names=("lu",))
+@functools.partial(jax.jit, static_argnames=("call",))
+def plu(lu, piv, *, call: Plan):
+    """``(p, l, u)`` with ``a = p l u`` from ``lu_factor``'s ``(lu, piv)``."""
+    grid = call.grid
     m, n = lu.shape
     k = min(m, n)
     dtype = lu.dtype
@@ -262,9 +276,13 @@ def _plu(lu, piv):
     return run_on_mesh(body, grid.mesh, specs, lu, piv)
 
 
-def lu(a, *, dtype, block_size=None):
-    # two programs, so that lu, det and slogdet share lu_factor's compiled one
-    return _plu(*_lu_factor(a, dtype=dtype, block_size=block_size))
+def lu(a, *, call: Plan):
+    """``(p, l, u)`` of one matrix, as ``jax.scipy.linalg.lu``.
+
+    Two programs, so that ``lu``, ``det`` and ``slogdet`` share
+    :func:`lu_factor`'s compiled one.
+    """
+    return plu(*lu_factor(a, call=call), call=call)
 
 
 def _diagonal_terms(lu, piv, dtype):
@@ -295,35 +313,37 @@ def _sign_logabs(lu, piv, dtype):
     return sign, logabs.astype(absd.dtype)
 
 
-@jax.jit
-def _slogdet_from(lu, piv):
-    grid = _grid(lu, names=("lu",))
-
+@functools.partial(jax.jit, static_argnames=("call",))
+def _slogdet_from(lu, piv, *, call: Plan):
     def body(lu, piv):
         return _sign_logabs(lu, piv, lu.dtype)
 
-    return run_on_mesh(body, grid.mesh, (P(), P()), lu, piv)
+    return run_on_mesh(body, call.mesh, (P(), P()), lu, piv)
 
 
-def slogdet(a, *, dtype, block_size=None):
-    return _slogdet_from(*_lu_factor(a, dtype=dtype, block_size=block_size))
+def slogdet(a, *, call: Plan):
+    """``(sign, logabsdet)`` of one matrix, as ``jnp.linalg.slogdet``."""
+    return _slogdet_from(*lu_factor(a, call=call), call=call)
 
 
-@jax.jit
-def _det_from(lu, piv):
-    grid = _grid(lu, names=("lu",))
-
+@functools.partial(jax.jit, static_argnames=("call",))
+def _det_from(lu, piv, *, call: Plan):
     def body(lu, piv):
         # sign * exp(logabsdet), as jnp forms det: an overflow gives (+-)inf
         # (complex: inf in both parts), never the nan of an overflowing product
         sign, logabs = _sign_logabs(lu, piv, lu.dtype)
         return sign * jnp.exp(logabs).astype(lu.dtype)
 
-    return run_on_mesh(body, grid.mesh, P(), lu, piv)
+    return run_on_mesh(body, call.mesh, P(), lu, piv)
 
 
-@functools.partial(jax.jit, static_argnames=("dtype",))
-def _cofactor_parts(lu, piv, *, dtype):
+def det(a, *, call: Plan):
+    """The determinant of one matrix, as ``jnp.linalg.det``."""
+    return _det_from(*lu_factor(a, call=call), call=call)
+
+
+@functools.partial(jax.jit, static_argnames=("call",))
+def _cofactor_parts(lu, piv, *, call: Plan):
     """The pieces of jnp's ``_cofactor_solve`` that need the whole diagonal.
 
     Returns ``(lu2, det, pd, e)``: ``lu`` with ``U[n-1, n-1]`` replaced by
@@ -331,7 +351,7 @@ def _cofactor_parts(lu, piv, *, dtype):
     ``det`` itself, and ``e = P^T e_{n-1}`` (so that ``lu_solve(lu2, e)`` is
     ``U2^-1 e_{n-1}``).
     """
-    grid = _grid(lu, names=("lu",))
+    grid, dtype = call.grid, call.dtype
     n = lu.shape[0]
     blocks = fitting_spec((n, n), grid.mesh, grid.block_spec)
 
@@ -346,19 +366,18 @@ def _cofactor_parts(lu, piv, *, dtype):
         e = (jnp.arange(n, dtype=perm.dtype) == perm[n - 1]).astype(dtype)
         return lu2, det, pd, e
 
-    vec = fitting_spec((n,), grid.mesh, _natural_rhs_spec(grid, 1))
-    return run_on_mesh(body, grid.mesh, (blocks, P(), P(), vec), lu, piv)
+    return run_on_mesh(body, grid.mesh, (blocks, P(), P(), result_spec(grid, (n,))), lu, piv)
 
 
-@jax.jit
-def _adjugate_from(y, v, det, pd):
+@functools.partial(jax.jit, static_argnames=("call",))
+def _adjugate_from(y, v, det, pd, *, call: Plan):
     """``det * Y + (1 - det) * v w^T`` with ``w = Y[n-1] / pd``; zero if anything is not finite.
 
     ``Y = U2^-1 L^-1 P`` and ``v = U2^-1 e_{n-1}``: this is jnp's
     ``_cofactor_solve(a, I)``, the adjugate, written with whole solves
     (the last row of ``L^-1 P`` is ``Y[n-1] / pd`` since ``U2[n-1, n-1] = 1/pd``).
     """
-    grid = _grid(y, names=("y",))
+    grid = call.grid
     n = y.shape[0]
     blocks = fitting_spec((n, n), grid.mesh, grid.block_spec)
 
@@ -372,35 +391,31 @@ def _adjugate_from(y, v, det, pd):
     return run_on_mesh(body, grid.mesh, blocks, y, v, det, pd)
 
 
-def adjugate(a, *, dtype, block_size=None):
+def adjugate(a, *, call: Plan):
     """``adj(a)`` (``det(a) a^-1`` where ``a`` is regular), as jnp's ``_cofactor_solve``.
 
     Right for matrices of rank ``n - 1`` whose zero pivot comes last (as
     jnp's is); zero where rank is lower or anything overflows (jnp: zero).
     """
     n = a.shape[0]
-    lu_, piv = _lu_factor(a, dtype=dtype, block_size=block_size)
+    lu_, piv = lu_factor(a, call=call)
     if n == 1:
         return jnp.ones_like(lu_)
-    lu2, det, pd, e = _cofactor_parts(lu_, piv, dtype=dtype)
-    y = _lu_solve(lu2, piv, jnp.eye(n, dtype=dtype), dtype=dtype, trans=0)
-    v = _lu_solve(lu2, piv, e, dtype=dtype, trans=0)
-    return _adjugate_from(y, v, det, pd)
+    lu2, det, pd, e = _cofactor_parts(lu_, piv, call=call)
+    y = lu_solve(lu2, piv, jnp.eye(n, dtype=call.dtype), call=call, trans=0)
+    v = lu_solve(lu2, piv, e, call=call, trans=0)
+    return _adjugate_from(y, v, det, pd, call=call)
 
 
-def det(a, *, dtype, block_size=None):
-    return _det_from(*_lu_factor(a, dtype=dtype, block_size=block_size))
-
-
-@functools.partial(jax.jit, static_argnames=("trans", "dtype"))
-def factors_matvec(lu, piv, x, *, trans, dtype):
+@functools.partial(jax.jit, static_argnames=("call", "trans"))
+def factors_matvec(lu, piv, x, *, call: Plan, trans: int):
     """``A x`` (``A^T x``, ``A^H x`` for ``trans`` 1, 2) with ``A = P^T L U`` from ``lu_factor``.
 
     Only differentiation uses it (``lax.custom_linear_solve`` differentiates
     ``lu_solve`` with respect to ``lu`` through it), so it is written with
     plain jnp operations and left to XLA's partitioner.
     """
-    grid = _grid(lu, x, names=("lu", "x"))
+    grid, dtype = call.grid, call.dtype
     n = lu.shape[0]
 
     def body(lu, piv, x):
@@ -415,8 +430,7 @@ def factors_matvec(lu, piv, x, *, trans, dtype):
         px = x[perm]  # P x
         return jnp.matmul(upper.T, jnp.matmul(lower.T, px, precision=hi), precision=hi)
 
-    out = fitting_spec(x.shape, grid.mesh, _natural_rhs_spec(grid, x.ndim))
-    return run_on_mesh(body, grid.mesh, out, lu, piv, x)
+    return run_on_mesh(body, grid.mesh, result_spec(grid, x.shape), lu, piv, x)
 
 
 def trace(x):
@@ -431,7 +445,7 @@ def trace(x):
 def model_bytes(
     n: int,
     grid: tuple[int, int],
-    dtype,
+    dtype: jax.typing.DTypeLike,
     *,
     block_size: int | None = None,
     rhs: int | None = None,
@@ -442,7 +456,19 @@ def model_bytes(
     right-hand sides (0 for a vector) on a ``pr x pc`` grid, for the busiest
     device (the owner of every panel it could own), counted as
     ``distla.cost`` counts: all-gather and all-to-all ``(g-1)/g`` of their
-    result, all-reduce ``2(g-1)/g``.
+    result, all-reduce ``2(g-1)/g``. Public as ``distla.linalg.lu_model_bytes``.
+
+    Args:
+      n: the matrix order.
+      grid: the mesh shape ``(pr, pc)``.
+      dtype: the matrix dtype (its item size counts).
+      block_size: the block size the call uses (``None``: distla's choice).
+      rhs: ``None`` for ``lu_factor``; the number of right-hand sides for
+        ``solve`` (0 for a vector).
+
+    Returns:
+      Bytes received per device, comparable to
+      ``distla.cost(...).total_collective_bytes``.
     """
     pr, pc = grid
     mesh = jax.sharding.AbstractMesh((pr, pc), ("r", "c"))

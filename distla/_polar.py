@@ -32,7 +32,7 @@ from jax import lax
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from . import _cholesky, _qr
+from . import _cholesky, _qr, _triangular
 from ._checks import as_array, is_empty, result_dtype
 from ._mesh import fitting_spec, grid_of, is_explicit, operand_mesh, run_on_mesh
 from .matmul import matmul
@@ -158,8 +158,8 @@ def qdwh_chol_step(state, *, spec: P):
     z = put(eye_n + pc.astype(x.dtype) * mm(xh, x, spec), spec)
     low = put(_cholesky.cholesky(z, symmetrize_input=True), spec)
     # X Z⁻¹ = (Z⁻¹ Xᴴ)ᴴ with Z⁻¹ = L⁻ᴴ L⁻¹ (Z Hermitian)
-    y = put(_cholesky.solve_triangular(low, xh, lower=True), spec)
-    y = put(_cholesky.solve_triangular(low, y, trans=2, lower=True), spec)
+    y = put(_triangular.solve_triangular(low, xh, lower=True), spec)
+    y = put(_triangular.solve_triangular(low, y, trans=2, lower=True), spec)
     new = (pb / pc).astype(x.dtype) * x + (pa - pb / pc).astype(x.dtype) * ct(y, spec)
     new = put(new, spec)
     return k + 1, new, l_next, jnp.linalg.norm(new - x) / jnp.sqrt(float(n))

@@ -19,7 +19,6 @@ jax's ``qr_jvp_rule``.
 from __future__ import annotations
 
 import functools
-import math
 from typing import NamedTuple
 
 import jax
@@ -31,19 +30,11 @@ from distla.kernels.cyclic import from_block_cyclic, relayout_fraction, to_block
 from distla.kernels.qr import form_q, global_index, qr_block_cyclic, stage_bounds
 from distla.kernels.tsqr import tsqr_local
 
-from . import _batched, _lu
-from ._blas import single_thread_lapack_for_cpu_devices
+from . import _lu
+from . import _batch_layout as layouts
 from ._checks import as_array
-from ._mesh import (
-    Grid,
-    constrain,
-    drop_trivial_sharding,
-    fitting_spec,
-    grid_of,
-    operand_mesh,
-    run_on_mesh,
-    shard_map,
-)
+from ._mesh import Grid, constrain, drop_trivial_sharding, fitting_spec, run_on_mesh, shard_map
+from ._plan import Plan, resolve
 
 # TSQR when every device holds at least this many times n rows: the gathered
 # R factors (p·n² elements) are then at most 1/TALL of the matrix.
@@ -101,10 +92,9 @@ def _out_shapes(m: int, n: int, mode: str) -> tuple[tuple[int, int], tuple[int, 
 # --------------------------------------------------------------------------- kernels
 
 
-@functools.partial(jax.jit, static_argnames=("mode", "dtype"))
-def _tsqr(a, *, mode, dtype):
-    mesh = operand_mesh(a, names=("a",))
-    grid = grid_of(mesh, what="distla.linalg.qr")
+@functools.partial(jax.jit, static_argnames=("mode", "call"))
+def _tsqr(a, *, mode, call: Plan):
+    mesh, grid, dtype = call.mesh, call.grid, call.dtype
     m, n = a.shape
     rows = _tsqr_rows(mesh)
     p = mesh.size
@@ -132,12 +122,11 @@ def _tsqr(a, *, mode, dtype):
     return run_on_mesh(body, mesh, out, a)
 
 
-@functools.partial(jax.jit, static_argnames=("mode", "dtype", "block_size"))
-def _householder(a, *, mode, dtype, block_size):
-    mesh = operand_mesh(a, names=("a",))
-    grid = grid_of(mesh, what="distla.linalg.qr")
+@functools.partial(jax.jit, static_argnames=("mode", "call"))
+def _householder(a, *, mode, call: Plan):
+    mesh, grid, dtype = call.mesh, call.grid, call.dtype
     m, n = a.shape
-    nb, m_pad, n_pad = plan(grid, m, n, block_size)
+    nb, m_pad, n_pad = plan(grid, m, n, call.block_size)
     panels = -(-min(m, n) // nb)
     stages = stages_for(panels)
     want_q = mode != "r"
@@ -182,13 +171,11 @@ def _householder(a, *, mode, dtype, block_size):
     return run_on_mesh(body, mesh, out, a)
 
 
-def _factor(a, *, mode, dtype, block_size):
+def _factor(a, *, mode, call: Plan):
     """``(q, r)`` or ``r`` of one matrix on a mesh, by TSQR or Householder."""
-    m, n = a.shape
-    p = operand_mesh(a, names=("a",)).size
-    if use_tsqr(m, n, p, mode):
-        return _tsqr(a, mode=mode, dtype=dtype)
-    return _householder(a, mode=mode, dtype=dtype, block_size=block_size)
+    if use_tsqr(*a.shape, call.mesh.size, mode):
+        return _tsqr(a, mode=mode, call=call)
+    return _householder(a, mode=mode, call=call)
 
 
 def stages_for(panels: int) -> int:
@@ -199,15 +186,14 @@ def stages_for(panels: int) -> int:
 # --------------------------------------------------------------------------- derivatives
 
 
-@jax.jit
-def _tangents(q, r, da):
+@functools.partial(jax.jit, static_argnames=("call",))
+def _tangents(q, r, da, *, call: Plan):
     """``(dq, dr)`` of ``a = q r`` along ``da`` (jax's ``qr_jvp_rule``, m >= n).
 
     Only differentiation uses it; written with plain jnp operations (``n x n``
     triangular solve and products) and left to XLA's partitioner.
     """
-    mesh = operand_mesh(q, r, da, names=("q", "r", "da"))
-    grid = grid_of(mesh, what="distla.linalg.qr")
+    mesh, grid = call.mesh, call.grid
     n = r.shape[-1]
 
     def body(q, r, da):
@@ -226,17 +212,17 @@ def _tangents(q, r, da):
     return run_on_mesh(body, mesh, out, q, r, da)
 
 
-def _qr_2d(a, *, mode, dtype, block_size):
+def _qr_2d(a, *, mode, call: Plan):
     """One matrix on a mesh: batched under ``jax.vmap``, differentiable as jnp's."""
     m, n = a.shape
 
     def primal(a):
-        out = _factor(a, mode=mode, dtype=dtype, block_size=block_size)
+        out = _factor(a, mode=mode, call=call)
         return out if mode == "r" else tuple(out)
 
     def vmap_rule(axis_size, in_batched, a):
         del axis_size, in_batched
-        out = _qr_batched(a, mode=mode, dtype=dtype)
+        out = _qr_batched(a, mode=mode, call=call)
         return out, (True if mode == "r" else (True, True))
 
     fn = jax.custom_batching.custom_vmap(primal)
@@ -251,8 +237,8 @@ def _qr_2d(a, *, mode, dtype, block_size):
                 f"only for square matrices), as jnp.linalg.qr's; got a of shape {a.shape}, "
                 f"mode={mode!r}"
             )
-        q, r = _qr_2d(a, mode="reduced", dtype=dtype, block_size=block_size)
-        dq, dr = _tangents(q, r, da.astype(dtype))
+        q, r = _qr_2d(a, mode="reduced", call=call)
+        dq, dr = _tangents(q, r, da.astype(call.dtype), call=call)
         return (r, dr) if mode == "r" else ((q, r), (dq, dr))
 
     fn.defjvp(rule)
@@ -263,44 +249,43 @@ def _qr_2d(a, *, mode, dtype, block_size):
 # --------------------------------------------------------------------------- stacks
 
 
-def _qr_batched(a, *, mode, dtype):
+def _qr_batched(a, *, mode, call: Plan):
     """``jnp.linalg.qr`` of every member of a stack sharded along its batch: no collective."""
-    mesh = operand_mesh(a, names=("a",))
-    source = _batched._source_layout(a, mesh)
-    return _batched_call(a, mode=mode, dtype=dtype, source=source)
+    source = layouts.source_layout(a, call.mesh)
+    return _batched_call(a, mode=mode, call=call, source=source)
 
 
-@functools.partial(jax.jit, static_argnames=("mode", "dtype", "source"))
-def _batched_call(a, *, mode, dtype, source):
-    mesh = operand_mesh(a, names=("a",))
+@functools.partial(jax.jit, static_argnames=("mode", "call", "source"))
+def _batched_call(a, *, mode, call: Plan, source):
+    mesh, dtype = call.mesh, call.dtype
     batch = a.shape[:-2]
     nbd = len(batch)
     m, n = a.shape[-2:]
-    layout, padded = _batched.kernel_layout(batch, None if source is None else source[:nbd], mesh)
+    layout, padded = layouts.kernel_layout(batch, None if source is None else source[:nbd], mesh)
     q_shape, r_shape = _out_shapes(m, n, mode)
     cores = [r_shape] if mode == "r" else [q_shape, r_shape]
-    kernel_specs = tuple(_batched._spec(layout + ((),) * 2) for _ in cores)
+    kernel_specs = tuple(layouts.layout_spec(layout + ((),) * 2) for _ in cores)
     out_specs = tuple(
         s if padded == batch else fitting_spec(batch + c, mesh, s)
         for s, c in zip(kernel_specs, cores)
     )
 
     def body(a):
-        a = _batched._fill(a.astype(dtype), batch, padded, "zeros")  # zero members: Q = I
-        a = _batched._relayout(a, source, layout + ((), ()), mesh)
+        a = layouts.fill_batch(a.astype(dtype), batch, padded, "zeros")  # zero members: Q = I
+        a = layouts.relayout(a, source, layout + ((), ()), mesh)
 
         def kernel(a_blk):
             out = jnp.linalg.qr(a_blk, mode="complete" if mode == "complete" else "reduced")
             return (out[1],) if mode == "r" else tuple(out)
 
-        in_spec = _batched._spec(layout + ((), ()))
+        in_spec = layouts.layout_spec(layout + ((), ()))
         outs = shard_map(kernel, in_specs=in_spec, out_specs=kernel_specs)(a)
         results = []
         for y, spec in zip(outs, out_specs):
             if padded != batch:
                 entries = tuple(spec) + (None,) * (y.ndim - len(spec))
-                target = tuple(_batched._axes(e) for e in entries)
-                y = _batched._relayout(y, layout + ((), ()), target, mesh, final=False)
+                target = tuple(layouts.entry_axes(e) for e in entries)
+                y = layouts.relayout(y, layout + ((), ()), target, mesh, final=False)
                 y = y[tuple(slice(0, s) for s in batch)]
             results.append(y)
         return results[0] if mode == "r" else tuple(results)
@@ -371,15 +356,14 @@ def qr(
         raise ValueError(f"{what}: a must have shape (..., m, n); got a of shape {a.shape}")
     dtype = _promoted(jnp.dtype(a.dtype))
     mode = "reduced" if mode == "full" else mode
-    mesh = operand_mesh(a, names=("a",))
-    if mesh is None or a.size == 0 or mode == "raw":
+    call = resolve(a, names=("a",), dtype=dtype, block_size=block_size)
+    if call is None or a.size == 0 or mode == "raw":
         return jnp.linalg.qr(drop_trivial_sharding(a), mode=mode)
-    single_thread_lapack_for_cpu_devices()
     a = a.astype(dtype)  # ints and bools share the float programs
     if a.ndim > 2:
-        out = _qr_batched(a, mode=mode, dtype=dtype)
+        out = _qr_batched(a, mode=mode, call=call)
         return out if mode == "r" else QRResult(*out)
-    return _qr_2d(a, mode=mode, dtype=dtype, block_size=block_size)
+    return _qr_2d(a, mode=mode, call=call)
 
 
 # --------------------------------------------------------------------------- model

@@ -4,7 +4,7 @@ One matrix sharded over a mesh runs distributed: ``eigh`` by spectral divide
 and conquer on QDWH (``distla/_eigh.py``, ``distla/_polar.py``), ``svd`` as
 the polar decomposition ``a = U_p H`` followed by ``eigh(H) = V Σ Vᴴ``,
 ``U = U_p V``. A stack sharded along its batch runs jnp's function on each
-device with no collective (``distla._cholesky._stack``); one-device and
+device with no collective (``distla._stacked.stack``); one-device and
 empty inputs fall back to jnp. ``pinv``, ``lstsq``, ``matrix_rank``, ``cond``
 and ``norm`` are in ``distla/_lstsq.py``.
 """
@@ -21,7 +21,8 @@ from jax.sharding import PartitionSpec as P
 
 from . import _eigh, _polar, _qr
 from ._checks import as_array, empty_or_one_device, is_empty, result_dtype
-from ._cholesky import _mesh_of, _stack
+from ._plan import mesh_of as _mesh_of
+from ._stacked import stack as _stack
 from ._mesh import fitting_spec, operand_mesh, run_on_mesh
 from ._polar import block_spec, put
 from .matmul import matmul

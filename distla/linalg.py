@@ -7,6 +7,15 @@ Where they are a stack of matrices (leading batch dimensions), each device
 factors and solves its own matrices with no communication
 (``distla/_batched.py``). Unsharded operands fall back to the one-device jax
 functions.
+
+Each public function here checks and promotes its operands once
+(``distla/_checks.py``), resolves the call once (``distla/_plan.py``: the
+mesh, dtype and block size) and hands that plan down: to the one-matrix
+calls with their batching and derivative rules (``distla/_lu_rules.py``,
+which run ``distla/_lu.py``) or to the batched calls. The layers below never
+read the operands' mesh again. Cholesky, the triangular solves and QR follow
+the same path (``distla/_cholesky.py``, ``distla/_triangular.py``,
+``distla/_qr.py``).
 """
 
 from __future__ import annotations
@@ -19,25 +28,29 @@ import jax.numpy as jnp
 import jax.scipy.linalg as jsl
 import numpy as np
 from jax import lax
-from jax.sharding import NamedSharding
 
-from . import _batched, _lu, _refine
-from ._blas import single_thread_lapack_for_cpu_devices
-from ._checks import as_array, empty_or_one_device, is_empty, onto_mesh, result_dtype
-from ._mesh import (
-    drop_trivial_sharding,
-    fitting_spec,
-    is_explicit,
-    axes_taken_by_vmap,
-    operand_mesh,
-    run_on_mesh,
+from . import _batched, _refine
+from ._checks import as_array, empty_or_one_device, is_empty, onto_mesh, result_dtype, square
+from ._lu_rules import (
+    det_2d,
+    inv_2d,
+    like,
+    lu_factor_2d,
+    lu_solve_2d,
+    natural,
+    plu_2d,
+    slogdet_2d,
+    solve_2d,
 )
-from ._cholesky import cho_factor, cho_solve, cholesky, solve_pos, solve_triangular
+from ._mesh import axes_taken_by_vmap, fitting_spec, operand_mesh, run_on_mesh
+from ._plan import resolve
+from ._cholesky import cho_factor, cho_solve, cholesky, solve_pos
 from ._cholesky import model_bytes as cholesky_model_bytes
 from ._lu import model_bytes as lu_model_bytes
 from ._qr import model_bytes as qr_model_bytes
 from ._qr import qr
 from ._spectral import (EighResult, SVDResult, cond, eigh, eigvalsh, lstsq, matrix_rank, norm, pinv, polar, svd, svdvals)  # noqa: E501
+from ._triangular import solve_triangular
 from .layout import natural_spec
 from .matmul import matmul
 
@@ -49,280 +62,13 @@ class SlogdetResult(NamedTuple):
     logabsdet: jax.Array
 
 
-def _square(a: jax.Array, what: str, *, batch: bool = True) -> None:
-    if a.ndim < 2 or (not batch and a.ndim != 2):
-        want = "(..., n, n)" if batch else "(n, n)"
-        raise ValueError(f"{what}: a must have shape {want}; got a of shape {a.shape}")
-    if a.shape[-1] != a.shape[-2]:
-        raise ValueError(f"{what}: a must be square; got a of shape {a.shape}")
-
-
-def _mesh_of(*xs, names):
-    mesh = operand_mesh(*xs, names=names)
-    if mesh is not None:
-        single_thread_lapack_for_cpu_devices()
-    return mesh
-
-
-# --------------------------------------------------------------------- one matrix
-# The functions below run one sharded matrix through distla/_lu.py. Each is
-# wrapped so that jax.vmap of it becomes one batched call (_batched.with_vmap_rule)
-# and so that its derivatives reuse the factorisation: solves are written as
-# lax.custom_linear_solve, whose transpose is the solve with trans=1, the way
-# jnp.linalg.solve is.
-
-
-def _like(x, ref):
-    """``x`` with ``ref``'s sharding type on Explicit meshes, as lax.custom_linear_solve needs."""
-    sharding = jax.typeof(ref).sharding
-    if _explicit(sharding):
-        return jax.sharding.reshard(x, sharding)
-    return x
-
-
-def _explicit(sharding) -> bool:
-    mesh = getattr(sharding, "mesh", None)
-    return mesh is not None and mesh.size > 1 and is_explicit(mesh)
-
-
-def _natural(x):
-    """``x`` in distla's layout for its shape (largest even layout) on Explicit meshes."""
-    sharding = jax.typeof(x).sharding
-    if not _explicit(sharding):
-        return x
-    spec = fitting_spec(x.shape, sharding.mesh, natural_spec(x.ndim, sharding.mesh))
-    return jax.sharding.reshard(x, NamedSharding(sharding.mesh, spec))
-
-
-def _not_differentiable(fn, what):
-    fn = jax.custom_jvp(fn)
-
-    def rule(primals, tangents):
-        raise TypeError(
-            f"{what} is not differentiable in distla; differentiate distla.linalg.solve or "
-            "distla.linalg.lu_solve, whose derivatives reuse the factorisation."
-        )
-
-    fn.defjvp(rule)
-    return fn
-
-
-def _factor_2d(a, *, dtype, block_size):
-    def factor(a):
-        return tuple(_lu.lu_factor(a, dtype=dtype, block_size=block_size))
-
-    return _batched.with_vmap_rule("lu_factor", factor)(a)
-
-
-def _lu_solve_kernel(trans, dtype):
-    def kernel(lu, piv, b):
-        return _lu.lu_solve(lu, piv, b, trans=trans, dtype=dtype)
-
-    return _batched.with_vmap_rule("lu_solve", kernel, trans=trans)
-
-
-def _lu_solve_2d(lu, piv, b, *, trans, dtype):
-    def matvec(x):
-        return _like(_lu.factors_matvec(lu, piv, x, trans=trans, dtype=dtype), x)
-
-    def solve(_, rhs):
-        return _like(_lu_solve_kernel(trans, dtype)(lu, piv, rhs), rhs)
-
-    def transpose_solve(_, rhs):
-        if trans == 2:  # the linear transpose of x -> A^-H x is x -> conj(A^-1 conj(x))
-            x = jnp.conj(_lu_solve_kernel(0, dtype)(lu, piv, jnp.conj(rhs)))
-        else:
-            x = _lu_solve_kernel(1 - trans, dtype)(lu, piv, rhs)
-        return _like(x, rhs)
-
-    return _natural(lax.custom_linear_solve(matvec, b, solve, transpose_solve))
-
-
-def _matvec(a, x):
-    if x.ndim == 1:
-        return matmul(a, x[:, None])[:, 0]
-    return matmul(a, x)
-
-
-def _solve_linear(a, b, *, dtype, block_size):
-    """``a^-1 b`` as ``lax.custom_linear_solve``: linear in ``b``, its transpose the
-    ``trans=1`` solve, differentiable in ``a`` through ``a @ x``; the factors of
-    ``a`` are computed once."""
-    lu, piv = _factor_2d(lax.stop_gradient(a), dtype=dtype, block_size=block_size)
-    return _natural(
-        lax.custom_linear_solve(
-            lambda x: _like(_matvec(a, x), x),
-            b,
-            lambda _, rhs: _like(_lu_solve_kernel(0, dtype)(lu, piv, rhs), rhs),
-            lambda _, rhs: _like(_lu_solve_kernel(1, dtype)(lu, piv, rhs), rhs),
-        )
-    )
-
-
-def _solve_2d(a, b, *, dtype, block_size):
-    def fused(a, b):  # factorisation and solves in one program
-        return _lu.solve(a, b, dtype=dtype, block_size=block_size)
-
-    def linear(a, b):
-        return _solve_linear(a, b, dtype=dtype, block_size=block_size)
-
-    primal = jax.custom_jvp(_batched.with_vmap_rule("solve", fused))
-    primal.defjvp(lambda primals, tangents: jax.jvp(linear, primals, tangents))
-    return primal(a, b)
-
-
-def _tr_inv_times(a, da, *, dtype, block_size):
-    """``trace(a^-1 da)``, linear in ``da`` and differentiable in ``a`` (to any order)."""
-    return _lu.trace(_solve_linear(a, da, dtype=dtype, block_size=block_size))
-
-
-def _regular_or_eye(a, regular):
-    """``a`` where ``regular``, else the identity: a safe operand for the unused branch."""
-    eye = _like(jnp.eye(a.shape[-1], dtype=a.dtype), a)
-    return jnp.where(regular, a, eye)
-
-
-def _slogdet_2d(a, *, dtype, block_size):
-    def primal(a):
-        return tuple(_lu.slogdet(a, dtype=dtype, block_size=block_size))
-
-    fn = jax.custom_jvp(_batched.with_vmap_rule("slogdet", primal))
-
-    def rule(primals, tangents):
-        # jnp's rule: d log|det a| = trace(a^-1 da); the solve is differentiable
-        # in a (custom_linear_solve through a @ x), so every order is right
-        (a,), (da,) = primals, tangents
-        sign, logabs = fn(a)
-        g = _tr_inv_times(a, da, dtype=dtype, block_size=block_size)
-        if jnp.issubdtype(dtype, jnp.complexfloating):
-            sign_dot = (g - jnp.real(g).astype(g.dtype)).astype(sign.dtype) * sign
-        else:
-            sign_dot = jnp.zeros_like(sign)
-        return (sign, logabs), (sign_dot, jnp.real(g).astype(logabs.dtype))
-
-    fn.defjvp(rule)
-    return fn(a)
-
-
-def _det_2d(a, *, dtype, block_size):
-    def primal(a):
-        return _lu.det(a, dtype=dtype, block_size=block_size)
-
-    fn = jax.custom_jvp(_batched.with_vmap_rule("det", primal))
-
-    def rule(primals, tangents):
-        # d det = trace(adj(a) da). Where det is finite and non-zero, adj(a) =
-        # det(a) a^-1 built from differentiable pieces (det's own rule and a
-        # solve differentiable in a), so higher derivatives are right; at a
-        # singular (or overflowing) a, jnp's cofactor construction of adj(a)
-        # (distla._lu.adjugate), which is zero where det overflows, as jnp's.
-        (a,), (da,) = primals, tangents
-        d = fn(a)
-        regular = jnp.isfinite(d) & (d != 0)
-        safe = _regular_or_eye(a, regular)
-        t_regular = fn(safe) * _tr_inv_times(safe, da, dtype=dtype, block_size=block_size)
-        adj = _adjugate_2d(lax.stop_gradient(a), dtype=dtype, block_size=block_size)
-        t_singular = jnp.sum(_like(jnp.transpose(adj), da) * da)
-        return d, jnp.where(regular, t_regular.astype(d.dtype), t_singular.astype(d.dtype))
-
-    fn.defjvp(rule)
-    return fn(a)
-
-
-def _adjugate_2d(a, *, dtype, block_size):
-    def adjugate(a):
-        return _lu.adjugate(a, dtype=dtype, block_size=block_size)
-
-    return _not_differentiable(adjugate, "the adjugate")(a)
-
-
-def _inv_2d(a, *, dtype, block_size):
-    def primal(a):
-        return _lu.inv(a, dtype=dtype, block_size=block_size)
-
-    fn = jax.custom_jvp(_batched.with_vmap_rule("inv", primal))
-
-    def rule(primals, tangents):
-        (a,), (da,) = primals, tangents
-        x = fn(a)
-        return x, -matmul(matmul(x, da), x)
-
-    fn.defjvp(rule)
-    return fn(a)
-
-
-def _tri(x, *, lower: bool, k: int = 0):
-    """``jnp.tril(x, k)`` / ``jnp.triu(x, k)`` on any mesh (a mask from replicated iotas)."""
-    r = lax.broadcasted_iota(jnp.int32, x.shape, 0)
-    c = lax.broadcasted_iota(jnp.int32, x.shape, 1)
-    keep = (c - r <= k) if lower else (c - r >= k)
-    return jnp.where(keep, x, jnp.zeros((), x.dtype))
-
-
-def _lu_tangent(p, l, u, da, *, dtype, block_size):
-    """``(dl, du)`` of ``a = p l u`` (square): jax's rule ``X = l^-1 p^T da u^-1``,
-    ``dl = l tril(X, -1)``, ``du = triu(X) u``, with distla's inv and matmul."""
-    pda = matmul(_like(jnp.transpose(p), da), da)
-    x = matmul(matmul(_inv_2d(l, dtype=dtype, block_size=block_size), pda),
-               _inv_2d(u, dtype=dtype, block_size=block_size))
-    dl = matmul(l, _tri(x, lower=True, k=-1))
-    du = matmul(_tri(x, lower=False), u)
-    return dl, du
-
-
-def _plu_2d(a, *, dtype, block_size):
-    def primal(a):
-        return tuple(_lu.lu(a, dtype=dtype, block_size=block_size))
-
-    fn = jax.custom_jvp(primal)
-
-    def rule(primals, tangents):
-        (a,), (da,) = primals, tangents
-        if a.shape[0] != a.shape[1]:
-            raise NotImplementedError(
-                "distla.linalg.lu of a rectangular matrix is not differentiable in distla "
-                f"(got a of shape {a.shape}); jax.scipy.linalg.lu is. Differentiate a square "
-                "matrix, or solve/lu_solve."
-            )
-        p, l, u = fn(a)
-        dl, du = _lu_tangent(p, l, u, da, dtype=dtype, block_size=block_size)
-        return (p, l, u), (jnp.zeros_like(p), _like(dl, l), _like(du, u))
-
-    fn.defjvp(rule)
-    return fn(a)
-
-
-def _lu_factor_2d(a, *, dtype, block_size):
-    def factor(a):
-        return _factor_2d(a, dtype=dtype, block_size=block_size)
-
-    fn = jax.custom_jvp(factor)
-
-    def rule(primals, tangents):
-        (a,), (da,) = primals, tangents
-        if a.shape[0] != a.shape[1]:
-            raise NotImplementedError(
-                "distla.linalg.lu_factor of a rectangular matrix is not differentiable in "
-                f"distla (got a of shape {a.shape})."
-            )
-        lu_, piv = fn(a)
-        p, l, u = _lu._plu(lu_, piv)
-        dl, du = _lu_tangent(p, l, u, da, dtype=dtype, block_size=block_size)
-        return (lu_, piv), (_like(dl + du, lu_), np.zeros(piv.shape, jax.dtypes.float0))
-
-    fn.defjvp(rule)
-    return fn(a)
-
-
-def _same_mesh(mesh, *xs):
-    """One-device operands moved onto the operands' mesh (``_checks.onto_mesh``)."""
-    del mesh
-    return onto_mesh(*xs)
-
-
-def _fallback(ref, *xs):
-    """``ref`` on operands on one device or with no elements (``_checks.empty_or_one_device``)."""
-    return empty_or_one_device(ref, *xs)
+def _square_operand(a, what: str, block_size: int | None):
+    """``a`` checked square (or a stack of square matrices) and promoted, and its call's plan."""
+    a = as_array(a, "a", what)
+    square(a, what)
+    dtype = result_dtype(what, a)
+    a = a.astype(dtype)
+    return a, resolve(a, names=("a",), dtype=dtype, block_size=block_size)
 
 
 def _inv_one_device(a):
@@ -389,15 +135,15 @@ def lu_factor(
     _check_scipy_flags(what, overwrite_a=overwrite_a, check_finite=check_finite)
     a = as_array(a, "a", what)
     if a.ndim != 2:
-        _square(a, what)
+        square(a, what)
     dtype = result_dtype(what, a)
     a = a.astype(dtype)
-    mesh = _mesh_of(a, names=("a",))
-    if mesh is None or is_empty(a):
-        return _fallback(jsl.lu_factor, a)
+    call = resolve(a, names=("a",), dtype=dtype, block_size=block_size)
+    if call is None or is_empty(a):
+        return empty_or_one_device(jsl.lu_factor, a)
     if a.ndim > 2:
-        return _batched.lu_factor(a)
-    return _lu_factor_2d(a, dtype=dtype, block_size=block_size)
+        return _batched.lu_factor(a, call=call)
+    return lu_factor_2d(a, call=call)
 
 
 def lu_solve(
@@ -456,7 +202,7 @@ def lu_solve(
     lu = as_array(lu, "lu", what)
     piv = as_array(piv, "piv", what)
     b = as_array(b, "b", what)
-    _square(lu, what)
+    square(lu, what)
     if trans not in (0, 1, 2):
         raise ValueError(f"{what}: trans must be 0, 1 or 2; got {trans!r}")
     if not jnp.issubdtype(piv.dtype, jnp.integer):
@@ -485,21 +231,23 @@ def lu_solve(
     dtype = result_dtype(what, lu, b)
     lu, b = lu.astype(dtype), b.astype(dtype)
     piv = piv.astype(jnp.int32)
-    mesh = _mesh_of(lu, b, names=("lu", "b"))
-    if mesh is None or is_empty(lu, b):
-        return _fallback(lambda lu, piv, b: jsl.lu_solve((lu, piv), b, trans=trans), lu, piv, b)
-    lu, piv, b = _same_mesh(mesh, lu, piv, b)
+    call = resolve(lu, b, names=("lu", "b"), dtype=dtype)
+    if call is None or is_empty(lu, b):
+        return empty_or_one_device(
+            lambda lu, piv, b: jsl.lu_solve((lu, piv), b, trans=trans), lu, piv, b
+        )
+    lu, piv, b = onto_mesh(lu, piv, b)
     if lu.ndim == 2 and piv.ndim == 1:
         if b.ndim <= 2:
-            return _lu_solve_2d(lu, piv, b, trans=trans, dtype=dtype)
+            return lu_solve_2d(lu, piv, b, trans=trans, call=call)
         cols = _fold_columns(b)  # [..., n, k] -> [n, (...) k]: one solve, many columns
-        x = _lu_solve_2d(lu, piv, cols, trans=trans, dtype=dtype)
-        return _unfold_columns(x, b.shape)
+        x = lu_solve_2d(lu, piv, cols, trans=trans, call=call)
+        return _unfold_columns(x, b.shape, mesh=call.mesh)
     bb = b[..., None] if vector else b
     lu = _broadcast_batch(lu, batch, 2)
     piv = _broadcast_batch(piv, batch, 1)
     bb = _broadcast_batch(bb, batch, 2)
-    x = _batched.lu_solve(lu, piv, bb, trans=trans)
+    x = _batched.lu_solve(lu, piv, bb, trans=trans, call=call)
     return x[..., 0] if vector else x
 
 
@@ -522,9 +270,8 @@ def _fold_columns(b):
     return run_on_mesh(body, mesh, spec, b)
 
 
-@functools.partial(jax.jit, static_argnames=("shape",))
-def _unfold_columns(x, shape):
-    mesh = operand_mesh(x, names=("x",))
+@functools.partial(jax.jit, static_argnames=("shape", "mesh"))
+def _unfold_columns(x, shape, *, mesh):
     n, k = shape[-2:]
     spec = fitting_spec(shape, mesh, natural_spec(len(shape), mesh))
 
@@ -581,19 +328,19 @@ def lu(
         raise ValueError(f"{what}: a must be a matrix (m, n); got a of shape {a.shape}")
     dtype = result_dtype(what, a)
     a = a.astype(dtype)
-    mesh = _mesh_of(a, names=("a",))
-    if mesh is None or is_empty(a):
-        out = _fallback(lambda a: jsl.lu(a, permute_l=permute_l), a)
+    call = resolve(a, names=("a",), dtype=dtype, block_size=block_size)
+    if call is None or is_empty(a):
+        out = empty_or_one_device(lambda a: jsl.lu(a, permute_l=permute_l), a)
         return tuple(out) if permute_l else LUResult(*out)
-    p, l, u = _plu_2d(a, dtype=dtype, block_size=block_size)
+    p, l, u = plu_2d(a, call=call)
     if permute_l:
-        return _natural(matmul(p, l)), u
+        return natural(matmul(p, l)), u
     return LUResult(p, l, u)
 
 
 def _solve_shapes(a: jax.Array, b: jax.Array, what: str) -> bool:
     """Check shapes as jnp.linalg.solve does; True when b is a single vector."""
-    _square(a, what)
+    square(a, what)
     n = a.shape[-1]
     if b.ndim == 1:
         if b.shape[0] != n:
@@ -686,17 +433,17 @@ def solve(
     a, b = a.astype(dtype), b.astype(dtype)
     if assume_a == "pos":  # jax.scipy reads only the `lower` triangle here (Cholesky)
         a = _symmetrize(a, lower=lower)
-    mesh = _mesh_of(a, b, names=("a", "b"))
+    call = resolve(a, b, names=("a", "b"), dtype=dtype, block_size=block_size)
     if factor_dtype is not None and not is_empty(a, b):
         return _refine.solve_mixed(*onto_mesh(a, b), factor_dtype=factor_dtype)
-    if mesh is None or is_empty(a, b):
-        return _fallback(jnp.linalg.solve, a, b)
-    a, b = _same_mesh(mesh, a, b)
+    if call is None or is_empty(a, b):
+        return empty_or_one_device(jnp.linalg.solve, a, b)
+    a, b = onto_mesh(a, b)
     if a.ndim > 2 or b.ndim > 2 and not vector:
-        return _batched.solve(a, b)
+        return _batched.solve(a, b, call=call)
     if assume_a == "pos":
-        return solve_pos(a, b, lower=lower)
-    return _solve_2d(a, b, dtype=dtype, block_size=block_size)
+        return solve_pos(a, b, lower=lower, call=call)
+    return solve_2d(a, b, call=call)
 
 
 def _symmetrize(a, *, lower):
@@ -705,7 +452,7 @@ def _symmetrize(a, *, lower):
     c = lax.broadcasted_iota(jnp.int32, a.shape, a.ndim - 1)
     tri = jnp.where((r >= c) if lower else (r <= c), a, jnp.zeros((), a.dtype))
     strict = jnp.where(r == c, jnp.zeros((), a.dtype), tri)
-    return tri + _like(jnp.conj(jnp.swapaxes(strict, -1, -2)), tri)
+    return tri + like(jnp.conj(jnp.swapaxes(strict, -1, -2)), tri)
 
 
 def det(a: jax.typing.ArrayLike, *, block_size: int | None = None) -> jax.Array:
@@ -726,16 +473,12 @@ def det(a: jax.typing.ArrayLike, *, block_size: int | None = None) -> jax.Array:
       cofactor construction: right for rank ``n - 1`` with the zero pivot
       last, zero for lower rank or an overflowing det), as jnp's.
     """
-    what = "distla.linalg.det"
-    a = as_array(a, "a", what)
-    _square(a, what)
-    dtype = result_dtype(what, a)
-    a = a.astype(dtype)
-    if _mesh_of(a, names=("a",)) is None or is_empty(a):
-        return _fallback(jnp.linalg.det, a)
+    a, call = _square_operand(a, "distla.linalg.det", block_size)
+    if call is None or is_empty(a):
+        return empty_or_one_device(jnp.linalg.det, a)
     if a.ndim > 2:
-        return _batched.det(a)
-    return _det_2d(a, dtype=dtype, block_size=block_size)
+        return _batched.det(a, call=call)
+    return det_2d(a, call=call)
 
 
 def slogdet(
@@ -762,18 +505,15 @@ def slogdet(
         raise ValueError(
             f"{what}: unknown method {method!r}; supported are 'lu' (None) and 'qr', as jnp"
         )
-    a = as_array(a, "a", what)
-    _square(a, what)
-    dtype = result_dtype(what, a)
-    a = a.astype(dtype)
-    if method == "qr" and jnp.issubdtype(dtype, jnp.complexfloating):
+    a, call = _square_operand(a, what, block_size)
+    if method == "qr" and jnp.issubdtype(a.dtype, jnp.complexfloating):
         raise NotImplementedError(f"{what}: method='qr' is not implemented for complex inputs "
                                   "(nor in jnp)")
-    if _mesh_of(a, names=("a",)) is None or is_empty(a):
-        return SlogdetResult(*_fallback(jnp.linalg.slogdet, a))
+    if call is None or is_empty(a):
+        return SlogdetResult(*empty_or_one_device(jnp.linalg.slogdet, a))
     if a.ndim > 2:
-        return SlogdetResult(*_batched.slogdet(a))
-    return SlogdetResult(*_slogdet_2d(a, dtype=dtype, block_size=block_size))
+        return SlogdetResult(*_batched.slogdet(a, call=call))
+    return SlogdetResult(*slogdet_2d(a, call=call))
 
 
 def inv(a: jax.typing.ArrayLike, *, block_size: int | None = None) -> jax.Array:
@@ -786,16 +526,12 @@ def inv(a: jax.typing.ArrayLike, *, block_size: int | None = None) -> jax.Array:
       ``a^{-1}`` in ``a``'s layout (2D blocks, or sharded along the batch).
       Singular ``a`` gives inf/nan.
     """
-    what = "distla.linalg.inv"
-    a = as_array(a, "a", what)
-    _square(a, what)
-    dtype = result_dtype(what, a)
-    a = a.astype(dtype)
-    if _mesh_of(a, names=("a",)) is None or is_empty(a):
-        return _fallback(_inv_one_device, a)
+    a, call = _square_operand(a, "distla.linalg.inv", block_size)
+    if call is None or is_empty(a):
+        return empty_or_one_device(_inv_one_device, a)
     if a.ndim > 2:
-        return _batched.inv(a)
-    return _inv_2d(a, dtype=dtype, block_size=block_size)
+        return _batched.inv(a, call=call)
+    return inv_2d(a, call=call)
 
 
 __all__ = [

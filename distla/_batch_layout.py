@@ -1,0 +1,166 @@
+"""Batch layouts of stacks on a mesh: where the mesh axes go, padding, re-layout (private).
+
+The layout rules of distla's batched calls (``distla._batched``, and the
+stacked Cholesky, QR and spectral calls through ``distla._stacked``): a
+``Layout`` names, for each dimension of a stack, the mesh axes it is split
+over, major first. :func:`kernel_layout` puts every mesh axis on a batch
+dimension, :func:`fill_batch` pads a batch the devices do not divide and
+:func:`relayout` moves a stack between layouts one mesh axis at a time.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+from jax.sharding import AbstractMesh, AxisType, NamedSharding
+from jax.sharding import PartitionSpec as P
+
+from ._mesh import constrain
+
+Axes = tuple[str, ...]  # the mesh axes on one dimension, major first
+Layout = tuple[Axes, ...]  # one entry per dimension
+
+
+
+def entry_axes(entry: Any) -> Axes:
+    if entry is None:
+        return ()
+    if isinstance(entry, str):
+        return (entry,)
+    return tuple(entry)
+
+
+def layout_spec(layout: Sequence[Axes]) -> P:
+    return P(*[None if not e else (e[0] if len(e) == 1 else tuple(e)) for e in layout])
+
+
+def source_layout(x: jax.Array, mesh: AbstractMesh) -> Layout | None:
+    """The layout ``x`` arrives in, or ``None`` where it cannot be seen.
+
+    Concrete arrays carry it in their ``NamedSharding``; tracers only on a
+    mesh whose axes are all ``Explicit`` (an ``Auto`` axis is not part of the
+    type).
+    """
+    if isinstance(x, jax.core.Tracer):
+        sharding = jax.typeof(x).sharding
+        if not all(t == AxisType.Explicit for t in mesh.axis_types):
+            return None
+        spec = sharding.spec
+    else:
+        sharding = getattr(x, "sharding", None)
+        if not isinstance(sharding, NamedSharding):
+            return None
+        spec = sharding.spec
+    entries = tuple(spec) + (None,) * (x.ndim - len(spec))
+    return tuple(tuple(ax for ax in entry_axes(e) if mesh.shape[ax] > 1) for e in entries)
+
+
+def _round_up(x: int, multiple: int) -> int:
+    return -(-x // multiple) * multiple
+
+
+def kernel_layout(
+    batch: tuple[int, ...], source: Layout | None, mesh: AbstractMesh
+) -> tuple[Layout, tuple[int, ...]]:
+    """Where the mesh axes go on the batch dimensions, and the padded batch shape.
+
+    Every mesh axis of size > 1 is put on some batch dimension. Among those
+    assignments the one with the fewest (padded) members wins, then the one
+    that keeps most of ``source``'s batch axes where they are (in ``source``'s
+    order, with new axes appended after them: a local slice), then the one
+    that puts axes on earlier dimensions.
+
+    Args:
+      batch: the batch shape.
+      source: the batch part of the stack's current layout (``None``:
+        unknown, treated as unsharded).
+      mesh: the mesh.
+
+    Returns:
+      ``(layout, padded)``: the mesh axes of each batch dimension and the
+      batch shape padded so that they divide it.
+    """
+    nb = len(batch)
+    source = source or ((),) * nb
+    axes = [ax for ax in mesh.axis_names if mesh.shape[ax] > 1]
+    best = None
+    for choice in itertools.product(range(nb), repeat=len(axes)):
+        layout = []
+        for d in range(nb):
+            mine = [ax for ax, c in zip(axes, choice) if c == d]
+            home = [ax for ax in source[d] if ax in mine]
+            layout.append(tuple(home + [ax for ax in mine if ax not in home]))
+        padded = tuple(
+            _round_up(size, math.prod(mesh.shape[ax] for ax in e)) for size, e in zip(batch, layout)
+        )
+        kept = (
+            padded[d] == batch[d] and layout[d][: len(source[d])] == source[d] for d in range(nb)
+        )
+        moved = sum(len(source[d]) for d, k in enumerate(kept) if not k)
+        key = (math.prod(padded), moved, choice)
+        if best is None or key < best[0]:
+            best = (key, tuple(layout), padded)
+    return best[1], best[2]
+
+
+def divides(shape: Sequence[int], layout: Sequence[Axes], mesh: AbstractMesh) -> bool:
+    return all(s % math.prod(mesh.shape[ax] for ax in e) == 0 for s, e in zip(shape, layout))
+
+
+def relayout(
+    x: jax.Array, src: Layout | None, dst: Layout, mesh: AbstractMesh, *, final: bool = True
+) -> jax.Array:
+    """Constrain ``x`` from ``src`` to ``dst``, moving one mesh axis per step.
+
+    Each step is a single all-to-all (or a local slice); XLA's partitioner,
+    given the whole move at once, may replicate the array first. Steps whose
+    layout does not divide the shape are skipped, and so is ``dst`` itself
+    unless ``final``.
+    """
+    if src is not None:
+        cur = [list(e) for e in src]
+        for d, want in enumerate(dst):
+            for i, ax in enumerate(want):
+                if cur[d][: i + 1] == list(want[: i + 1]):
+                    continue
+                for entry in cur:
+                    if ax in entry:
+                        entry.remove(ax)
+                cur[d].insert(i, ax)
+                if cur != [list(e) for e in dst] and divides(x.shape, cur, mesh):
+                    x = constrain(x, layout_spec(cur))
+    return constrain(x, layout_spec(dst)) if final else x
+
+
+def fill_batch(
+    x: jax.Array, batch: tuple[int, ...], padded: tuple[int, ...], kind: str
+) -> jax.Array:
+    """Pad the batch dimensions of ``x`` from ``batch`` to ``padded`` with ``kind`` members."""
+    if batch == padded:
+        return x
+    core = x.shape[len(batch) :]
+    x = jnp.pad(x, [(0, p - s) for s, p in zip(batch, padded)] + [(0, 0)] * len(core))
+    if kind == "zeros":
+        return x
+    pad_member = functools.reduce(
+        jnp.logical_or,
+        [
+            lax.broadcasted_iota(jnp.int32, padded, d) >= s
+            for d, (s, p) in enumerate(zip(batch, padded))
+            if s != p
+        ],
+    )
+    n = core[-1]
+    if kind == "eye":
+        member = jnp.eye(n, dtype=x.dtype)
+    else:  # "arange": pivots that interchange nothing
+        member = jnp.arange(n, dtype=x.dtype)
+    mask = pad_member.reshape(padded + (1,) * len(core))
+    return jnp.where(mask, jnp.broadcast_to(member, x.shape), x)

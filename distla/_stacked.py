@@ -1,0 +1,104 @@
+"""jax's one-device functions on stacks sharded along their batch (private).
+
+The Cholesky family, QR and the spectral functions run a stack ``[..., m, n]``
+sharded along its batch dimensions with jax's own one-device function on each
+device's members: no collective. :func:`stack` puts the operands in the batch
+layout of distla's batched solves (``distla._batch_layout.kernel_layout``) and runs
+the function inside ``shard_map``; :func:`vmappable` makes ``jax.vmap`` of a
+one-matrix call such a stacked call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+from jax.sharding import AbstractMesh
+from jax.sharding import PartitionSpec as P
+
+from ._batch_layout import entry_axes, kernel_layout, layout_spec, relayout, source_layout
+from ._mesh import fitting_spec, run_on_mesh, shard_map
+from ._plan import mesh_of
+
+
+def stack(
+    fn: Callable[..., Any],
+    xs: tuple[jax.Array, ...],
+    cores: tuple[int, ...],
+    out_core: int,
+    *,
+    mesh: AbstractMesh | None = None,
+) -> Any:
+    """``fn`` (a jax function of stacks) on operands sharded along their batch: no collective.
+
+    Args:
+      fn: the one-device function, applied to whole stacks.
+      xs: its operands; those with every batch dimension are laid out along
+        the batch, the others (no batch dimensions) replicated.
+      cores: the number of core (matrix) dimensions of each operand.
+      out_core: the number of core dimensions of every result.
+      mesh: the call's mesh (``None``: read off the operands).
+
+    Returns:
+      ``fn(*xs)`` in the batch layout of distla's batched solves (every mesh
+      axis on a batch dimension), the largest even one that fits.
+    """
+    if mesh is None:
+        mesh = mesh_of(*xs, names=tuple(f"x{i}" for i in range(len(xs))))
+    batches = [x.shape[: x.ndim - c] for x, c in zip(xs, cores)]
+    full = tuple(jnp.broadcast_shapes(*batches))
+    source = None
+    for x, bt in zip(xs, batches):
+        if bt == full:
+            source = source_layout(x, mesh)
+            source = None if source is None else source[: len(full)]
+            break
+    layout, _ = kernel_layout(full, source, mesh)
+
+    def spec(shape, core):
+        return fitting_spec(shape, mesh, layout_spec(layout + ((),) * core))
+
+    out = jax.eval_shape(fn, *(jax.ShapeDtypeStruct(x.shape, x.dtype) for x in xs))
+    out_specs = jax.tree.map(lambda o: spec(o.shape, out_core), out)
+
+    in_specs = tuple(
+        spec(x.shape, c) if bt == full else P() for x, bt, c in zip(xs, batches, cores)
+    )
+    local = all(  # every device holds whole members: run fn on them in shard_map
+        all(e is None for e in tuple(s)[len(full) :])
+        for s in (*in_specs, *jax.tree.leaves(out_specs, is_leaf=lambda s: isinstance(s, P)))
+    )
+
+    sources = [source_layout(x, mesh) for x in xs]  # read outside: see _batch_layout.source_layout
+
+    def body(*ys):
+        moved = []
+        for y, bt, s, src in zip(ys, batches, in_specs, sources):
+            if bt == full:
+                dst = tuple(entry_axes(e) for e in tuple(s) + (None,) * y.ndim)[: y.ndim]
+                y = relayout(y, src, dst, mesh)
+            moved.append(y)
+        if local:
+            return shard_map(fn, in_specs=in_specs, out_specs=out_specs)(*moved)
+        return fn(*moved)  # members split over devices: XLA partitions fn
+
+    return jax.jit(lambda *ys: run_on_mesh(body, mesh, out_specs, *ys))(*xs)
+
+
+def vmappable(one: Callable[..., Any], stacked: Callable[..., Any]) -> Callable[..., Any]:
+    """``one`` (a one-matrix call) whose ``jax.vmap`` runs ``stacked`` on the stack instead."""
+    f = jax.custom_batching.custom_vmap(one)
+
+    def rule(axis_size, in_batched, *args):
+        args = [
+            x if mapped else jnp.broadcast_to(x, (axis_size, *x.shape))
+            for x, mapped in zip(args, in_batched)
+        ]
+        with jax.numpy_rank_promotion("allow"):
+            out = stacked(*args)
+        return out, jax.tree.map(lambda _: True, out)
+
+    f.def_vmap(rule)
+    return f

@@ -1,0 +1,200 @@
+"""Distributed triangular solves: ``distla.linalg.solve_triangular`` (private module).
+
+One matrix on a mesh is solved by blocked substitution on the 2D block-cyclic
+layout (the LU's ``distla.kernels.trsm``), with the call's
+``distla._plan.Plan``; a stack sharded along its batch runs jax's one-device
+solve on each device's members (``distla._stacked``). Derivatives: each
+solve is a ``lax.custom_linear_solve`` whose transpose is the solve with the
+transposed triangle.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import jax.scipy.linalg as jsl
+from jax import lax
+
+from distla.kernels.cyclic import from_block_cyclic, to_block_cyclic
+from distla.kernels.trsm import trsm_few, trsm_many
+
+from ._checks import as_array, empty_or_one_device, is_empty, result_dtype, rhs_core, square
+from ._lu import _pad_identity, plan, result_spec, rhs_of
+from ._lu_rules import like, matvec
+from ._mesh import Grid, constrain, run_on_mesh, shard_map
+from ._plan import Plan, resolve
+from ._stacked import stack, vmappable
+
+_PRECISION = lax.Precision.HIGHEST
+
+
+def tril_mask(x, k=0):
+    """``True`` on and below the ``k``-th diagonal of the matrix ``x`` (replicated iotas)."""
+    r = lax.broadcasted_iota(jnp.int32, x.shape, 0)
+    c = lax.broadcasted_iota(jnp.int32, x.shape, 1)
+    return r + k >= c
+
+
+def to_cyclic(x_blk, grid: Grid, nb: int):
+    """A local 2D block in block-cyclic order on ``grid`` (both dimensions)."""
+    x = to_block_cyclic(x_blk, axis=0, axis_name=grid.row, nb=nb)
+    return to_block_cyclic(x, axis=1, axis_name=grid.col, nb=nb)
+
+
+def _trans_code(trans, what: str) -> int:
+    codes = {0: 0, "N": 0, "n": 0, 1: 1, "T": 1, "t": 1, 2: 2, "C": 2, "c": 2}
+    if isinstance(trans, bool) or trans not in codes:
+        raise ValueError(f"{what}: trans must be 0, 1, 2, 'N', 'T' or 'C'; got {trans!r}")
+    return codes[trans]
+
+
+@functools.partial(jax.jit, static_argnames=("call", "trans", "lower", "unit_diagonal"))
+def triangular_solve(a, b, *, call: Plan, trans, lower, unit_diagonal):
+    """``op(T)⁻¹ b`` for one matrix: ``T`` the ``lower``/upper triangle of ``a`` (no derivative)."""
+    grid, dtype = call.grid, call.dtype
+    nb, n_pad = plan(grid, a.shape[0])
+    blocks = grid.block_spec
+    rhs = rhs_of(grid, b.shape, trans)
+    # op(T) of a block-cyclic T is the local transpose on the transposed grid
+    rows, cols = (grid.row, grid.col) if trans == 0 else (grid.col, grid.row)
+    tri_lower = lower if trans == 0 else not lower
+    trsm = trsm_few if rhs.few else trsm_many
+
+    def body(a, b):
+        a = constrain(_pad_identity(a.astype(dtype), n_pad), blocks)
+
+        def kernel(a_blk, b_blk):
+            t = to_cyclic(a_blk, grid, nb)
+            if trans:
+                t = t.T.conj() if trans == 2 else t.T
+            x = to_block_cyclic(b_blk, axis=0, axis_name=rows, nb=nb)
+            x = trsm(
+                t, x, lower=tri_lower, unit_diagonal=unit_diagonal, row_axis=rows, col_axis=cols,
+                nb=nb, precision=_PRECISION,
+            )
+            return from_block_cyclic(x, axis=0, axis_name=rows, nb=nb)
+
+        x = shard_map(kernel, in_specs=(blocks, rhs.spec), out_specs=rhs.spec, check_vma=False)(
+            a, rhs.pad(b, n_pad, dtype)
+        )
+        return rhs.crop(x)
+
+    return run_on_mesh(body, grid.mesh, result_spec(grid, b.shape), a, b)
+
+
+@functools.partial(jax.jit, static_argnames=("trans", "lower", "unit_diagonal"))
+def triangle_matvec(a, x, *, trans, lower, unit_diagonal):
+    """``op(T) @ x`` with ``T`` the triangle of ``a`` that a solve reads (for derivatives)."""
+    t = jnp.where(tril_mask(a) if lower else tril_mask(a.T).T, a, jnp.zeros((), a.dtype))
+    if unit_diagonal:
+        eye = tril_mask(a) & tril_mask(a.T).T
+        t = jnp.where(eye, jnp.ones((), a.dtype), t)
+    if trans:
+        t = jnp.conj(t.T) if trans == 2 else t.T
+    return matvec(t, x)
+
+
+def _stacked_solve(a, rhs, *, mesh, **flags):
+    """jax's ``solve_triangular`` on each device's members (vmap of a one-matrix solve)."""
+    ref = functools.partial(jsl.solve_triangular, **flags)
+    if rhs.ndim == a.ndim - 1:  # one vector per member
+        return stack(ref, (a, rhs[..., None]), (2, 2), 2, mesh=mesh)[..., 0]
+    return stack(ref, (a, rhs), (2, 2), 2, mesh=mesh)
+
+
+def solve_2d(a, b, *, trans, lower, unit_diagonal, call: Plan):
+    """``op(T)⁻¹ b`` for one matrix, differentiable in ``a`` and ``b`` (custom_linear_solve)."""
+    flags = dict(lower=lower, unit_diagonal=unit_diagonal)
+
+    def kernel(t):
+        def solve(a, rhs):
+            return triangular_solve(a, rhs, call=call, trans=t, **flags)
+
+        return vmappable(
+            solve, functools.partial(_stacked_solve, mesh=call.mesh, trans=t, **flags)
+        )
+
+    a_fixed = lax.stop_gradient(a)
+
+    def mv(x):
+        return like(triangle_matvec(a, x, trans=trans, **flags), x)
+
+    def solve(_, rhs):
+        return like(kernel(trans)(a_fixed, rhs), rhs)
+
+    def transpose_solve(_, rhs):
+        if trans == 2:  # the linear transpose of x -> T^-H x is x -> conj(T^-1 conj(x))
+            x = jnp.conj(kernel(0)(a_fixed, jnp.conj(rhs)))
+        else:
+            x = kernel(1 - trans)(a_fixed, rhs)
+        return like(x, rhs)
+
+    return lax.custom_linear_solve(mv, b, solve, transpose_solve)
+
+
+def checked_solve_operands(what: str, a, b):
+    """``(a, b, dtype)``: a square ``a`` and a matching ``b`` (jax.scipy's rule), promoted."""
+    a = as_array(a, "a", what)
+    b = as_array(b, "b", what)
+    square(a, what)
+    rhs_core(a, b, what)
+    dtype = result_dtype(what, a, b)
+    return a.astype(dtype), b.astype(dtype), dtype
+
+
+def solve_triangular(
+    a: jax.typing.ArrayLike,
+    b: jax.typing.ArrayLike,
+    trans: int | str = 0,
+    lower: bool = False,
+    unit_diagonal: bool = False,
+    overwrite_b: bool = False,
+    debug: object = None,
+    check_finite: bool = True,
+) -> jax.Array:
+    """Solve ``op(a) x = b`` for triangular ``a``, as ``jax.scipy.linalg.solve_triangular``.
+
+    One matrix on a mesh is solved by blocked substitution on the 2D
+    block-cyclic layout (the LU's ``kernels/trsm.py``): with up to 128
+    right-hand sides the solution blocks move, with more the matrix's block
+    columns do. A stack sharded along its batch is solved on each device.
+
+    Args:
+      a: ``[n, n]`` on a 1- or 2-axis mesh; only its ``lower`` (or upper)
+        triangle is read, and not its diagonal if ``unit_diagonal``.
+      b: ``[n]`` or ``[n, k]`` on the same mesh, any layout.
+      trans: ``0``/``'N'`` solves ``a x = b``, ``1``/``'T'`` ``aᵀ x = b``,
+        ``2``/``'C'`` ``aᴴ x = b``.
+      lower: use the lower triangle (default: upper).
+      unit_diagonal: assume a unit diagonal.
+      overwrite_b: accepted and ignored, as in jax.
+      debug: accepted and ignored, as in jax.
+      check_finite: accepted and ignored, as in jax.
+
+    Returns:
+      ``x`` with ``b``'s shape: ``[n, k]`` in the mesh's 2D block layout,
+      ``[n]`` split over all devices. A zero on the diagonal gives inf/nan,
+      as LAPACK. Differentiable in ``a`` and ``b`` to any order.
+
+    Raises:
+      ValueError: shapes that do not match, or a ``trans`` jax does not take.
+
+    See also: ``jax.scipy.linalg.solve_triangular``.
+    """
+    del overwrite_b, debug, check_finite
+    what = "distla.linalg.solve_triangular"
+    t = _trans_code(trans, what)
+    a, b, dtype = checked_solve_operands(what, a, b)
+    flags = dict(trans=t, lower=bool(lower), unit_diagonal=bool(unit_diagonal))
+    call = resolve(a, b, names=("a", "b"), dtype=dtype)
+    if call is None or is_empty(a, b):
+        return empty_or_one_device(functools.partial(jsl.solve_triangular, **flags), a, b)
+    if a.ndim > 2 or b.ndim > 2:
+        core = rhs_core(a, b)
+        return stack(
+            functools.partial(jsl.solve_triangular, **flags), (a, b), (2, core), core,
+            mesh=call.mesh,
+        )
+    return solve_2d(a, b, call=call, **flags)
