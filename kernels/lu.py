@@ -47,11 +47,11 @@ import functools
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from jax import lax
 
 from ._axes import axis_index, axis_size
 from .cyclic import global_blocks
+from .phases import cut
 from .pivots import apply_panel_swaps, exchange_rows, pivots_to_permutation, swap_sources
 
 # the pivot helpers are re-exported: they lived here before kernels/pivots.py
@@ -82,23 +82,7 @@ def phases(nbr: int, pr: int, pc: int, max_phases: int = MAX_PHASES) -> tuple[tu
         update = 2 * rows * cols + cols / pr  # GEMM and the U12 solve, on every device
         return pr * pc * update + pr * (nbr - k0)  # + getrf on the owner column
 
-    count = min(max_phases, nbr)
-    ends = np.arange(nbr + 1)
-    # best[k]: least work for steps k..nbr-1 in f phases; nxt[f][k]: end of the first one
-    best = np.where(ends == nbr, 0.0, np.inf)
-    nxt = np.full((count + 1, nbr + 1), nbr)
-    for f in range(1, count + 1):
-        new = best.copy()
-        for k in range(nbr):
-            c = (ends[k + 1 :] - k) * work(k) + best[k + 1 :]
-            e = int(np.argmin(c))
-            new[k], nxt[f, k] = c[e], k + 1 + e
-        best = new
-    out, k, f = [], 0, count
-    while k < nbr:
-        out.append((k, int(nxt[f, k])))
-        k, f = int(nxt[f, k]), f - 1
-    return tuple(out)
+    return cut(nbr, max_phases, work)
 
 
 @dataclasses.dataclass(frozen=True)

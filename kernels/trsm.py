@@ -36,11 +36,11 @@ import functools
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from jax import lax
 
 from ._axes import axis_index, axis_size
 from .cyclic import global_blocks
+from .phases import cut
 from .pivots import apply_all_panel_swaps, pivots_to_permutation
 
 
@@ -68,22 +68,7 @@ def phases(
         lo, hi = _rest(k0, lower=lower, p=pr, nb=1, mloc=mb)
         return max(hi - lo, 0) + 1
 
-    count = min(max_phases, nbr)
-    ends = np.arange(nbr + 1)
-    best = np.where(ends == nbr, 0.0, np.inf)
-    nxt = np.full((count + 1, nbr + 1), nbr)
-    for f in range(1, count + 1):
-        new = best.copy()
-        for s in range(nbr):
-            c = (ends[s + 1 :] - s) * work(s) + best[s + 1 :]
-            e = int(np.argmin(c))
-            new[s], nxt[f, s] = c[e], s + 1 + e
-        best = new
-    out, s, f = [], 0, count
-    while s < nbr:
-        out.append((s, int(nxt[f, s])))
-        s, f = int(nxt[f, s]), f - 1
-    return tuple(out)
+    return cut(nbr, max_phases, work)
 
 
 def _rest(k: int, *, lower: bool, p: int, nb: int, mloc: int) -> tuple[int, int]:
