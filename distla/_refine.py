@@ -53,7 +53,6 @@ of ``op(A)``'s rows and columns (swapped for ``trans`` 1, 2).
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
 from typing import NamedTuple
 
 import jax
@@ -67,6 +66,7 @@ from distla.kernels.lu import lu_block_cyclic
 from distla.kernels.trsm import lu_solve_block_cyclic
 
 from . import _lu
+from ._refine_loop import GMRES_BASIS, GMRES_STEPS, MAX_ITERATIONS, Ops, dsgesv_test, iterate
 from ._mesh import (
     Grid,
     constrain,
@@ -78,9 +78,6 @@ from ._mesh import (
     shard_map,
 )
 
-MAX_ITERATIONS = 30  # LAPACK dsgesv's ITERMAX: classical refinement steps
-GMRES_BASIS = 12  # Krylov vectors per GMRES-IR correction (m of GMRES(m))
-GMRES_STEPS = 8  # most GMRES-IR corrections after classical refinement gives up
 _PRECISION = lax.Precision.HIGHEST
 
 # the low precision of each input precision (LAPACK's dsgesv, zcgesv)
@@ -147,125 +144,6 @@ def _op(a, trans: int):
         return a
     at = jnp.swapaxes(a, -1, -2)
     return jnp.conj(at) if trans == 2 else at
-
-
-# ------------------------------------------------------------------ the iteration
-# Written once for both layouts: the vectors are x-shaped arrays whose rows are
-# reduced by `dot` (a psum over the mesh rows inside shard_map, a plain sum
-# outside) and whose per-column values `spread` broadcasts back over the rows.
-
-
-class _Ops(NamedTuple):
-    precond: Callable  # v -> (L U)^-1 P v: the low-precision factors in input-precision arithmetic
-    matvec: Callable  # v -> op(A) v (input precision)
-    dot: Callable  # (u, v) -> per column sum(conj(u) v) over the rows (leading axes kept)
-    spread: Callable  # per-column values -> broadcastable against vectors
-    measure: Callable  # (x, r) -> (all columns pass dsgesv's test, worst residual)
-    same: Callable  # x -> x in the loop carry's layout
-
-
-def _norm2(ops: _Ops, v):
-    return jnp.sqrt(jnp.real(ops.dot(v, v)))
-
-
-def _correction(ops: _Ops, r, steps, *, m: int):
-    """``d ≈ A^-1 r``: ``M^-1 r`` (``steps == 0``, classical refinement) or GMRES.
-
-    With ``steps = m`` (dynamic, at most the static ``m``), ``m`` steps of
-    GMRES on ``M^-1 A d = M^-1 r`` (``M = P^T L U``) from 0. The
-    preconditioner is applied at one call site (the loop's first pass gives
-    ``M^-1 r``, each later one ``M^-1 A v_j``), so the program holds one copy
-    of the triangular solves.
-    """
-    dtype = r.dtype
-    safe = lambda s: jnp.where(s > 0, s, 1).astype(dtype)  # noqa: E731 (breakdown: keep 0)
-    basis = jnp.zeros((m + 1, *r.shape), dtype) + (r * 0)[None]  # r's layout, m+1 vectors
-    beta = _norm2(ops, r) * 0  # per column
-    hess = jnp.zeros((m + 1, m, *beta.shape), dtype)
-
-    def arnoldi(j, state):
-        basis, hess, beta = state
-        prev = basis[jnp.maximum(j - 1, 0)]
-        u = lax.cond(j == 0, lambda: r, lambda: ops.same(ops.matvec(prev)))
-        w = ops.same(ops.precond(u))
-        h_all = jnp.zeros_like(hess[:, 0])
-        # classical Gram-Schmidt twice against v_0..v_{j-1} (later basis vectors are 0)
-        for _ in range(2):
-            h = ops.dot(basis, w[None])  # (m+1, cols)
-            w = w - jnp.sum(basis * ops.spread(h), axis=0)
-            h_all = h_all + h
-        hn = _norm2(ops, w)
-        col = jnp.maximum(j - 1, 0)
-        h_all = h_all.at[j].set(hn.astype(dtype))
-        hess = jnp.where(j == 0, hess, hess.at[:, col].set(h_all))
-        beta = jnp.where(j == 0, hn, beta)
-        return basis.at[j].set(w / ops.spread(safe(hn))), hess, beta
-
-    basis, hess, beta = lax.fori_loop(0, steps + 1, arnoldi, (basis, hess, beta))
-    # least squares min ||beta e1 - H y|| for each column, by the SVD (breakdown-safe)
-    h = jnp.moveaxis(hess, (0, 1), (-2, -1))  # (cols, m+1, m)
-    u, s, vh = jnp.linalg.svd(h, full_matrices=False)
-    cut = s[..., :1] * m * jnp.finfo(dtype).eps
-    coef = jnp.conj(u[..., 0, :]) * beta[..., None].astype(dtype)  # U^H (beta e1)
-    y = jnp.einsum("...ji,...j->...i", jnp.conj(vh),
-                   jnp.where(s > cut, coef / jnp.where(s > cut, s, 1), 0))  # (cols, m)
-    y = jnp.where(steps == 0, 0, jnp.moveaxis(y, -1, 0))  # (m, cols)
-    # d = sum_i y_i v_i (i < m); classical: d = beta v_0 = M^-1 r
-    coef = jnp.concatenate([y, jnp.zeros_like(y[:1])])
-    coef = coef.at[0].add(jnp.where(steps == 0, beta.astype(dtype), 0))
-    return jnp.sum(basis * ops.spread(coef), axis=0)
-
-
-def _iterate(ops: _Ops, b, x0=None, *, max_iterations: int, gmres_steps: int, m: int):
-    """Refinement from ``x = 0``: ``(x, classical steps, converged, GMRES-IR steps)``.
-
-    (From ``x0 = M^-1 b``, counted as the first classical step, where given.)
-
-    One loop: classical corrections until they stop reducing the residual (or
-    ``max_iterations`` of them), then GMRES-IR corrections until those stop
-    too (or ``gmres_steps``), or until dsgesv's test passes.
-    """
-    residual = lambda x: ops.same(b - ops.same(ops.matvec(x)))  # noqa: E731
-    its = jnp.int32(0 if x0 is None else 1)
-    x = ops.same(jnp.zeros_like(b) if x0 is None else x0)
-    r = b if x0 is None else residual(x)
-    converged, worst = ops.measure(x, r)
-
-    def refine_step(state):
-        its, steps, x, r, _, phase, worst = state
-        in_gmres = phase > 0
-        x = ops.same(x + _correction(ops, r, jnp.where(in_gmres, m, 0), m=m))
-        r = residual(x)
-        converged, new_worst = ops.measure(x, r)
-        # no progress (or inf/nan): this kind of correction cannot converge
-        stalled = ~(new_worst < worst)
-        its = its + (~in_gmres).astype(jnp.int32)
-        steps = steps + in_gmres.astype(jnp.int32)
-        # phase 0: classical, 1: GMRES-IR, 2: done (GMRES-IR stalled too)
-        phase = jnp.where(in_gmres, jnp.where(stalled, 2, 1),
-                          jnp.where(stalled | (its >= max_iterations), 1, 0)).astype(jnp.int32)
-        return its, steps, x, r, converged, phase, jnp.minimum(new_worst, worst)
-
-    def keep(state):
-        its, steps, _, _, converged, phase, _ = state
-        return ~converged & ((phase == 0) | (phase == 1) & (steps < gmres_steps))
-
-    zero = jnp.int32(0)
-    state = (its, zero, x, r, converged, zero, worst)
-    its, steps, x, _, converged, _, _ = lax.while_loop(keep, refine_step, state)
-    x = jnp.where(converged, x, jnp.full_like(x, jnp.nan))
-    return x, its, converged, steps
-
-
-def _dsgesv_test(anorm, n, dtype, reduce_max):
-    """``measure`` for :class:`_Ops`: dsgesv's test on every column, and the worst residual."""
-    cte = anorm * jnp.finfo(dtype).eps * np.sqrt(n)
-
-    def measure(x, r):
-        rnorm, xnorm = reduce_max(r), reduce_max(x)
-        return jnp.all(rnorm <= xnorm * cte), jnp.max(rnorm)
-
-    return measure
 
 
 # --------------------------------------------------------------- one sharded matrix
@@ -343,15 +221,15 @@ def _refine_local(a_blk, b_blk, lu_blk, piv, *, grid, nb, n, factor_dtype, trans
     sums = sums if cols is None else lax.psum(sums, cols)
     anorm = pmax(jnp.max(jnp.where(grow < n, sums, 0)))
 
-    ops = _Ops(
+    ops = Ops(
         precond=functools.partial(solve_with, lu_in),
         matvec=matvec,
         dot=dot,
         spread=lambda c: jnp.expand_dims(c, -2),
-        measure=_dsgesv_test(anorm, n, dtype, lambda v: pmax(jnp.max(jnp.abs(v), axis=0))),
+        measure=dsgesv_test(anorm, n, dtype, lambda v: pmax(jnp.max(jnp.abs(v), axis=0))),
         same=lambda v: v,
     )
-    x, its, converged, steps = _iterate(ops, b, **counts)
+    x, its, converged, steps = iterate(ops, b, **counts)
     return from_block_cyclic(x, axis=0, axis_name=rows, nb=nb), its, converged, steps
 
 
@@ -446,15 +324,15 @@ def _refine_generic(a, b, factors, *, factor_dtype, kind, trans, lower, counts):
     # dsgesv's test on every right-hand side: ||op(A)||inf per matrix of the stack
     anorm = jnp.max(jnp.sum(jnp.abs(op_a), axis=-1), axis=-1)
     anorm = anorm if vector else anorm[..., None]
-    ops = _Ops(
+    ops = Ops(
         precond=lambda v: solve(factors_in, v),
         matvec=matvec,
         dot=lambda u, v: jnp.sum(jnp.conj(u) * v, axis=rows),
         spread=lambda c: jnp.expand_dims(c, rows),
-        measure=_dsgesv_test(anorm, n, dtype, column_max),
+        measure=dsgesv_test(anorm, n, dtype, column_max),
         same=same,
     )
-    return MixedSolve(*_iterate(ops, same(b), x0, **dict(counts)))
+    return MixedSolve(*iterate(ops, same(b), x0, **dict(counts)))
 
 
 def _counts(max_iterations, gmres_steps, gmres_basis):
