@@ -56,6 +56,7 @@ __all__ = [
     "irfft",
     "irfft2",
     "irfftn",
+    "model_bytes",
     "pfft3d",
     "pifft3d",
     "rfft",

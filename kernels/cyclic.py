@@ -61,15 +61,15 @@ def relayout_fraction(blocks_per_device: int, p: int) -> float:
 
     The communication model of :func:`to_block_cyclic` (and its inverse) along
     one mesh axis of ``p`` devices that each hold ``blocks_per_device`` blocks:
-    ``(p - 1)/p`` when ``p`` divides the count (an all-to-all), otherwise the
-    padded slots of the uneven exchange. The LU, Cholesky and QR models use it.
+    the all-to-all sends ``ceil(b/p)`` block slots to each of the ``p - 1``
+    other devices (padded when ``p`` does not divide ``b``), so a device receives
+    ``(p - 1)·ceil(b/p)/b`` of its block: ``(p - 1)/p`` when ``p`` divides
+    ``b``. The LU, Cholesky and QR models use it.
     """
     b = blocks_per_device
     if p == 1 or b == 1:
         return 0.0
-    if b % p == 0:
-        return (p - 1) / p
-    return (p * -(-b // p) - b // p) / b
+    return (p - 1) * -(-b // p) / b
 
 
 def to_block_cyclic(x: jax.Array, *, axis: int, axis_name: str | None, nb: int) -> jax.Array:

@@ -275,6 +275,8 @@ def _public_names() -> set[str]:
             and getattr(v, "__module__", "").startswith("distla")
         ]
     names |= {f"distla.fft.{n}" for n in fft_names}
+    # the matmul module's communication model (``distla.matmul`` itself is the function)
+    names.add("distla.matmul.model_bytes")
     return names
 
 
@@ -301,6 +303,8 @@ def _resolve_name(name: str):
     parts = name.split(".")
     obj = importlib.import_module(parts[0])
     for p in parts[1:]:
+        if not hasattr(obj, p):  # a module's member where the package exports a function
+            return _resolve_target(name)
         obj = getattr(obj, p)
     return obj
 

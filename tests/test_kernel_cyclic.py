@@ -134,8 +134,7 @@ def test_relayout_fraction_is_what_the_all_to_all_moves(p, b):
     else:
         # ceil(b/p) slots to each device, its own slots not counted by the all-to-all
         slots = -(-b // p)
-        assert measured == pytest.approx((p - 1) * slots / b)
-        assert model >= measured
+        assert measured == pytest.approx((p - 1) * slots / b) == pytest.approx(model)
 
 
 def test_relayout_fraction_values():
@@ -144,8 +143,8 @@ def test_relayout_fraction_values():
     assert relayout_fraction(8, 4) == pytest.approx(3 / 4)
     assert relayout_fraction(16, 8) == pytest.approx(7 / 8)
     # 3 blocks over 2 devices: 2 slots to each device, 1 kept: (2·2 - 1)/3
-    assert relayout_fraction(3, 2) == pytest.approx(1.0)
-    assert relayout_fraction(5, 4) == pytest.approx((4 * 2 - 1) / 5)
+    assert relayout_fraction(3, 2) == pytest.approx(2 / 3)  # 2 slots to the other device
+    assert relayout_fraction(5, 4) == pytest.approx(3 * 2 / 5)
 
 
 def test_relayout_moves_no_more_than_an_all_to_all():
