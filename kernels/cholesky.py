@@ -7,9 +7,7 @@ matrix is ``n x n`` with ``n = nbr·nb``, in block-cyclic order on a
 triangle is read and written (the upper one is left as garbage that the
 caller masks).
 
-Names: ``mloc x nloc`` is the local block; ``_g`` arrays hold the global
-block index of each local row (``row_g``) or column (``col_g``); ``k`` is a
-global block column; ``H`` the local rows still in play.
+Names (beside those of ``distla.kernels``): ``H`` the local rows still in play.
 
 The panels are taken ``w`` at a time (a *segment* of ``W = w·nb`` columns,
 ``w`` a multiple of ``lcm(pr, pc)`` so that a segment starts at the same

@@ -58,9 +58,9 @@ from .pivots import apply_panel_swaps, exchange_rows, pivots_to_permutation, swa
 __all__ = ["MAX_PHASES", "apply_panel_swaps", "lu_block_cyclic", "phases", "pivots_to_permutation"]
 
 # Most loops (phases) per factorisation: compile time and program size are
-# bounded by this, whatever n. With 16 the masked work keeps the flop
-# efficiency of docs/lu.md at n = 4096 on 2x4 at 0.853 (0.855 unrolled) and
-# near 0.9 from n = 8192 (distla.cost; benchmarks/bench_lu.py).
+# bounded by this, whatever n, and the masked work it leaves keeps the flop
+# efficiency of docs/lu.md above its target (figures: docs/benchmarks.md,
+# "LU scale").
 MAX_PHASES = 16
 
 
