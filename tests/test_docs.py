@@ -130,7 +130,8 @@ def _page_id(path: Path) -> str:
     return str(path.relative_to(ROOT))
 
 
-# Two block runners in parallel (compiling is mostly single-threaded). The pages
+# Two block runners, in parallel when pytest runs alone (compiling is mostly
+# single-threaded). The pages
 # that compile the same distributed-LU programs (seconds each) share one, so
 # that its jit cache serves them all; the other pages share the other.
 LU_PAGES = ("docs/quickstart.md", "docs/tutorials/lu.md", "docs/lu.md")
@@ -153,15 +154,12 @@ def block_results(tmp_path_factory):
     env["JAX_PLATFORMS"] = "cpu"
     env["MPLBACKEND"] = "Agg"
     env.pop("DISTLA_SIMULATED_DEVICES", None)
-    runs = []
-    for i, share in enumerate(shares):
-        tmp = tmp_path_factory.mktemp(f"docs-blocks-{i}")  # blocks that write files write here
-        (tmp / "pages.json").write_text(json.dumps(share))
-        cmd = [sys.executable, __file__, str(tmp / "pages.json"), str(tmp / "results.json")]
-        out = open(tmp / "stderr.txt", "w")
-        runs.append((tmp, out, subprocess.Popen(cmd, cwd=tmp, env=env, stdout=out, stderr=out)))
-    results, errors = {}, []
-    for tmp, out, proc in runs:
+    # Under pytest-xdist another worker already keeps a core busy: one runner at a time,
+    # so that the simulated devices' collectives are not starved of CPU.
+    one_at_a_time = "PYTEST_XDIST_WORKER" in os.environ
+    runs, results, errors = [], {}, []
+
+    def finish(tmp, out, proc):
         try:
             proc.wait(timeout=600)
         except subprocess.TimeoutExpired:
@@ -171,6 +169,17 @@ def block_results(tmp_path_factory):
         if (tmp / "results.json").exists():
             results.update(json.loads((tmp / "results.json").read_text()))
         errors.append((tmp / "stderr.txt").read_text()[-4000:])
+
+    for i, share in enumerate(shares):
+        tmp = tmp_path_factory.mktemp(f"docs-blocks-{i}")  # blocks that write files write here
+        (tmp / "pages.json").write_text(json.dumps(share))
+        cmd = [sys.executable, __file__, str(tmp / "pages.json"), str(tmp / "results.json")]
+        out = open(tmp / "stderr.txt", "w")
+        runs.append((tmp, out, subprocess.Popen(cmd, cwd=tmp, env=env, stdout=out, stderr=out)))
+        if one_at_a_time:
+            finish(*runs.pop())
+    for run in runs:
+        finish(*run)
     return "\n".join(errors), results
 
 
