@@ -194,7 +194,7 @@ def _leaf(b, start, *, mesh, leaf, sentinel):
         w_mat = jnp.where(keep, w_mat, 0)
         w_mat = w_mat + jnp.diag(jnp.where(own, 0, sentinel).astype(w_mat.dtype))
         w, z = jnp.linalg.eigh(w_mat, symmetrize_input=True)
-        count = jnp.sum(own.astype(jnp.int32))
+        count = jnp.sum(own, dtype=jnp.int32)
         origin = jnp.minimum(jnp.min(jnp.where(own, idx, n)), n).astype(jnp.int32)
         col = jnp.arange(ws, dtype=jnp.int32)
         z = jnp.where(col[None, :] < count, z, 0)  # sentinels sort last

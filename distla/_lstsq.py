@@ -180,7 +180,7 @@ def matrix_rank(
 
     ``rtol`` defaults to ``max(m, n) · eps`` (``tol`` is its older name).
     The singular values come from the distributed :func:`svdvals`. Returns
-    an int32 scalar, replicated.
+    a scalar of the default integer type (int64 under x64), replicated.
     """
     what = "distla.linalg.matrix_rank"
     if tol is not None:
@@ -198,7 +198,7 @@ def matrix_rank(
         cut = s.max() * np.float64(max(M.shape)).astype(s.dtype) * jnp.finfo(s.dtype).eps
     else:
         cut = jnp.asarray(rtol, s.dtype)
-    return jnp.sum(s > cut).astype(jnp.int32)
+    return jnp.sum(s > cut)  # the default int, as jnp
 
 
 def cond(x: jax.typing.ArrayLike, p=None) -> jax.Array:
@@ -253,6 +253,9 @@ def norm(
     matrix_axes = axis is None and x.ndim == 2 or (
         isinstance(axis, tuple) and len(axis) == 2 and x.ndim == 2
         and sorted(a % 2 for a in axis) == [0, 1])
+    if ord in (2, -2, "nuc") and matrix_axes and is_empty(x):
+        return empty_or_one_device(
+            lambda y: jnp.linalg.norm(y, ord=ord, axis=axis, keepdims=keepdims), x)
     if ord in (2, -2, "nuc") and matrix_axes and _one_matrix(x):
         if isinstance(axis, tuple) and axis[0] % 2 == 1:
             x = x.T

@@ -287,11 +287,6 @@ def test_strict_promotion_kinds(dtype, x64_on):
                                                       jax.ShapeDtypeStruct(x.shape, dtype)))
 
 
-@pytest.mark.xfail(strict=True, reason="eigh (and svd, pinv, lstsq, matrix_rank, cond, "
-                   "norm 2/nuc, built on it) of a sharded matrix under "
-                   "jax_numpy_dtype_promotion='strict' with x64 on raises TypePromotionError "
-                   "(int32 vs int64 in the leaf solve's `col[None, :] < count`, "
-                   "distla/_eigh.py); jnp.linalg.eigh runs")
 @pytest.mark.parametrize("name", _STRICT_X64_BROKEN)
 def test_strict_x64_eigh(name):
     fn = dict(_traced_cases())[name]
@@ -300,9 +295,6 @@ def test_strict_x64_eigh(name):
     assert got == ref
 
 
-@pytest.mark.xfail(strict=True, reason="distla.linalg.matrix_rank of a sharded matrix "
-                   "returns int32 under x64; jnp.linalg.matrix_rank returns the default int "
-                   "(int64)")
 def test_matrix_rank_dtype_x64(x64):
     got, ref = _traced_kinds("matrix_rank", lambda f, a, b: f.matrix_rank(a), np.dtype("float64"))
     assert got == ref
@@ -383,10 +375,6 @@ def test_zero_size_as_jnp(shape, kind, x64_on):
                     assert got == outcome(lambda y: jax.scipy.linalg.polar(y, side), a), side
 
 
-@pytest.mark.xfail(strict=True, reason="norm(x, 2) and norm(x, 'nuc') of an empty matrix "
-                   "sharded on an Explicit mesh raise ShardingTypeError (distla passes the "
-                   "empty input to jnp.linalg.norm, which raises on it); jnp of the same "
-                   "empty shape gives 0.0")
 @pytest.mark.parametrize("ord_", [2, "nuc"], ids=str)
 def test_zero_size_norm_explicit(ord_):
     mesh = build_mesh((2, 4), "explicit")
