@@ -47,7 +47,19 @@ from jax.sharding import PartitionSpec as P
 
 from . import _qr
 from ._mesh import fitting_spec, grid_of, operand_mesh, run_on_mesh, shard_map
-from ._polar import block_spec, count, ct, eye, mm, on_mesh, put, qdwh, qdwh_eager, round_up
+from ._polar import (
+    block_spec,
+    count,
+    ct,
+    eye,
+    mm,
+    on_mesh,
+    pow2_scale,
+    put,
+    qdwh,
+    qdwh_eager,
+    round_up,
+)
 from .matmul import matmul
 
 # a fraction of a block's diagonal spread added to the median shift, so that a
@@ -292,8 +304,27 @@ def eigh_finish(b, v, start, sentinel, *, mesh, n, vectors):
     return w, vec
 
 
+def unit_scaled(a):
+    """``(a·s, s)``: ``a`` scaled by a power of two ``s`` to max-norm in ``[½, 1)`` (exact;
+    ``s = 1`` for zero ``a``), so that no square in QDWH under- or overflows."""
+    s = pow2_scale(a)
+    return a * s.astype(a.dtype), s
+
+
+def unscaled(out, s):
+    """Eigenvalues of ``a`` from those of ``a·s`` (vectors unchanged)."""
+    if isinstance(out, tuple):
+        return (out[0] / s,) + tuple(out[1:])
+    return out / s
+
+
 def eigh_body(a, *, mesh, vectors):
     """``eigh`` of Hermitian ``a`` traced inside ``run_on_mesh`` (Auto axes in context)."""
+    a, s = unit_scaled(a)
+    return unscaled(_eigh_body(a, mesh=mesh, vectors=vectors), s)
+
+
+def _eigh_body(a, *, mesh, vectors):
     spec = block_spec(mesh)
     n = a.shape[0]
     _, leaf, max_levels = _sizes(n, mesh)
@@ -488,6 +519,16 @@ def eigh_blocked(a, *, mesh, vectors):
 def eigh_eager(a, *, mesh, vectors):
     """``eigh`` of a concrete Hermitian ``a``: host loops over compiled steps (shared with
     ``polar`` and ``svd`` of the same size through ``distla._polar.on_mesh``)."""
+    spec = block_spec(mesh)
+    n = a.shape[0]
+    a, s = on_mesh(unit_scaled, mesh, (fitting_spec((n, n), mesh, spec), P()))(a)
+    out = _eigh_eager(a, mesh=mesh, vectors=vectors)
+    if not vectors:
+        return on_mesh(unscaled, mesh, P())(out, s)
+    return on_mesh(unscaled, mesh, P())(out[0], s), out[1]
+
+
+def _eigh_eager(a, *, mesh, vectors):
     spec = block_spec(mesh)
     n = a.shape[0]
     _, leaf, max_levels = _sizes(n, mesh)

@@ -83,12 +83,27 @@ def eye(n: int, m: int, dtype, spec: P) -> jax.Array:
     return put((r == c).astype(dtype), spec)
 
 
+def pow2_scale(x: jax.Array) -> jax.Array:
+    """``2⁻ᵉ`` (real scalar) with ``max|x| = f·2ᵉ``, ``f ∈ [½, 1)``: ``x`` times it has
+    max-norm in ``[½, 1)``, exactly (a power of two). ``1`` for a zero or non-finite ``x``."""
+    real = jnp.finfo(x.dtype).dtype
+    mx = jnp.max(jnp.abs(x))
+    _, e = jnp.frexp(mx)
+    top = jnp.finfo(real).maxexp - 2
+    ok = (mx > 0) & jnp.isfinite(mx)
+    return jnp.where(ok, jnp.ldexp(jnp.ones((), real), jnp.clip(-e, -top, top)),
+                     jnp.ones((), real))
+
+
 def norm_bound(x: jax.Array) -> jax.Array:
-    """``sqrt(‖x‖₁ ‖x‖∞) ≥ ‖x‖₂`` (two distributed reductions of |x|)."""
+    """``sqrt(‖x‖₁ ‖x‖∞) ≥ ‖x‖₂`` (distributed reductions of |x|), formed on ``x``
+    scaled by a power of two so that the product neither under- nor overflows."""
     ax = jnp.abs(x)
+    s = pow2_scale(ax)
+    ax = ax * s
     n1 = jnp.max(jnp.sum(ax, axis=0))
     ninf = jnp.max(jnp.sum(ax, axis=1))
-    return jnp.sqrt(n1 * ninf)
+    return jnp.sqrt(n1 * ninf) / s
 
 
 # --------------------------------------------------------------------------- QDWH

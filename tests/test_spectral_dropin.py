@@ -617,12 +617,8 @@ def _special(a, h):
         "eigh of a rank-one symmetric matrix (n = 37, float32): residual ratio ~1e5, "
         "orthogonality ~2e5, eigenvalues off by ~1e5 n eps |A|; jnp.linalg.eigh meets "
         "the ratios"))),
-    pytest.param("tiny", marks=pytest.mark.xfail(strict=True, reason=(
-        "eigh of 1e-30 * H (float32): residual ratio ~2e5, eigenvalues off by ~1e5 n eps "
-        "|A|; jnp.linalg.eigh meets the ratios (scale-invariant); distla does not scale"))),
-    pytest.param("huge", marks=pytest.mark.xfail(strict=True, reason=(
-        "eigh of 1e30 * H (float32): residual ratio ~2e5, eigenvalues off by ~1e5 n eps "
-        "|A|; jnp.linalg.eigh meets the ratios"))),
+    "tiny",
+    "huge",
 ])
 def test_eigh_special_matrices(square, name):
     # jax's linalg_test / scipy's test_decomp: identity (one eigenvalue n times), zero
@@ -643,9 +639,7 @@ def test_eigh_special_matrices(square, name):
     pytest.param("rank-one", marks=pytest.mark.xfail(strict=True, reason=(
         "svd of a rank-one matrix: U's columns for the zero singular values are not "
         "orthonormal; jnp.linalg.svd's are"))),
-    pytest.param("tiny", marks=pytest.mark.xfail(strict=True, reason=(
-        "svd of 1e-30 * A (float32) returns S = 0 and U ~ 0; jnp.linalg.svd returns "
-        "1e-30 * svd(A)"))),
+    "tiny",
 ])
 def test_svd_special_matrices(square, name):
     # numpy's test_linalg / scipy's test_decomp: zero, identity, rank one, tiny norm;
