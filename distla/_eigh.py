@@ -274,9 +274,14 @@ def eigh_prep(a, *, mesh):
     n = a.shape[0]
     big, _, _ = _sizes(n, mesh)
     real = jnp.finfo(a.dtype).dtype
-    b = put(jnp.pad(a, ((0, big - n), (0, big - n))), spec)
     idx = jnp.arange(big, dtype=jnp.int32)
-    start = jnp.where(idx < n, 0, idx)  # padding: singleton blocks, never split
+    # padding: singleton blocks (never split) with a diagonal above the spectrum, so
+    # that their eigenvalues sort after every real one wherever a leaf meets them
+    top = 2 * jnp.max(put(jnp.sum(jnp.abs(a), axis=1), P())) + 1
+    pad_diag = jnp.where(idx >= n, top, 0).astype(a.dtype)
+    b = put(jnp.pad(a, ((0, big - n), (0, big - n))), spec)
+    b = put(b + eye(big, big, a.dtype, spec) * pad_diag[None, :], spec)
+    start = jnp.where(idx < n, 0, idx)
     v = eye(big, big, a.dtype, spec)
     bound = jnp.max(put(jnp.sum(jnp.abs(b), axis=1), P()))
     sentinel = jnp.where(bound > 0, 2 * bound, 1.0).astype(real) + 1
@@ -291,11 +296,9 @@ def levels_going(lvl, start, *, leaf, max_levels):
 def eigh_finish(b, v, start, sentinel, *, mesh, n, vectors):
     """Leaf blocks per device, eigenvalues sorted, ``v`` times the leaves' vectors."""
     g = grid_of(mesh, what="distla.linalg.eigh")
-    big, leaf, _ = _sizes(n, mesh)
-    idx = jnp.arange(big, dtype=jnp.int32)
+    _, leaf, _ = _sizes(n, mesh)
     w, z = _leaf(b, start, mesh=mesh, leaf=leaf, sentinel=sentinel)
-    w = jnp.where(idx < n, w, jnp.inf)
-    order = jnp.argsort(w)[:n]
+    order = jnp.argsort(w)[:n]  # the padding's eigenvalues sort last (eigh_prep)
     w = put(w[order], P())
     if not vectors:
         return w

@@ -317,6 +317,22 @@ def polar_eager(a, *, side, max_iterations=12):
     return finish(u, xp)
 
 
+def _explicit_batch(a) -> bool:
+    """Whether ``a`` is sharded on a multi-device Explicit mesh jax's polar cannot take
+    (a stack sharded along its batch, or a member of one under ``jax.vmap``)."""
+    mesh = getattr(jax.typeof(a).sharding, "mesh", None)
+    return isinstance(mesh, jax.sharding.AbstractMesh) and mesh.size > 1 and is_explicit(mesh)
+
+
+def _auto_axes_polar(ref, a, side):
+    """jax's polar of ``a`` under ``auto_axes`` (its padding step rejects Explicit batch
+    shardings): ``u`` in ``a``'s sharding, ``p`` in its batch sharding."""
+    sh = jax.typeof(a).sharding
+    spec = tuple(sh.spec) + (None,) * (a.ndim - len(sh.spec))
+    p_sh = NamedSharding(sh.mesh, P(*spec[:-2], None, None))
+    return jax.sharding.auto_axes(ref, out_sharding=(sh, p_sh))(a)
+
+
 def polar(
     a: jax.typing.ArrayLike,
     side: str = "right",
@@ -372,9 +388,13 @@ def polar(
     if mesh is None or is_empty(a) or a.ndim > 2 or method == "svd":
         from ._checks import empty_or_one_device
 
-        return empty_or_one_device(
-            lambda x: jax.scipy.linalg.polar(x, side=side, method=method, eps=eps,
-                                             max_iterations=max_iterations), a)
+        def ref(x):
+            return jax.scipy.linalg.polar(x, side=side, method=method, eps=eps,
+                                          max_iterations=max_iterations)
+
+        if not is_empty(a) and _explicit_batch(a):
+            return _auto_axes_polar(ref, a, side)
+        return empty_or_one_device(ref, a)
     if is_traced(a):
         return _polar_2d(a, side=side, max_iterations=max_iterations or 12)
     return polar_eager(a, side=side, max_iterations=max_iterations or 12)

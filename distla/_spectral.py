@@ -23,6 +23,7 @@ from . import _eigh, _polar, _qr
 from ._checks import as_array, empty_or_one_device, is_empty, result_dtype
 from ._plan import mesh_of as _mesh_of
 from ._stacked import stack as _stack
+from ._stacked import vmappable as _vmappable
 from ._mesh import fitting_spec, operand_mesh, run_on_mesh
 from ._polar import block_spec, put
 from .matmul import matmul
@@ -94,7 +95,11 @@ def _eigh_2d(a, *, symmetrize, lower):
     def primal(a):
         return tuple(_eigh_any(a, symmetrize=symmetrize, lower=lower, vectors=True))
 
-    fn = jax.custom_jvp(primal)
+    def stacked(a):  # jax.vmap of eigh: the stack path, batch-sharded as jnp's
+        return tuple(_eigh_stack(a, uplo="L" if lower else "U", symmetrize=symmetrize))
+
+    # custom_vmap traces its function: concrete calls keep the eager path
+    fn = jax.custom_jvp(_vmappable(primal, stacked) if _polar.is_traced(a) else primal)
 
     def rule(primals, tangents):
         (a,), (da,) = primals, tangents
@@ -212,11 +217,39 @@ def _svd_specs(mesh, shape, full_matrices, compute_uv):
     return (fitting_spec(us, mesh, spec), P(), fitting_spec(vs, mesh, spec))
 
 
+def _complete(u, s):
+    """``u`` with its columns for ``s ≈ 0`` (``s ≤ max(m, k)·eps·s₀``) replaced by an
+    orthonormal basis of the complement of the others, as LAPACK's any completion.
+
+    ``u = u_p v`` has those columns from the polar factor of a singular matrix, which
+    is not unitary on the null space. Only when some ``s`` is that small (``lax.cond``):
+    ``[u_good | filler] = QR`` by distla's QR, ``u = Q·diag(phase(R_jj))`` (the good
+    columns come back as they were, ``s`` descending puts them first)."""
+    rows, k = u.shape
+    mesh = jax.sharding.get_abstract_mesh()
+    spec = fitting_spec(u.shape, mesh, block_spec(mesh))
+    eps = float(jnp.finfo(s.dtype).eps)
+    good = s > s[0] * (max(rows, k) * eps)
+
+    def fix(u):
+        filler = jax.random.normal(jax.random.key(1), (rows, k), s.dtype).astype(u.dtype)
+        y = put(jnp.where(good[None, :], u, put(filler, spec)), spec)
+        q, r = _qr.qr(y, mode="reduced")
+        i = lax.broadcasted_iota(jnp.int32, (k, k), 0)
+        j = lax.broadcasted_iota(jnp.int32, (k, k), 1)
+        d = jnp.sum(jnp.where(i == j, r, 0), axis=1)
+        mag = jnp.abs(d)
+        phase = jnp.where(mag > 0, d / jnp.where(mag > 0, mag, 1).astype(d.dtype), 1)
+        return put(q * phase[None, :].astype(q.dtype), spec)
+
+    return lax.cond(jnp.all(good), lambda u: put(u, spec), fix, u)
+
+
 def _svd_finish(u_p, w, v, *, wide, full_matrices):
     """``(U, S, Vh)`` from ``x = u_p h`` (``x`` tall: ``a`` or ``aᴴ``) and ``h = v diag(w) vᴴ``."""
     s = jnp.flip(jnp.maximum(w, 0))
     v = jnp.flip(v, axis=1)
-    u = matmul(u_p, v, precision=_HI)  # x = u diag(s) vᴴ
+    u = _complete(matmul(u_p, v, precision=_HI), s)  # x = u diag(s) vᴴ
     rows, k = u_p.shape
     if full_matrices and rows > k:
         q, _ = _qr.qr(u, mode="complete")  # q[:, :k] = u·diag(±1): keep u, add the rest

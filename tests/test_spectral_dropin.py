@@ -430,10 +430,6 @@ def test_vmap_batch_sharded_stack():
     assert np.abs(np.asarray(r)).max() <= THRESHOLD * 6 * eps(np.float32) * np.abs(stack).max()
 
 
-@pytest.mark.xfail(strict=True, reason="jax.vmap(distla.linalg.eigh) of a stack sharded "
-                   "along its batch on an Auto mesh returns eigenvalues replicated (P()) "
-                   "and eigenvectors P(None, 'x'); jnp keeps both sharded along the batch "
-                   "(Explicit meshes and the direct stack call do)")
 def test_vmap_batch_sharded_stack_auto_sharding():
     mesh = build_mesh((2, 4), "auto")
     rng = np.random.default_rng(43)
@@ -457,15 +453,14 @@ def test_vmap_polar_batch_sharded_auto():
         check_polar(stack[i], u[i], p[i], "right")
 
 
-@pytest.mark.xfail(strict=True, reason="polar of a stack sharded along its batch on an "
-                   "Explicit mesh raises ShardingTypeError (distla falls back to "
-                   "jax.scipy.linalg.polar, which raises the same); the batched spectral "
-                   "functions run one member per device instead")
 def test_vmap_polar_batch_sharded_explicit():
     mesh = build_mesh((2, 4), "explicit")
     stack = random_matrix(np.random.default_rng(42), (8, 6, 6), np.float32)
     xs = jax.device_put(stack, NamedSharding(mesh, P(("x", "y"))))
     u, p = jax.vmap(linalg.polar)(xs)
+    for r in (u, p):  # batch-sharded as the stack (jax's polar raises here)
+        assert r.sharding.is_equivalent_to(xs.sharding, 3), r.sharding
+    u, p = np.asarray(u), np.asarray(p)  # Explicit batch-sharded arrays refuse u[i]
     for i in range(8):
         check_polar(stack[i], u[i], p[i], "right")
 
@@ -611,15 +606,8 @@ def _special(a, h):
             "rank-one": np.outer(a[:, 0], a[0]), "tiny": 1e-30 * a, "huge": 1e30 * a}
 
 
-@pytest.mark.parametrize("name", [
-    "identity", "zeros", "zero-diagonal",
-    pytest.param("rank-one", marks=pytest.mark.xfail(strict=True, reason=(
-        "eigh of a rank-one symmetric matrix (n = 37, float32): residual ratio ~1e5, "
-        "orthogonality ~2e5, eigenvalues off by ~1e5 n eps |A|; jnp.linalg.eigh meets "
-        "the ratios"))),
-    "tiny",
-    "huge",
-])
+@pytest.mark.parametrize("name", ["identity", "zeros", "zero-diagonal", "rank-one", "tiny",
+                                  "huge"])
 def test_eigh_special_matrices(square, name):
     # jax's linalg_test / scipy's test_decomp: identity (one eigenvalue n times), zero
     # matrix, zero diagonal, rank one; a scaled matrix meets the same (scale-free) ratios
@@ -631,16 +619,7 @@ def test_eigh_special_matrices(square, name):
     check_eigh(m, w, v)
 
 
-@pytest.mark.parametrize("name", [
-    "identity", "zero-diagonal",
-    pytest.param("zeros", marks=pytest.mark.xfail(strict=True, reason=(
-        "svd of the zero matrix returns U = 0 (not orthonormal: ratio 1/(n eps)); "
-        "jnp.linalg.svd returns orthonormal U and Vh"))),
-    pytest.param("rank-one", marks=pytest.mark.xfail(strict=True, reason=(
-        "svd of a rank-one matrix: U's columns for the zero singular values are not "
-        "orthonormal; jnp.linalg.svd's are"))),
-    "tiny",
-])
+@pytest.mark.parametrize("name", ["identity", "zero-diagonal", "zeros", "rank-one", "tiny"])
 def test_svd_special_matrices(square, name):
     # numpy's test_linalg / scipy's test_decomp: zero, identity, rank one, tiny norm;
     # matrix_rank as jnp's
