@@ -284,11 +284,19 @@ def polar_finish(u, xp, *, mesh, side, shape):
     return u_out, h
 
 
-def _out_specs(mesh, shape, side):
+def _out_specs(mesh, shape, side, a_spec=None):
+    """``u`` in the largest even layout; on Explicit meshes in ``a``'s own (``a_spec``), so
+    that ``u @ p - a`` combines; ``p`` in the largest even layout of ``[k, k]``."""
     spec = block_spec(mesh)
     m0, n0 = shape
     k = n0 if side == "right" else m0
-    return (fitting_spec((m0, n0), mesh, spec), fitting_spec((k, k), mesh, spec))
+    u_spec = a_spec if a_spec is not None and is_explicit(mesh) else fitting_spec(
+        (m0, n0), mesh, spec)
+    return (u_spec, fitting_spec((k, k), mesh, spec))
+
+
+def _spec_of(a) -> P:
+    return P(*jax.typeof(a).sharding.spec)
 
 
 @functools.partial(jax.jit, static_argnames=("side", "max_iterations"))
@@ -296,7 +304,7 @@ def _polar_2d(a, *, side, max_iterations):
     """``(u, p)`` of one matrix on a mesh, traced (for callers under ``jax.jit``)."""
     mesh = operand_mesh(a, names=("a",))
     body = functools.partial(polar_body, mesh=mesh, side=side, max_iterations=max_iterations)
-    return run_on_mesh(body, mesh, _out_specs(mesh, a.shape, side), a)
+    return run_on_mesh(body, mesh, _out_specs(mesh, a.shape, side, _spec_of(a)), a)
 
 
 def polar_body(a, *, mesh, side, max_iterations=12):
@@ -312,7 +320,7 @@ def polar_eager(a, *, side, max_iterations=12):
     spec = block_spec(mesh)
     xp = on_mesh(polar_prep, mesh, spec, (("mesh", mesh),))(a)
     u, _ = qdwh_eager(xp, mesh, spec, max_iterations=max_iterations)
-    finish = on_mesh(polar_finish, mesh, _out_specs(mesh, a.shape, side),
+    finish = on_mesh(polar_finish, mesh, _out_specs(mesh, a.shape, side, _spec_of(a)),
                      (("mesh", mesh), ("side", side), ("shape", a.shape)))
     return finish(u, xp)
 
@@ -363,7 +371,9 @@ def polar(
     Returns:
       ``(u, p)``: ``u`` ``[m, n]`` with orthonormal columns (rows if ``m < n``),
       ``p`` Hermitian positive semidefinite; both in the mesh's 2D block
-      layout (the largest even layout that fits for uneven sizes).
+      layout (the largest even layout that fits for uneven sizes), except
+      that on an Explicit mesh ``u`` keeps ``a``'s layout, so ``u @ p - a``
+      combines.
       Differentiable (``m >= n`` for ``"right"``, ``m <= n`` for ``"left"``):
       ``ΩH + HΩ = UᴴdA − dAᴴU`` solved in the eigenbasis of ``p`` from a
       distributed SVD, products by ``distla.matmul``.
