@@ -16,7 +16,6 @@ from jax.sharding import PartitionSpec as P
 
 import distla
 from distla import _eigh, _polar, linalg
-from distla._mesh import fitting_spec
 
 N = 40  # the 2x4 mesh's size for most tests (divides 8: the even layout)
 
@@ -87,33 +86,16 @@ def hermitian(rng, n, dtype, kind="random"):
 
 # ----------------------------------------------------------------------- meshes
 
-# Each mesh (shape and axis type) compiles the whole chain once (~40 s here), so the
-# core test runs on three; complex64 runs on 1x8-auto and float64 on 2x2-auto, and
-# the other tests on 2x4-explicit, whose compiled steps they share.
-MESHES = [
-    pytest.param(((2, 4), "explicit"), id="2x4-explicit"),
-    pytest.param(((4, 2), "auto"), id="4x2-auto"),
-    pytest.param(((8, 1), "explicit"), id="8x1-explicit"),
-]
+# Each mesh (shape and axis type) compiles the whole chain once, so the sweep over
+# every mesh lives in test_spectral_dropin.py; here complex64 runs on 1x8-auto and
+# float64 on 2x2-auto, and the other tests on 2x4-explicit, whose compiled steps
+# they share.
 
 
 @pytest.fixture
 def mesh24():
     """The 2x4 Explicit mesh only (its compiled steps are shared by the tests below)."""
     return build_mesh((2, 4), "explicit")
-
-
-@pytest.mark.parametrize("grid", MESHES)
-def test_eigh_meshes(grid):
-    # a size no mesh divides (37): padded inside, eigenvalues replicated, vectors in
-    # the largest even layout
-    mesh = build_mesh(*grid)
-    rng = np.random.default_rng(0)
-    a = hermitian(rng, 37, np.float32)
-    w, v = linalg.eigh(place(a, mesh))
-    check_eigh(a, w, v)
-    assert w.sharding.is_fully_replicated
-    assert has_layout(v, mesh, fitting_spec(v.shape, mesh.abstract_mesh, P("x", "y")))
 
 
 @pytest.mark.parametrize("kind", ["random", "clustered", "repeated", "graded", "ill"])
