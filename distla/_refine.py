@@ -66,17 +66,16 @@ from distla.kernels.lu import lu_block_cyclic
 from distla.kernels.trsm import lu_solve_block_cyclic
 
 from . import _lu
-from ._refine_loop import GMRES_BASIS, GMRES_STEPS, MAX_ITERATIONS, Ops, dsgesv_test, iterate
 from ._mesh import (
     Grid,
     constrain,
-    fitting_spec,
     grid_of,
     is_explicit,
     operand_mesh,
     run_on_mesh,
     shard_map,
 )
+from ._refine_loop import GMRES_BASIS, GMRES_STEPS, MAX_ITERATIONS, Ops, dsgesv_test, iterate
 
 _PRECISION = lax.Precision.HIGHEST
 
@@ -233,12 +232,6 @@ def _refine_local(a_blk, b_blk, lu_blk, piv, *, grid, nb, n, factor_dtype, trans
     return from_block_cyclic(x, axis=0, axis_name=rows, nb=nb), its, converged, steps
 
 
-def _natural_rhs_spec(grid: Grid, ndim: int) -> P:
-    if ndim == 1:
-        return P(tuple(a for a in (grid.row, grid.col) if a is not None))
-    return grid.block_spec
-
-
 @functools.partial(jax.jit, static_argnames=("factor_dtype", "trans", "counts"))
 def _refine_2d(a, b, lu, piv, *, factor_dtype, trans, counts):
     grid = _grid(a, b, names=("a", "b"))
@@ -272,7 +265,7 @@ def _refine_2d(a, b, lu, piv, *, factor_dtype, trans, counts):
         x = x[:n]
         return (x[:, 0] if vector else x), its, converged, steps
 
-    out = (fitting_spec(b.shape, grid.mesh, _natural_rhs_spec(grid, b.ndim)), P(), P(), P())
+    out = (_lu.result_spec(grid, b.shape), P(), P(), P())
     args = (a, b) + ((lu, piv) if given else ())
     return MixedSolve(*run_on_mesh(body, grid.mesh, out, *args))
 
