@@ -22,6 +22,7 @@ from distla.tools.ratios import (  # noqa: F401  (re-exported)
     matmul_ratio,
     random_matrix,
     solve_ratio,
+    wide,
 )
 
 
@@ -38,3 +39,43 @@ def place(x, mesh, spec=P("x", "y")):
 def has_layout(x, mesh, spec) -> bool:
     """True if ``x`` is laid out as ``spec`` on ``mesh`` (trailing ``None``s do not matter)."""
     return x.sharding.is_equivalent_to(NamedSharding(mesh, spec), x.ndim)
+
+
+def eigh_ratios(a, w, v):
+    """``‖A − VΛVᴴ‖₁/(n‖A‖₁eps)``, ``‖I − VᴴV‖₁/(n·eps)``, eigenvalues vs LAPACK / (n·eps·‖A‖₂)."""
+    a64, w64, v64 = wide(a), np.asarray(w, np.float64), wide(v)
+    n = a64.shape[0]
+    e = eps(np.asarray(v).dtype)
+    norm = np.linalg.norm(a64, 1) or 1.0
+    resid = np.linalg.norm(a64 - (v64 * w64) @ v64.conj().T, 1) / (n * norm * e)
+    orth = np.linalg.norm(np.eye(n) - v64.conj().T @ v64, 1) / (n * e)
+    ref = np.linalg.eigvalsh(a64)
+    vals = np.max(np.abs(w64 - ref)) / (n * e * (np.linalg.norm(a64, 2) or 1.0))
+    return resid, orth, vals
+
+
+def check_eigh(a, w, v):
+    """Ascending eigenvalues and every eigh ratio within LAPACK's pass mark."""
+    assert w.shape == (a.shape[0],) and v.shape == a.shape
+    assert np.all(np.diff(np.asarray(w)) >= 0), "eigenvalues not ascending"
+    ratios = eigh_ratios(a, w, v)
+    assert max(ratios) <= THRESHOLD, ratios
+    return ratios
+
+
+def check_svd(a, u, s, vh):
+    """Descending values, the SVD residual and both orthogonalities, and values vs LAPACK."""
+    a64, u64, s64, vh64 = wide(a), wide(u), np.asarray(s, np.float64), wide(vh)
+    m, n = a64.shape
+    k = min(m, n)
+    e = eps(np.asarray(u).dtype)
+    assert np.all(np.diff(s64) <= 0) and np.all(s64 >= 0)
+    resid = np.linalg.norm(a64 - (u64[:, :k] * s64) @ vh64[:k], 1) / (
+        max(m, n) * (np.linalg.norm(a64, 1) or 1.0) * e)
+    orth_u = np.linalg.norm(np.eye(u64.shape[1]) - u64.conj().T @ u64, 1) / (m * e)
+    orth_v = np.linalg.norm(np.eye(vh64.shape[0]) - vh64 @ vh64.conj().T, 1) / (n * e)
+    ref = np.linalg.svd(a64, compute_uv=False)
+    vals = np.max(np.abs(s64 - ref)) / (k * e * (ref[0] or 1.0))
+    ratios = (resid, orth_u, orth_v, vals)
+    assert max(ratios) <= THRESHOLD, ratios
+    return ratios

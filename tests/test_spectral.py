@@ -10,7 +10,16 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from conftest import build_mesh
-from helpers import THRESHOLD, eps, has_layout, place, random_matrix
+from helpers import (
+    THRESHOLD,
+    check_eigh,
+    check_svd,
+    eps,
+    has_layout,
+    place,
+    random_matrix,
+    wide,
+)
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
@@ -18,49 +27,6 @@ import distla
 from distla import _eigh, _polar, linalg
 
 N = 40  # the 2x4 mesh's size for most tests (divides 8: the even layout)
-
-
-def _wide(x):
-    x = np.asarray(x)
-    return x.astype(np.complex128 if np.iscomplexobj(x) else np.float64)
-
-
-def eigh_ratios(a, w, v):
-    """``‖A − VΛVᴴ‖₁/(n‖A‖₁eps)``, ``‖I − VᴴV‖₁/(n·eps)``, eigenvalues vs LAPACK / (n·eps·‖A‖₂)."""
-    a64, w64, v64 = _wide(a), np.asarray(w, np.float64), _wide(v)
-    n = a64.shape[0]
-    e = eps(np.asarray(v).dtype)
-    norm = np.linalg.norm(a64, 1) or 1.0
-    resid = np.linalg.norm(a64 - (v64 * w64) @ v64.conj().T, 1) / (n * norm * e)
-    orth = np.linalg.norm(np.eye(n) - v64.conj().T @ v64, 1) / (n * e)
-    ref = np.linalg.eigvalsh(a64)
-    vals = np.max(np.abs(w64 - ref)) / (n * e * (np.linalg.norm(a64, 2) or 1.0))
-    return resid, orth, vals
-
-
-def check_eigh(a, w, v):
-    assert w.shape == (a.shape[0],) and v.shape == a.shape
-    assert np.all(np.diff(np.asarray(w)) >= 0), "eigenvalues not ascending"
-    ratios = eigh_ratios(a, w, v)
-    assert max(ratios) <= THRESHOLD, ratios
-    return ratios
-
-
-def check_svd(a, u, s, vh):
-    a64, u64, s64, vh64 = _wide(a), _wide(u), np.asarray(s, np.float64), _wide(vh)
-    m, n = a64.shape
-    k = min(m, n)
-    e = eps(np.asarray(u).dtype)
-    assert np.all(np.diff(s64) <= 0) and np.all(s64 >= 0)
-    resid = np.linalg.norm(a64 - (u64[:, :k] * s64) @ vh64[:k], 1) / (
-        max(m, n) * (np.linalg.norm(a64, 1) or 1) * e)
-    orth_u = np.linalg.norm(np.eye(u64.shape[1]) - u64.conj().T @ u64, 1) / (m * e)
-    orth_v = np.linalg.norm(np.eye(vh64.shape[0]) - vh64 @ vh64.conj().T, 1) / (n * e)
-    ref = np.linalg.svd(a64, compute_uv=False)
-    vals = np.max(np.abs(s64 - ref)) / (k * e * (ref[0] or 1.0))
-    ratios = (resid, orth_u, orth_v, vals)
-    assert max(ratios) <= THRESHOLD, ratios
-    return ratios
 
 
 def hermitian(rng, n, dtype, kind="random"):
@@ -121,9 +87,9 @@ def test_eigh_blocked_recursion(mesh24, monkeypatch):
         assert _polar.STEPS["level"] >= 2 and _polar.STEPS["leaf"] >= 3, _polar.STEPS
         assert has_layout(v, mesh24, P("x", "y"))
         wv = np.asarray(linalg.eigvalsh(x), np.float64)
-        ref = np.linalg.eigvalsh(_wide(a))
+        ref = np.linalg.eigvalsh(wide(a))
         assert np.max(np.abs(wv - ref)) <= THRESHOLD * N * eps(np.float32) * np.linalg.norm(
-            _wide(a), 2)
+            wide(a), 2)
 
 
 def test_eigh_complex_and_uplo():
@@ -166,7 +132,7 @@ def test_polar(mesh24, shape):
         u, p = linalg.polar(place(a, mesh24), side)
         k = n if side == "right" else m
         assert u.shape == (m, n) and p.shape == (k, k)
-        u64, p64 = _wide(u), _wide(p)
+        u64, p64 = wide(u), wide(p)
         rec = u64 @ p64 if side == "right" else p64 @ u64
         resid = np.linalg.norm(a - rec, 1) / (max(m, n) * np.linalg.norm(a, 1) * e)
         gram = u64.T @ u64 if m >= n else u64 @ u64.T

@@ -25,22 +25,26 @@ import numpy as np
 import pytest
 import scipy.linalg
 from conftest import build_mesh
-from helpers import THRESHOLD, eps, has_layout, place, random_matrix
+from helpers import (
+    THRESHOLD,
+    check_eigh,
+    check_svd,
+    eps,
+    has_layout,
+    place,
+    random_matrix,
+    wide,
+)
 from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 import distla
 from distla import linalg
 
-N = 37  # no mesh divides it; tests/test_spectral.py compiles eigh at 37 on three meshes
+N = 37  # no mesh divides it
 
 
 # ------------------------------------------------------------------- references
-
-
-def _wide(x):
-    x = np.asarray(x)
-    return x.astype(np.complex128 if np.iscomplexobj(x) else np.float64)
 
 
 def sym(rng, n, dtype=np.float32):
@@ -74,47 +78,9 @@ def is_explicit(mesh):
     return all(t == AxisType.Explicit for t in mesh.axis_types)
 
 
-def eigh_ratios(a, w, v):
-    """LAPACK's eigh ratios: residual, orthogonality, and eigenvalues against scipy."""
-    a64, w64, v64 = _wide(a), np.asarray(w, np.float64), _wide(v)
-    n = a64.shape[0]
-    e = eps(np.asarray(v).dtype)
-    norm1 = np.linalg.norm(a64, 1) or 1.0
-    resid = np.linalg.norm(a64 - (v64 * w64) @ v64.conj().T, 1) / (n * norm1 * e)
-    orth = np.linalg.norm(np.eye(n) - v64.conj().T @ v64, 1) / (n * e)
-    ref = scipy.linalg.eigvalsh(a64)
-    vals = np.max(np.abs(w64 - ref)) / (n * e * (np.linalg.norm(a64, 2) or 1.0))
-    return resid, orth, vals
-
-
-def check_eigh(a, w, v):
-    n = a.shape[0]
-    assert w.shape == (n,) and v.shape == (n, n)
-    assert np.all(np.diff(np.asarray(w)) >= 0), "eigenvalues not ascending"
-    ratios = eigh_ratios(a, w, v)
-    assert max(ratios) <= THRESHOLD, ratios
-
-
-def check_svd(a, u, s, vh):
-    """LAPACK's SVD ratios (residual, both orthogonalities) and values against scipy."""
-    a64, u64, s64, vh64 = _wide(a), _wide(u), np.asarray(s, np.float64), _wide(vh)
-    m, n = a64.shape
-    k = min(m, n)
-    e = eps(np.asarray(u).dtype)
-    assert np.all(np.diff(s64) <= 0) and np.all(s64 >= 0)
-    resid = np.linalg.norm(a64 - (u64[:, :k] * s64) @ vh64[:k], 1) / (
-        max(m, n) * (np.linalg.norm(a64, 1) or 1.0) * e)
-    orth_u = np.linalg.norm(np.eye(u64.shape[1]) - u64.conj().T @ u64, 1) / (m * e)
-    orth_v = np.linalg.norm(np.eye(vh64.shape[0]) - vh64 @ vh64.conj().T, 1) / (n * e)
-    ref = scipy.linalg.svdvals(a64)
-    vals = np.max(np.abs(s64 - ref)) / (k * e * (ref[0] or 1.0))
-    ratios = (resid, orth_u, orth_v, vals)
-    assert max(ratios) <= THRESHOLD, ratios
-
-
 def check_polar(a, u, p, side):
     """LAPACK-style polar ratios: ‖A − UP‖₁/(max(m,n)‖A‖₁eps), ‖I − UᴴU‖₁/(max(m,n)eps)."""
-    a64, u64, p64 = _wide(a), _wide(u), _wide(p)
+    a64, u64, p64 = wide(a), wide(u), wide(p)
     m, n = a64.shape
     e = eps(np.asarray(u).dtype)
     assert u.shape == (m, n) and p.shape == ((n, n) if side == "right" else (m, m))
@@ -162,7 +128,7 @@ def test_eigh_every_mesh(mesh):
     if is_explicit(mesh):  # the result's shardings combine with the input's, as jnp's would
         r = x @ v - v * w[None, :]
         e = eps(np.float32)
-        assert np.linalg.norm(_wide(r), 1) / (N * np.linalg.norm(a, 1) * e) <= THRESHOLD
+        assert np.linalg.norm(wide(r), 1) / (N * np.linalg.norm(a, 1) * e) <= THRESHOLD
 
 
 def test_eigh_under_jit():
@@ -178,7 +144,7 @@ def test_eigh_under_jit():
     assert w.sharding.is_fully_replicated
     assert has_layout(v, mesh, P("x", None))
     r = x @ v - v * w[None, :]
-    assert np.linalg.norm(_wide(r), 1) / (18 * np.linalg.norm(a, 1) * eps(np.float32)) <= THRESHOLD
+    assert np.linalg.norm(wide(r), 1) / (18 * np.linalg.norm(a, 1) * eps(np.float32)) <= THRESHOLD
 
 
 # ------------------------------------------------------- svd and polar on three meshes
@@ -192,7 +158,7 @@ TALL = (40, N)  # rows divide some meshes, columns none; wide is its transpose (
 
 
 @pytest.mark.parametrize("grid", SUBSET)
-def test_svd_polar_tall_wide(grid):
+def test_svd_polar_tallwide(grid):
     # svd of the wide matrix and polar of both run QDWH on the same tall shape: one chain
     mesh = build_mesh(*grid)
     rng = np.random.default_rng(20)
