@@ -13,8 +13,10 @@ operations:
    input precision, ``d = U^-1 L^-1 P r`` with the factors' values (exact in
    the input precision, and applied in it: the triangular solves are O(n²)
    against the factorisation's O(n³)), ``x += d``;
-3. where that stalls (the residual stops decreasing: ``cond(A)`` beyond
-   about ``1/eps`` of ``factor_dtype``) or runs out of steps, GMRES-IR: each
+3. where a step shrinks the residual of a column still to converge by less
+   than a factor 4 (``cond(A)`` above a few times 1e7 for a float32 factor;
+   ``_refine_loop.CLASSICAL_CONTRACTION`` says why 4) or after
+   ``MAX_ITERATIONS`` steps, GMRES-IR: each
    correction ``d`` is ``GMRES_BASIS`` steps of GMRES on the preconditioned
    system ``U^-1 L^-1 P A d = U^-1 L^-1 P r``, matvecs and preconditioner in
    the input precision. The iteration counts are static and the Krylov basis
@@ -25,8 +27,8 @@ operations:
 4. stop when every column meets dsgesv's test
    ``‖r‖∞ ≤ ‖x‖∞ · ‖A‖∞ · eps · sqrt(n)`` (``eps`` of the input
    precision), which puts the backward error well inside the scaled solve
-   ratio; or when GMRES-IR stops decreasing the residual too, or after
-   ``GMRES_STEPS`` of it.
+   ratio; or when a GMRES-IR step shrinks the residual by less than half,
+   or after ``GMRES_STEPS`` of them.
 
 Where neither converges (``cond(A)`` near ``1/eps`` of the input precision,
 or values that overflow ``factor_dtype``) every entry of the solution is NaN:
