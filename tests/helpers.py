@@ -8,8 +8,11 @@ helpers.
 
 from __future__ import annotations
 
+import warnings
+
 import jax
 import numpy as np
+import scipy.linalg
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
@@ -34,6 +37,41 @@ def place(x, mesh, spec=P("x", "y")):
         parts = int(np.prod([mesh.shape[a] for a in axes])) if axes else 1
         entries.append(entry if x.shape[dim] % parts == 0 else None)
     return jax.device_put(x, NamedSharding(mesh, P(*entries)))
+
+
+def assert_lapack_pivots(a, piv, err_msg: str = "") -> None:
+    """``piv`` is LAPACK's partial pivoting of ``a``, on a matrix whose pivots leave no doubt.
+
+    Two correct eliminations of ``a`` in its precision differ by rounding, so they
+    choose the same rows only where LAPACK's choice beats the runner-up by more than
+    rounding can move either. At step k the candidates are the Schur complement's
+    column, ``l_ik u_kk`` (from scipy's factorisation in float64), and rounding moves
+    each by at most about ``γ_(k+1) Σ_p |l_ip| |u_pk| <= (k+1) n u s_k`` (Higham, Thm
+    9.3; ``|l| <= 1``, ``s_k`` the largest of column k in ``a`` and in ``U``). A step
+    nearer than that is a matrix whose pivots depend on the BLAS kernels, the CPU
+    or the thread count: the test fails on every machine, telling its author to
+    choose another matrix. Exact ties (equal candidates: Wilkinson's matrix, zero
+    columns) are computed exactly by any elimination and go to the first row, as
+    LAPACK's i?amax chooses.
+    """
+    a = np.asarray(a)
+    a64 = wide(a)
+    with warnings.catch_warnings():  # singular test matrices: LAPACK's zero pivot is the point
+        warnings.simplefilter("ignore", scipy.linalg.LinAlgWarning)
+        lu, ref = scipy.linalg.lu_factor(a64, check_finite=False)
+    unit = eps(a.dtype) / 2
+    n = min(a.shape)
+    for k in range(n):
+        cand = lu[k:, k] * lu[k, k]
+        cand[0] = lu[k, k]
+        mag = np.abs(cand.real) + np.abs(cand.imag)  # |re| + |im|, as LAPACK's i?amax
+        gap = mag[0] - (mag[1:].max() if mag.size > 1 else 0.0)
+        s_k = max(np.abs(a64[:, k]).max(), np.abs(lu[: k + 1, k]).max())
+        assert gap == 0 or gap > (k + 1) * n * unit * s_k, (
+            f"{err_msg} step {k}: LAPACK's pivot beats the next row by {gap:.3g}, within "
+            "rounding; the chosen pivots would depend on the machine: use another matrix"
+        )
+    np.testing.assert_array_equal(np.asarray(piv), ref, err_msg=err_msg)
 
 
 def has_layout(x, mesh, spec) -> bool:

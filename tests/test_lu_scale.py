@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 import scipy.linalg
 from conftest import build_mesh
-from helpers import THRESHOLD, lu_factor_ratio, place, solve_ratio
+from helpers import THRESHOLD, assert_lapack_pivots, lu_factor_ratio, place, solve_ratio
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
@@ -115,8 +115,8 @@ def test_loops_of_several_steps_factor_as_lapack(shape):
     a_np = rng.standard_normal((n, n)).astype(np.float32)
     a_np[:, 5] *= 1e-3  # a column whose pivot is found far below the diagonal
     lu, piv = _lu_in_phases(place(a_np, mesh), mesh=mesh, nb=nb, max_phases=3)
-    lu_ref, piv_ref = scipy.linalg.lu_factor(a_np)
-    np.testing.assert_array_equal(np.asarray(piv), piv_ref)
+    lu_ref, _ = scipy.linalg.lu_factor(a_np)
+    assert_lapack_pivots(a_np, piv)
     assert lu_factor_ratio(a_np, lu, piv) <= THRESHOLD
     np.testing.assert_allclose(np.asarray(lu), lu_ref, rtol=0, atol=1e-4 * np.abs(lu_ref).max())
 
@@ -129,8 +129,7 @@ def test_loops_keep_the_singular_column_of_lapack(x64):
     a_np = rng.standard_normal((n, n))
     a_np[:, 9] = 0.0
     lu, piv = _lu_in_phases(place(a_np, mesh), mesh=mesh, nb=nb, max_phases=2)
-    lu_ref, piv_ref = scipy.linalg.lu_factor(a_np)
-    np.testing.assert_array_equal(np.asarray(piv), piv_ref)
+    assert_lapack_pivots(a_np, piv)
     assert np.asarray(lu)[9, 9] == 0.0
     assert np.isfinite(np.asarray(lu)).all()
 
