@@ -5,7 +5,10 @@ before anything starts jax's backend (pytest imports conftest before any test
 module). Subprocesses that the tests start inherit ``JAX_NUM_CPU_DEVICES``.
 """
 
+import importlib.util
 import os
+import shutil
+import tempfile
 
 SIMULATED_DEVICES = 8
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
@@ -17,6 +20,31 @@ from jax.sharding import AxisType  # noqa: E402
 
 jax.config.update("jax_num_cpu_devices", SIMULATED_DEVICES)
 jax.config.update("jax_numpy_rank_promotion", "raise")
+
+# One XLA compile per program for the whole run. Compiles are most of the suite's
+# time, and jax's in-memory cache is per process and per Python function: the two
+# pytest-xdist workers compile the programs their files share (the LU, eigh and
+# QDWH steps at the same sizes) once each, and a function traced anew (a jitted
+# lambda made per call) compiles again an identical program. jax's persistent
+# cache, keyed by the compiled program itself, serves both; it lives in a
+# directory of this run only (made by the first process, inherited by the
+# workers, removed at the end), so no run reads another's programs. A size limit
+# turns on jax's file lock, which the workers need to share the directory.
+# (Without the filelock package, a test extra, each process compiles on its own.)
+CACHE_ENV = "DISTLA_TESTS_XLA_CACHE"
+_OWN_CACHE = CACHE_ENV not in os.environ and importlib.util.find_spec("filelock") is not None
+if _OWN_CACHE:
+    os.environ[CACHE_ENV] = tempfile.mkdtemp(prefix="distla-tests-xla-")
+if os.environ.get(CACHE_ENV):
+    jax.config.update("jax_compilation_cache_dir", os.environ[CACHE_ENV])
+    jax.config.update("jax_compilation_cache_max_size", 4 * 2**30)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.1)
+
+
+def pytest_sessionfinish(session):
+    if _OWN_CACHE and not hasattr(session.config, "workerinput"):
+        shutil.rmtree(os.environ[CACHE_ENV], ignore_errors=True)
+
 
 MESH_SHAPES = [(2, 4), (4, 2), (2, 2), (1, 8), (8, 1)]
 AXIS_TYPES = {"auto": AxisType.Auto, "explicit": AxisType.Explicit}
