@@ -117,3 +117,27 @@ def check_svd(a, u, s, vh):
     ratios = (resid, orth_u, orth_v, vals)
     assert max(ratios) <= THRESHOLD, ratios
     return ratios
+
+
+def check_polar(a, u, p, side):
+    """LAPACK-style polar ratios: ‖A − UP‖₁/(max(m,n)‖A‖₁eps), ‖I − UᴴU‖₁/(max(m,n)eps)."""
+    a64, u64, p64 = wide(a), wide(u), wide(p)
+    m, n = a64.shape
+    e = eps(np.asarray(u).dtype)
+    assert u.shape == (m, n) and p.shape == ((n, n) if side == "right" else (m, m))
+    rec = u64 @ p64 if side == "right" else p64 @ u64
+    resid = np.linalg.norm(a64 - rec, 1) / (max(m, n) * np.linalg.norm(a64, 1) * e)
+    gram = u64.conj().T @ u64 if m >= n else u64 @ u64.conj().T
+    orth = np.linalg.norm(np.eye(min(m, n)) - gram, 1) / (max(m, n) * e)
+    assert resid <= THRESHOLD and orth <= THRESHOLD, (side, resid, orth)
+    np.testing.assert_allclose(p64, p64.conj().T, atol=30 * e * np.abs(p64).max())
+    assert np.linalg.eigvalsh(p64).min() >= -30 * e * np.linalg.norm(a64, 2)
+
+
+def kinds(tree):
+    return [(x.shape, np.dtype(x.dtype)) for x in jax.tree.leaves(tree)]
+
+
+def same_kind(got, ref, what=""):
+    """Shapes and dtypes of ``got`` equal those of ``ref`` (trees of arrays)."""
+    assert kinds(got) == kinds(ref), what

@@ -2,16 +2,17 @@
 
 eigh on every mesh of the harness, svd and polar on three, at sizes the mesh
 does not divide; strict dtype promotion with x64 on and off; integer and bool
-inputs; zero-size inputs; ``jax.jit`` and ``jax.vmap``; every argument jnp
-accepts; and cases ported from numpy's ``test_linalg``, scipy's
-``test_decomp`` and jax's ``linalg_test`` (identity, zero and tiny-norm
-matrices, one triangle read).
+inputs; zero-size inputs; ``jax.jit`` and ``jax.vmap``. Every argument jnp
+accepts, and the special matrices of numpy's, scipy's and jax's own tests:
+tests/test_spectral_arguments.py (a file of its own, so that the two halves
+can run on the two pytest-xdist workers at once).
 
 Compiles dominate this file's time: each distributed eigh compiles QDWH and
 the divide steps once per shape, dtype, mesh and promotion mode (seconds each).
 So every eager call here is float32 at n = 37, the size tests/test_spectral.py
 compiles on 2x4 Explicit, 4x2 Auto and 8x1 Explicit (shared steps in one pytest
-run), and the argument and edge-case tests reuse 2x4 Explicit at that size;
+run), and tests/test_spectral_arguments.py's argument and edge-case tests reuse
+2x4 Explicit at that size (through the run's compilation cache);
 strict promotion and x64 are checked by tracing (``jax.eval_shape``), which
 compiles nothing; ``jax.jit`` compiles one program on one mesh.
 """
@@ -28,11 +29,14 @@ from conftest import build_mesh
 from helpers import (
     THRESHOLD,
     check_eigh,
+    check_polar,
     check_svd,
     eps,
     has_layout,
+    kinds,
     place,
     random_matrix,
+    same_kind,
     wide,
 )
 from jax.sharding import AxisType, NamedSharding
@@ -76,30 +80,6 @@ def check_layout(x, mesh):
 
 def is_explicit(mesh):
     return all(t == AxisType.Explicit for t in mesh.axis_types)
-
-
-def check_polar(a, u, p, side):
-    """LAPACK-style polar ratios: ‖A − UP‖₁/(max(m,n)‖A‖₁eps), ‖I − UᴴU‖₁/(max(m,n)eps)."""
-    a64, u64, p64 = wide(a), wide(u), wide(p)
-    m, n = a64.shape
-    e = eps(np.asarray(u).dtype)
-    assert u.shape == (m, n) and p.shape == ((n, n) if side == "right" else (m, m))
-    rec = u64 @ p64 if side == "right" else p64 @ u64
-    resid = np.linalg.norm(a64 - rec, 1) / (max(m, n) * np.linalg.norm(a64, 1) * e)
-    gram = u64.conj().T @ u64 if m >= n else u64 @ u64.conj().T
-    orth = np.linalg.norm(np.eye(min(m, n)) - gram, 1) / (max(m, n) * e)
-    assert resid <= THRESHOLD and orth <= THRESHOLD, (side, resid, orth)
-    np.testing.assert_allclose(p64, p64.conj().T, atol=30 * e * np.abs(p64).max())
-    assert np.linalg.eigvalsh(p64).min() >= -30 * e * np.linalg.norm(a64, 2)
-
-
-def kinds(tree):
-    return [(x.shape, np.dtype(x.dtype)) for x in jax.tree.leaves(tree)]
-
-
-def same_kind(got, ref, what=""):
-    """Shapes and dtypes of ``got`` equal those of ``ref`` (trees of arrays)."""
-    assert kinds(got) == kinds(ref), what
 
 
 def outcome(fn, *args):
@@ -427,184 +407,3 @@ def test_vmap_polar_batch_sharded_explicit():
     u, p = np.asarray(u), np.asarray(p)  # Explicit batch-sharded arrays refuse u[i]
     for i in range(8):
         check_polar(stack[i], u[i], p[i], "right")
-
-
-# ------------------------------------------------------------ every argument jnp takes
-
-
-@pytest.fixture(scope="module")
-def square():
-    """n = 37 on 2x4 Explicit: a general matrix, its Hermitian part, rank-9 product."""
-    mesh = build_mesh((2, 4), "explicit")
-    rng = np.random.default_rng(50)
-    a = random_matrix(rng, (N, N), np.float32)
-    low = random_matrix(rng, (N, 9), np.float32) @ random_matrix(rng, (9, N), np.float32)
-    return mesh, a, (a + a.T) / 2, low
-
-
-def test_eigh_uplo_and_symmetrize(square):
-    # jnp reads one triangle when symmetrize_input=False: junk in the other changes nothing
-    mesh, _, h, _ = square
-    junk = 100 * np.triu(random_matrix(np.random.default_rng(51), (N, N), np.float32), 1)
-    tol = THRESHOLD * N * eps(np.float32) * np.linalg.norm(h, 2)
-    ref = scipy.linalg.eigvalsh(h.astype(np.float64))
-    for uplo, bad in ((None, junk), ("L", junk), ("U", junk.T)):
-        lower = np.tril(h) if uplo != "U" else np.triu(h)
-        x = place(lower + bad, mesh)
-        w, v = linalg.eigh(x, UPLO=uplo, symmetrize_input=False)
-        check_eigh(h, w, v)
-        w2 = linalg.eigvalsh(x, uplo or "L", symmetrize_input=False)
-        np.testing.assert_allclose(np.asarray(w2), ref, atol=tol, rtol=0)
-    # symmetrize_input=True (the default) uses (a + aᴴ)/2, whatever UPLO says
-    g = square[1]
-    for uplo in (None, "L", "U"):
-        w = linalg.eigvalsh(place(g, mesh), uplo or "L")
-        np.testing.assert_allclose(np.asarray(w), ref, atol=tol, rtol=0)
-
-
-def test_svd_arguments(square):
-    mesh, a, h, _ = square
-    x, xh = place(a, mesh), place(h, mesh)
-    s_ref = scipy.linalg.svdvals(a.astype(np.float64))
-    tol = THRESHOLD * N * eps(np.float32) * s_ref[0]
-    s = linalg.svd(x, compute_uv=False)
-    same_kind(s, jnp.linalg.svd(a, compute_uv=False))
-    np.testing.assert_allclose(np.asarray(s), s_ref, atol=tol, rtol=0)
-    s = linalg.svd(x, False, False)  # positional full_matrices, compute_uv
-    np.testing.assert_allclose(np.asarray(s), s_ref, atol=tol, rtol=0)
-    # hermitian=True: jnp's values (|eigenvalues|, descending) and a valid factorisation
-    u, s, vh = linalg.svd(xh, full_matrices=False, hermitian=True)
-    same_kind((u, s, vh), jnp.linalg.svd(h, full_matrices=False, hermitian=True))
-    check_svd(h, u, s, vh)
-    np.testing.assert_allclose(np.asarray(linalg.svd(xh, compute_uv=False, hermitian=True)),
-                               np.asarray(jnp.linalg.svd(h, compute_uv=False, hermitian=True)),
-                               atol=tol, rtol=0)
-
-
-def test_pinv_lstsq_rank_cond_norm_arguments(square):
-    mesh, a, h, low = square
-    e = eps(np.float32)
-    x, xh, xl = place(a, mesh), place(h, mesh), place(low, mesh)
-    s_low = scipy.linalg.svdvals(low.astype(np.float64))
-    # rtol / rcond / tol / hermitian: the cut-off jnp applies, at a value that is not borderline
-    cut = float(np.sqrt(s_low[8] * s_low[9]))  # between the 9 real values and the noise
-    for kw in ({}, {"rtol": cut / s_low[0]}, {"rcond": cut / s_low[0]}):
-        got = np.asarray(linalg.pinv(xl, **kw), np.float64)
-        ref = np.asarray(jnp.linalg.pinv(jnp.asarray(low, jnp.float32), **kw), np.float64)
-        assert np.linalg.norm(got - ref, 1) <= 1e-3 * np.linalg.norm(ref, 1), kw
-    got = np.asarray(linalg.pinv(xh, hermitian=True), np.float64)
-    ref = np.linalg.pinv(h.astype(np.float64), hermitian=True)
-    assert np.linalg.norm(got - ref, 1) <= THRESHOLD * N * e * np.linalg.cond(h) * np.linalg.norm(
-        ref, 1)
-    assert int(linalg.matrix_rank(xl)) == 9 == int(jnp.linalg.matrix_rank(low))
-    for kw in ({"rtol": cut}, {"tol": cut}, {"rtol": cut, "hermitian": False}):
-        assert int(linalg.matrix_rank(xl, **kw)) == int(jnp.linalg.matrix_rank(low, **kw)), kw
-    assert int(linalg.matrix_rank(xh, hermitian=True)) == N
-    with pytest.raises(ValueError, match="only one of"):
-        linalg.matrix_rank(xl, rtol=1.0, tol=1.0)
-    with pytest.raises(ValueError, match="only one of"):
-        linalg.pinv(xl, rtol=1.0, rcond=1.0)
-    # lstsq: rcond (None, explicit, negative = eps), numpy_resid; b a vector or a matrix
-    rng = np.random.default_rng(52)
-    b = random_matrix(rng, (N, 3), np.float32)
-    for rcond in (None, cut / s_low[0], -1.0):
-        for numpy_resid in (False, True):
-            got = linalg.lstsq(xl, place(b, mesh), rcond, numpy_resid=numpy_resid)
-            ref = jnp.linalg.lstsq(low, b, rcond, numpy_resid=numpy_resid)
-            same_kind(got, ref, (rcond, numpy_resid))
-            assert int(got[2]) == int(ref[2]), (rcond, numpy_resid)
-    got = linalg.lstsq(x, place(b[:, 0], mesh))
-    ref = jnp.linalg.lstsq(a, b[:, 0])
-    same_kind(got, ref)
-    np.testing.assert_allclose(np.asarray(got[0]), np.asarray(ref[0]),
-                               atol=1e-3 * np.abs(np.asarray(ref[0])).max())
-    # cond for every p jnp takes; norm for every ord / axis / keepdims. jnp's
-    # references come from one jitted program (one compile, not one per case), and
-    # so do distla's norms that are jnp's own reductions; the singular-value ones
-    # (2, -2, "nuc") run eagerly, through the distributed svdvals
-    a64 = a.astype(np.float64)
-    ps = (None, 2, -2, 1, -1, np.inf, -np.inf, "fro")
-    conds = jax.jit(lambda a: [jnp.linalg.cond(a, p) for p in ps])(a)
-    for p, ref in zip(ps, conds):
-        got = linalg.cond(x, p)
-        same_kind(got, ref, p)
-        np.testing.assert_allclose(float(got), np.linalg.cond(a64, p), rtol=2e-3, err_msg=str(p))
-    cases = [(ord_, axis, keepdims)
-             for ord_ in (None, "fro", "nuc", 1, -1, 2, -2, np.inf, -np.inf)
-             for axis in (None, (0, 1), (1, 0), (-1, -2))
-             for keepdims in (False, True)
-             if not (axis is None and ord_ is not None and keepdims)]
-    refs = jax.jit(lambda a: [jnp.linalg.norm(a, *case) for case in cases])(a)
-    plain = [case for case in cases if case[0] not in (2, -2, "nuc")]
-    in_jit = dict(zip(plain, jax.jit(lambda x: [linalg.norm(x, *case) for case in plain])(x)))
-    for case, ref in zip(cases, refs):
-        got = in_jit[case] if case in in_jit else linalg.norm(x, *case)
-        same_kind(got, ref, case)
-        np.testing.assert_allclose(np.asarray(got), np.asarray(ref), rtol=1e-4, err_msg=str(case))
-    for ord_ in (None, 0, 1, 2, -1, np.inf, 3.5):  # vector norms along one axis
-        got = linalg.norm(x, ord_, axis=1)
-        np.testing.assert_allclose(np.asarray(got), np.asarray(jnp.linalg.norm(a, ord_, axis=1)),
-                                   rtol=1e-5, err_msg=str(ord_))
-
-
-def test_polar_arguments(square):
-    # every argument jax.scipy.linalg.polar takes; jax's own qdwh raises on eps (a static
-    # argument it then traces) and on side="left" for square input, so the reference
-    # is its method="svd"
-    mesh, a, _, _ = square
-    x = place(a, mesh)
-    for kw in ({"method": "qdwh", "eps": 1e-6, "max_iterations": 20}, {"method": "svd"},
-               {"max_iterations": 12}, {}):
-        for side in ("right", "left"):
-            u, p = linalg.polar(x, side, **kw)
-            ru, rp = jax.scipy.linalg.polar(a, side, method="svd")
-            same_kind((u, p), (ru, rp), (kw, side))
-            check_polar(a, u, p, side)
-            np.testing.assert_allclose(np.asarray(u), np.asarray(ru), atol=1e-4,
-                                       err_msg=str((kw, side)))
-    with pytest.raises(ValueError, match="side"):
-        linalg.polar(x, "up")
-    with pytest.raises(ValueError, match="method"):
-        linalg.polar(x, method="newton")
-
-
-# ------------------------------------------ cases from numpy, scipy and jax's own tests
-
-
-def _special(a, h):
-    eye = np.eye(N, dtype=np.float32)
-    return {"identity": eye, "zeros": 0 * eye, "zero-diagonal": h - np.diag(np.diag(h)),
-            "rank-one": np.outer(a[:, 0], a[0]), "tiny": 1e-30 * a, "huge": 1e30 * a}
-
-
-@pytest.mark.parametrize("name", ["identity", "zeros", "zero-diagonal", "rank-one", "tiny",
-                                  "huge"])
-def test_eigh_special_matrices(square, name):
-    # jax's linalg_test / scipy's test_decomp: identity (one eigenvalue n times), zero
-    # matrix, zero diagonal, rank one; a scaled matrix meets the same (scale-free) ratios
-    mesh, a, h, _ = square
-    m = _special(a, h)[name]
-    m = (m + m.T) / 2
-    w, v = linalg.eigh(place(m, mesh))
-    assert np.all(np.isfinite(np.asarray(v)))
-    check_eigh(m, w, v)
-
-
-@pytest.mark.parametrize("name", ["identity", "zero-diagonal", "zeros", "rank-one", "tiny"])
-def test_svd_special_matrices(square, name):
-    # numpy's test_linalg / scipy's test_decomp: zero, identity, rank one, tiny norm;
-    # matrix_rank as jnp's
-    mesh, a, h, _ = square
-    m = _special(a, h)[name]
-    x = place(m, mesh)
-    u, s, vh = linalg.svd(x, full_matrices=False)
-    assert np.all(np.isfinite(np.asarray(u))) and np.all(np.isfinite(np.asarray(vh)))
-    check_svd(m, u, s, vh)
-    assert int(linalg.matrix_rank(x)) == int(jnp.linalg.matrix_rank(m))
-
-
-def test_pinv_of_zero_is_zero(square):
-    mesh = square[0]
-    zeros = place(np.zeros((N, N), np.float32), mesh)
-    np.testing.assert_array_equal(np.asarray(linalg.pinv(zeros)), np.zeros((N, N)))
-    assert int(linalg.matrix_rank(zeros)) == 0 == int(jnp.linalg.matrix_rank(np.zeros((N, N))))
