@@ -35,6 +35,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+from jax.numpy.fft import fftfreq, fftshift, ifftshift, rfftfreq  # jnp's own: see docs/namespace.md
 from jax.sharding import PartitionSpec as P
 
 from . import _fft3d, _fft_freq, _fftnd
@@ -47,6 +48,12 @@ from ._mesh import grid_of, is_explicit, operand_mesh
 
 __all__ = [
     "fft",
+    "fftfreq",
+    "fftshift",
+    "hfft",
+    "ifftshift",
+    "ihfft",
+    "rfftfreq",
     "fft2",
     "fftfreq3d",
     "fftn",
@@ -69,7 +76,7 @@ NORMS = (None, "backward", "ortho", "forward")
 
 _SHAPES = """
     Args:
-      x: array of any rank >= 1, sharded on a 1- or 2-axis mesh in any layout
+      a: array of any rank >= 1, sharded on a 1- or 2-axis mesh in any layout
         (or on one device: ``jnp.fft`` runs). Integer and boolean inputs are
         cast as ``jnp.fft`` casts them.
       s: lengths of the transformed axes, as in ``jnp.fft`` (the input is
@@ -84,17 +91,17 @@ _SHAPES = """
 
 
 def fftn(
-    x: jax.typing.ArrayLike,
+    a: jax.typing.ArrayLike,
     s: Sequence[int] | None = None,
     axes: Sequence[int] | None = None,
     norm: str | None = None,
     *,
     algorithm: str = "auto",
 ) -> jax.Array:
-    """Distributed N-D FFT, equal to ``jnp.fft.fftn(x, s, axes, norm)``.
+    """Distributed N-D FFT, equal to ``jnp.fft.fftn(a, s, axes, norm)``.
 
     Returns:
-      Complex array of ``jnp.fft.fftn``'s shape and dtype on ``x``'s mesh. A
+      Complex array of ``jnp.fft.fftn``'s shape and dtype on ``a``'s mesh. A
       3-D pencil volume ``P(a, b, None)`` comes back ``P(None, a, b)``
       (``P(b, a, None)``: ``P(None, b, a)``), a slab ``P(a, None, None)``
       ``P(None, a, None)``; otherwise batch axes keep their sharding and each
@@ -117,38 +124,38 @@ def fftn(
       >>> y.shape, y.sharding.spec
       ((32, 32, 32), PartitionSpec(None, 'rows', 'cols'))
     """
-    return _public(x, "fftn", "fft", s, axes, norm, algorithm)
+    return _public(a, "fftn", "fft", s, axes, norm, algorithm)
 
 
 def ifftn(
-    x: jax.typing.ArrayLike,
+    a: jax.typing.ArrayLike,
     s: Sequence[int] | None = None,
     axes: Sequence[int] | None = None,
     norm: str | None = None,
     *,
     algorithm: str = "auto",
 ) -> jax.Array:
-    """Distributed inverse N-D FFT, equal to ``jnp.fft.ifftn(x, s, axes, norm)``.
+    """Distributed inverse N-D FFT, equal to ``jnp.fft.ifftn(a, s, axes, norm)``.
 
     Returns:
-      Complex array on ``x``'s mesh. :func:`fftn`'s 3-D output layouts come
+      Complex array on ``a``'s mesh. :func:`fftn`'s 3-D output layouts come
       back in its input layouts (``P(None, a, b)`` -> ``P(a, b, None)``).
 
     See also:
       ``jnp.fft.ifftn``; :func:`fftn`.
     """
-    return _public(x, "ifftn", "ifft", s, axes, norm, algorithm)
+    return _public(a, "ifftn", "ifft", s, axes, norm, algorithm)
 
 
 def rfftn(
-    x: jax.typing.ArrayLike,
+    a: jax.typing.ArrayLike,
     s: Sequence[int] | None = None,
     axes: Sequence[int] | None = None,
     norm: str | None = None,
     *,
     algorithm: str = "auto",
 ) -> jax.Array:
-    """Distributed real-to-complex N-D FFT, equal to ``jnp.fft.rfftn(x, s, axes, norm)``.
+    """Distributed real-to-complex N-D FFT, equal to ``jnp.fft.rfftn(a, s, axes, norm)``.
 
     The last axis of ``axes`` is transformed first, real to complex, so every
     ``all_to_all`` after it moves half the bytes of :func:`fftn`'s.
@@ -159,79 +166,79 @@ def rfftn(
       ``Z//2 + 1`` on a mesh with ``b > 1``: ``P(b, a, None)``).
 
     Raises:
-      TypeError: ``x`` is complex (also a ``ValueError``, as jnp raises).
+      TypeError: ``a`` is complex (also a ``ValueError``, as jnp raises).
 
     See also:
       ``jnp.fft.rfftn``; :func:`irfftn`.
     """
-    return _public(x, "rfftn", "rfft", s, axes, norm, algorithm)
+    return _public(a, "rfftn", "rfft", s, axes, norm, algorithm)
 
 
 def irfftn(
-    x: jax.typing.ArrayLike,
+    a: jax.typing.ArrayLike,
     s: Sequence[int] | None = None,
     axes: Sequence[int] | None = None,
     norm: str | None = None,
     *,
     algorithm: str = "auto",
 ) -> jax.Array:
-    """Distributed complex-to-real inverse N-D FFT, equal to ``jnp.fft.irfftn(x, s, axes, norm)``.
+    """Distributed complex-to-real inverse N-D FFT, equal to ``jnp.fft.irfftn(a, s, axes, norm)``.
 
     ``s[-1]`` (default ``2 * (n - 1)`` for the last transformed axis of
     length ``n``) is the output length of that axis, transformed last.
 
     Returns:
-      Real array on ``x``'s mesh; :func:`rfftn`'s 3-D output layouts come
+      Real array on ``a``'s mesh; :func:`rfftn`'s 3-D output layouts come
       back in its input layouts.
 
     See also:
       ``jnp.fft.irfftn``; :func:`rfftn`.
     """
-    return _public(x, "irfftn", "irfft", s, axes, norm, algorithm)
+    return _public(a, "irfftn", "irfft", s, axes, norm, algorithm)
 
 
 for _f in (fftn, ifftn, rfftn, irfftn):
     _f.__doc__ = _f.__doc__.replace("\n\n    Returns:", "\n" + _SHAPES + "\n    Returns:", 1)
 
 
-def fft(x: jax.typing.ArrayLike, n: int | None = None, axis: int = -1, norm: str | None = None):
+def fft(a: jax.typing.ArrayLike, n: int | None = None, axis: int = -1, norm: str | None = None):
     """``jnp.fft.fft``: :func:`fftn` over the one axis ``axis`` (``n``: its length)."""
-    return fftn(x, None if n is None else (n,), (axis,), norm)
+    return fftn(a, None if n is None else (n,), (axis,), norm)
 
 
-def ifft(x: jax.typing.ArrayLike, n: int | None = None, axis: int = -1, norm: str | None = None):
+def ifft(a: jax.typing.ArrayLike, n: int | None = None, axis: int = -1, norm: str | None = None):
     """``jnp.fft.ifft``: :func:`ifftn` over the one axis ``axis``."""
-    return ifftn(x, None if n is None else (n,), (axis,), norm)
+    return ifftn(a, None if n is None else (n,), (axis,), norm)
 
 
-def rfft(x: jax.typing.ArrayLike, n: int | None = None, axis: int = -1, norm: str | None = None):
+def rfft(a: jax.typing.ArrayLike, n: int | None = None, axis: int = -1, norm: str | None = None):
     """``jnp.fft.rfft``: :func:`rfftn` over the one axis ``axis``."""
-    return rfftn(x, None if n is None else (n,), (axis,), norm)
+    return rfftn(a, None if n is None else (n,), (axis,), norm)
 
 
-def irfft(x: jax.typing.ArrayLike, n: int | None = None, axis: int = -1, norm: str | None = None):
+def irfft(a: jax.typing.ArrayLike, n: int | None = None, axis: int = -1, norm: str | None = None):
     """``jnp.fft.irfft``: :func:`irfftn` over the one axis ``axis`` (``n``: output length)."""
-    return irfftn(x, None if n is None else (n,), (axis,), norm)
+    return irfftn(a, None if n is None else (n,), (axis,), norm)
 
 
-def fft2(x: jax.typing.ArrayLike, s=None, axes: Sequence[int] = (-2, -1), norm=None):
+def fft2(a: jax.typing.ArrayLike, s=None, axes: Sequence[int] = (-2, -1), norm=None):
     """``jnp.fft.fft2``: :func:`fftn` over two axes (default the last two)."""
-    return fftn(x, s, axes, norm)
+    return fftn(a, s, axes, norm)
 
 
-def ifft2(x: jax.typing.ArrayLike, s=None, axes: Sequence[int] = (-2, -1), norm=None):
+def ifft2(a: jax.typing.ArrayLike, s=None, axes: Sequence[int] = (-2, -1), norm=None):
     """``jnp.fft.ifft2``: :func:`ifftn` over two axes."""
-    return ifftn(x, s, axes, norm)
+    return ifftn(a, s, axes, norm)
 
 
-def rfft2(x: jax.typing.ArrayLike, s=None, axes: Sequence[int] = (-2, -1), norm=None):
+def rfft2(a: jax.typing.ArrayLike, s=None, axes: Sequence[int] = (-2, -1), norm=None):
     """``jnp.fft.rfft2``: :func:`rfftn` over two axes."""
-    return rfftn(x, s, axes, norm)
+    return rfftn(a, s, axes, norm)
 
 
-def irfft2(x: jax.typing.ArrayLike, s=None, axes: Sequence[int] = (-2, -1), norm=None):
+def irfft2(a: jax.typing.ArrayLike, s=None, axes: Sequence[int] = (-2, -1), norm=None):
     """``jnp.fft.irfft2``: :func:`irfftn` over two axes."""
-    return irfftn(x, s, axes, norm)
+    return irfftn(a, s, axes, norm)
 
 
 def pfft3d(
@@ -533,3 +540,56 @@ def _one_device(x, kind, s, axes, norm, order, contiguous):
         y = _fftnd.JNP[kind](x, norm=norm)
         return y.transpose(1, 2, 0) if kind == "fft" else y
     return _fftnd.one_device(x, kind, s, axes, norm)
+
+
+_SWAPPED_NORM = {None: "forward", "backward": "forward", "ortho": "ortho", "forward": "backward"}
+
+
+def _swapped(norm, what):
+    if norm not in _SWAPPED_NORM:
+        raise ValueError(f"{what}: norm must be one of {NORMS}; got {norm!r}")
+    return _SWAPPED_NORM[norm]
+
+
+def hfft(a: jax.typing.ArrayLike, n: int | None = None, axis: int = -1,
+         norm: str | None = None) -> jax.Array:
+    """FFT of a Hermitian-symmetric signal, as ``jnp.fft.hfft``.
+
+    ``irfft(conj(a), n, axis)`` with the opposite normalisation (numpy's
+    definition), on :func:`irfft`: the other axes are batch axes and keep
+    their sharding at no communication cost; a sharded ``axis`` is gathered
+    along that one axis, as every one-axis transform (:func:`fft`) is.
+
+    Args:
+      a: ``[..., k, ...]`` half spectrum (``k`` along ``axis``), any layout.
+      n: length of the real output along ``axis`` (default ``2 (k - 1)``).
+      axis: the transformed axis.
+      norm: ``None``/``"backward"``, ``"ortho"`` or ``"forward"``, as jnp's.
+
+    Returns:
+      Real array with ``n`` along ``axis``, sharded as :func:`irfft` leaves it.
+    """
+    what = "distla.fft.hfft"
+    a = as_array(a, "a", what)
+    return irfft(jnp.conj(a), n, axis, _swapped(norm, what))
+
+
+def ihfft(a: jax.typing.ArrayLike, n: int | None = None, axis: int = -1,
+          norm: str | None = None) -> jax.Array:
+    """Inverse of :func:`hfft`, as ``jnp.fft.ihfft``: ``conj(rfft(a))``, norm swapped.
+
+    Args:
+      a: real ``[..., n, ...]`` signal, any layout (complex input is refused
+        as jnp refuses it).
+      n: length of the transform along ``axis`` (crop or zero-pad).
+      axis: the transformed axis.
+      norm: ``None``/``"backward"``, ``"ortho"`` or ``"forward"``, as jnp's.
+
+    Returns:
+      Complex half spectrum ``n // 2 + 1`` long along ``axis``, sharded as
+      :func:`rfft` leaves it (batch axes keep their sharding; a sharded
+      ``axis`` is gathered along that axis, as :func:`fft`'s).
+    """
+    what = "distla.fft.ihfft"
+    a = as_array(a, "a", what)
+    return jnp.conj(rfft(a, n, axis, _swapped(norm, what)))

@@ -21,6 +21,8 @@ the same path (``distla/_cholesky.py``, ``distla/_triangular.py``,
 from __future__ import annotations
 
 import functools
+import math
+import operator
 from typing import NamedTuple
 
 import jax
@@ -52,7 +54,12 @@ from ._qr import qr
 from ._spectral import (EighResult, SVDResult, cond, eigh, eigvalsh, lstsq, matrix_rank, norm, pinv, polar, svd, svdvals)  # noqa: E501
 from ._triangular import solve_triangular
 from .layout import natural_spec
-from .matmul import matmul
+from ._products import matmul, matrix_norm, multi_dot, tensordot
+
+# jnp's own: elementwise or batch-only work that XLA partitions without moving a
+# whole operand (see docs/namespace.md); eig/eigvals gather (jax runs them on CPU).
+from jax.numpy.linalg import (cross, diagonal, eig, eigvals, matrix_transpose, outer, trace,  # noqa: E402,E501
+                              vecdot, vector_norm)
 
 
 class SlogdetResult(NamedTuple):
@@ -534,7 +541,138 @@ def inv(a: jax.typing.ArrayLike, *, block_size: int | None = None) -> jax.Array:
     return inv_2d(a, call=call)
 
 
+
+def matrix_power(a: jax.typing.ArrayLike, n: int) -> jax.Array:
+    """``a`` to the integer power ``n``, as ``jnp.linalg.matrix_power``.
+
+    Repeated squaring: about ``2 log2 |n|`` products on SUMMA
+    (``distla.matmul``; stacks under ``jax.vmap``), after :func:`inv` when
+    ``n < 0``. No operand is gathered.
+
+    Args:
+      a: ``[..., m, m]`` square matrix or stack, in any layout.
+      n: a Python int (negative powers invert ``a`` first).
+
+    Returns:
+      ``[..., m, m]`` in ``a``'s dtype for ``n >= 0`` (ints stay ints, as
+      jnp's), in the largest even layout of the mesh that fits ``(m, m)``;
+      ``n = 0`` gives the identity in ``a``'s sharding.
+
+    Raises:
+      TypeError: ``n`` is not an integer.
+      ValueError: ``a`` is not a square matrix or stack.
+    """
+    what = "distla.linalg.matrix_power"
+    a = as_array(a, "a", what)
+    try:
+        n = operator.index(n)
+    except TypeError:
+        raise TypeError(f"{what}: n must be an integer; got {n!r}") from None
+    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
+        raise ValueError(
+            f"{what}: a must be a square matrix or a stack of them ([..., m, m]); got "
+            f"shape {a.shape}")
+    if n == 0:
+        eye = jnp.eye(a.shape[-1], dtype=a.dtype)
+        return jnp.zeros_like(a) + eye if not is_empty(a) else jnp.broadcast_to(eye, a.shape)
+    if n < 0:
+        a, n = inv(a), -n
+    result = None
+    while True:  # binary powering: result = a^(bits of n seen so far)
+        if n & 1:
+            result = a if result is None else matmul(result, a)
+        n >>= 1
+        if not n:
+            return result
+        a = matmul(a, a)
+
+
+def tensorinv(a: jax.typing.ArrayLike, ind: int = 2) -> jax.Array:
+    """Tensor inverse, as ``jnp.linalg.tensorinv``: :func:`inv` of ``a`` as a matrix.
+
+    Args:
+      a: array whose first ``ind`` axes have as many elements as the rest
+        (``prod(a.shape[:ind]) == prod(a.shape[ind:])``).
+      ind: number of leading axes that index the rows.
+
+    Returns:
+      ``a.shape[ind:] + a.shape[:ind]``, the distributed LU's inverse of the
+      ``[N, N]`` matrix reshaped back. A 2-D ``a`` keeps the layouts of
+      :func:`inv`; higher ranks are reshaped by XLA (which may move the
+      operand between layouts, never into one device's memory by design).
+
+    Raises:
+      ValueError: ``ind`` is not positive or the two groups of axes differ in size.
+    """
+    what = "distla.linalg.tensorinv"
+    a = as_array(a, "a", what)
+    ind = operator.index(ind)
+    if ind <= 0:
+        raise ValueError(f"{what}: ind must be a positive integer; got {ind}")
+    rows, cols = a.shape[:ind], a.shape[ind:]
+    n = math.prod(rows)
+    if n != math.prod(cols):
+        raise ValueError(
+            f"{what}: the first {ind} axes of a {a.shape} hold {n} elements, the rest "
+            f"{math.prod(cols)}; they must match (choose ind so that they do)")
+    matrix = a if a.ndim == 2 else a.reshape(n, n)
+    out = inv(matrix)
+    return out if a.ndim == 2 else out.reshape(cols + rows)
+
+
+def tensorsolve(
+    a: jax.typing.ArrayLike, b: jax.typing.ArrayLike, axes: tuple[int, ...] | None = None
+) -> jax.Array:
+    """Solves ``tensordot(a, x, x.ndim) = b`` for ``x``, as ``jnp.linalg.tensorsolve``.
+
+    :func:`solve` (the distributed LU) on ``a`` reshaped to a square matrix.
+
+    Args:
+      a: array whose leading ``b.ndim`` axes are ``b``'s shape and whose
+        remaining axes (``x``'s shape) hold as many elements as ``b``.
+      b: right-hand side.
+      axes: axes of ``a`` moved to the end first, as jnp's.
+
+    Returns:
+      ``x`` of shape ``a.shape[b.ndim:]`` (after moving ``axes``).
+
+    Raises:
+      ValueError: ``a``'s shape does not make a square system with ``b``.
+    """
+    what = "distla.linalg.tensorsolve"
+    a = as_array(a, "a", what)
+    b = as_array(b, "b", what)
+    if axes is not None:
+        axes = [operator.index(i) % a.ndim for i in axes]
+        a = jnp.moveaxis(a, axes, range(a.ndim - len(axes), a.ndim))
+    out_shape = a.shape[b.ndim:]
+    n = math.prod(out_shape)
+    if a.shape[:b.ndim] != b.shape or math.prod(b.shape) != n:
+        raise ValueError(
+            f"{what}: a of shape {a.shape} does not make a square system for b of shape "
+            f"{b.shape}: a's leading axes must be b's shape and its other axes must hold "
+            f"{math.prod(b.shape)} elements")
+    matrix = a if a.ndim == 2 else a.reshape(n, n)
+    x = solve(matrix, b.reshape(n))
+    return x.reshape(out_shape)
+
 __all__ = [
+    "cross",
+    "diagonal",
+    "eig",
+    "eigvals",
+    "matmul",
+    "matrix_norm",
+    "matrix_power",
+    "matrix_transpose",
+    "multi_dot",
+    "outer",
+    "tensordot",
+    "tensorinv",
+    "tensorsolve",
+    "trace",
+    "vecdot",
+    "vector_norm",
     "EighResult",
     "SVDResult",
     "cond",

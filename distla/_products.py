@@ -1,0 +1,273 @@
+"""``jnp.linalg``'s products on distla's SUMMA: matmul, multi_dot, tensordot (private).
+
+``distla.matmul`` multiplies two sharded matrices without gathering either;
+these functions give it ``jnp.linalg``'s signatures: ``matmul`` with jnp's
+batch broadcasting and ``preferred_element_type``, ``multi_dot`` with the
+cheapest parenthesisation of the chain, ``tensordot`` for contractions that
+are one matrix product.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from ._checks import as_array, result_dtype
+from ._lstsq import norm
+from .matmul import matmul as _summa
+
+
+def _with_preferred(a, b, preferred_element_type, what):
+    """Operands cast to the dtype the product is computed and returned in."""
+    dtype = result_dtype(what, a, b, inexact=False)
+    if preferred_element_type is not None:
+        dtype = np.dtype(jax.dtypes.canonicalize_dtype(preferred_element_type))
+    return a.astype(dtype), b.astype(dtype)
+
+
+def matmul(
+    x1: jax.typing.ArrayLike,
+    x2: jax.typing.ArrayLike,
+    /,
+    *,
+    precision: lax.PrecisionLike = None,
+    preferred_element_type: jax.typing.DTypeLike | None = None,
+) -> jax.Array:
+    """Matrix product, as ``jnp.linalg.matmul``, on distla's SUMMA.
+
+    Args:
+      x1: ``[..., m, k]`` array (or ``[k]``: a vector, as numpy reads it),
+        sharded on a 1- or 2-axis mesh in any layout.
+      x2: ``[..., k, n]`` array (or ``[k]``) on the same mesh.
+      precision: ``lax.Precision`` of the local products (``None``: distla's
+        ``HIGHEST``, see ``distla.matmul``).
+      preferred_element_type: dtype of the result (and of the accumulation),
+        as ``jnp.linalg.matmul``'s.
+
+    Returns:
+      ``[..., m, n]`` (batch dimensions broadcast as ``jnp.linalg.matmul``
+      broadcasts them). Two matrices run ``distla.matmul``: the result is in
+      the 2D block layout ``P(r, c)`` where the mesh divides ``(m, n)``,
+      otherwise in the largest even layout that fits. Stacks run
+      ``distla.matmul`` under ``jax.vmap`` (each member multiplied without a
+      gather; the batch dimensions keep their sharding). Vector operands run
+      ``jnp.linalg.matmul`` (a matrix-vector product: XLA reduces partial
+      sums; the vector is replicated as jnp replicates it).
+
+    Raises:
+      ValueError: a scalar operand, or inner dimensions that differ.
+      TypeError: dtypes jnp would not combine (for example under strict
+        promotion).
+    """
+    what = "distla.linalg.matmul"
+    a = as_array(x1, "x1", what)
+    b = as_array(x2, "x2", what)
+    if a.ndim == 0 or b.ndim == 0:
+        raise ValueError(
+            f"{what}: operands must be at least 1-D; got shapes {a.shape} and {b.shape}. "
+            "For a scalar factor use multiplication (x1 * x2).")
+    a, b = _with_preferred(a, b, preferred_element_type, what)
+    if a.ndim == 1 or b.ndim == 1:
+        return jnp.linalg.matmul(a, b, precision=precision,
+                                 preferred_element_type=preferred_element_type)
+    if a.shape[-1] != b.shape[-2]:
+        raise ValueError(
+            f"{what}: inner dimensions differ: x1 is {a.shape}, x2 is {b.shape} "
+            f"({a.shape[-1]} != {b.shape[-2]})")
+    if a.ndim == 2 and b.ndim == 2:
+        return _summa(a, b, precision=precision)
+    batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    a = jnp.broadcast_to(a, batch + a.shape[-2:])
+    b = jnp.broadcast_to(b, batch + b.shape[-2:])
+    f = lambda a, b: _summa(a, b, precision=precision)  # noqa: E731
+    for _ in batch:
+        f = jax.vmap(f)
+    return f(a, b)
+
+
+def chain_order(shapes: Sequence[tuple[int, int]]) -> list[list[int]]:
+    """Where to split each sub-chain so the whole chain costs fewest flops.
+
+    The classic dynamic programme over matrix-chain shapes (Cormen et al.,
+    "Introduction to Algorithms", section 15.2): ``split[i][j]`` is the ``s``
+    that computes ``(A_i..A_s)(A_s+1..A_j)`` last.
+    """
+    dims = [shapes[0][0]] + [s[1] for s in shapes]
+    k = len(shapes)
+    cost = [[0] * k for _ in range(k)]
+    split = [[0] * k for _ in range(k)]
+    for length in range(1, k):
+        for i in range(k - length):
+            j = i + length
+            cost[i][j] = None
+            for s in range(i, j):
+                c = cost[i][s] + cost[s + 1][j] + dims[i] * dims[s + 1] * dims[j + 1]
+                if cost[i][j] is None or c < cost[i][j]:
+                    cost[i][j], split[i][j] = c, s
+    return split
+
+
+def multi_dot(
+    arrays: Sequence[jax.typing.ArrayLike], *, precision: lax.PrecisionLike = None
+) -> jax.Array:
+    """Chained product ``arrays[0] @ ... @ arrays[-1]``, as ``jnp.linalg.multi_dot``.
+
+    The parenthesisation with the fewest flops is chosen from the shapes
+    (the classic O(k^3) dynamic programme), and every product runs
+    ``distla.matmul``: no operand is gathered.
+
+    Args:
+      arrays: two or more arrays on one mesh: the first may be a ``[k]``
+        vector (a row), the last a ``[k]`` vector (a column), the others
+        ``[m, k]`` matrices in any layout.
+      precision: ``lax.Precision`` of the local products.
+
+    Returns:
+      The product, 2-D in the largest even layout of the mesh that fits it
+      (``distla.matmul``'s result), 1-D or 0-D where an end is a vector, as
+      ``jnp.linalg.multi_dot``.
+
+    Raises:
+      ValueError: fewer than two arrays, a middle operand that is not 2-D,
+        or inner dimensions that differ.
+    """
+    what = "distla.linalg.multi_dot"
+    arrays = [as_array(x, f"arrays[{i}]", what) for i, x in enumerate(arrays)]
+    if len(arrays) < 2:
+        raise ValueError(f"{what}: needs at least two arrays; got {len(arrays)}")
+    first_vec, last_vec = arrays[0].ndim == 1, arrays[-1].ndim == 1
+    mats = list(arrays)
+    if first_vec:
+        mats[0] = mats[0][None, :]
+    if last_vec:
+        mats[-1] = mats[-1][:, None]
+    for i, m in enumerate(mats):
+        if m.ndim != 2:
+            raise ValueError(
+                f"{what}: arrays[{i}] must be 2-D (the ends may be 1-D); got shape "
+                f"{arrays[i].shape}")
+    for i in range(len(mats) - 1):
+        if mats[i].shape[1] != mats[i + 1].shape[0]:
+            raise ValueError(
+                f"{what}: arrays[{i}] of shape {arrays[i].shape} and arrays[{i + 1}] of shape "
+                f"{arrays[i + 1].shape} do not chain")
+    dtype = result_dtype(what, *mats, inexact=False)
+    mats = [m.astype(dtype) for m in mats]
+    split = chain_order([m.shape for m in mats])
+
+    def product(i, j):
+        if i == j:
+            return mats[i]
+        s = split[i][j]
+        return _summa(product(i, s), product(s + 1, j), precision=precision)
+
+    out = product(0, len(mats) - 1)
+    if first_vec and last_vec:
+        return out[0, 0]
+    if first_vec:
+        return out[0]
+    if last_vec:
+        return out[:, 0]
+    return out
+
+
+def _contraction_axes(a, b, axes, what):
+    """jnp.tensordot's ``axes`` as two lists of non-negative axes."""
+    if isinstance(axes, Sequence) and not isinstance(axes, str) and len(axes) == 2:
+        ca, cb = axes
+        ca = [ca] if np.ndim(ca) == 0 else list(ca)
+        cb = [cb] if np.ndim(cb) == 0 else list(cb)
+    else:
+        try:
+            k = operator.index(axes)
+        except TypeError:
+            raise TypeError(
+                f"{what}: axes must be an int or a pair of sequences of ints; got {axes!r}"
+            ) from None
+        if k < 0 or k > min(a.ndim, b.ndim):
+            raise ValueError(
+                f"{what}: axes={k} must be in [0, {min(a.ndim, b.ndim)}] for shapes "
+                f"{a.shape} and {b.shape}")
+        ca, cb = list(range(a.ndim - k, a.ndim)), list(range(k))
+    return [operator.index(x) % max(a.ndim, 1) for x in ca], [
+        operator.index(x) % max(b.ndim, 1) for x in cb]
+
+
+def tensordot(
+    x1: jax.typing.ArrayLike,
+    x2: jax.typing.ArrayLike,
+    /,
+    *,
+    axes: int | tuple[Sequence[int], Sequence[int]] = 2,
+    precision: lax.PrecisionLike = None,
+    preferred_element_type: jax.typing.DTypeLike | None = None,
+    out_sharding=None,
+) -> jax.Array:
+    """Tensor contraction, as ``jnp.linalg.tensordot``.
+
+    A contraction that is one matrix product (one contracted axis, at most
+    one free axis on each side: ``[m, k] x [k, n]`` up to transposition) runs
+    ``distla.matmul``: no operand is gathered (XLA's own ``dot_general`` on
+    two 2D-block matrices gathers a block row and a block column whole).
+    Every other contraction, and any call with ``out_sharding``, is
+    ``jnp.linalg.tensordot``'s.
+
+    Args:
+      x1: array, sharded in any layout.
+      x2: array on the same mesh.
+      axes: int ``k`` (``x1``'s last ``k`` axes with ``x2``'s first ``k``) or
+        a pair of axis sequences, as jnp's.
+      precision: ``lax.Precision`` of the local products.
+      preferred_element_type: dtype of the result, as jnp's.
+      out_sharding: the result's sharding, as jnp's (jnp's path).
+
+    Returns:
+      ``x1``'s free axes followed by ``x2``'s; a matrix result is in the
+      largest even layout of the mesh that fits it.
+    """
+    what = "distla.linalg.tensordot"
+    a = as_array(x1, "x1", what)
+    b = as_array(x2, "x2", what)
+    ca, cb = _contraction_axes(a, b, axes, what)
+    free_a = [i for i in range(a.ndim) if i not in ca]
+    free_b = [i for i in range(b.ndim) if i not in cb]
+    one_product = (len(ca) == 1 and len(cb) == 1 and len(free_a) <= 1 and len(free_b) <= 1
+                   and a.shape[ca[0]] == b.shape[cb[0]] and out_sharding is None
+                   and a.ndim + b.ndim >= 3)
+    if not one_product:
+        return jnp.linalg.tensordot(a, b, axes=axes, precision=precision,
+                                    preferred_element_type=preferred_element_type,
+                                    out_sharding=out_sharding)
+    a, b = _with_preferred(a, b, preferred_element_type, what)
+    a2 = a[None, :] if a.ndim == 1 else (a.T if ca[0] == 0 else a)
+    b2 = b[:, None] if b.ndim == 1 else (b.T if cb[0] == 1 else b)
+    out = _summa(a2, b2, precision=precision)
+    if a.ndim == 1:
+        out = out[0]
+    elif b.ndim == 1:
+        out = out[:, 0]
+    return out
+
+
+def matrix_norm(x: jax.typing.ArrayLike, /, *, keepdims: bool = False,
+                ord: str | int = "fro") -> jax.Array:  # noqa: A002  (jnp's name)
+    """Norm over the last two axes, as ``jnp.linalg.matrix_norm``.
+
+    ``distla.linalg.norm`` with ``axis=(-2, -1)``: ``ord`` 2, -2 and
+    ``"nuc"`` of one sharded matrix use the distributed ``svdvals``; the
+    others are reductions XLA runs on the shards (one small all-reduce).
+
+    Args:
+      x: ``[..., m, n]`` array in any layout.
+      keepdims: keep the two reduced axes with length one.
+      ord: ``"fro"``, ``"nuc"``, ``1``, ``-1``, ``2``, ``-2``, ``inf``, ``-inf``.
+
+    Returns:
+      ``[...]`` (or ``[..., 1, 1]``) real array, replicated as jnp's reductions are.
+    """
+    return norm(x, ord=ord, axis=(-2, -1), keepdims=keepdims)

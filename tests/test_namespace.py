@@ -1,0 +1,202 @@
+"""distla.linalg and distla.fft have every public name of jnp.linalg and jnp.fft.
+
+Name for name and signature for signature; values of the names distla builds
+against numpy on the 2x4 mesh (Auto and Explicit, a size the mesh does not
+divide); and the communication of the names that are jnp's own, read from the
+compiled program: none of them gathers a whole operand.
+"""
+
+import inspect
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+
+import distla
+import distla.fft
+import distla.linalg
+from conftest import build_mesh
+
+
+def _public(module):
+    return {n for n in dir(module) if not n.startswith("_")}
+
+
+@pytest.mark.parametrize("ours, theirs", [(distla.linalg, jnp.linalg), (distla.fft, jnp.fft)],
+                         ids=["linalg", "fft"])
+def test_every_jnp_name_is_there(ours, theirs):
+    missing = _public(theirs) - _public(ours)
+    assert not missing, f"{ours.__name__} lacks {sorted(missing)}"
+    for name in sorted(_public(theirs)):
+        assert callable(getattr(ours, name)) == callable(getattr(theirs, name)), name
+
+
+@pytest.mark.parametrize("ours, theirs", [(distla.linalg, jnp.linalg), (distla.fft, jnp.fft)],
+                         ids=["linalg", "fft"])
+def test_signatures_include_jnps(ours, theirs):
+    for name in sorted(_public(theirs)):
+        try:
+            sig_j = inspect.signature(getattr(theirs, name))
+        except (TypeError, ValueError):  # classes and constants without one
+            continue
+        sig_d = inspect.signature(getattr(ours, name))
+        params = list(sig_d.parameters.values())
+        for pname, pj in sig_j.parameters.items():
+            assert pname in sig_d.parameters, f"{ours.__name__}.{name} lacks {pname!r}"
+            pd = sig_d.parameters[pname]
+            assert pd.kind == pj.kind, (name, pname, pd.kind, pj.kind)
+            assert pd.default == pj.default or (pd.default is None and pj.default is None), (
+                name, pname, pd.default, pj.default)
+        extra = [p for p in params if p.name not in sig_j.parameters]
+        assert all(p.default is not inspect.Parameter.empty or p.kind in (
+            inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD) for p in extra), name
+
+
+def _put(x, mesh, spec):
+    """``x`` on ``mesh`` in ``spec`` where the mesh divides it, replicated otherwise."""
+    ok = all(s is None or x.shape[i] % mesh.shape[s] == 0 for i, s in enumerate(spec))
+    return jax.device_put(x, NamedSharding(mesh, spec if ok else P()))
+
+
+def _rand(shape, seed=0, dtype=np.float64):
+    return np.random.default_rng(seed).standard_normal(shape).astype(dtype)
+
+
+@pytest.mark.parametrize("kind, n", [("auto", 16), ("explicit", 13)])
+def test_products_match_numpy(kind, n):
+    """Auto with a size the mesh divides, Explicit with one it does not."""
+    mesh24 = build_mesh((2, 4), kind)
+    a_np = _rand((n, n), 1, np.float32) / np.sqrt(n) + np.eye(n, dtype=np.float32)
+    b_np = _rand((n, n + 3), 2, np.float32)
+    c_np = _rand((n + 3, 5), 3, np.float32)
+    a, b, c = (_put(jnp.asarray(x), mesh24, P("x", "y")) for x in (a_np, b_np, c_np))
+    tol = dict(rtol=2e-4, atol=2e-4)
+    np.testing.assert_allclose(distla.linalg.matmul(a, b), a_np @ b_np, **tol)
+    np.testing.assert_allclose(distla.linalg.multi_dot([a, b, c]), a_np @ b_np @ c_np, **tol)
+    np.testing.assert_allclose(distla.linalg.multi_dot([a_np[0], b, c]), a_np[0] @ b_np @ c_np,
+                               **tol)
+    for k in (0, 3, -1):
+        want = np.linalg.matrix_power(a_np.astype(np.float64), k)
+        np.testing.assert_allclose(distla.linalg.matrix_power(a, k), want, rtol=1e-3,
+                                   atol=1e-3 * np.abs(want).max())
+    np.testing.assert_allclose(distla.linalg.tensordot(a, b, axes=1), a_np @ b_np, **tol)
+    np.testing.assert_allclose(distla.linalg.tensordot(a, a, axes=([0], [0])), a_np.T @ a_np,
+                               **tol)
+    x = distla.linalg.tensorsolve(a, jnp.asarray(a_np[:, 0]))
+    np.testing.assert_allclose(a_np @ np.asarray(x), a_np[:, 0], rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(distla.linalg.tensorinv(a, ind=1) @ a_np, np.eye(n), atol=1e-4)
+    for ord in ("fro", 2, -np.inf):
+        np.testing.assert_allclose(distla.linalg.matrix_norm(a, ord=ord),
+                                   np.linalg.norm(a_np, ord=ord), rtol=1e-4)
+
+
+def test_products_promote_and_broadcast_as_jnp():
+    ia = jnp.arange(12, dtype=jnp.int32).reshape(3, 4)
+    ib = jnp.arange(8, dtype=jnp.int32).reshape(4, 2)
+    for got, want in [
+        (distla.linalg.matmul(ia, ib), jnp.linalg.matmul(ia, ib)),
+        (distla.linalg.matmul(ia, ib, preferred_element_type=jnp.float32),
+         jnp.linalg.matmul(ia, ib, preferred_element_type=jnp.float32)),
+        (distla.linalg.matrix_power(ia[:, :3], 3), jnp.linalg.matrix_power(ia[:, :3], 3)),
+        (distla.linalg.matrix_power(ia[:, :3] > 4, 2), jnp.linalg.matrix_power(ia[:, :3] > 4, 2)),
+        (distla.linalg.multi_dot([ia, ib, ib.T]), jnp.linalg.multi_dot([ia, ib, ib.T])),
+        (distla.linalg.matmul(jnp.ones((2, 1, 3, 4)), jnp.ones((5, 4, 2))),
+         jnp.linalg.matmul(jnp.ones((2, 1, 3, 4)), jnp.ones((5, 4, 2)))),
+        (distla.linalg.matmul(jnp.ones((0, 4)), jnp.ones((4, 2))),
+         jnp.linalg.matmul(jnp.ones((0, 4)), jnp.ones((4, 2)))),
+        (distla.linalg.matrix_power(jnp.ones((0, 0)), -2), jnp.linalg.matrix_power(jnp.ones((0, 0)), -2)),
+        (distla.linalg.tensorinv(jnp.eye(6).reshape(2, 3, 6), ind=2),
+         jnp.linalg.tensorinv(jnp.eye(6).reshape(2, 3, 6), ind=2)),
+    ]:
+        assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-5)
+    with pytest.raises(TypeError):
+        distla.linalg.matrix_power(ia[:, :3], 1.5)
+    with pytest.raises(ValueError, match="square"):
+        distla.linalg.matrix_power(ia, 2)
+
+
+def test_matrix_power_and_matmul_derivatives():
+    a = jnp.asarray(_rand((6, 6), 4)) / 4 + jnp.eye(6)
+    for f, g in [(lambda a: distla.linalg.matrix_power(a, 3).sum(),
+                  lambda a: jnp.linalg.matrix_power(a, 3).sum()),
+                 (lambda a: distla.linalg.multi_dot([a, a.T, a]).sum(),
+                  lambda a: jnp.linalg.multi_dot([a, a.T, a]).sum())]:
+        np.testing.assert_allclose(jax.grad(f)(a), jax.grad(g)(a), rtol=1e-4)
+
+
+def test_multi_dot_order():
+    split = distla._products.chain_order([(10, 100), (100, 5), (5, 50)])
+    assert split[0][2] == 1  # (A B) C: 10*100*5 + 10*5*50 = 7500 flops, against 75000
+
+
+def test_hermitian_ffts_match_numpy(mesh24):
+    x_np = _rand((8, 12), 5) + 1j * _rand((8, 12), 6)
+    x = _put(jnp.asarray(x_np, jnp.complex64), mesh24, P("x", "y"))
+    for norm in (None, "ortho", "forward"):
+        np.testing.assert_allclose(distla.fft.hfft(x, norm=norm), np.fft.hfft(x_np, norm=norm),
+                                   rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(distla.fft.ihfft(x.real, n=7, axis=0, norm=norm),
+                                   np.fft.ihfft(x_np.real, n=7, axis=0, norm=norm),
+                                   rtol=1e-4, atol=1e-5)
+
+
+def _gathered_bytes(fn, *args):
+    c = distla.cost(fn, *args)
+    return c.collective_bytes["all-gather"], c
+
+
+_JNP_OWN = {
+    "matrix_transpose": (jnp.linalg.matrix_transpose, "m"),
+    "trace": (jnp.linalg.trace, "m"),
+    "vector_norm": (jnp.linalg.vector_norm, "m"),
+    "matrix_norm": (distla.linalg.matrix_norm, "m"),
+    "diagonal": (jnp.linalg.diagonal, "m"),
+    "vecdot": (jnp.linalg.vecdot, "mm"),
+    "outer": (jnp.linalg.outer, "vv"),
+    "cross": (jnp.linalg.cross, "33"),
+    "fftshift": (jnp.fft.fftshift, "m"),
+    "ifftshift": (jnp.fft.ifftshift, "m"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_JNP_OWN))
+def test_jnps_own_names_gather_no_operand(name):
+    """Elementwise and batch-only names: no all-gather of any operand's shard set.
+
+    fftshift/ifftshift roll every sharded axis by half its length: XLA sends
+    block halves to the device that owns their destination (collective
+    permutes), at most one block per sharded axis.
+    """
+    assert getattr(distla.linalg if name not in ("fftshift", "ifftshift") else distla.fft,
+                   name) is _JNP_OWN[name][0]
+    mesh = distla.make_mesh((2, 4), axis_types=jax.sharding.AxisType.Auto)
+    n = 64
+    shapes = {"m": [((n, n), P("rows", "cols"))] , "mm": [((n, n), P("rows", "cols"))] * 2,
+              "vv": [((n,), P("cols")), ((n,), P("rows"))],
+              "33": [((n, 3), P("rows")), ((n, 3), P("rows"))]}[_JNP_OWN[name][1]]
+    args = [jax.device_put(jnp.ones(s, jnp.float32), NamedSharding(mesh, spec))
+            for s, spec in shapes]
+    gathered, c = _gathered_bytes(_JNP_OWN[name][0], *args)
+    block = n * n * 4 // 8
+    assert gathered == 0, (name, c.collectives)
+    assert c.total_collective_bytes <= 2 * block, (name, c.collectives)
+    if name in ("fftshift", "ifftshift"):
+        assert c.collective_counts["collective-permute"] > 0
+
+
+def test_tensordot_and_matmul_gather_no_operand():
+    """jnp's tensordot of two 2D-block matrices gathers block rows; distla's does not."""
+    mesh = distla.make_mesh((2, 4), axis_types=jax.sharding.AxisType.Auto)
+    n = 64
+    a = jax.device_put(jnp.ones((n, n), jnp.float32), NamedSharding(mesh, P("rows", "cols")))
+    jnp_bytes = distla.cost(lambda x, y: jnp.linalg.tensordot(x, y, axes=1), a, a)
+    ours = distla.cost(lambda x, y: distla.linalg.tensordot(x, y, axes=1), a, a)
+    model = distla.matmul.model_bytes(n, n, n, (2, 4), 4) if hasattr(
+        distla.matmul, "model_bytes") else None
+    assert ours.total_collective_bytes < jnp_bytes.total_collective_bytes
+    if model is not None:
+        assert ours.total_collective_bytes <= 1.2 * model
