@@ -206,7 +206,7 @@ def tensordot(
     axes: int | tuple[Sequence[int], Sequence[int]] = 2,
     precision: lax.PrecisionLike = None,
     preferred_element_type: jax.typing.DTypeLike | None = None,
-    out_sharding=None,
+    out_sharding: jax.sharding.NamedSharding | jax.sharding.PartitionSpec | None = None,
 ) -> jax.Array:
     """Tensor contraction, as ``jnp.linalg.tensordot``.
 

@@ -35,7 +35,6 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-from jax.numpy.fft import fftfreq, fftshift, ifftshift, rfftfreq  # jnp's own: see docs/namespace.md
 from jax.sharding import PartitionSpec as P
 
 from . import _fft3d, _fft_freq, _fftnd
@@ -71,6 +70,13 @@ __all__ = [
     "rfftfreq3d",
     "rfftn",
 ]
+
+# jnp's own: an iota, and a roll that XLA runs as neighbour exchanges of block
+# halves on sharded axes (no gather); see docs/namespace.md.
+fftfreq = jnp.fft.fftfreq
+rfftfreq = jnp.fft.rfftfreq
+fftshift = jnp.fft.fftshift
+ifftshift = jnp.fft.ifftshift
 
 NORMS = (None, "backward", "ortho", "forward")
 

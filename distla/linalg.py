@@ -54,12 +54,18 @@ from ._qr import qr
 from ._spectral import (EighResult, SVDResult, cond, eigh, eigvalsh, lstsq, matrix_rank, norm, pinv, polar, svd, svdvals)  # noqa: E501
 from ._triangular import solve_triangular
 from .layout import natural_spec
+from ._nonhermitian import eig, eigvals
 from ._products import matmul, matrix_norm, multi_dot, tensordot
 
 # jnp's own: elementwise or batch-only work that XLA partitions without moving a
-# whole operand (see docs/namespace.md); eig/eigvals gather (jax runs them on CPU).
-from jax.numpy.linalg import (cross, diagonal, eig, eigvals, matrix_transpose, outer, trace,  # noqa: E402,E501
-                              vecdot, vector_norm)
+# whole operand (see docs/namespace.md).
+cross = jnp.linalg.cross
+diagonal = jnp.linalg.diagonal
+matrix_transpose = jnp.linalg.matrix_transpose
+outer = jnp.linalg.outer
+trace = jnp.linalg.trace
+vecdot = jnp.linalg.vecdot
+vector_norm = jnp.linalg.vector_norm
 
 
 class SlogdetResult(NamedTuple):

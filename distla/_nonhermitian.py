@@ -1,0 +1,39 @@
+"""``eig`` and ``eigvals`` of non-Hermitian matrices: jnp's, with the gather said (private)."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+
+def eig(a: jax.typing.ArrayLike) -> jnp.linalg.EigResult:
+    """Eigenvalues and right eigenvectors of a general matrix, as ``jnp.linalg.eig``.
+
+    This is ``jnp.linalg.eig`` itself: jax solves the non-Hermitian
+    eigenproblem with LAPACK's ``geev`` on the CPU only, one matrix per
+    device, so **a sharded matrix is gathered whole onto every device**. For
+    Hermitian or symmetric matrices use :func:`distla.linalg.eigh`, which is
+    distributed.
+
+    Args:
+      a: ``[..., n, n]`` matrix or stack, any layout (CPU backend only).
+
+    Returns:
+      ``EigResult(eigenvalues [..., n], eigenvectors [..., n, n])``, complex,
+      with jnp's sharding for the gathered input.
+    """
+    return jnp.linalg.eig(a)
+
+
+def eigvals(a: jax.typing.ArrayLike) -> jax.Array:
+    """Eigenvalues of a general matrix, as ``jnp.linalg.eigvals`` (gathers; see :func:`eig`).
+
+    Args:
+      a: ``[..., n, n]`` matrix or stack, any layout (CPU backend only).
+
+    Returns:
+      ``[..., n]`` complex eigenvalues; the sharded input is gathered whole
+      onto every device, as in :func:`eig`. Hermitian input: use
+      :func:`distla.linalg.eigvalsh`.
+    """
+    return jnp.linalg.eigvals(a)
