@@ -595,4 +595,5 @@ def test_exported_names():
         ["fftn", "ifftn", "rfftn", "irfftn", "pfft3d", "pifft3d", "fft", "ifft", "fft2"]
         + ["ifft2", "rfft2", "irfft2", "fftfreq3d", "rfftfreq3d", "rfft", "irfft"]
         + ["model_bytes"]  # the communication model of docs/fft.md
+        + ["fftfreq", "rfftfreq", "fftshift", "ifftshift", "hfft", "ihfft"]  # jnp.fft's rest
     )
