@@ -87,3 +87,10 @@ def x64():
     """Run the test with 64-bit types enabled."""
     with jax.enable_x64(True):
         yield
+
+
+@pytest.fixture
+def strict_promotion():
+    """Run the test under ``jax_numpy_dtype_promotion="strict"``."""
+    with jax.numpy_dtype_promotion("strict"):
+        yield

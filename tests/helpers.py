@@ -74,6 +74,15 @@ def assert_lapack_pivots(a, piv, err_msg: str = "") -> None:
     np.testing.assert_array_equal(np.asarray(piv), ref, err_msg=err_msg)
 
 
+def put(x, mesh):
+    """``x`` in the mesh's natural 2D layout (``P(*mesh.axis_names)``), as :func:`place`."""
+    return place(np.asarray(x), mesh, P(*mesh.axis_names))
+
+
+def close(got, want, tol):
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=tol, atol=tol)
+
+
 def has_layout(x, mesh, spec) -> bool:
     """True if ``x`` is laid out as ``spec`` on ``mesh`` (trailing ``None``s do not matter)."""
     return x.sharding.is_equivalent_to(NamedSharding(mesh, spec), x.ndim)
