@@ -59,7 +59,7 @@ def _sharded(x, shape, axis_type):
 
 
 def _kind(x):
-    return "explicit" if distla._mesh.is_explicit(x.sharding.mesh.abstract_mesh) else "auto"
+    return "explicit" if distla._core.mesh.is_explicit(x.sharding.mesh.abstract_mesh) else "auto"
 
 
 def _flops(n, real):

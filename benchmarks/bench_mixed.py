@@ -62,7 +62,7 @@ def test_mixed_scipy_solve64(run, benchmark):
 
 @pytest.mark.parametrize("case", ["float64", "factor float32", "lu_solve a= (factor made once)"])
 def test_mixed_distla_solve64(run, benchmark, case):
-    from distla import _refine
+    from distla.linalg import _refine
     from distla.tools.ratios import solve_ratio
 
     benchmark.group = GROUP

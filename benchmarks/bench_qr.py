@@ -31,7 +31,7 @@ from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 import distla
-from distla import _qr
+from distla.linalg import _qr
 
 SQUARE = [2048, 4096]
 XLA_SQUARE = [2048]

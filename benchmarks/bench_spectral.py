@@ -11,7 +11,7 @@ float32, n x n on a 2x4 mesh (``P(rows, cols)``, Explicit), one session:
 
 Flops executed: every eager step's per-device flops from ``distla.cost`` at
 order n, summed over devices, times the number of times it ran
-(``distla._polar.SIZED``, by order), scaled by (order / n)³ for the smaller
+(``distla.linalg._polar.SIZED``, by order), scaled by (order / n)³ for the smaller
 diagonal blocks, plus 9w³ per leaf block of order w, against LAPACK's count
 (syevd with vectors ≈ 9n³, gesdd with vectors ≈ 22n³).
 
@@ -33,7 +33,9 @@ from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 import distla
-from distla import _eigh, _polar, linalg
+from distla.linalg import _eigh, _polar
+
+from distla import linalg
 
 MESH = (2, 4)
 SIZES = [1024, 2048]

@@ -10,7 +10,7 @@ from importlib import metadata as _metadata
 
 from . import fft as fft
 from . import linalg as linalg
-from ._blas import limit_cpu_blas as limit_cpu_blas
+from ._core.blas import limit_cpu_blas as limit_cpu_blas
 from .cost import Cost as Cost
 from .cost import cost as cost
 from .distributed import init_distributed as init_distributed

@@ -12,7 +12,7 @@ from typing import Any
 
 import jax
 
-from . import _hlo
+from ._core import hlo as _hlo
 
 COLLECTIVE_KINDS = (
     "all-gather",

@@ -12,7 +12,7 @@ import numpy as np
 from jax.sharding import AxisType, Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from ._mesh import describe_mesh, fitting_spec
+from ._core.mesh import describe_mesh, fitting_spec
 
 
 def squarest_grid(n: int) -> tuple[int, int]:

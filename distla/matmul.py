@@ -14,7 +14,7 @@ from jax import lax
 from distla.kernels.cannon import cannon_local
 from distla.kernels.summa import summa_k_multiple, summa_local
 
-from ._checks import (
+from ._core.checks import (
     as_array,
     canonical_precision,
     empty_or_one_device,
@@ -22,7 +22,7 @@ from ._checks import (
     onto_mesh,
     result_dtype,
 )
-from ._mesh import (
+from ._core.mesh import (
     Grid,
     constrain,
     fitting_spec,

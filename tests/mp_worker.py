@@ -82,7 +82,7 @@ def check_setup(mesh) -> None:
     assert distla.init_distributed() == INFO  # idempotent
     owners = {d.process_index for d in mesh.devices.flat}
     assert owners == {0, 1}, owners
-    # The launcher's gloo setting, and one BLAS thread per LAPACK call (distla/_blas.py)
+    # The launcher's gloo setting, and one BLAS thread per LAPACK call (distla/_core/blas.py)
     assert jax.config.jax_cpu_collectives_implementation == "gloo"
 
 
@@ -139,7 +139,7 @@ def check_lu(mesh, rng) -> None:
     n = a.shape[0]
     lu, piv = distla.linalg.lu_factor(da)
     assert not lu.is_fully_addressable
-    # 4 CPU devices in this process: distla/_blas.py set OpenBLAS to one thread per call
+    # 4 CPU devices in this process: distla/_core/blas.py set OpenBLAS to one thread per call
     blas = [p for p in threadpoolctl.threadpool_info() if p["user_api"] == "blas"]
     assert blas and all(p["num_threads"] == 1 for p in blas), blas
     lu_h, piv_h = gather(lu), gather(piv)

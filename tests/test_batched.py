@@ -18,7 +18,7 @@ from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 import distla
-from distla import _batched
+from distla.linalg import _batched
 
 # --------------------------------------------------------------------------- references
 
@@ -105,7 +105,7 @@ def test_solve_every_mesh(mesh, batch, spec):
     assert x.shape == (batch, N, 3) and x.dtype == np.float32
     assert solve_ratios(a, x, b, np.float32).max() <= THRESHOLD
     assert x.sharding.mesh == mesh
-    expected = distla._mesh.fitting_spec(x.shape, mesh.abstract_mesh, batch_spec(mesh))
+    expected = distla._core.mesh.fitting_spec(x.shape, mesh.abstract_mesh, batch_spec(mesh))
     assert has_layout(x, mesh, expected)
 
 
@@ -185,7 +185,7 @@ def _check_all_ops(out, a, b, bv, dtype):
 
 
 def _expected(x, mesh, spec):
-    return distla._mesh.fitting_spec(x.shape, mesh.abstract_mesh, spec)
+    return distla._core.mesh.fitting_spec(x.shape, mesh.abstract_mesh, spec)
 
 
 @pytest.mark.parametrize(
@@ -518,7 +518,7 @@ def _one_matrix_solve(a, b):
     jax's own structure for jnp.linalg.solve (custom_linear_solve over an LU),
     with the LU and the triangular solves wrapped by _batched.with_vmap_rule:
     vmap of it is one batched call, and grad/jvp never differentiate through
-    custom_vmap (which has no transpose rule). jsl stands in for distla/_lu.py.
+    custom_vmap (which has no transpose rule). jsl stands in for distla/linalg/_lu.py.
     """
     lu, piv = _batched.with_vmap_rule("lu_factor", lambda a: tuple(jsl.lu_factor(a)))(
         jax.lax.stop_gradient(a)

@@ -1,4 +1,4 @@
-"""distla/_blas.py: the OpenBLAS thread limit under simulated CPU devices is visible and can be lifted."""
+"""distla/_core/blas.py: the OpenBLAS thread limit under simulated CPU devices is visible and can be lifted."""
 
 import logging
 
@@ -6,7 +6,7 @@ import numpy as np
 import threadpoolctl
 
 import distla
-from distla import _blas
+from distla._core import blas as _blas
 
 
 def _blas_threads():

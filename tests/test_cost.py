@@ -21,7 +21,7 @@ from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 import distla
-from distla import _hlo
+from distla._core import hlo as _hlo
 from distla.cost import COLLECTIVE_KINDS, cost_of_compiled
 
 FIXTURES = pathlib.Path(__file__).parent / "fixtures"

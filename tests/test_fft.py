@@ -56,7 +56,7 @@ def _natural_out(mesh):
 
 
 def _fits(shape, mesh, spec):
-    return distla._mesh.fitting_spec(shape, mesh.abstract_mesh, spec)
+    return distla._core.mesh.fitting_spec(shape, mesh.abstract_mesh, spec)
 
 
 def _volume(rng, shape, dtype):

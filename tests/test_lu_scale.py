@@ -138,7 +138,7 @@ def _solves_in_phases(a, b, *, mesh, nb, max_phases, cases):
     """``lu_solve_block_cyclic`` for each ``(trans, few)`` of ``cases``, in loops.
 
     ``b`` (n, k) arrives replicated; each solve gets its rows block-cyclic
-    (and, for many, its columns split) as ``distla/_lu.py`` lays them out,
+    (and, for many, its columns split) as ``distla/linalg/_lu.py`` lays them out,
     and the solutions come back replicated in global row order.
     """
     row, col = mesh.axis_names

@@ -29,7 +29,7 @@ def _operands(mesh, m, k, n, dtype=np.float32, seed=0, spec=P("x", "y")):
 
 
 def _expected_spec(shape, mesh):
-    return distla._mesh.fitting_spec(shape, mesh.abstract_mesh, P("x", "y"))
+    return distla._core.mesh.fitting_spec(shape, mesh.abstract_mesh, P("x", "y"))
 
 
 @pytest.mark.parametrize("shape", SHAPES)

@@ -136,7 +136,7 @@ def test_matrix_power_and_matmul_derivatives():
 
 
 def test_multi_dot_order():
-    split = distla._products.chain_order([(10, 100), (100, 5), (5, 50)])
+    split = distla.linalg._products.chain_order([(10, 100), (100, 5), (5, 50)])
     assert split[0][2] == 1  # (A B) C: 10*100*5 + 10*5*50 = 7500 flops, against 75000
 
 

@@ -1,4 +1,4 @@
-"""Mixed-precision solves (``distla/_refine.py``).
+"""Mixed-precision solves (``distla/linalg/_refine.py``).
 
 - ``solve(a, b, factor_dtype=...)``: an LU in float32/complex64 refined to
   the float64/complex128 solve ratio, with no hidden gathers; GMRES-IR where
@@ -21,7 +21,7 @@ from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 import distla
-from distla import _refine, _refine_loop
+from distla.linalg import _refine, _refine_loop
 
 
 def _abstract(mesh, shape, spec, dtype=jnp.float32):
@@ -212,7 +212,7 @@ def test_mixed_solve_moves_no_whole_matrix(x64):
     whole = n * n * 8
     assert cost.largest() < whole / 4
     # a float64 local block, its float32 copy and factors, and panel buffers
-    nb, _ = distla._lu.plan(distla._mesh.grid_of(mesh.abstract_mesh, what="test"), n)
+    nb, _ = distla.linalg._lu.plan(distla._core.mesh.grid_of(mesh.abstract_mesh, what="test"), n)
     assert cost.peak_memory_bytes <= 4 * (whole / 8 + n * nb * 8)
 
 

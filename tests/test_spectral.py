@@ -24,7 +24,9 @@ from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 import distla
-from distla import _eigh, _polar, linalg
+from distla.linalg import _eigh, _polar
+
+from distla import linalg
 
 N = 40  # the 2x4 mesh's size for most tests (divides 8: the even layout)
 
@@ -294,8 +296,8 @@ def test_cost_no_collective_carries_a_matrix():
         "finish": (_polar.on_mesh(_eigh.blocked_finish, amesh, (P(), spec),
                                   (("n", n), ("rows", rows))), (w_all, x)),
     })
-    from distla import _qr
-    from distla._mesh import grid_of
+    from distla.linalg import _qr
+    from distla._core.mesh import grid_of
 
     nb, m_pad, _ = _qr.plan(grid_of(amesh, what="test"), 2 * n, n)
     for name, (fn, args) in steps.items():

@@ -15,8 +15,8 @@ from jax.sharding import PartitionSpec as P
 
 from distla.kernels.fftnd import fftnd_local
 
-from . import _fft_plan
-from ._mesh import constrain, fitting_spec, run_on_mesh, shard_map
+from . import _route
+from .._core.mesh import constrain, fitting_spec, run_on_mesh, shard_map
 
 JNP = {
     "fft": jnp.fft.fftn,
@@ -135,7 +135,7 @@ def one_device(x, kind, s, axes, norm):
     jax.jit, static_argnames=("plan", "kind", "s", "axes", "norm", "shape_in", "in_dtype")
 )
 def transform(x, *, plan, kind, s, axes, norm, shape_in, in_dtype):
-    """Run ``plan`` (a :class:`_fft_plan.Plan`) on ``x``; ``None``: gather, then jnp."""
+    """Run ``plan`` (a :class:`_route.Plan`) on ``x``; ``None``: gather, then jnp."""
     mesh = jax.typeof(x).sharding.mesh
     if plan is None:  # a sharded 1-D transform: every device transforms the whole vector
         def gathered(x):
@@ -155,13 +155,13 @@ def transform(x, *, plan, kind, s, axes, norm, shape_in, in_dtype):
 
 
 def general(x, kind, s, axes, norm, mesh, in_dtype, spec):
-    """The general plan of ``_fft_plan.py`` for ``x``, laid out ``spec`` on ``mesh``."""
+    """The general plan of ``_route.py`` for ``x``, laid out ``spec`` on ``mesh``."""
     sizes = dict(mesh.shape)
     shape_in = input_shape(x.shape, s, axes, kind)
-    groups = _fft_plan.spec_groups(spec, x.ndim, sizes)
-    groups = _fft_plan.spread(groups, shape_in, axes, sizes)
+    groups = _route.spec_groups(spec, x.ndim, sizes)
+    groups = _route.spread(groups, shape_in, axes, sizes)
     n_last = s[-1] if kind == "irfft" else None
-    plan = _fft_plan.plan(shape_in, groups, axes, kind, sizes, n_last)
+    plan = _route.plan(shape_in, groups, axes, kind, sizes, n_last)
     return transform(
         x, plan=plan, kind=kind, s=s, axes=axes, norm=norm, shape_in=shape_in, in_dtype=in_dtype
     )

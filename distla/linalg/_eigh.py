@@ -8,7 +8,7 @@ block), so every shape is static and one ``lax.while_loop`` runs the levels:
 1. each active block (larger than the leaf ``L``) is shifted by ``σ`` (the
    median of its diagonal) and scaled to unit Frobenius norm; inactive
    blocks are replaced by the identity;
-2. ``U = polar(X)`` by QDWH (``distla._polar.qdwh``): for Hermitian ``X``,
+2. ``U = polar(X)`` by QDWH (``distla.linalg._polar.qdwh``): for Hermitian ``X``,
    ``U = sign(X)``, so ``P = (I − U)/2`` projects on the eigenvalues below
    ``σ``; ``r = trace(P)`` per block;
 3. a random block-diagonal ``Ω`` gives ``Y = PΩ₁ + (I − P)Ω₂`` (the first
@@ -46,7 +46,7 @@ from jax import lax
 from jax.sharding import PartitionSpec as P
 
 from . import _qr
-from ._mesh import fitting_spec, grid_of, operand_mesh, run_on_mesh, shard_map
+from .._core.mesh import fitting_spec, grid_of, operand_mesh, run_on_mesh, shard_map
 from ._polar import (
     block_spec,
     count,
@@ -60,7 +60,7 @@ from ._polar import (
     qdwh_eager,
     round_up,
 )
-from .matmul import matmul
+from ..matmul import matmul
 
 # a fraction of a block's diagonal spread added to the median shift, so that a
 # shift rarely lands on a repeated diagonal value that is an eigenvalue
@@ -521,7 +521,7 @@ def eigh_blocked(a, *, mesh, vectors):
 
 def eigh_eager(a, *, mesh, vectors):
     """``eigh`` of a concrete Hermitian ``a``: host loops over compiled steps (shared with
-    ``polar`` and ``svd`` of the same size through ``distla._polar.on_mesh``)."""
+    ``polar`` and ``svd`` of the same size through ``distla.linalg._polar.on_mesh``)."""
     spec = block_spec(mesh)
     n = a.shape[0]
     a, s = on_mesh(unit_scaled, mesh, (fitting_spec((n, n), mesh, spec), P()))(a)

@@ -15,7 +15,7 @@ Layouts (a 2-axis mesh ``(a, b)``; see ``docs/fft.md``):
   axes' roles exchanged); slabs ``P(a, None, None)`` on a 1-axis mesh (or a
   2-axis mesh whose second axis has size 1) give ``P(None, a, None)`` after
   one; the inverses accept the forward's output and return its input layout;
-- any other call runs the general plan (``_fft_plan.py``): axes not
+- any other call runs the general plan (``_route.py``): axes not
   transformed are batch axes and keep their sharding, with nothing exchanged
   over the mesh axes that shard them; each sharded transformed axis is
   swapped by one ``all_to_all`` with an axis already transformed (else a
@@ -37,13 +37,13 @@ import jax
 import jax.numpy as jnp
 from jax.sharding import PartitionSpec as P
 
-from . import _fft3d, _fft_freq, _fftnd
-from ._checks import as_array
+from . import _fft3d, _fftnd, _freq
+from .._core.checks import as_array
 from ._fft3d import ALGORITHMS
 from ._fft3d import choose_algorithm as choose_algorithm  # public, see docs/fft.md
 from ._fft3d import cpu_compiler_options as cpu_compiler_options
 from ._fft3d import model_bytes as model_bytes
-from ._mesh import grid_of, is_explicit, operand_mesh
+from .._core.mesh import grid_of, is_explicit, operand_mesh
 
 __all__ = [
     "fft",
@@ -347,7 +347,7 @@ def fftfreq3d(k: jax.typing.ArrayLike, d: float = 1.0) -> tuple[jax.Array, jax.A
       >>> kz, ky, kx = distla.fft.fftfreq3d(delta_k)   # doctest: +SKIP
       >>> phi_k = -delta_k / (kx**2 + ky**2 + kz**2)   # doctest: +SKIP
     """
-    return _fft_freq.freqs(k, d, real=False)
+    return _freq.freqs(k, d, real=False)
 
 
 def rfftfreq3d(k: jax.typing.ArrayLike, d: float = 1.0) -> tuple[jax.Array, jax.Array, jax.Array]:
@@ -356,7 +356,7 @@ def rfftfreq3d(k: jax.typing.ArrayLike, d: float = 1.0) -> tuple[jax.Array, jax.
     jaxdecomp's own rule, kept as is: ``k1`` is ``2*pi*rfftfreq(k.shape[1], d)``
     (``k.shape[1]//2 + 1`` values).
     """
-    return _fft_freq.freqs(k, d, real=True)
+    return _freq.freqs(k, d, real=True)
 
 
 # --- dispatch -----------------------------------------------------------------------

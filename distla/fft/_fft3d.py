@@ -2,7 +2,7 @@
 
 A 3-D volume transformed over all three axes runs the tuned kernels of
 ``kernels/fft3d.py`` (see ``docs/fft.md``); every other call runs the general
-plan of ``_fft_plan.py``. This module picks the 3-D kernel, pads and lays out
+plan of ``_route.py``. This module picks the 3-D kernel, pads and lays out
 the volume around it, and holds the 3-D communication model.
 """
 
@@ -28,7 +28,7 @@ from distla.kernels.fft3d import (
     slab_pencil_inverse,
 )
 
-from ._mesh import Grid, constrain, fitting_spec, run_on_mesh, shard_map
+from .._core.mesh import Grid, constrain, fitting_spec, run_on_mesh, shard_map
 
 ALGORITHMS = ("auto", "slab-pencil", "pencil")
 

@@ -68,7 +68,7 @@ from distla.kernels.lu import lu_block_cyclic
 from distla.kernels.trsm import lu_solve_block_cyclic
 
 from . import _lu
-from ._mesh import (
+from .._core.mesh import (
     Grid,
     constrain,
     grid_of,
@@ -284,8 +284,8 @@ def _refine_generic(a, b, factors, *, factor_dtype, kind, trans, lower, counts):
     ``factors``: ``None`` (an LU in ``factor_dtype`` is made here), ``(lu, piv)``
     (``kind="lu"``) or ``(c,)`` (``kind="cho"``, a Cholesky factor).
     """
-    from . import linalg
-    from .matmul import matmul
+    from .. import linalg
+    from ..matmul import matmul
 
     dtype = a.dtype
     n = a.shape[-1]
@@ -413,7 +413,7 @@ def solve_mixed(a, b, *, factor_dtype) -> jax.Array:
         system's dtype (float64 -> float32, complex128 -> complex64) or the
         system's dtype itself.
     """
-    from . import linalg
+    from .. import linalg
 
     what = "distla.linalg.solve"
     dtype = np.dtype(jnp.result_type(a, b))
@@ -440,8 +440,8 @@ def _solve_mixed_jvp(factor_dtype, primals, tangents):
 @functools.partial(jax.jit, static_argnames=("factor_dtype",))
 def _linear_solve(a, b, *, factor_dtype):
     """``a^-1 b`` as ``lax.custom_linear_solve``: ``a`` and ``aᵀ`` solves share one factor."""
-    from . import linalg
-    from .matmul import matmul
+    from .. import linalg
+    from ..matmul import matmul
 
     a_const = lax.stop_gradient(a)
     factors = linalg.lu_factor(a_const.astype(factor_dtype))
@@ -468,7 +468,7 @@ def _linear_solve(a, b, *, factor_dtype):
 
 def _system_of(what, factor, b, a):
     """``(a, b, dtype)`` for a refined solve, or ``None`` if ``factor`` is not lower precision."""
-    from ._checks import as_array, result_dtype
+    from .._core.checks import as_array, result_dtype
 
     a = as_array(a, "a", what)
     b = as_array(b, "b", what)
@@ -496,7 +496,7 @@ def lu_solve_mixed(lu, piv, b, *, trans: int, a):
     right-hand sides. ``None`` where the factor is not of that lower precision
     (the caller then solves as ``jax.scipy.linalg.lu_solve``).
     """
-    from ._checks import onto_mesh
+    from .._core.checks import onto_mesh
 
     system = _system_of("distla.linalg.lu_solve", lu, b, a)
     if system is None:
@@ -508,7 +508,7 @@ def lu_solve_mixed(lu, piv, b, *, trans: int, a):
 
 def cho_solve_mixed(c, lower: bool, b, *, a):
     """``cho_solve`` refined against Hermitian ``a``, as :func:`lu_solve_mixed`, or ``None``."""
-    from ._checks import as_array, onto_mesh
+    from .._core.checks import as_array, onto_mesh
 
     c = as_array(c, "c", "distla.linalg.cho_solve")
     system = _system_of("distla.linalg.cho_solve", c, b, a)

@@ -3,7 +3,7 @@
 ``distla.linalg`` calls these functions for stacks ``[..., n, n]`` on a
 mesh, after the common checks (square matrices, ``jnp.linalg.solve``'s
 numpy-2 shape rules), with every operand cast to the result dtype and with
-the call's ``distla._plan.Plan`` (``call=``): then nothing is checked or
+the call's ``distla._core.plan.Plan`` (``call=``): then nothing is checked or
 looked up again. Called with no plan (``jax.vmap`` of a one-matrix call, see
 :func:`vmap_rule`, or a direct caller), they check their operands and read
 the mesh off them first.
@@ -37,7 +37,7 @@ the stack arrives sharded along its batch dimensions. The path of one call:
    layout cannot be seen (an ``Auto`` tracer) or has an unsharded batch with
    sharded matrix dimensions, the kernel layout
    when it fits their shape, for a padded batch the largest even layout of
-   the mesh that fits (``distla._mesh.fitting_spec``).
+   the mesh that fits (``distla._core.mesh.fitting_spec``).
 
 The layout of a concrete array is read from its ``NamedSharding``, and of a
 tracer on an ``Explicit`` mesh from its type. Inside ``jax.jit`` on an
@@ -61,7 +61,7 @@ from jax.sharding import PartitionSpec as P
 
 from distla.kernels import batched as kernels
 
-from ._batch_layout import (
+from .._core.batch_layout import (
     Layout,
     divides,
     entry_axes,
@@ -71,8 +71,8 @@ from ._batch_layout import (
     relayout,
     source_layout,
 )
-from ._mesh import fitting_spec, operand_mesh, run_on_mesh, shard_map
-from ._plan import Plan
+from .._core.mesh import fitting_spec, operand_mesh, run_on_mesh, shard_map
+from .._core.plan import Plan
 
 
 

@@ -1,13 +1,13 @@
 """Distributed Cholesky and SPD solves (see ``distla.linalg``).
 
 The global view: the factorisation takes one matrix on a mesh and the call's
-``distla._plan.Plan``, pads the matrix with an identity block (the factor of
+``distla._core.plan.Plan``, pads the matrix with an identity block (the factor of
 ``[[A, 0], [0, I]]`` contains ``A``'s), puts it in block-cyclic order inside
 ``shard_map`` (``distla.kernels.cyclic``), runs ``distla.kernels.cholesky``
 and returns the result in the mesh's 2D block layout. Its solves are two
-triangular solves (``distla._triangular``). Stacks of matrices sharded along
+triangular solves (``distla.linalg._triangular``). Stacks of matrices sharded along
 their batch dimensions are factored and solved locally on each device, with
-no collective (``distla._stacked``).
+no collective (``distla._core.stacked``).
 """
 
 from __future__ import annotations
@@ -25,14 +25,14 @@ from jax.sharding import PartitionSpec as P
 from distla.kernels.cholesky import cholesky_block_cyclic
 from distla.kernels.cyclic import from_block_cyclic, relayout_fraction
 
-from ._checks import as_array, empty_or_one_device, is_empty, result_dtype, rhs_core, square
+from .._core.checks import as_array, empty_or_one_device, is_empty, result_dtype, rhs_core, square
 from ._lu import _pad_identity
 from ._lu_rules import like, matvec
-from ._mesh import Grid, constrain, fitting_spec, run_on_mesh, shard_map
-from ._plan import Plan, resolve
-from ._stacked import stack, vmappable
+from .._core.mesh import Grid, constrain, fitting_spec, run_on_mesh, shard_map
+from .._core.plan import Plan, resolve
+from .._core.stacked import stack, vmappable
 from ._triangular import checked_solve_operands, solve_2d, to_cyclic, tril_mask
-from .matmul import matmul
+from ..matmul import matmul
 
 # Panel width the default block size aims at, and the most segments (fori_loops)
 # one factorisation compiles into (see kernels/cholesky.py).

@@ -1,7 +1,7 @@
 """Batch layouts of stacks on a mesh: where the mesh axes go, padding, re-layout (private).
 
-The layout rules of distla's batched calls (``distla._batched``, and the
-stacked Cholesky, QR and spectral calls through ``distla._stacked``): a
+The layout rules of distla's batched calls (``distla.linalg._batched``, and the
+stacked Cholesky, QR and spectral calls through ``distla._core.stacked``): a
 ``Layout`` names, for each dimension of a stack, the mesh axes it is split
 over, major first. :func:`kernel_layout` puts every mesh axis on a batch
 dimension, :func:`fill_batch` pads a batch the devices do not divide and
@@ -22,7 +22,7 @@ from jax import lax
 from jax.sharding import AbstractMesh, AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from ._mesh import constrain
+from .mesh import constrain
 
 Axes = tuple[str, ...]  # the mesh axes on one dimension, major first
 Layout = tuple[Axes, ...]  # one entry per dimension

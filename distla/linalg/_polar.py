@@ -33,9 +33,9 @@ from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from . import _cholesky, _qr, _triangular
-from ._checks import as_array, is_empty, result_dtype
-from ._mesh import fitting_spec, grid_of, is_explicit, operand_mesh, run_on_mesh
-from .matmul import matmul
+from .._core.checks import as_array, is_empty, result_dtype
+from .._core.mesh import fitting_spec, grid_of, is_explicit, operand_mesh, run_on_mesh
+from ..matmul import matmul
 
 _HI = lax.Precision.HIGHEST
 
@@ -396,7 +396,7 @@ def polar(
     a = a.astype(dtype)
     mesh = operand_mesh(a, names=("a",))
     if mesh is None or is_empty(a) or a.ndim > 2 or method == "svd":
-        from ._checks import empty_or_one_device
+        from .._core.checks import empty_or_one_device
 
         def ref(x):
             return jax.scipy.linalg.polar(x, side=side, method=method, eps=eps,

@@ -127,7 +127,7 @@ def empty_or_one_device(ref, *xs):
     no mesh at all (``det`` of a 0x0 matrix is 1, ``solve`` with ``k = 0``
     right-hand sides an empty array).
     """
-    from ._mesh import drop_trivial_sharding
+    from .mesh import drop_trivial_sharding
 
     if is_empty(*xs):
         shapes = jax.eval_shape(ref, *(jax.ShapeDtypeStruct(x.shape, x.dtype) for x in xs))

@@ -12,7 +12,7 @@ One matrix on a mesh is factored by one of two kernels:
   (the LU's), with ``Q`` formed in place from the reflectors.
 
 Stacks sharded along their batch dimensions are factored on each device with
-no collective (the layout rules of ``distla._batched``). Derivatives follow
+no collective (the layout rules of ``distla.linalg._batched``). Derivatives follow
 jax's ``qr_jvp_rule``.
 """
 
@@ -31,10 +31,10 @@ from distla.kernels.qr import form_q, global_index, qr_block_cyclic, stage_bound
 from distla.kernels.tsqr import tsqr_local
 
 from . import _lu
-from . import _batch_layout as layouts
-from ._checks import as_array
-from ._mesh import Grid, constrain, drop_trivial_sharding, fitting_spec, run_on_mesh, shard_map
-from ._plan import Plan, resolve
+from .._core import batch_layout as layouts
+from .._core.checks import as_array
+from .._core.mesh import Grid, constrain, drop_trivial_sharding, fitting_spec, run_on_mesh, shard_map
+from .._core.plan import Plan, resolve
 
 # TSQR when every device holds at least this many times n rows: the gathered
 # R factors (p·n² elements) are then at most 1/TALL of the matrix.
@@ -69,7 +69,7 @@ def _tsqr_rows(mesh) -> str | tuple[str, ...]:
 def plan(grid: Grid, m: int, n: int, block_size: int | None = None) -> tuple[int, int, int]:
     """``(nb, m_pad, n_pad)`` for the Householder kernel on ``grid``.
 
-    The block size is the LU's choice for ``min(m, n)`` (``distla._lu.plan``)
+    The block size is the LU's choice for ``min(m, n)`` (``distla.linalg._lu.plan``)
     unless ``block_size`` is given; ``m_pad`` is a multiple of ``nb·pr`` and
     ``n_pad`` of ``nb·pc``.
     """

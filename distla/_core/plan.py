@@ -1,8 +1,8 @@
 """One call, resolved once: the plan a public function hands down (private).
 
 A public function of ``distla.linalg`` checks and promotes its operands
-(``distla._checks``) and then calls :func:`resolve` once, which reads the
-mesh the operands share (``distla._mesh.operand_mesh``). The resulting
+(``distla._core.checks``) and then calls :func:`resolve` once, which reads the
+mesh the operands share (``distla._core.mesh.operand_mesh``). The resulting
 :class:`Plan` goes down to the algorithm modules (``_lu``, ``_cholesky``,
 ``_triangular``, ``_qr``, ``_batched``): they take it as a static argument of
 their compiled programs and never read the operands' mesh, or check the
@@ -20,8 +20,8 @@ from typing import Any
 import numpy as np
 from jax.sharding import AbstractMesh
 
-from ._blas import single_thread_lapack_for_cpu_devices
-from ._mesh import Grid, grid_of, operand_mesh
+from .blas import single_thread_lapack_for_cpu_devices
+from .mesh import Grid, grid_of, operand_mesh
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,7 +47,7 @@ class Plan:
 def mesh_of(*operands: Any, names: tuple[str, ...]) -> AbstractMesh | None:
     """The operands' mesh, or ``None`` when no operand is sharded (the jnp fall-back).
 
-    On a mesh, the CPU BLAS is limited first (``distla._blas``), once per process.
+    On a mesh, the CPU BLAS is limited first (``distla._core.blas``), once per process.
     """
     mesh = operand_mesh(*operands, names=names)
     if mesh is not None:

@@ -2,8 +2,8 @@
 
 One matrix on a mesh is solved by blocked substitution on the 2D block-cyclic
 layout (the LU's ``distla.kernels.trsm``), with the call's
-``distla._plan.Plan``; a stack sharded along its batch runs jax's one-device
-solve on each device's members (``distla._stacked``). Derivatives: each
+``distla._core.plan.Plan``; a stack sharded along its batch runs jax's one-device
+solve on each device's members (``distla._core.stacked``). Derivatives: each
 solve is a ``lax.custom_linear_solve`` whose transpose is the solve with the
 transposed triangle.
 """
@@ -20,12 +20,12 @@ from jax import lax
 from distla.kernels.cyclic import from_block_cyclic, to_block_cyclic
 from distla.kernels.trsm import trsm_few, trsm_many
 
-from ._checks import as_array, empty_or_one_device, is_empty, result_dtype, rhs_core, square
+from .._core.checks import as_array, empty_or_one_device, is_empty, result_dtype, rhs_core, square
 from ._lu import _pad_identity, plan, result_spec, rhs_of
 from ._lu_rules import like, matvec
-from ._mesh import Grid, constrain, run_on_mesh, shard_map
-from ._plan import Plan, resolve
-from ._stacked import stack, vmappable
+from .._core.mesh import Grid, constrain, run_on_mesh, shard_map
+from .._core.plan import Plan, resolve
+from .._core.stacked import stack, vmappable
 
 _PRECISION = lax.Precision.HIGHEST
 

@@ -17,9 +17,9 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from ._checks import as_array, result_dtype
+from .._core.checks import as_array, result_dtype
 from ._lstsq import norm
-from .matmul import matmul as _summa
+from ..matmul import matmul as _summa
 
 
 def _with_preferred(a, b, preferred_element_type, what):

@@ -1,12 +1,12 @@
 """Spectral functions of ``distla.linalg``: eigh, eigvalsh, svd, svdvals (see docs/spectral.md).
 
 One matrix sharded over a mesh runs distributed: ``eigh`` by spectral divide
-and conquer on QDWH (``distla/_eigh.py``, ``distla/_polar.py``), ``svd`` as
+and conquer on QDWH (``distla/linalg/_eigh.py``, ``distla/linalg/_polar.py``), ``svd`` as
 the polar decomposition ``a = U_p H`` followed by ``eigh(H) = V Σ Vᴴ``,
 ``U = U_p V``. A stack sharded along its batch runs jnp's function on each
-device with no collective (``distla._stacked.stack``); one-device and
+device with no collective (``distla._core.stacked.stack``); one-device and
 empty inputs fall back to jnp. ``pinv``, ``lstsq``, ``matrix_rank``, ``cond``
-and ``norm`` are in ``distla/_lstsq.py``.
+and ``norm`` are in ``distla/linalg/_lstsq.py``.
 """
 
 from __future__ import annotations
@@ -20,13 +20,13 @@ from jax import lax
 from jax.sharding import PartitionSpec as P
 
 from . import _eigh, _polar, _qr
-from ._checks import as_array, empty_or_one_device, is_empty, result_dtype
-from ._plan import mesh_of as _mesh_of
-from ._stacked import stack as _stack
-from ._stacked import vmappable as _vmappable
-from ._mesh import fitting_spec, operand_mesh, run_on_mesh
+from .._core.checks import as_array, empty_or_one_device, is_empty, result_dtype
+from .._core.plan import mesh_of as _mesh_of
+from .._core.stacked import stack as _stack
+from .._core.stacked import vmappable as _vmappable
+from .._core.mesh import fitting_spec, operand_mesh, run_on_mesh
 from ._polar import block_spec, put
-from .matmul import matmul
+from ..matmul import matmul
 
 _HI = lax.Precision.HIGHEST
 
@@ -477,7 +477,7 @@ def _polar_tangent(u, h, w, s, vh, da):
 
 
 def polar(a, side="right", *, method="qdwh", eps=None, max_iterations=None):
-    """Polar decomposition, as ``jax.scipy.linalg.polar`` (see ``distla._polar.polar``)."""
+    """Polar decomposition, as ``jax.scipy.linalg.polar`` (see ``distla.linalg._polar.polar``)."""
     a = as_array(a, "a", "distla.linalg.polar")
     if a.ndim != 2 or method != "qdwh" or _mesh_of(a, names=("a",)) is None or is_empty(a):
         return _polar.polar(a, side, method=method, eps=eps, max_iterations=max_iterations)

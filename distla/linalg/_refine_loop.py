@@ -3,7 +3,7 @@
 Written once for every layout on abstract operators (:class:`Ops`): the
 vectors are x-shaped arrays whose rows ``dot`` reduces (a psum over the mesh
 rows inside ``shard_map``, a plain sum outside) and whose per-column values
-``spread`` broadcasts back over the rows. ``distla/_refine.py`` builds the
+``spread`` broadcasts back over the rows. ``distla/linalg/_refine.py`` builds the
 operators for one sharded matrix and for everything else; the algorithm
 (LAPACK's dsgesv with Carson and Higham's GMRES-IR) is described there.
 """

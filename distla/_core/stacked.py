@@ -3,7 +3,7 @@
 The Cholesky family, QR and the spectral functions run a stack ``[..., m, n]``
 sharded along its batch dimensions with jax's own one-device function on each
 device's members: no collective. :func:`stack` puts the operands in the batch
-layout of distla's batched solves (``distla._batch_layout.kernel_layout``) and runs
+layout of distla's batched solves (``distla._core.batch_layout.kernel_layout``) and runs
 the function inside ``shard_map``; :func:`vmappable` makes ``jax.vmap`` of a
 one-matrix call such a stacked call.
 """
@@ -18,9 +18,9 @@ import jax.numpy as jnp
 from jax.sharding import AbstractMesh
 from jax.sharding import PartitionSpec as P
 
-from ._batch_layout import entry_axes, kernel_layout, layout_spec, relayout, source_layout
-from ._mesh import fitting_spec, run_on_mesh, shard_map
-from ._plan import mesh_of
+from .batch_layout import entry_axes, kernel_layout, layout_spec, relayout, source_layout
+from .mesh import fitting_spec, run_on_mesh, shard_map
+from .plan import mesh_of
 
 
 def stack(

@@ -16,12 +16,12 @@ import numpy as np
 from jax import lax
 from jax.sharding import PartitionSpec as P
 
-from ._checks import as_array, empty_or_one_device, is_empty, result_dtype
-from ._plan import mesh_of as _mesh_of
-from ._mesh import fitting_spec, operand_mesh, run_on_mesh
+from .._core.checks import as_array, empty_or_one_device, is_empty, result_dtype
+from .._core.plan import mesh_of as _mesh_of
+from .._core.mesh import fitting_spec, operand_mesh, run_on_mesh
 from ._polar import block_spec
 from ._spectral import svd, svdvals
-from .matmul import matmul
+from ..matmul import matmul
 
 _HI = lax.Precision.HIGHEST
 
@@ -151,7 +151,7 @@ def lstsq(
     if not _one_matrix(a) or is_empty(b):
         return empty_or_one_device(
             lambda a, b: jnp.linalg.lstsq(a, b, rcond, numpy_resid=numpy_resid), a, b)
-    from ._checks import onto_mesh
+    from .._core.checks import onto_mesh
 
     a, b = onto_mesh(a, b)
     m, n = a.shape
@@ -228,7 +228,7 @@ def cond(x: jax.typing.ArrayLike, p=None) -> jax.Array:
         if arr.shape[-2] != arr.shape[-1]:
             raise ValueError(f"{what}: for p={p!r}, array must be square; got "
                              f"arr.shape={arr.shape}")
-        from .linalg import inv
+        from . import inv
 
         r = norm(arr, ord=p) * norm(inv(arr), ord=p)
     return jnp.where(jnp.isnan(r) & ~jnp.isnan(arr).any(), jnp.inf, r)

@@ -1,7 +1,7 @@
 """Global view of the distributed LU and its solves (private; see distla.linalg).
 
 Each function here takes one matrix on a mesh and the call's
-``distla._plan.Plan`` (its mesh, dtype and block size, resolved once by the
+``distla._core.plan.Plan`` (its mesh, dtype and block size, resolved once by the
 public function), pads the matrix (with an identity block, so the padded
 factorisation contains the original one), converts it to block-cyclic order
 inside ``shard_map``, runs the kernels of ``distla.kernels.lu`` /
@@ -25,8 +25,8 @@ from distla.kernels.lu import lu_block_cyclic
 from distla.kernels.lu import phases as lu_phases
 from distla.kernels.trsm import lu_solve_block_cyclic
 
-from ._mesh import Grid, constrain, fitting_spec, run_on_mesh, shard_map
-from ._plan import Plan
+from .._core.mesh import Grid, constrain, fitting_spec, run_on_mesh, shard_map
+from .._core.plan import Plan
 
 # Panel widths the default block size aims at (the measurements behind them are
 # in docs/benchmarks.md, LU section): wider panels make faster trailing GEMMs but

@@ -2,20 +2,20 @@
 
 Semantics follow ``jax.scipy.linalg`` and ``jnp.linalg``. Where the operands
 are one matrix sharded over a mesh, the work runs as a distributed blocked LU
-with partial pivoting (``distla/_lu.py``, ``kernels/lu.py``, ``kernels/trsm.py``).
+with partial pivoting (``distla/linalg/_lu.py``, ``kernels/lu.py``, ``kernels/trsm.py``).
 Where they are a stack of matrices (leading batch dimensions), each device
 factors and solves its own matrices with no communication
-(``distla/_batched.py``). Unsharded operands fall back to the one-device jax
+(``distla/linalg/_batched.py``). Unsharded operands fall back to the one-device jax
 functions.
 
 Each public function here checks and promotes its operands once
-(``distla/_checks.py``), resolves the call once (``distla/_plan.py``: the
+(``distla/_core/checks.py``), resolves the call once (``distla/_core/plan.py``: the
 mesh, dtype and block size) and hands that plan down: to the one-matrix
-calls with their batching and derivative rules (``distla/_lu_rules.py``,
-which run ``distla/_lu.py``) or to the batched calls. The layers below never
+calls with their batching and derivative rules (``distla/linalg/_lu_rules.py``,
+which run ``distla/linalg/_lu.py``) or to the batched calls. The layers below never
 read the operands' mesh again. Cholesky, the triangular solves and QR follow
-the same path (``distla/_cholesky.py``, ``distla/_triangular.py``,
-``distla/_qr.py``).
+the same path (``distla/linalg/_cholesky.py``, ``distla/linalg/_triangular.py``,
+``distla/linalg/_qr.py``).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ import numpy as np
 from jax import lax
 
 from . import _batched, _refine
-from ._checks import as_array, empty_or_one_device, is_empty, onto_mesh, result_dtype, square
+from .._core.checks import as_array, empty_or_one_device, is_empty, onto_mesh, result_dtype, square
 from ._lu_rules import (
     det_2d,
     inv_2d,
@@ -44,8 +44,8 @@ from ._lu_rules import (
     slogdet_2d,
     solve_2d,
 )
-from ._mesh import axes_taken_by_vmap, fitting_spec, operand_mesh, run_on_mesh
-from ._plan import resolve
+from .._core.mesh import axes_taken_by_vmap, fitting_spec, operand_mesh, run_on_mesh
+from .._core.plan import resolve
 from ._cholesky import cho_factor, cho_solve, cholesky, solve_pos
 from ._cholesky import model_bytes as cholesky_model_bytes
 from ._lu import model_bytes as lu_model_bytes
@@ -53,7 +53,7 @@ from ._qr import model_bytes as qr_model_bytes
 from ._qr import qr
 from ._spectral import (EighResult, SVDResult, cond, eigh, eigvalsh, lstsq, matrix_rank, norm, pinv, polar, svd, svdvals)  # noqa: E501
 from ._triangular import solve_triangular
-from .layout import natural_spec
+from ..layout import natural_spec
 from ._nonhermitian import eig, eigvals
 from ._products import matmul, matrix_norm, multi_dot, tensordot
 
@@ -417,7 +417,7 @@ def solve(
       factor_dtype: mixed precision (a distla extension): factor in this
         dtype (float32 for a float64 system, complex64 for complex128) and
         refine to the system's precision, as LAPACK's dsgesv; NaN where
-        refinement does not converge (``distla/_refine.py``). ``None``: no.
+        refinement does not converge (``distla/linalg/_refine.py``). ``None``: no.
 
     Returns:
       ``x`` of shape ``[..., n]`` or ``[..., n, k]``; for one matrix in the 2D

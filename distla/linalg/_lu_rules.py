@@ -1,7 +1,7 @@
 """The LU family's one-matrix calls with their batching and derivative rules (private).
 
-``distla.linalg`` resolves a call (``distla._plan.Plan``) and hands one sharded
-matrix to the functions here. Each wraps ``distla._lu`` so that ``jax.vmap``
+``distla.linalg`` resolves a call (``distla._core.plan.Plan``) and hands one sharded
+matrix to the functions here. Each wraps ``distla.linalg._lu`` so that ``jax.vmap``
 of it becomes one batched call (``_batched.with_vmap_rule``) and its
 derivatives reuse the factorisation: solves are ``lax.custom_linear_solve``,
 whose transpose is the solve with ``trans=1``, as ``jnp.linalg.solve``'s is;
@@ -18,10 +18,10 @@ from jax import lax
 from jax.sharding import NamedSharding
 
 from . import _batched, _lu
-from ._mesh import fitting_spec, is_explicit
-from ._plan import Plan
-from .layout import natural_spec
-from .matmul import matmul
+from .._core.mesh import fitting_spec, is_explicit
+from .._core.plan import Plan
+from ..layout import natural_spec
+from ..matmul import matmul
 
 
 def like(x, ref):
@@ -173,7 +173,7 @@ def det_2d(a, *, call: Plan):
         # Where det is finite and non-zero, adj(a) = det(a) a^-1 built from
         # differentiable pieces (det's own rule and a solve differentiable in
         # a), so higher derivatives are right; at a singular (or overflowing)
-        # a, jnp's cofactor construction of adj(a) (distla._lu.adjugate),
+        # a, jnp's cofactor construction of adj(a) (distla.linalg._lu.adjugate),
         # which is zero where det overflows, as jnp's.
         d = fn(a)
         regular = jnp.isfinite(d) & (d != 0)

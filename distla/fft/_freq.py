@@ -11,7 +11,7 @@ from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from . import _fftnd
-from ._checks import as_array
+from .._core.checks import as_array
 
 
 def freqs(k, d, *, real: bool):

@@ -1,0 +1,7 @@
+"""The floor of distla: what every algorithm stands on.
+
+Mesh and plan resolution (`mesh`, `plan`), validation and promotion (`checks`),
+the BLAS thread limit (`blas`), compiled-program inspection (`hlo`) and the
+layout of stacks of matrices (`batch_layout`, `stacked`). Modules here import
+only each other, jax and `distla.kernels`; never an algorithm or public module.
+"""
