@@ -195,7 +195,8 @@ def matrix_rank(
                                                                     hermitian=hermitian), M)
     s = svdvals(M)
     if rtol is None:
-        cut = s.max() * np.float64(max(M.shape)).astype(s.dtype) * jnp.finfo(s.dtype).eps
+        # max(m, n)·eps first: s_max·max(m, n) may overflow near the top of the range
+        cut = s.max() * (np.float64(max(M.shape)) * jnp.finfo(s.dtype).eps).astype(s.dtype)
     else:
         cut = jnp.asarray(rtol, s.dtype)
     return jnp.sum(s > cut)  # the default int, as jnp
@@ -249,17 +250,26 @@ def norm(
     """
     what = "distla.linalg.norm"
     x = as_array(x, "x", what)
-    x = x.astype(result_dtype(what, x))
+    spectral = ord in (2, -2, "nuc")
+    if spectral or not jnp.issubdtype(x.dtype, jnp.inexact):
+        x = x.astype(result_dtype(what, x))  # half precision: as jnp, only without an SVD
     matrix_axes = axis is None and x.ndim == 2 or (
         isinstance(axis, tuple) and len(axis) == 2 and x.ndim == 2
         and sorted(a % 2 for a in axis) == [0, 1])
-    if ord in (2, -2, "nuc") and matrix_axes and is_empty(x):
+    if spectral and matrix_axes and is_empty(x):
         return empty_or_one_device(
             lambda y: jnp.linalg.norm(y, ord=ord, axis=axis, keepdims=keepdims), x)
-    if ord in (2, -2, "nuc") and matrix_axes and _one_matrix(x):
+    if spectral and matrix_axes and _one_matrix(x):
         if isinstance(axis, tuple) and axis[0] % 2 == 1:
             x = x.T
         s = svdvals(x)
         r = s[0] if ord == 2 else s[-1] if ord == -2 else jnp.sum(s)
         return r.reshape(1, 1) if keepdims else r
-    return jnp.linalg.norm(x, ord=ord, axis=axis, keepdims=keepdims)
+    r = jnp.linalg.norm(x, ord=ord, axis=axis, keepdims=keepdims)
+    if ord in (1, -1, np.inf, -np.inf):
+        # max/min norms: XLA's sharded max/min reductions drop NaN, so NaN is carried
+        # by a sum over the same axes (NaN exactly when a reduced entry is NaN, as jnp's
+        # one-device max/min gives it)
+        nan = jnp.isnan(jnp.sum(jnp.abs(x), axis=axis, keepdims=keepdims))
+        r = jnp.where(nan, jnp.asarray(jnp.nan, r.dtype), r)
+    return r

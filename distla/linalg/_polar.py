@@ -253,10 +253,16 @@ def _shapes(m0, n0):
 
 
 def polar_prep(a, *, mesh):
-    """``x`` (``a`` or ``aᴴ``, tall) padded to ``blockdiag(x, s·[I; 0])`` in the block layout."""
+    """``(xp, s)``: ``x`` (``a`` or ``aᴴ``, tall) times the power of two ``s`` that brings its
+    max-norm into ``[½, 1)``, padded to ``blockdiag(s·x, β·[I; 0])`` in the block layout.
+
+    Scaling first (exact) keeps every later quantity (the norm bound, QDWH's Gram
+    matrices and parameters) finite and normal for entries anywhere in the dtype's range."""
     spec = block_spec(mesh)
     wide, m, n = _shapes(*a.shape)
     x = jnp.conj(a.T) if wide else a  # QDWH needs m >= n: a = p u <=> aᴴ = uᴴ p
+    s = pow2_scale(x)
+    x = x * s.astype(x.dtype)
     q = quantum(mesh)
     n_pad = round_up(n, q)
     m_pad = round_up(m + (n_pad - n), q)
@@ -266,11 +272,13 @@ def polar_prep(a, *, mesh):
     r = lax.broadcasted_iota(jnp.int32, (m_pad, n_pad), 0)
     c = lax.broadcasted_iota(jnp.int32, (m_pad, n_pad), 1)
     pad = jnp.where((r >= m) & (r - m == c - n), scale, jnp.zeros((), x.dtype))
-    return put(put(jnp.pad(x, ((0, m_pad - m), (0, n_pad - n))), spec) + put(pad, spec), spec)
+    xp = put(put(jnp.pad(x, ((0, m_pad - m), (0, n_pad - n))), spec) + put(pad, spec), spec)
+    return xp, s
 
 
-def polar_finish(u, xp, *, mesh, side, shape):
-    """``(u, p)`` of ``a`` (``shape``) from the polar factor ``u`` of the padded ``xp``."""
+def polar_finish(u, xp, s, *, mesh, side, shape):
+    """``(u, p)`` of ``a`` (``shape``) from the polar factor ``u`` of the padded ``xp`` (``a``
+    scaled by ``s``: ``p`` is scaled back)."""
     spec = block_spec(mesh)
     wide, m, n = _shapes(*shape)
     uh = ct(u, spec)
@@ -280,6 +288,7 @@ def polar_finish(u, xp, *, mesh, side, shape):
         h = hermitian(mm(uh, xp, spec), spec)[:n, :n]
     else:
         h = hermitian(mm(xp, uh, spec), spec)[:m, :m]
+    h = h / s.astype(h.dtype)
     u_out = jnp.conj(u[:m, :n].T) if wide else u[:m, :n]
     return u_out, h
 
@@ -309,20 +318,20 @@ def _polar_2d(a, *, side, max_iterations):
 
 def polar_body(a, *, mesh, side, max_iterations=12):
     """``(u, p)`` of ``a`` traced inside ``run_on_mesh`` (Auto axes in context)."""
-    xp = polar_prep(a, mesh=mesh)
+    xp, s = polar_prep(a, mesh=mesh)
     u, _ = qdwh(xp, block_spec(mesh), max_iterations=max_iterations)
-    return polar_finish(u, xp, mesh=mesh, side=side, shape=a.shape)
+    return polar_finish(u, xp, s, mesh=mesh, side=side, shape=a.shape)
 
 
 def polar_eager(a, *, side, max_iterations=12):
     """``(u, p)`` of a concrete matrix: host loop over compiled QDWH steps."""
     mesh = operand_mesh(a, names=("a",))
     spec = block_spec(mesh)
-    xp = on_mesh(polar_prep, mesh, spec, (("mesh", mesh),))(a)
+    xp, s = on_mesh(polar_prep, mesh, (spec, P()), (("mesh", mesh),))(a)
     u, _ = qdwh_eager(xp, mesh, spec, max_iterations=max_iterations)
     finish = on_mesh(polar_finish, mesh, _out_specs(mesh, a.shape, side, _spec_of(a)),
                      (("mesh", mesh), ("side", side), ("shape", a.shape)))
-    return finish(u, xp)
+    return finish(u, xp, s)
 
 
 def _explicit_batch(a) -> bool:
