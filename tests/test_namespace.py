@@ -110,7 +110,8 @@ def test_products_promote_and_broadcast_as_jnp():
          jnp.linalg.matmul(jnp.ones((2, 1, 3, 4)), jnp.ones((5, 4, 2)))),
         (distla.linalg.matmul(jnp.ones((0, 4)), jnp.ones((4, 2))),
          jnp.linalg.matmul(jnp.ones((0, 4)), jnp.ones((4, 2)))),
-        (distla.linalg.matrix_power(jnp.ones((0, 0)), -2), jnp.linalg.matrix_power(jnp.ones((0, 0)), -2)),
+        (distla.linalg.matrix_power(jnp.ones((0, 0)), -2),
+         jnp.linalg.matrix_power(jnp.ones((0, 0)), -2)),
         (distla.linalg.matrix_norm(jnp.ones((2, 3, 4)), ord=2, keepdims=True),
          jnp.linalg.matrix_norm(jnp.ones((2, 3, 4)), ord=2, keepdims=True)),
         (distla.linalg.tensorsolve(jnp.eye(6).reshape(2, 3, 6), jnp.ones((2, 3))),
@@ -124,6 +125,23 @@ def test_products_promote_and_broadcast_as_jnp():
         distla.linalg.matrix_power(ia[:, :3], 1.5)
     with pytest.raises(ValueError, match="square"):
         distla.linalg.matrix_power(ia, 2)
+
+
+def test_strict_promotion_and_x64_as_jnp():
+    with jax.enable_x64(True):
+        i64 = jnp.arange(6, dtype=jnp.int64).reshape(2, 3)
+        f32 = jnp.ones((3, 2), jnp.float32)
+        for ours, theirs in [(distla.linalg.matmul, jnp.linalg.matmul),
+                             (lambda a, b: distla.linalg.multi_dot([a, b]),
+                              lambda a, b: jnp.linalg.multi_dot([a, b]))]:
+            assert ours(i64, f32).dtype == theirs(i64, f32).dtype
+            with jax.numpy_dtype_promotion("strict"):
+                with pytest.raises(jax.dtypes.TypePromotionError):
+                    theirs(i64, f32)
+                with pytest.raises(jax.dtypes.TypePromotionError):
+                    ours(i64, f32)
+        assert distla.linalg.matrix_power(i64[:, :2], 2).dtype == jnp.int64
+        assert distla.fft.hfft(jnp.ones(5, jnp.complex128)).dtype == jnp.float64
 
 
 def test_matrix_power_and_matmul_derivatives():
