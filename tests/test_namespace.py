@@ -127,6 +127,18 @@ def test_products_promote_and_broadcast_as_jnp():
         distla.linalg.matrix_power(ia, 2)
 
 
+def test_matmul_of_stacks(mesh24):
+    """Batch-sharded stacks stay batch-sharded; stacks of 2D blocks run SUMMA per member."""
+    x_np = _rand((4, 8, 8), 7, np.float32)
+    for spec in (P("x"), P(None, "x", "y")):
+        x = _put(jnp.asarray(x_np), mesh24, spec)
+        y = _put(jnp.asarray(x_np[:1]), mesh24, P())  # broadcast along the batch
+        got = distla.linalg.matmul(x, y)
+        np.testing.assert_allclose(got, x_np @ x_np[:1], rtol=1e-5, atol=1e-5)
+        if spec == P("x"):
+            assert got.sharding.spec[0] == "x"
+
+
 def test_strict_promotion_and_x64_as_jnp():
     with jax.enable_x64(True):
         i64 = jnp.arange(6, dtype=jnp.int64).reshape(2, 3)

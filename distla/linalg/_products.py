@@ -17,9 +17,11 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from .._core.batch_layout import source_layout
 from .._core.checks import as_array, result_dtype
-from ._lstsq import norm
+from .._core.mesh import operand_mesh
 from ..matmul import matmul as _summa
+from ._lstsq import norm
 
 
 def _with_preferred(a, b, preferred_element_type, what):
@@ -28,6 +30,15 @@ def _with_preferred(a, b, preferred_element_type, what):
     if preferred_element_type is not None:
         dtype = np.dtype(jax.dtypes.canonicalize_dtype(preferred_element_type))
     return a.astype(dtype), b.astype(dtype)
+
+
+def _batch_only(a, b) -> bool:
+    """True when both stacks are seen sharded along batch dimensions only."""
+    mesh = operand_mesh(a, b, names=("x1", "x2"))
+    if mesh is None:
+        return True
+    layouts = [source_layout(x, mesh) for x in (a, b)]
+    return all(lay is not None and not any(lay[-2:]) for lay in layouts)
 
 
 def matmul(
@@ -53,9 +64,11 @@ def matmul(
       ``[..., m, n]`` (batch dimensions broadcast as ``jnp.linalg.matmul``
       broadcasts them). Two matrices run ``distla.matmul``: the result is in
       the 2D block layout ``P(r, c)`` where the mesh divides ``(m, n)``,
-      otherwise in the largest even layout that fits. Stacks run
-      ``distla.matmul`` under ``jax.vmap`` (each member multiplied without a
-      gather; the batch dimensions keep their sharding). Vector operands run
+      otherwise in the largest even layout that fits. Stacks sharded along
+      their batch dimensions only run ``jnp.linalg.matmul`` (each device
+      multiplies its own members; no communication) and keep that layout;
+      stacks with sharded matrix dimensions run ``distla.matmul`` under
+      ``jax.vmap`` (each member multiplied without a gather). Vector operands run
       ``jnp.linalg.matmul`` (a matrix-vector product: XLA reduces partial
       sums; the vector is replicated as jnp replicates it).
 
@@ -81,6 +94,8 @@ def matmul(
             f"({a.shape[-1]} != {b.shape[-2]})")
     if a.ndim == 2 and b.ndim == 2:
         return _summa(a, b, precision=precision)
+    if _batch_only(a, b):  # each device multiplies its own members: nothing to exchange
+        return jnp.linalg.matmul(a, b, precision=precision)
     batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
     a = jnp.broadcast_to(a, batch + a.shape[-2:])
     b = jnp.broadcast_to(b, batch + b.shape[-2:])
