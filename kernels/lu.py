@@ -58,10 +58,11 @@ from .pivots import apply_panel_swaps, exchange_rows, pivots_to_permutation, swa
 __all__ = ["MAX_PHASES", "apply_panel_swaps", "lu_block_cyclic", "phases", "pivots_to_permutation"]
 
 # Most loops (phases) per factorisation: compile time and program size are
-# bounded by this, whatever n, and the masked work it leaves keeps the flop
-# efficiency of docs/lu.md above its target (figures: docs/benchmarks.md,
-# "LU scale").
-MAX_PHASES = 16
+# bounded by this, whatever n. Each loop is compiled once (about 45 XLA
+# kernels on CPU, ~1 CPU s), and the masked work four loops leave is 6% of the
+# flops at n/nb = 8, 21% at 24 and 33% at 88 block columns (figures and the
+# trade against compile time: docs/benchmarks.md, "First call").
+MAX_PHASES = 4
 
 
 @functools.cache

@@ -24,7 +24,8 @@ swaps the two axis names: the transpose of a block-cyclic matrix is
 block-cyclic on the transposed grid.
 
 Compile time independent of ``n``: the steps run in at most ``MAX_PHASES``
-``lax.fori_loop`` phases (:func:`phases`), as the LU's do. A step of a phase
+``lax.fori_loop`` phases (:func:`phases`), as the LU's do (``FEW_PHASES``
+for :func:`trsm_few`). A step of a phase
 updates the static local rows still to solve after the phase's first step
 (:func:`_rest`, the largest range of the phase) and masks the rows already
 solved; the collectives are the same as one step at a time.
@@ -44,9 +45,15 @@ from .phases import cut
 from .pivots import apply_all_panel_swaps, pivots_to_permutation
 
 
-# Most loops (phases) per triangular solve: the program does not grow with n
-# (read when a solve is traced).
-MAX_PHASES = 16
+# Most loops (phases) per triangular solve with many right-hand sides: the
+# program does not grow with n (read when a solve is traced). Each loop is
+# compiled once (about 35 XLA kernels on CPU), so few loops keep the first call
+# short; the masked work they leave is measured in docs/benchmarks.md.
+MAX_PHASES = 4
+# With few right-hand sides a substitution is O(n^2 k) flops next to the
+# factorisation's O(n^3): one loop over every step, on the rows of the first
+# step, costs at most twice those flops and compiles one body.
+FEW_PHASES = 1
 
 
 @functools.cache
@@ -129,18 +136,16 @@ def trsm_few(
     row_g = jnp.repeat(global_blocks(mloc // nb, row_axis), nb)
     axes = tuple(a for a in (row_axis, col_axis) if a is not None)
 
-    def step(s, carry, *, lo, hi, first=False):
+    def step(s, carry, *, lo, hi):
         b, acc = carry  # acc: sum over the blocks J this device holds of T[I, J] x_J
         k = _block_of(s, lower=lower, nbr=nbr)
         kr, kc = k % pr, k % pc
         r, c = (k // pr) * nb, (k // pc) * nb
-        rhs = lax.dynamic_slice_in_dim(b, r, nb)
-        if not first:  # (the first step has nothing to subtract)
-            s_k = lax.dynamic_slice_in_dim(acc, r, nb)
-            if col_axis is not None:
-                # psum along the mesh row -> the whole sum for block row k (used on mesh row kr)
-                s_k = lax.psum(s_k, col_axis)
-            rhs = rhs - s_k
+        s_k = lax.dynamic_slice_in_dim(acc, r, nb)  # (zeros at the first step)
+        if col_axis is not None:
+            # psum along the mesh row -> the whole sum for block row k (used on mesh row kr)
+            s_k = lax.psum(s_k, col_axis)
+        rhs = lax.dynamic_slice_in_dim(b, r, nb) - s_k
         tkk = lax.dynamic_slice(t, (r, c), (nb, nb))
         xk = _solve_block(tkk, rhs, lower=lower, unit_diagonal=unit_diagonal)
         xk = jnp.where((i == kr) & (j == kc), xk, jnp.zeros_like(xk))
@@ -157,11 +162,8 @@ def trsm_few(
         return b, acc
 
     acc = jnp.zeros_like(b)
-    for s0, s1 in phases(nbr, pr, lower=lower, max_phases=MAX_PHASES):
+    for s0, s1 in phases(nbr, pr, lower=lower, max_phases=FEW_PHASES):
         lo, hi = _rest(_block_of(s0, lower=lower, nbr=nbr), lower=lower, p=pr, nb=nb, mloc=mloc)
-        if s0 == 0:  # the first step on its own: no psum of the zeros acc starts with
-            b, acc = step(0, (b, acc), lo=lo, hi=hi, first=True)
-            s0 += 1
         b, acc = lax.fori_loop(s0, s1, functools.partial(step, lo=lo, hi=hi), (b, acc))
     return b
 
