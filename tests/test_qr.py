@@ -275,5 +275,5 @@ def test_compiled_program_does_not_grow_with_n():
         a = _abstract(mesh, (n, n), P("x", "y"))
         return len(jax.jit(linalg.qr).lower(a).as_text())
 
-    small, large = size(6144), size(12288)  # 32 and 64 panels, 8 stages each
+    small, large = size(6144), size(12288)  # 32 and 64 panels, STAGES stages each
     assert large < 1.05 * small, (small, large)

@@ -35,9 +35,11 @@ from ._triangular import checked_solve_operands, solve_2d, to_cyclic, tril_mask
 from ..matmul import matmul
 
 # Panel width the default block size aims at, and the most segments (fori_loops)
-# one factorisation compiles into (see kernels/cholesky.py).
+# one factorisation compiles into (see kernels/cholesky.py). Each segment is
+# compiled once (about 1.5 CPU s): four keep the first call short, for 20% more
+# executed flops than sixteen at n = 4096 (docs/benchmarks.md, "First call").
 DEFAULT_BLOCK = 128
-MAX_SEGMENTS = 16
+MAX_SEGMENTS = 4
 _PRECISION = lax.Precision.HIGHEST
 
 

@@ -40,8 +40,10 @@ from .._core.plan import Plan, resolve
 # R factors (p·n² elements) are then at most 1/TALL of the matrix.
 TALL = 2
 # fori_loops the Householder panels are split over (kernels/qr.py): the
-# trailing matrix shrinks stage by stage; compile cost is per stage, not per panel.
-STAGES = 8
+# trailing matrix shrinks stage by stage; compile cost is per stage, not per panel
+# (about 1 CPU s each for the factorisation and again for Q), so four keep the
+# first call short, for about 1/4 of the update's flops masked.
+STAGES = 4
 _PRECISION = lax.Precision.HIGHEST
 _MODES = ("reduced", "complete", "r", "raw", "full")
 
