@@ -20,7 +20,7 @@ import pytest
 import scipy.linalg
 
 import distla
-from distla.tools import cli, demo, devices, ratios
+from distla.tools import cache, cli, demo, devices, ratios
 from distla.tools.ops import OPERATIONS
 from distla.tools.ops.base import round_to
 from distla.tools.table import format_table
@@ -84,6 +84,21 @@ def test_one_parser_with_three_subcommands(capsys):
     args = cli.parse(["scaling", "--op", "lu", "--sizes", "64", "--meshes", "1x2"])
     assert (args.tool, args.op, args.sizes) == ("scaling", "lu", ["64"])
     assert args.argv[:2] == ["--op", "lu"]  # what results.json records
+
+
+def test_the_tools_switch_the_compilation_cache_on_unless_told(monkeypatch, tmp_path):
+    set_ = {}
+    monkeypatch.setattr(jax.config, "update", lambda name, value: set_.__setitem__(name, value))
+    for tool in (["demo"], ["scaling", "--op", "lu"]):
+        assert cache.enable(cli.parse([*tool, "--no-compile-cache"])) is None
+        assert set_ == {}
+        where = tmp_path / tool[0]
+        assert cache.enable(cli.parse([*tool, "--compile-cache", str(where)])) == where
+        assert where.is_dir() and set_["jax_compilation_cache_dir"] == str(where)
+        assert set_["jax_persistent_cache_min_compile_time_secs"] == cache.MIN_COMPILE_SECS
+        set_.clear()
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert cache.default_dir() == tmp_path / "distla" / "jax"
 
 
 def test_unknown_subcommand_is_an_argparse_error(capsys):

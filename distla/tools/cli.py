@@ -10,7 +10,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from . import demo, launch, scaling
+from . import cache, demo, launch, scaling
 from .ops import ScalingError
 
 PROG = "python -m distla"
@@ -47,6 +47,8 @@ def parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser
     }
     demo.add_arguments(subs["demo"])
     scaling.add_arguments(subs["scaling"])
+    for name in ("demo", "scaling"):
+        cache.add_arguments(subs[name])
     subs["scaling"].error = _one_line_error  # type: ignore[method-assign]
     launch.add_arguments(subs["launch"])
     return top, subs
@@ -75,16 +77,24 @@ def _from_command_line() -> bool:
     return getattr(spec, "name", None) == "distla.__main__"
 
 
-def main(argv: Sequence[str] | None = None, *, devices: bool | None = None) -> int:
+def main(
+    argv: Sequence[str] | None = None, *, devices: bool | None = None, compile_cache: bool | None = None
+) -> int:
     """Run ``python -m distla ARGV``; returns the exit status.
 
     ``devices``: whether the tool may ask for simulated CPU devices (set
     ``jax_num_cpu_devices``, or start again in a fresh interpreter); by
     default only when this process is the command line itself.
+    ``compile_cache``: whether ``demo`` and ``scaling`` switch on jax's
+    persistent compilation cache (``tools/cache.py``; off with
+    ``--no-compile-cache``); by default, as ``devices``, only on the command
+    line, so that a caller's jax configuration is left alone.
     """
     argv = sys.argv[1:] if argv is None else list(argv)
     if devices is None:
         devices = _from_command_line()
+    if compile_cache is None:
+        compile_cache = _from_command_line()
     try:
         args = parse(argv)
     except ScalingError as e:
@@ -92,6 +102,8 @@ def main(argv: Sequence[str] | None = None, *, devices: bool | None = None) -> i
         return 2
     if args.tool == "launch":
         return launch.main(args)
+    if compile_cache:
+        cache.enable(args)
     if args.tool == "scaling":
         return scaling.main(args, args.argv, devices=devices)
     return demo.main(args, devices=devices)
