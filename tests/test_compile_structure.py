@@ -1,0 +1,58 @@
+"""The first call's compile cost, pinned by the program's structure (not timed).
+
+XLA's CPU compile time grows with the number of loop bodies and kernels it
+compiles, so the lowered programs of ``solve``, ``cholesky`` and ``qr`` on a
+2x4 mesh keep a pinned number of ``while`` loops and about the same size
+whatever n: the block loops run in a fixed number of phases (segments,
+stages), which n = 4096 already fills, so n = 16384 adds nothing; n = 512
+has fewer. Lowering only (no XLA compile), so the whole file stays cheap.
+"""
+
+import jax
+import jax.numpy as jnp
+import pytest
+from conftest import build_mesh
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+
+import distla
+from distla.kernels import lu as lu_kernel
+
+# (op, while loops in the lowered program, ceiling on its text in characters):
+# today's loop counts (4 LU phases + 1 loop per substitution + the pivot
+# helpers'; 4 cholesky segments; 4 QR stages for R and again for Q + helpers),
+# and about 1.15x today's text at n = 4096. One loop per block column would be
+# 32 to 128 loops.
+CASES = [
+    pytest.param("solve", 12, 240_000, id="solve"),
+    pytest.param("cholesky", 4, 170_000, id="cholesky"),
+    pytest.param("qr", 12, 215_000, id="qr"),
+]
+
+
+def _lowered(op: str, n: int) -> str:
+    mesh = build_mesh((2, 4), "explicit")
+
+    def arg(shape, spec):
+        return jax.ShapeDtypeStruct(shape, jnp.float32, sharding=NamedSharding(mesh, spec))
+
+    args = [arg((n, n), P("x", "y"))]
+    if op == "solve":
+        args.append(arg((n,), P("x")))
+    return jax.jit(getattr(distla.linalg, op)).lower(*args).as_text()
+
+
+@pytest.mark.parametrize("op, loops, chars", CASES)
+def test_program_is_bounded_whatever_n(op, loops, chars):
+    # 4, about 24..32 and about 88..128 block columns
+    texts = {n: _lowered(op, n) for n in (512, 4096, 16384)}
+    count = {n: t.count("stablehlo.while") for n, t in texts.items()}
+    assert count[512] <= count[4096] == count[16384] == loops, (op, count)
+    assert len(texts[4096]) <= chars, (op, len(texts[4096]))
+    assert len(texts[16384]) <= 1.15 * len(texts[4096]), (op, len(texts[4096]), len(texts[16384]))
+
+
+def test_lu_loops_are_few():
+    # the factorisation's block columns run in MAX_PHASES loops at most
+    assert lu_kernel.MAX_PHASES <= 4
+    assert len(lu_kernel.phases(88, 2, 4)) == lu_kernel.MAX_PHASES
