@@ -78,7 +78,10 @@ def _from_command_line() -> bool:
 
 
 def main(
-    argv: Sequence[str] | None = None, *, devices: bool | None = None, compile_cache: bool | None = None
+    argv: Sequence[str] | None = None,
+    *,
+    devices: bool | None = None,
+    compile_cache: bool | None = None,
 ) -> int:
     """Run ``python -m distla ARGV``; returns the exit status.
 
