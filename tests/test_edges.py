@@ -7,6 +7,7 @@ import pytest
 from conftest import build_mesh
 from helpers import place
 
+import distla.fft as dfft
 import distla.linalg as dl
 
 
@@ -70,3 +71,50 @@ def test_norm_of_float16_as_jnp(mesh):
     for ord in (None, 1, np.inf, "fro"):
         got, ref = dl.norm(x, ord), jnp.linalg.norm(x, ord)
         assert got.dtype == ref.dtype and float(got) == float(ref)
+
+
+def test_zero_width_and_raw_on_explicit_mesh(mesh):
+    a_np = np.random.default_rng(3).standard_normal((64, 64)).astype(np.float32)
+    a = place(a_np, mesh)
+    z = place(np.zeros((64, 0), np.float32), mesh, jax.sharding.PartitionSpec("x", None))
+    for mode in ("reduced", "complete", "r"):
+        got, ref = dl.qr(z, mode=mode), jnp.linalg.qr(np.zeros((64, 0), np.float32), mode=mode)
+        for g, r in zip(jax.tree.leaves(got), jax.tree.leaves(ref)):
+            assert g.shape == r.shape
+            np.testing.assert_array_equal(np.asarray(g), np.asarray(r))
+    h, tau = dl.qr(a, mode="raw")
+    h_ref, tau_ref = jnp.linalg.qr(a_np, mode="raw")
+    np.testing.assert_allclose(np.asarray(h), np.asarray(h_ref), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(np.asarray(tau), np.asarray(tau_ref), rtol=1e-5, atol=1e-5)
+    got = dl.lstsq(a, z)
+    ref = jnp.linalg.lstsq(a_np, np.zeros((64, 0), np.float32))
+    for g, r in zip(got, ref):
+        assert g.shape == r.shape and g.dtype == r.dtype
+    assert int(got[2]) == int(ref[2])
+    np.testing.assert_allclose(np.asarray(got[3]), np.asarray(ref[3]), rtol=1e-4)
+
+
+def test_lstsq_refuses_b_on_another_mesh(mesh):
+    other = build_mesh((4, 2), "explicit")
+    a = place(np.eye(8, dtype=np.float32), mesh)
+    b = place(np.ones((8, 2), np.float32), other)
+    with pytest.raises(ValueError, match="different meshes"):
+        dl.solve(a, b)
+    with pytest.raises(ValueError, match="different meshes"):
+        dl.lstsq(a, b)
+
+
+def test_rfftn_of_zero_length_raises_as_numpy():
+    with pytest.raises(ValueError, match="Invalid number of FFT data points"):
+        np.fft.rfftn(np.zeros((16, 16, 0)))
+    with pytest.raises(ValueError, match="Invalid number of FFT data points"):
+        dfft.rfftn(jnp.zeros((16, 16, 0)))
+    assert dfft.fftn(jnp.zeros((16, 16, 0))).shape == (16, 16, 0)
+
+
+def test_cho_factor_takes_block_size(mesh):
+    x = np.random.default_rng(4).standard_normal((24, 24))
+    spd = (x @ x.T + 24 * np.eye(24)).astype(np.float32)
+    c, low = dl.cho_factor(place(spd, mesh), lower=True, block_size=8)
+    np.testing.assert_allclose(np.asarray(c), np.linalg.cholesky(spd), rtol=1e-4, atol=1e-4)
+    assert low

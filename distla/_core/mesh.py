@@ -235,3 +235,20 @@ def drop_trivial_sharding(x: Any) -> Any:
     concrete = getattr(x, "sharding", None)
     target = concrete.mesh if isinstance(concrete, NamedSharding) else mesh
     return jax.sharding.reshard(x, NamedSharding(target, P()))
+
+
+def replicated(x: Any) -> Any:
+    """``x`` replicated on its ``Explicit`` mesh (a whole copy on every device), for the
+    few documented paths that hand a sharded operand to a one-device jax routine whose
+    sharding rule refuses split matrix dimensions (``qr(mode="raw")``). Others as given."""
+    if not isinstance(x, jax.Array):
+        return x
+    sharding = jax.typeof(x).sharding
+    mesh = getattr(sharding, "mesh", None)
+    if not isinstance(mesh, AbstractMesh) or not is_explicit(mesh):
+        return x
+    if all(entry is None for entry in sharding.spec):
+        return x
+    concrete = getattr(x, "sharding", None)
+    target = concrete.mesh if isinstance(concrete, NamedSharding) else mesh
+    return jax.sharding.reshard(x, NamedSharding(target, P()))

@@ -173,6 +173,7 @@ def rfftn(
 
     Raises:
       TypeError: ``a`` is complex (also a ``ValueError``, as jnp raises).
+      ValueError: a transformed length is 0, as numpy raises.
 
     See also:
       ``jnp.fft.rfftn``; :func:`irfftn`.
@@ -393,6 +394,11 @@ def _public(x, name, kind, s, axes, norm, algorithm, order="xyz", contiguous=Tru
     in_dtype, _ = _fftnd.result_dtypes(x, kind, what)
     given = (s, axes)
     s, axes, result = _fftnd.normalize(x, s, axes, kind, norm)
+    if kind == "rfft" and 0 in tuple(s):
+        # numpy refuses; jnp fails inside XLA; a zero-length real transform has no
+        # Z//2 + 1 = 1 output that means anything
+        raise ValueError(f"{what}: Invalid number of FFT data points (0) specified: "
+                         f"x of shape {x.shape}, lengths {tuple(s)} along axes {tuple(axes)}.")
     if x.size == 0 or result.size == 0:  # an empty result, or the transform of nothing
         return jnp.zeros(result.shape, result.dtype)
     if not axes:  # nothing to transform: jnp's own cast

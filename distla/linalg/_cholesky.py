@@ -295,6 +295,8 @@ def cho_factor(
     lower: bool = False,
     overwrite_a: bool = False,
     check_finite: bool = True,
+    *,
+    block_size: int | None = None,
 ) -> tuple[jax.Array, bool]:
     """Cholesky factor for :func:`cho_solve`, as ``jax.scipy.linalg.cho_factor``.
 
@@ -305,6 +307,8 @@ def cho_factor(
         the default, reading the upper triangle).
       overwrite_a: accepted and ignored, as in jax.
       check_finite: accepted and ignored, as in jax.
+      block_size: the distributed factorisation's block (panel width), as
+        :func:`cholesky`'s; ``None`` picks one for the mesh.
 
     Returns:
       ``(c, lower)``: ``c`` is ``L`` or ``U`` with zeros in the other triangle,
@@ -323,7 +327,7 @@ def cho_factor(
     def ref(x):
         return jsl.cho_factor(x, lower=lower)[0]
 
-    call = resolve(a, names=("a",), dtype=dtype)
+    call = resolve(a, names=("a",), dtype=dtype, block_size=block_size)
     if call is None or is_empty(a):
         return empty_or_one_device(ref, a), lower
     if a.ndim > 2:

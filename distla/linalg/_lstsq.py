@@ -65,7 +65,7 @@ def pinv(
 
     Returns:
       ``[n, m]`` in the mesh's 2D block layout (the largest even layout that
-      fits). Not differentiable in distla (jnp's pinv is).
+      fits). Differentiable as jnp's (jax differentiates through distla's svd).
     """
     what = "distla.linalg.pinv"
     if rcond is not None:
@@ -133,7 +133,7 @@ def lstsq(
       (int32 scalar) and ``s`` (descending), replicated.
 
     Raises:
-      ValueError: leading dimensions differ.
+      ValueError: leading dimensions differ, or ``a`` and ``b`` are on different meshes.
       TypeError: ``a`` not 2-D or ``b`` not 1- or 2-D, as jnp.
     """
     what = "distla.linalg.lstsq"
@@ -148,6 +148,17 @@ def lstsq(
                         "two-dimensional")
     if a.shape[0] != b.shape[0]:
         raise ValueError(f"{what}: leading dimensions of a {a.shape} and b {b.shape} must match")
+    operand_mesh(a, b, names=("a", "b"))  # the solves' check: one mesh for both
+    if _one_matrix(a) and is_empty(b):  # no right-hand side: a's svdvals and rank only
+        m, n = a.shape
+        s = svdvals(a)
+        real = s.dtype
+        eps = float(jnp.finfo(real).eps)
+        rc = eps * max(m, n) if rcond is None else jnp.where(rcond < 0, eps, rcond)
+        rank = jnp.sum((s > 0) & (s >= jnp.asarray(rc, real) * s[0]))
+        x = jnp.zeros((n,) + b.shape[1:], dtype)
+        resid = jnp.zeros((0,), real)
+        return x, resid, rank.astype(jnp.asarray(0).dtype), s
     if not _one_matrix(a) or is_empty(b):
         return empty_or_one_device(
             lambda a, b: jnp.linalg.lstsq(a, b, rcond, numpy_resid=numpy_resid), a, b)

@@ -32,8 +32,16 @@ from distla.kernels.tsqr import tsqr_local
 
 from . import _lu
 from .._core import batch_layout as layouts
-from .._core.checks import as_array
-from .._core.mesh import Grid, constrain, drop_trivial_sharding, fitting_spec, run_on_mesh, shard_map
+from .._core.checks import as_array, empty_or_one_device
+from .._core.mesh import (
+    Grid,
+    constrain,
+    drop_trivial_sharding,
+    fitting_spec,
+    replicated,
+    run_on_mesh,
+    shard_map,
+)
 from .._core.plan import Plan, resolve
 
 # TSQR when every device holds at least this many times n rows: the gathered
@@ -359,8 +367,10 @@ def qr(
     dtype = _promoted(jnp.dtype(a.dtype))
     mode = "reduced" if mode == "full" else mode
     call = resolve(a, names=("a",), dtype=dtype, block_size=block_size)
-    if call is None or a.size == 0 or mode == "raw":
-        return jnp.linalg.qr(drop_trivial_sharding(a), mode=mode)
+    if a.size == 0:
+        return empty_or_one_device(lambda x: jnp.linalg.qr(x, mode=mode), a)
+    if call is None or mode == "raw":  # raw: jax's one-device geqrf on the whole matrix
+        return jnp.linalg.qr(replicated(drop_trivial_sharding(a)), mode=mode)
     a = a.astype(dtype)  # ints and bools share the float programs
     if a.ndim > 2:
         out = _qr_batched(a, mode=mode, call=call)
