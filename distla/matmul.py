@@ -58,9 +58,12 @@ def matmul(
       b: ``[k, n]`` matrix on the same mesh.
       algorithm: ``"summa"`` (any ``pr x pc`` mesh), ``"cannon"`` (square
         meshes only) or ``"auto"`` (SUMMA; see ``docs/matmul.md`` for why).
-      precision: ``lax.Precision`` of the local products. ``None`` means
-        ``HIGHEST``, the precision distla's accuracy tests assume; on GPU/TPU
-        ``DEFAULT`` is faster and less accurate.
+      precision: ``lax.Precision`` of the local products, as in
+        ``jnp.matmul``. ``None`` follows ``jax.default_matmul_precision`` and
+        the backend's default, exactly as ``jnp.matmul`` does (on recent NVIDIA
+        GPUs that is TF32 for float32; pass ``"highest"`` for full float32
+        products). The factorisations in ``distla.linalg`` do not take this
+        default: they use ``HIGHEST`` for the products their error bounds need.
       panels: SUMMA only: number of steps over the contraction dimension
         (``None``: chosen from the operand sizes). More panels, less memory.
 
@@ -185,6 +188,8 @@ def _matmul(a, b, *, dtype, algorithm, precision, panels):
     blocks = grid.block_spec
 
     def body(a, b):
+        if 0 in (m, k, n):  # an empty product is zeros; no zero-size shard_map operand
+            return jnp.zeros((m, n), dtype)
         a = constrain(_pad2(a.astype(dtype), (mp, kp)), blocks)
         b = constrain(_pad2(b.astype(dtype), (kp, np_)), blocks)
         c = shard_map(kernel, in_specs=(blocks, blocks), out_specs=blocks)(a, b)

@@ -21,3 +21,35 @@ def all_gather(x: jax.Array, name: str | None, *, axis: int, tiled: bool) -> jax
     if name is None:
         return x if tiled else jax.numpy.expand_dims(x, axis)
     return lax.all_gather(x, name, axis=axis, tiled=tiled)
+
+
+def set_block(x: jax.Array, start: tuple[int, ...], value: jax.Array) -> jax.Array:
+    """``x`` with ``value`` written at the static offset ``start`` (leading axes).
+
+    Says what ``x.at[r0:, c0:].set(value)`` says without its scatter: a static
+    slice from 0 in every indexed axis makes the scatter's index an ``int32[0]``
+    constant, which ``shard_map`` hoists into a zero-size operand (jax 0.11.2's
+    Shardy partitioner crashes on one). ``dynamic_update_slice`` with static
+    starts carries no such constant.
+    """
+    start = tuple(start) + (0,) * (x.ndim - len(start))
+    return lax.dynamic_update_slice(x, value.astype(x.dtype), start)
+
+
+def add_block(x: jax.Array, start: tuple[int, ...], value: jax.Array) -> jax.Array:
+    """``x`` with ``value`` added at the static offset ``start``; see ``set_block``."""
+    start = tuple(start) + (0,) * (x.ndim - len(start))
+    stop = tuple(s + d for s, d in zip(start, value.shape))
+    return lax.dynamic_update_slice(x, lax.slice(x, start, stop) + value.astype(x.dtype), start)
+
+
+def fori(lower: int, upper: int, body, init):
+    """``lax.fori_loop`` over static bounds that is no loop at all when empty.
+
+    A loop of zero steps is not free here: differentiated or linearised, its
+    residuals are stacked over zero iterations (``float32[0, ...]``), and
+    ``shard_map`` passes them on as zero-size operands.
+    """
+    if upper <= lower:
+        return init
+    return lax.fori_loop(lower, upper, body, init)

@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from ._axes import axis_size
+from ._axes import axis_size, fori
 
 
 def _skew_perm(q: int, *, of: str) -> list[tuple[int, int]]:
@@ -70,5 +70,5 @@ def cannon_local(
         return acc + product(a, b), a_next, b_next
 
     acc = lax.pcast(jnp.zeros((a.shape[0], b.shape[1]), a.dtype), grid, to="varying")
-    acc, a, b = lax.fori_loop(0, q - 1, step, (acc, a, b))
+    acc, a, b = fori(0, q - 1, step, (acc, a, b))
     return acc + product(a, b)

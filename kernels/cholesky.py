@@ -44,7 +44,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from ._axes import axis_index, axis_size
+from ._axes import add_block, axis_index, axis_size, fori, set_block
 from .cyclic import global_blocks
 
 # The trailing update of a segment is cut into at most this many column chunks.
@@ -198,11 +198,11 @@ def cholesky_block_cyclic(
             # A[:, J] -= L[:, k] L[J, k]^H on the segment's columns (rank nb)
             upd = jnp.dot(panel, lt.conj().T, precision=precision)
             blk = a[r0:, c0 : c0 + wc]
-            a = a.at[r0:, c0 : c0 + wc].set(blk - upd)
+            a = set_block(a, (r0, c0), blk - upd)
             return a, lseg
 
         lseg = jnp.zeros((h, width), a.dtype)
-        a, lseg = lax.fori_loop(0, w, panel_step, (a, lseg))
+        a, lseg = fori(0, w, panel_step, (a, lseg))
 
         # trailing update A22 -= L_seg L_seg^H (rank W), lower triangle only
         k1 = k0 + w
@@ -216,7 +216,7 @@ def cholesky_block_cyclic(
             if top >= mloc:
                 continue
             upd = jnp.dot(lseg[top - r0 :], lt[lo - c1 : hi - c1].conj().T, precision=precision)
-            a = a.at[top:, lo:hi].add(-upd)
+            a = add_block(a, (top, lo), -upd)
     r = jnp.arange(mloc, dtype=jnp.int32) % nb
     c = jnp.arange(nloc, dtype=jnp.int32) % nb
     on_diag = (row_g[:, None] == col_g[None, :]) & (r[:, None] == c[None, :])

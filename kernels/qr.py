@@ -42,7 +42,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from ._axes import axis_index, axis_size
+from ._axes import axis_index, axis_size, fori, set_block
 from .cyclic import global_blocks
 
 
@@ -210,8 +210,8 @@ def qr_block_cyclic(
             sub = sub - jnp.where(right, upd, jnp.zeros_like(upd))
             return sub, ts.at[k].set(t)
 
-        sub, ts = lax.fori_loop(k0, k1, step, (a[t0 * nb :, c0 * nb :], ts))
-        a = a.at[t0 * nb :, c0 * nb :].set(sub)
+        sub, ts = fori(k0, k1, step, (a[t0 * nb :, c0 * nb :], ts))
+        a = set_block(a, (t0 * nb, c0 * nb), sub)
     return a, ts
 
 
@@ -258,8 +258,8 @@ def form_q(
             return sub - _apply_h(sub, v, ts[k], row_axis=row_axis, precision=precision,
                                   adjoint=False)
 
-        sub = lax.fori_loop(0, k1 - k0, step, q[t0 * nb :, c0 * nb :])
-        q = q.at[t0 * nb :, c0 * nb :].set(sub)
+        sub = fori(0, k1 - k0, step, q[t0 * nb :, c0 * nb :])
+        q = set_block(q, (t0 * nb, c0 * nb), sub)
     return q
 
 

@@ -36,7 +36,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from ._axes import all_gather, axis_size
+from ._axes import all_gather, axis_size, fori
 
 
 def summa_k_multiple(pr: int, pc: int, panels: int) -> int:
@@ -96,4 +96,4 @@ def summa_local(
 
     # A real loop (not unrolled): XLA would otherwise hoist every gather to the
     # start and hold all panels at once. Step 0's product starts C.
-    return lax.fori_loop(1, panels, lambda s, acc: acc + product(s), product(0))
+    return fori(1, panels, lambda s, acc: acc + product(s), product(0))

@@ -39,7 +39,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from ._axes import axis_index, axis_size
+from ._axes import add_block, axis_index, axis_size, fori
 from .cyclic import global_blocks
 from .phases import cut
 from .pivots import apply_all_panel_swaps, pivots_to_permutation
@@ -158,13 +158,13 @@ def trsm_few(
             rows = (row_g[lo:hi] > k) if lower else (row_g[lo:hi] < k)
             tk = lax.dynamic_slice(t, (lo, c), (hi - lo, nb))
             tk = jnp.where(rows[:, None] & (j == kc), tk, jnp.zeros_like(tk))
-            acc = acc.at[lo:hi].add(jnp.dot(tk, xk, precision=precision))
+            acc = add_block(acc, (lo,), jnp.dot(tk, xk, precision=precision))
         return b, acc
 
     acc = jnp.zeros_like(b)
     for s0, s1 in phases(nbr, pr, lower=lower, max_phases=FEW_PHASES):
         lo, hi = _rest(_block_of(s0, lower=lower, nbr=nbr), lower=lower, p=pr, nb=nb, mloc=mloc)
-        b, acc = lax.fori_loop(s0, s1, functools.partial(step, lo=lo, hi=hi), (b, acc))
+        b, acc = fori(s0, s1, functools.partial(step, lo=lo, hi=hi), (b, acc))
     return b
 
 
@@ -224,7 +224,7 @@ def trsm_many(
         if hi > lo:  # B[rows still to solve] -= T[those rows, block column k] x_k
             rows = (row_g[lo:hi] > k) if lower else (row_g[lo:hi] < k)
             tk = jnp.where(rows[:, None], col[lo - top : hi - top], 0)
-            b = b.at[lo:hi].add(-jnp.dot(tk, xk, precision=precision))
+            b = add_block(b, (lo,), -jnp.dot(tk, xk, precision=precision))
         return b
 
     for s0, s1 in phases(nbr, pr, lower=lower, max_phases=MAX_PHASES):
@@ -232,7 +232,7 @@ def trsm_many(
         lo, hi = _rest(k0, lower=lower, p=pr, nb=nb, mloc=mloc)
         r0 = (k0 // pr) * nb  # the loop's later diagonal blocks lie between r0 and the rest
         window = dict(lo=lo, hi=hi, top=min(lo, r0), bot=max(hi, r0 + nb))
-        b = lax.fori_loop(s0, s1, functools.partial(step, **window), b)
+        b = fori(s0, s1, functools.partial(step, **window), b)
     return b
 
 

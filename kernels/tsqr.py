@@ -30,6 +30,8 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+from ._axes import set_block
+
 AxisNames = str | tuple[str, ...]
 
 
@@ -78,5 +80,5 @@ def tsqr_local(
     q2 = lax.linalg.ormqr(h2, tau2, jnp.eye(pn, n, dtype=a_blk.dtype), left=True)
     q2_mine = lax.dynamic_slice_in_dim(q2, me * n, n, axis=0)  # (n, n)
     # Q_i = Q1_i [Q2_i; 0]: the local reflectors applied to the padded slice
-    c = jnp.zeros((mloc, n), a_blk.dtype).at[:n].set(q2_mine)
+    c = set_block(jnp.zeros((mloc, n), a_blk.dtype), (0,), q2_mine)
     return lax.linalg.ormqr(h1, tau1, c, left=True), r

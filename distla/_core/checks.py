@@ -164,7 +164,13 @@ def onto_mesh(*xs):
 
 
 def canonical_precision(precision: Any, what: str = "distla") -> Any:
-    """``None`` means ``HIGHEST``: distla's error bounds assume full-precision dots.
+    """``precision=`` of ``distla.matmul`` made hashable; ``None`` stays ``None``.
+
+    ``None`` means what it means in ``jnp.matmul``: jax's
+    ``default_matmul_precision`` (the backend's default, TF32 on recent NVIDIA
+    GPUs), read when the call is traced. The factorisations do not come
+    through here: they pass ``HIGHEST`` to every product their error bounds
+    rest on.
 
     Strings and ``lax.Precision`` values are normalised so they can be static
     arguments of ``jax.jit``.
@@ -173,7 +179,7 @@ def canonical_precision(precision: Any, what: str = "distla") -> Any:
       ValueError: a value ``jnp.matmul`` would not take, with the accepted ones.
     """
     if precision is None:
-        return lax.Precision.HIGHEST
+        return None
     if isinstance(precision, lax.Precision):
         return precision
     if isinstance(precision, str):

@@ -229,7 +229,7 @@ def _chol_2d(a, *, call: Plan, upper, symmetrize, read_upper):
         tri = dict(lower=True, unit_diagonal=False, call=call)
         y = solve_2d(low, da, trans=0, **tri)  # L^-1 dA
         m = _ct(solve_2d(low, _ct(y, call=call), trans=0, **tri), call=call)  # L^-1 dA L^-H
-        dl = matmul(low, _phi(m))
+        dl = matmul(low, _phi(m), precision=lax.Precision.HIGHEST)
         return out, (_ct(dl, call=call) if upper else dl)
 
     primal.defjvp(rule)

@@ -23,6 +23,9 @@ from .._core.plan import Plan
 from ..layout import natural_spec
 from ..matmul import matmul
 
+# the products inside derivatives and matvecs: full precision, as the factorisations'
+_HI = lax.Precision.HIGHEST
+
 
 def like(x, ref):
     """``x`` with ``ref``'s sharding type on Explicit meshes, as lax.custom_linear_solve needs."""
@@ -50,8 +53,8 @@ def natural(x):
 def matvec(a, x):
     """``a @ x`` with distla's matmul, for a vector or a matrix ``x``."""
     if x.ndim == 1:
-        return matmul(a, x[:, None])[:, 0]
-    return matmul(a, x)
+        return matmul(a, x[:, None], precision=_HI)[:, 0]
+    return matmul(a, x, precision=_HI)
 
 
 def _not_differentiable(fn, what):
@@ -193,7 +196,7 @@ def inv_2d(a, *, call: Plan):
 
     def jvp(fn, a, da):
         x = fn(a)
-        return x, -matmul(matmul(x, da), x)
+        return x, -matmul(matmul(x, da, precision=_HI), x, precision=_HI)
 
     return _one_matrix_op("inv", lambda a: _lu.inv(a, call=call), jvp)(a)
 
@@ -209,10 +212,10 @@ def _tri(x, *, lower: bool, k: int = 0):
 def _lu_tangent(p, l, u, da, call: Plan):
     """``(dl, du)`` of ``a = p l u`` (square): jax's rule ``X = l^-1 p^T da u^-1``,
     ``dl = l tril(X, -1)``, ``du = triu(X) u``, with distla's inv and matmul."""
-    pda = matmul(like(jnp.transpose(p), da), da)
-    x = matmul(matmul(inv_2d(l, call=call), pda), inv_2d(u, call=call))
-    dl = matmul(l, _tri(x, lower=True, k=-1))
-    du = matmul(_tri(x, lower=False), u)
+    pda = matmul(like(jnp.transpose(p), da), da, precision=_HI)
+    x = matmul(matmul(inv_2d(l, call=call), pda, precision=_HI), inv_2d(u, call=call), precision=_HI)
+    dl = matmul(l, _tri(x, lower=True, k=-1), precision=_HI)
+    du = matmul(_tri(x, lower=False), u, precision=_HI)
     return dl, du
 
 

@@ -305,8 +305,11 @@ def _refine_generic(a, b, factors, *, factor_dtype, kind, trans, lower, counts):
 
     def matvec(v):
         if a.ndim > 2:
-            return jnp.matmul(op_a, v[..., None])[..., 0] if vector else jnp.matmul(op_a, v)
-        return matmul(op_a, v[:, None])[:, 0] if vector else matmul(op_a, v)
+            hi = lax.Precision.HIGHEST  # the residual is the refinement's accuracy
+            return (jnp.matmul(op_a, v[..., None], precision=hi)[..., 0] if vector
+                    else jnp.matmul(op_a, v, precision=hi))
+        hi = lax.Precision.HIGHEST
+        return matmul(op_a, v[:, None], precision=hi)[:, 0] if vector else matmul(op_a, v, precision=hi)
 
     # x0: the first correction; every later vector keeps its layout
     x0 = solve(factors_in, b)
