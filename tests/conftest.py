@@ -94,3 +94,21 @@ def strict_promotion():
     """Run the test under ``jax_numpy_dtype_promotion="strict"``."""
     with jax.numpy_dtype_promotion("strict"):
         yield
+
+
+@pytest.fixture(params=[True, False], ids=["shardy", "gspmd"])
+def partitioner(request):
+    """Run the test under both of jax's partitioners (``jax_use_shardy_partitioner``).
+
+    jax releases differ in which one is the default and which one they stress;
+    tests of the compiled program (collectives, bytes, layouts) run under both.
+    Compiled programs are cached per setting, so the caches are cleared around it.
+    """
+    before = jax.config.jax_use_shardy_partitioner
+    jax.config.update("jax_use_shardy_partitioner", request.param)
+    jax.clear_caches()
+    try:
+        yield request.param
+    finally:
+        jax.config.update("jax_use_shardy_partitioner", before)
+        jax.clear_caches()

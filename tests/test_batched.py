@@ -312,7 +312,7 @@ def test_two_batch_dims_sharded():
         pytest.param("explicit", P("y"), P("y"), id="explicit-y-on-batch-x-replicated"),
     ],
 )
-def test_batch_sharded_input_has_no_collectives(kind, spec, expected):
+def test_batch_sharded_input_has_no_collectives(kind, spec, expected, partitioner):
     mesh = build_mesh((2, 4), kind)
     rng = np.random.default_rng(9)
     a = stack(rng, (32, N, N), np.float32)
@@ -337,7 +337,7 @@ def test_batch_sharded_input_has_no_collectives(kind, spec, expected):
 
 
 @pytest.mark.parametrize("kind", ["auto", "explicit"])
-def test_every_op_has_no_collectives(kind):
+def test_every_op_has_no_collectives(kind, partitioner):
     mesh = build_mesh((2, 4), kind)
     rng = np.random.default_rng(10)
     a = put(stack(rng, (16, N, N), np.float32), mesh, P(("x", "y")))

@@ -253,7 +253,7 @@ def test_freqs_as_jaxdecomp_sharded_like_the_spectrum(real):
     assert has_layout(kz, mesh, P(None, None, "y"))
 
 
-def test_poisson_solve_needs_no_gather():
+def test_poisson_solve_needs_no_gather(partitioner):
     mesh = build_mesh((4, 2), "explicit")
     n = 16
     rng = np.random.default_rng(10)

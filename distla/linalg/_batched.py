@@ -56,7 +56,7 @@ import jax
 import jax.numpy as jnp
 import jax.scipy.linalg as jsl
 import numpy as np
-from jax.sharding import AxisType
+from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from distla.kernels import batched as kernels
@@ -339,7 +339,7 @@ def _dispatch(
         # not on a mesh, already inside a shard_map (local blocks), or empty
         return _one_device(op, operands, trans)
     sources = tuple(source_layout(x, mesh) for x in operands)
-    return _call(
+    outs = _call(
         *operands,
         mesh=mesh,
         op=op,
@@ -348,6 +348,16 @@ def _dispatch(
         out_cores=out_cores,
         sources=sources,
         trans=trans,
+    )
+    if any(isinstance(y, jax.core.Tracer) or not hasattr(y, "sharding") for y in outs):
+        return outs
+    # Called eagerly: the results in the layout the program's last constraint names.
+    # GSPMD (jax_use_shardy_partitioner=False) may hand back an Auto-mesh result
+    # more finely sharded than that constraint; Shardy keeps it (then nothing moves).
+    specs = _layouts(tuple(x.shape for x in operands), mesh, cores, out_cores, sources)[-1]
+    return tuple(
+        y if y.sharding.is_equivalent_to(want, y.ndim) else jax.device_put(y, want)
+        for y, want in ((y, NamedSharding(y.sharding.mesh, s)) for y, s in zip(outs, specs))
     )
 
 
@@ -398,38 +408,25 @@ def _one_device(op: str, operands: tuple[jax.Array, ...], trans: int) -> tuple[j
     return _as_tuple(_kernel(op, trans))(*operands)
 
 
-@functools.partial(
-    jax.jit, static_argnames=("mesh", "op", "cores", "fills", "out_cores", "sources", "trans")
-)
-def _call(*operands, mesh, op, cores, fills, out_cores, sources, trans):
-    batches = [x.shape[: x.ndim - c] for x, c in zip(operands, cores)]
+def _layouts(shapes, mesh, cores, out_cores, sources):
+    """The kernel layout of a batched call and its results' layouts, from static shapes."""
+    batches = [s[: len(s) - c] for s, c in zip(shapes, cores)]
     full = tuple(np.broadcast_shapes(*batches))
     nb = len(full)
 
-    def lift(layout: Layout | None, x: jax.Array, rank: int) -> Layout | None:
+    def lift(layout: Layout | None, rank: int) -> Layout | None:
         # an operand's layout in the coordinates of the full batch shape
         return None if layout is None else ((),) * (nb - rank) + layout
 
     # the stack's own batch layout decides the kernel layout: the first operand
     # with sharded batch dimensions (or, if none is, any whose layout is known)
-    lifted = [lift(s, x, len(bt)) for s, x, bt in zip(sources, operands, batches)]
+    lifted = [lift(s, len(bt)) for s, bt in zip(sources, batches)]
     known = [s for s, bt in zip(lifted, batches) if s is not None and bt]
     sharded = [s for s in known if any(s[:nb])]
     source_batch = (sharded or known or [None])[0]
     source_batch = None if source_batch is None else source_batch[:nb]
     layout, padded = kernel_layout(full, source_batch, mesh)
 
-    # per operand: the dims it is broadcast along stay unsharded and unpadded
-    plans = []
-    for x, core, fill, bt, src in zip(operands, cores, fills, batches, lifted):
-        if not bt:  # no batch dimensions: replicated, whole
-            plans.append(None)
-            continue
-        shape = (1,) * (nb - len(bt)) + bt
-        bcast = tuple(s == 1 and f != 1 for s, f in zip(shape, full))
-        own_pad = tuple(s if b else p for s, b, p in zip(shape, bcast, padded))
-        dst = tuple(() if b else e for b, e in zip(bcast, layout)) + ((),) * core
-        plans.append((shape, core, own_pad, dst, src, fill))
     # results: the batch layout the stack arrived in, as jnp returns it; unknown:
     # the kernel layout, for a padded batch the largest even layout that fits
     # (fitting_spec lists the axes of a dimension in mesh order)
@@ -448,7 +445,28 @@ def _call(*operands, mesh, op, cores, fills, out_cores, sources, trans):
         else fitting_spec(full + oc, mesh, layout_spec(layout + ((),) * len(oc)))
         for oc in out_cores
     )
+    return full, nb, layout, padded, lifted, batches, arrived, out_specs
 
+
+@functools.partial(
+    jax.jit, static_argnames=("mesh", "op", "cores", "fills", "out_cores", "sources", "trans")
+)
+def _call(*operands, mesh, op, cores, fills, out_cores, sources, trans):
+    shapes = tuple(x.shape for x in operands)
+    full, nb, layout, padded, lifted, batches, arrived, out_specs = _layouts(
+        shapes, mesh, cores, out_cores, sources
+    )
+    # per operand: the dims it is broadcast along stay unsharded and unpadded
+    plans = []
+    for x, core, fill, bt, src in zip(operands, cores, fills, batches, lifted):
+        if not bt:  # no batch dimensions: replicated, whole
+            plans.append(None)
+            continue
+        shape = (1,) * (nb - len(bt)) + bt
+        bcast = tuple(s == 1 and f != 1 for s, f in zip(shape, full))
+        own_pad = tuple(s if b else p for s, b, p in zip(shape, bcast, padded))
+        dst = tuple(() if b else e for b, e in zip(bcast, layout)) + ((),) * core
+        plans.append((shape, core, own_pad, dst, src, fill))
     def body(*xs):
         ins, in_specs = [], []
         for x, plan in zip(xs, plans):
