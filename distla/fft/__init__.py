@@ -43,7 +43,7 @@ from ._fft3d import ALGORITHMS
 from ._fft3d import choose_algorithm as choose_algorithm  # public, see docs/fft.md
 from ._fft3d import cpu_compiler_options as cpu_compiler_options
 from ._fft3d import model_bytes as model_bytes
-from .._core.mesh import grid_of, is_explicit, operand_mesh
+from .._core.mesh import drop_trivial_sharding, grid_of, is_explicit, operand_mesh
 
 __all__ = [
     "fft",
@@ -475,8 +475,8 @@ def _dispatch(
 ):
     """The transform of ``x`` (already in the dtype the transform reads)."""
     mesh = operand_mesh(x, names=("x",))
-    if mesh is None:
-        return _one_device(x, kind, s, axes, norm, order, contiguous)
+    if mesh is None or mesh.size == 1:  # one device: jnp's own transform, no padding
+        return _one_device(drop_trivial_sharding(x), kind, s, axes, norm, order, contiguous)
     grid_of(mesh, what=what)  # a 1- or 2-axis mesh, or ValueError
     in_dtype = x.dtype
     if x.ndim == 3 and sorted(axes) == [0, 1, 2] and (kind in ("fft", "ifft") or axes[-1] == 2):

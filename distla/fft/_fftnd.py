@@ -128,6 +128,12 @@ def pad_to(x: jax.Array, shape: Sequence[int]) -> jax.Array:
 
 def one_device(x, kind, s, axes, norm):
     """``jnp.fft``'s own transform (unsharded operands, zero-size ones)."""
+    if s is not None and axes is not None:
+        default = [x.shape[a] for a in axes]
+        if kind == "irfft":  # the output length jnp takes when s is not given
+            default[-1] = 2 * (default[-1] - 1)
+        if tuple(default) == tuple(s):
+            s = None  # jnp.fft pads (by zero) whenever s is given: the same call without it
     return JNP[kind](x, s=s, axes=axes, norm=norm)
 
 

@@ -44,7 +44,13 @@ from ._lu_rules import (
     slogdet_2d,
     solve_2d,
 )
-from .._core.mesh import axes_taken_by_vmap, fitting_spec, operand_mesh, run_on_mesh
+from .._core.mesh import (
+    axes_taken_by_vmap,
+    drop_trivial_sharding,
+    fitting_spec,
+    operand_mesh,
+    run_on_mesh,
+)
 from .._core.plan import resolve
 from ._cholesky import cho_factor, cho_solve, cholesky, solve_pos
 from ._cholesky import model_bytes as cholesky_model_bytes
@@ -445,7 +451,7 @@ def solve(
     dtype = result_dtype(what, a, b)
     a, b = a.astype(dtype), b.astype(dtype)
     if assume_a == "pos":  # jax.scipy reads only the `lower` triangle here (Cholesky)
-        a = _symmetrize(a, lower=lower)
+        a = _symmetrize(drop_trivial_sharding(a), lower=lower)
     call = resolve(a, b, names=("a", "b"), dtype=dtype, block_size=block_size)
     if factor_dtype is not None and not is_empty(a, b):
         return _refine.solve_mixed(*onto_mesh(a, b), factor_dtype=factor_dtype)

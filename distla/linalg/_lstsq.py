@@ -18,7 +18,7 @@ from jax.sharding import PartitionSpec as P
 
 from .._core.checks import as_array, empty_or_one_device, is_empty, result_dtype
 from .._core.plan import mesh_of as _mesh_of
-from .._core.mesh import fitting_spec, operand_mesh, run_on_mesh
+from .._core.mesh import drop_trivial_sharding, fitting_spec, operand_mesh, run_on_mesh
 from ._polar import block_spec
 from ._spectral import svd, svdvals
 from ..matmul import matmul
@@ -276,7 +276,8 @@ def norm(
         s = svdvals(x)
         r = s[0] if ord == 2 else s[-1] if ord == -2 else jnp.sum(s)
         return r.reshape(1, 1) if keepdims else r
-    r = jnp.linalg.norm(x, ord=ord, axis=axis, keepdims=keepdims)
+    # one-device Explicit meshes: jnp's svd refuses operands "sharded" over size-1 axes
+    r = jnp.linalg.norm(drop_trivial_sharding(x), ord=ord, axis=axis, keepdims=keepdims)
     if ord in (1, -1, np.inf, -np.inf):
         # max/min norms: XLA's sharded max/min reductions drop NaN, so NaN is carried
         # by a sum over the same axes (NaN exactly when a reduced entry is NaN, as jnp's

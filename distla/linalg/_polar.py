@@ -404,7 +404,7 @@ def polar(
     dtype = result_dtype(what, a)
     a = a.astype(dtype)
     mesh = operand_mesh(a, names=("a",))
-    if mesh is None or is_empty(a) or a.ndim > 2 or method == "svd":
+    if mesh is None or mesh.size == 1 or is_empty(a) or a.ndim > 2 or method == "svd":
         from .._core.checks import empty_or_one_device
 
         def ref(x):
