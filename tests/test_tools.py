@@ -18,6 +18,7 @@ import jax
 import numpy as np
 import pytest
 import scipy.linalg
+from conftest import build_mesh
 
 import distla
 from distla.tools import cache, cli, demo, devices, ratios
@@ -255,3 +256,39 @@ def test_qr_ratio_against_scipy():
     q, r = scipy.linalg.qr(a, mode="economic")
     assert ratios.qr_ratio(a, q, r) <= ratios.THRESHOLD
     assert ratios.qr_ratio(a, q * 1.01, r / 1.01) > 1e3  # A = QR still; Q not orthonormal
+
+
+def test_doctor_checks_and_times_families():
+    """``python -m distla doctor`` at a tiny size: a table row per family, status 0."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "distla", "doctor", "--sizes", "16", "--repeat", "1",
+         "--only", "matmul", "solve", "fftn"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    for family in ("matmul", "solve", "fftn"):
+        assert family in proc.stdout
+    assert "FAIL" not in proc.stdout and "ERROR" not in proc.stdout
+
+
+def test_doctor_fails_a_bad_ratio():
+    """A wrong result makes the row fail and the exit status non-zero."""
+    from distla.tools import doctor
+
+    rows = [{"family": "solve", "n": 8, "mesh": "2x4", "dtype": "float32", "ratio": 1e3,
+             "distla_s": 1.0, "jnp_s": 1.0, "vs_jnp": 1.0, "ok": False}]  # fmt: skip
+    assert "FAIL" in doctor.table(rows)
+    mesh = build_mesh((2, 4), "auto")
+    broken = doctor.run(mesh, [16], "float32", only=["matmul"], repeat=1)
+    assert broken[0]["ok"]
+    real = doctor._cases
+    try:
+        def wrong(n, dtype, rng):
+            cases = real(n, dtype, rng)
+            host, ours, theirs, ratio = cases["matmul"]
+            cases["matmul"] = (host, lambda a, b: ours(a, b) * 1.01, theirs, ratio)
+            return cases
+        doctor._cases = wrong
+        assert not doctor.run(mesh, [16], "float32", only=["matmul"], repeat=1)[0]["ok"]
+    finally:
+        doctor._cases = real

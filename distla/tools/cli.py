@@ -1,4 +1,4 @@
-"""The command line of the tools: ``python -m distla demo | scaling | launch``.
+"""The command line of the tools: ``python -m distla demo | doctor | scaling | launch``.
 
 One parser with a subcommand per tool; each tool module contributes its
 options (``add_arguments``) and runs from the parsed arguments (``main``).
@@ -10,7 +10,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from . import cache, demo, launch, scaling
+from . import cache, demo, doctor, launch, scaling
 from .ops import ScalingError
 
 PROG = "python -m distla"
@@ -24,12 +24,17 @@ def _one_line_error(message: str):
 def parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
     """The parser and its subcommands' parsers, by name."""
     top = argparse.ArgumentParser(prog=PROG, description="distla's command-line tools.")
-    sub = top.add_subparsers(dest="tool", required=True, metavar="{demo,scaling,launch}")
+    sub = top.add_subparsers(dest="tool", required=True, metavar="{demo,doctor,scaling,launch}")
     subs = {
         "demo": sub.add_parser(
             "demo",
             help="run every capability once and print a cost table",
             description=demo.__doc__.splitlines()[0].split(": ", 1)[1],
+        ),
+        "doctor": sub.add_parser(
+            "doctor",
+            help="check and time every family on the devices here (run it first)",
+            description=doctor.__doc__.splitlines()[0].split(": ", 1)[1],
         ),
         "scaling": sub.add_parser(
             "scaling",
@@ -46,6 +51,7 @@ def parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser
         ),
     }
     demo.add_arguments(subs["demo"])
+    doctor.add_arguments(subs["doctor"])
     scaling.add_arguments(subs["scaling"])
     for name in ("demo", "scaling"):
         cache.add_arguments(subs[name])
@@ -107,6 +113,8 @@ def main(
         return launch.main(args)
     if compile_cache:
         cache.enable(args)
+    if args.tool == "doctor":
+        return doctor.main(args, devices=devices)
     if args.tool == "scaling":
         return scaling.main(args, args.argv, devices=devices)
     return demo.main(args, devices=devices)
