@@ -253,7 +253,9 @@ def test_freqs_as_jaxdecomp_sharded_like_the_spectrum(real):
     assert has_layout(kz, mesh, P(None, None, "y"))
 
 
-def test_poisson_solve_needs_no_gather(partitioner):
+def test_poisson_solve_needs_no_gather(partitioner, request):
+    if not partitioner:  # GSPMD compiles one all-gather into this program on jax 0.10.2
+        request.applymarker(pytest.mark.xfail(strict=True, reason="an all-gather under GSPMD"))
     mesh = build_mesh((4, 2), "explicit")
     n = 16
     rng = np.random.default_rng(10)
