@@ -166,6 +166,11 @@ CASES = {
     "cond": (lambda x: L.cond(x["a"]), None),
     "norm2": (lambda x: L.norm(x["a"], 2), None),
     "norm_nuc": (lambda x: L.norm(x["a"], "nuc"), None),
+    "matrix_power": (lambda x: L.matrix_power(x["a"], 3), None),
+    "multi_dot": (lambda x: L.multi_dot([x["a"], x["a"], x["b"]]), None),
+    "tensorsolve": (lambda x: L.tensorsolve(x["a"], x["b"][:, 0]), None),
+    "tensorinv": (lambda x: L.tensorinv(x["a"], ind=1), None),
+    "matrix_norm": (lambda x: L.matrix_norm(x["a"], ord=2), None),
     "batched_solve": (lambda x: L.solve(x["stack"], x["stack_b"]), None),
     "batched_cholesky": (lambda x: L.cholesky(x["stack"] @ jnp.swapaxes(x["stack"], -1, -2)), None),
     "fftn": (lambda x: F.fftn(x["cvol"]), lambda v: jnp.abs(F.fftn(v)).sum()),
@@ -174,26 +179,31 @@ CASES = {
     "irfftn": (lambda x: F.irfftn(F.rfftn(x["vol"])), None),
     "fftn_axes": (lambda x: F.fftn(x["cvol"], axes=(0, 2)), None),
     "pfft3d": (lambda x: F.pifft3d(F.pfft3d(x["cvol"])), None),
+    "hfft": (lambda x: F.ihfft(F.hfft(x["cvol"], axis=0), axis=0), None),
 }
 # stacks sharded on the batch axis are solved per device with no shard_map
 ONE_DEVICE_PER_STACK = {"batched_solve", "batched_cholesky", "matrix_rank"}
 GRAD_ARG = {"cholesky": "spd", "eigh": "sym", "fftn": "vol", "rfftn": "vol"}
-FFT = {"fftn", "ifftn", "rfftn", "irfftn", "fftn_axes", "pfft3d"}
+FFT = {"hfft", "fftn", "ifftn", "rfftn", "irfftn", "fftn_axes", "pfft3d"}
 # Functions that never run a shard_map of their own: elementwise or batch-only work,
 # or a thin alias of a name in CASES (what they call is traced there).
 NO_SHARD_MAP = {
     "linalg": {
         "EighResult", "SVDResult", "SlogdetResult", "LUResult", "QRResult",
         "model_bytes", "cholesky_model_bytes", "lu_model_bytes", "qr_model_bytes",
+        # jnp's own (elementwise, batch-only or small reductions); eig/eigvals gather to jnp
+        "cross", "diagonal", "eig", "eigvals", "matrix_transpose", "outer", "tensordot",
+        "trace", "vecdot", "vector_norm",
     },
-    "fft": {"fftfreq3d", "rfftfreq3d", "model_bytes"},
+    "fft": {"fftfreq3d", "rfftfreq3d", "model_bytes", "fftfreq", "rfftfreq", "fftshift",
+            "ifftshift"},
 }
 # Public names covered by a row of CASES under another id.
 COVERED_BY = {
     "cho_factor": "cho_solve",
     "fft": "fftn_axes", "ifft": "fftn_axes", "fft2": "fftn_axes", "ifft2": "fftn_axes",
     "rfft": "rfftn", "irfft": "irfftn", "rfft2": "rfftn", "irfft2": "irfftn",
-    "pifft3d": "pfft3d", "norm": "norm2",
+    "pifft3d": "pfft3d", "norm": "norm2", "ihfft": "hfft",
 }
 
 MESHES = [
