@@ -59,7 +59,7 @@ def _sharded(x, shape, axis_type):
 
 
 def _kind(x):
-    return "explicit" if distla._core.mesh.is_explicit(x.sharding.mesh.abstract_mesh) else "auto"
+    return "explicit" if AxisType.Explicit in x.sharding.mesh.abstract_mesh.axis_types else "auto"
 
 
 def _flops(n, real):
@@ -201,7 +201,7 @@ def test_rfftn(run, benchmark, n, shape, axis_type):
     run(fn, (x,), **_info(n, shape, True, fn, x, name), algorithm="auto")
 
 
-# --- a batch of fields: B volumes, the batch over the first mesh axis (issue 12) ---------
+# --- a batch of fields: B volumes, the batch over the first mesh axis ---------
 
 BATCH = 8
 

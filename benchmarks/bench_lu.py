@@ -164,7 +164,7 @@ def test_distla_lu_factor(run, benchmark, n):
     )
 
 
-# ------------------------------------------------------------------ LU scale (issue 16)
+# ------------------------------------------------------------------ LU scale
 # Compile time: the first call of lu_factor and solve on 2x4, compile only
 # (``.lower().compile()`` on abstract operands, nothing runs), at n = 2048 and
 # 16384. kernels/lu.py runs its block columns in at most MAX_PHASES loops, so

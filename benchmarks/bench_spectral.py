@@ -11,7 +11,7 @@ float32, n x n on a 2x4 mesh (``P(rows, cols)``, Explicit), one session:
 
 Flops executed: every eager step's per-device flops from ``distla.cost`` at
 order n, summed over devices, times the number of times it ran
-(``distla.linalg._polar.SIZED``, by order), scaled by (order / n)³ for the smaller
+(counted by the library's polar step counters, by order), scaled by (order / n)³ for the smaller
 diagonal blocks, plus 9w³ per leaf block of order w, against LAPACK's count
 (syevd with vectors ≈ 9n³, gesdd with vectors ≈ 22n³).
 

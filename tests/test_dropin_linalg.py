@@ -154,7 +154,7 @@ def test_strict_promotion_and_integer_inputs(m24, x64):
             jnp.linalg.solve(a, np.ones(16, np.int32))
 
 
-# ----------------------------------------------------------------- item 4: zero-size
+# ----------------------------------------------------------------- zero-size
 
 
 def test_zero_size_inputs_give_what_jnp_gives(m24):
@@ -232,13 +232,13 @@ def test_batched_results_in_the_callers_layout():
         residual = jnp.matmul(A, x) - B  # the first thing a user does with x
         assert float(jnp.abs(residual).max()) < 1e-4
         assert jax.typeof(residual).sharding.spec == jax.typeof(B).sharding.spec
-        inv = jax.vmap(linalg.inv)(A)  # item 10
+        inv = jax.vmap(linalg.inv)(A)
     close(inv, np.linalg.inv(a), 1e-4)
     assert inv.sharding.spec == P("rows", None, None)
     assert linalg.det(A).sharding.spec == P("rows")
 
 
-# ----------------------------------------------------------------- item 12: errors
+# ----------------------------------------------------------------- errors
 
 
 def test_errors_say_what_was_received_and_the_fix(m24):

@@ -210,7 +210,7 @@ def test_grad_and_jvp_of_the_general_plan():
     )
 
 
-# --- issue 10, item 8: pencils over (cols, rows) stay where they are ------------------------
+# --- pencils over (cols, rows) stay where they are ------------------------
 
 
 @pytest.mark.parametrize("kind", ["auto", "explicit"])

@@ -410,9 +410,11 @@ def solve(
         ``[B, n]`` right-hand side for a ``[B, n, n]`` stack is not a stack of
         vectors: use ``solve(a, b[..., None])[..., 0]``.
       assume_a: ``"gen"``, ``"sym"``, ``"her"`` or ``"pos"``, as in
-        ``jax.scipy.linalg.solve``; every one is solved by the LU today (right
-        for any nonsingular ``a``). With ``"pos"`` only the triangle named by
-        ``lower`` is read, as in jax (which reads all of ``a`` otherwise).
+        ``jax.scipy.linalg.solve``. ``"pos"`` on one sharded matrix runs the
+        distributed Cholesky (:func:`cho_factor`); every other case, and
+        stacks of matrices, runs the LU (right for any nonsingular ``a``).
+        With ``"pos"`` only the triangle named by ``lower`` is read, as in
+        jax (which reads all of ``a`` otherwise).
       lower: which triangle of ``a`` holds the matrix for ``assume_a`` other
         than ``"gen"``.
       overwrite_a: accepted and ignored, as in ``jax.scipy``.
@@ -423,7 +425,7 @@ def solve(
       factor_dtype: mixed precision (a distla extension): factor in this
         dtype (float32 for a float64 system, complex64 for complex128) and
         refine to the system's precision, as LAPACK's dsgesv; NaN where
-        refinement does not converge (``distla/linalg/_refine.py``). ``None``: no.
+        refinement does not converge (docs: lu.md). ``None``: no.
 
     Returns:
       ``x`` of shape ``[..., n]`` or ``[..., n, k]``; for one matrix in the 2D
