@@ -15,7 +15,7 @@ from conftest import build_mesh
 from jax.sharding import PartitionSpec as P
 
 import distla
-from distla import _hlo
+from distla._core import hlo as _hlo
 
 F = distla.fft
 
