@@ -118,3 +118,13 @@ def test_cho_factor_takes_block_size(mesh):
     c, low = dl.cho_factor(place(spd, mesh), lower=True, block_size=8)
     np.testing.assert_allclose(np.asarray(c), np.linalg.cholesky(spd), rtol=1e-4, atol=1e-4)
     assert low
+
+
+def test_svd_of_nan_input_is_nan(mesh):
+    x = np.random.default_rng(5).standard_normal((16, 16)).astype(np.float32)
+    x[2, 5] = np.nan
+    u, s, vh = dl.svd(place(x, mesh), full_matrices=False)
+    u_ref, s_ref, vh_ref = jnp.linalg.svd(x, full_matrices=False)
+    for got, ref in ((u, u_ref), (s, s_ref), (vh, vh_ref)):
+        assert np.isnan(np.asarray(got)).all() == np.isnan(np.asarray(ref)).all()
+    assert np.isnan(np.asarray(u)).any()

@@ -254,6 +254,10 @@ def _svd_finish(u_p, w, v, *, wide, full_matrices):
     if full_matrices and rows > k:
         q, _ = _qr.qr(u, mode="complete")  # q[:, :k] = u·diag(±1): keep u, add the rest
         u = jnp.concatenate([u, q[:, k:]], axis=1)
+    # NaN input: NaN singular vectors as LAPACK's (the completion would make u finite)
+    bad = jnp.isnan(jnp.sum(s))
+    u = jnp.where(bad, jnp.asarray(jnp.nan, u.dtype), u)
+    v = jnp.where(bad, jnp.asarray(jnp.nan, v.dtype), v)
     if wide:  # a = xᴴ = v s uᴴ
         return v, s, jnp.conj(u.T)
     return u, s, jnp.conj(v.T)
