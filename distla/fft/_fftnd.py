@@ -141,7 +141,7 @@ def one_device(x, kind, s, axes, norm):
     jax.jit, static_argnames=("plan", "kind", "s", "axes", "norm", "shape_in", "in_dtype")
 )
 def transform(x, *, plan, kind, s, axes, norm, shape_in, in_dtype):
-    """Run ``plan`` (a :class:`_route.Plan`) on ``x``; ``None``: gather, then jnp."""
+    """Run ``plan`` (a :class:`_route.Route`) on ``x``; ``None``: gather, then jnp."""
     mesh = jax.typeof(x).sharding.mesh
     if plan is None:  # a sharded 1-D transform: every device transforms the whole vector
         def gathered(x):

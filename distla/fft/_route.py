@@ -31,7 +31,7 @@ INVERSE = ("ifft", "irfft")
 
 
 @dataclasses.dataclass(frozen=True)
-class Plan:
+class Route:
     """A schedule for ``kernels/fftnd.py`` and the layouts on each side of it.
 
     Attributes:
@@ -103,7 +103,7 @@ def plan(
     kind: str,
     sizes: Mapping[str, int],
     n_last: int | None = None,
-) -> Plan | None:
+) -> Route | None:
     """Schedule the transform of ``axes`` of an array of true ``shape`` laid out ``groups``.
 
     Args:
@@ -118,7 +118,7 @@ def plan(
       n_last: output length of the last axis for ``irfft``.
 
     Returns:
-      The :class:`Plan`, or ``None`` when a transformed axis is sharded and
+      The :class:`Route`, or ``None`` when a transformed axis is sharded and
       there is no other axis to swap it with (a sharded 1-D array).
     """
     ndim = len(shape)
@@ -185,7 +185,7 @@ def plan(
         out_shape[real_axis] = shape[real_axis] // 2 + 1
     elif kind == "irfft":
         out_shape[real_axis] = n_last
-    return Plan(
+    return Route(
         steps=tuple(steps),
         pad_in=pad_in,
         spec_in=groups_spec(tuple(groups)),

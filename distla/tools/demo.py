@@ -19,7 +19,7 @@ from typing import Any
 
 from .ops import OPERATIONS, Operation
 from .ratios import THRESHOLD
-from .run import Plan, run_cases
+from .run import RunSpec, run_cases
 from .table import format_table
 
 HEADER = (
@@ -81,7 +81,7 @@ def op_row(op: Operation, scale: float, rounds: int) -> tuple[tuple[str, ...], s
     p = jax.device_count()
     grid = op.demo.grid(p)
     size = op.expand(op.demo.size(scale, p))
-    plan = Plan(op=op.name, sizes=(size,), meshes=(grid,), dtype=op.dtypes[0], rounds=rounds)
+    plan = RunSpec(op=op.name, sizes=(size,), meshes=(grid,), dtype=op.dtypes[0], rounds=rounds)
     with jax.enable_x64(False):
         rows = run_cases(op, plan)
     mine = next(r for r in rows if r["role"] == "distla")

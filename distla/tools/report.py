@@ -15,7 +15,7 @@ import numpy as np
 
 from .ops import Operation
 from .ops.base import dims
-from .run import Plan
+from .run import RunSpec
 from .table import format_table
 
 
@@ -74,7 +74,7 @@ def versions() -> dict[str, str]:
 
 
 def document(
-    op: Operation, plan: Plan, rows: list[dict[str, Any]], wall: float, argv: Sequence[str]
+    op: Operation, plan: RunSpec, rows: list[dict[str, Any]], wall: float, argv: Sequence[str]
 ) -> dict[str, Any]:
     """Every figure of a study with its context: command, machine, versions, models."""
     models = {v.name: v.model_text or None for v in op.variants}

@@ -27,7 +27,7 @@ MIB = 2.0**20
 
 
 @dataclasses.dataclass(frozen=True)
-class Plan:
+class RunSpec:
     """What to run: one operation, its sizes and meshes, and how."""
 
     op: str
@@ -134,7 +134,7 @@ class _Case:
     compiled: Any = None
 
 
-def plan_cases(op: Operation, plan: Plan) -> list[tuple[tuple[int, ...], tuple[int, int], list]]:
+def plan_cases(op: Operation, plan: RunSpec) -> list[tuple[tuple[int, ...], tuple[int, int], list]]:
     """The cases, grouped by the (shape, mesh) whose inputs they share.
 
     A group times the distla variants on its mesh and the per-mesh baselines
@@ -235,7 +235,7 @@ def _one_line(e: BaseException) -> str:
     return f"{type(e).__name__}: {text[0] if text else ''}"[:300]
 
 
-def run_cases(op: Operation, plan: Plan) -> list[dict[str, Any]]:
+def run_cases(op: Operation, plan: RunSpec) -> list[dict[str, Any]]:
     """Every case of ``plan`` on the devices present: one row (a dict) per case."""
     import jax
 
@@ -260,7 +260,7 @@ def run_cases(op: Operation, plan: Plan) -> list[dict[str, Any]]:
     return rows
 
 
-def _run_group(op: Operation, plan: Plan, cases: list[_Case], progress) -> list[dict[str, Any]]:
+def _run_group(op: Operation, plan: RunSpec, cases: list[_Case], progress) -> list[dict[str, Any]]:
     from distla.cost import cost_of_compiled
 
     rows = []
@@ -333,7 +333,7 @@ def _first_call(c: _Case, on: str) -> float:
     return time.perf_counter() - t0
 
 
-def _row(op: Operation, plan: Plan, c: _Case) -> dict[str, Any]:
+def _row(op: Operation, plan: RunSpec, c: _Case) -> dict[str, Any]:
     pr, pc = c.grid
     impl = c.impl
     model = None

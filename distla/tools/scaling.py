@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from .ops import OPERATIONS, Operation, ScalingError
-from .run import Plan, run_cases
+from .run import RunSpec, run_cases
 
 DESCRIPTION = (
     "Time one distla operation and its baselines over meshes and sizes; write "
@@ -93,7 +93,7 @@ def _parse_ints(text: str, what: str) -> tuple[int, ...]:
     return vals
 
 
-def plan_of(args: argparse.Namespace) -> tuple[Plan, Path]:
+def plan_of(args: argparse.Namespace) -> tuple[RunSpec, Path]:
     """Validate parsed arguments (no devices needed): the plan and the output folder.
 
     Raises:
@@ -126,7 +126,7 @@ def plan_of(args: argparse.Namespace) -> tuple[Plan, Path]:
         )
     entries = [_parse_ints(t, "size") for t in _split(args.sizes)] or op.default_sizes
     sizes = tuple(op.expand(s) for s in entries)
-    plan = Plan(
+    plan = RunSpec(
         op=op.name,
         sizes=tuple(dict.fromkeys(sizes)),
         meshes=tuple(dict.fromkeys(meshes)),
@@ -155,7 +155,7 @@ def _available_memory() -> float | None:
         return None
 
 
-def check_sizes(op: Operation, plan: Plan) -> None:
+def check_sizes(op: Operation, plan: RunSpec) -> None:
     """Every size fits every mesh and the memory here, else ScalingError."""
     dt = np.dtype(plan.dtype)
     avail = _available_memory()
@@ -175,7 +175,7 @@ def check_sizes(op: Operation, plan: Plan) -> None:
                 )
 
 
-def run(plan: Plan, argv: Sequence[str] = ()) -> dict[str, Any]:
+def run(plan: RunSpec, argv: Sequence[str] = ()) -> dict[str, Any]:
     """Run the study of ``plan`` on the devices present; returns the results document."""
     import jax
 
