@@ -247,7 +247,7 @@ def test_communication_and_memory():
     assert c.collective_counts["all-gather"] == 0
     model = distla.linalg.cholesky_model_bytes(n, (2, 4), np.float32)
     assert 1 / 1.2 <= c.total_collective_bytes / model <= 1.2
-    nb, w, n_pad = _cholesky.plan(distla._core.mesh.grid_of(mesh, what=""), n)
+    nb, w, n_pad = _cholesky.blocking(distla._core.mesh.grid_of(mesh, what=""), n)
     # a few copies of the local block (input, symmetrised, block-cyclic, output)
     # plus the segment's panel rows and their transposes: O(n²/p + n·w·nb/pr)
     local, segment = n_pad * n_pad / 8 * 4, n_pad / 2 * nb * w * 4

@@ -537,7 +537,7 @@ class TestCost:
         whole = n * n * 4
         assert cost.largest("all-gather") < whole / 2
         assert cost.largest() < whole / 2
-        nb, _ = distla.linalg._lu.plan(distla._core.mesh.grid_of(mesh.abstract_mesh, what="test"), n)
+        nb, _ = distla.linalg._lu.blocking(distla._core.mesh.grid_of(mesh.abstract_mesh, what="test"), n)
         assert cost.peak_memory_bytes <= 4 * (whole / 8 + n * nb * 4)
 
     @pytest.mark.parametrize("rhs", [None, 0, 9])
@@ -562,7 +562,7 @@ class TestCost:
         n = 512
         a = _abstract(mesh, (n, n), P("x", "y"))
         cost = distla.cost(linalg.lu_factor, a)
-        nb, _ = distla.linalg._lu.plan(distla._core.mesh.grid_of(mesh.abstract_mesh, what="test"), n)
+        nb, _ = distla.linalg._lu.blocking(distla._core.mesh.grid_of(mesh.abstract_mesh, what="test"), n)
         # the panels' getrf: sum over panels of m·nb² - nb³/3 (m rows below the panel top)
         getrf = sum((n - k) * nb * nb - nb**3 / 3 for k in range(0, n, nb))
         assert 0.9 * getrf <= cost.conditional_flops <= 1.1 * getrf

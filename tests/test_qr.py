@@ -259,7 +259,7 @@ def test_cost_no_gathers_and_the_model(grid, shape, spec, mode):
     else:
         # the largest: a gathered panel, or a local block in the relayout (twice
         # it with empty slots when the blocks do not split evenly: kernels/cyclic.py)
-        _, m_pad, n_pad = _qr.plan(distla._core.mesh.grid_of(mesh.abstract_mesh, what="t"), m, n, nb)
+        _, m_pad, n_pad = _qr.blocking(distla._core.mesh.grid_of(mesh.abstract_mesh, what="t"), m, n, nb)
         assert c.largest() <= max(m_pad * nb, 2 * m_pad * max(m_pad, n_pad) / p) * 4
         if m * n == m_pad * n_pad:  # about 8 local blocks: A, its working copy, R, Q, relayouts
             assert c.peak_memory_bytes <= (10 * m * n / p + 4 * m * nb) * 4

@@ -212,7 +212,7 @@ def test_mixed_solve_moves_no_whole_matrix(x64):
     whole = n * n * 8
     assert cost.largest() < whole / 4
     # a float64 local block, its float32 copy and factors, and panel buffers
-    nb, _ = distla.linalg._lu.plan(distla._core.mesh.grid_of(mesh.abstract_mesh, what="test"), n)
+    nb, _ = distla.linalg._lu.blocking(distla._core.mesh.grid_of(mesh.abstract_mesh, what="test"), n)
     assert cost.peak_memory_bytes <= 4 * (whole / 8 + n * nb * 8)
 
 

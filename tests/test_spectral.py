@@ -299,7 +299,7 @@ def test_cost_no_collective_carries_a_matrix():
     from distla.linalg import _qr
     from distla._core.mesh import grid_of
 
-    nb, m_pad, _ = _qr.plan(grid_of(amesh, what="test"), 2 * n, n)
+    nb, m_pad, _ = _qr.blocking(grid_of(amesh, what="test"), 2 * n, n)
     for name, (fn, args) in steps.items():
         c = distla.cost(fn, *args)
         # the QR-based step factors [√c X; I] (2n x n): its largest collective is the

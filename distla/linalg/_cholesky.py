@@ -43,7 +43,7 @@ MAX_SEGMENTS = 4
 _PRECISION = lax.Precision.HIGHEST
 
 
-def plan(grid: Grid, n: int, block_size: int | None = None) -> tuple[int, int, int]:
+def blocking(grid: Grid, n: int, block_size: int | None = None) -> tuple[int, int, int]:
     """``(nb, w, n_pad)``: block size, panels per segment and padded order.
 
     ``n_pad = nb·nbr`` with ``nbr`` a multiple of ``w`` and ``w`` a multiple of
@@ -91,7 +91,7 @@ def factor(a, *, call: Plan, upper=False, symmetrize=True, read_upper=False):
     """
     grid, dtype = call.grid, call.dtype
     n = a.shape[0]
-    nb, w, n_pad = plan(grid, n, call.block_size)
+    nb, w, n_pad = blocking(grid, n, call.block_size)
     blocks = grid.block_spec
 
     def body(a):
@@ -135,7 +135,7 @@ def model_bytes(
     The model of docs/cholesky.md, for a ``pr x pc`` grid, counted as
     ``distla.cost`` counts (all-gather and all-to-all ``(g-1)/g`` of their
     result, all-reduce ``2(g-1)/g``), summed step by step over the
-    segments and panels of :func:`plan`. ``symmetrize`` adds the transpose
+    segments and panels of :func:`blocking`. ``symmetrize`` adds the transpose
     that ``symmetrize_input=True`` needs (one all-to-all of the local block).
     Public as ``distla.linalg.cholesky_model_bytes``.
 
@@ -152,7 +152,7 @@ def model_bytes(
     """
     pr, pc = grid
     mesh = jax.sharding.AbstractMesh((pr, pc), ("r", "c"))
-    nb, w, n_pad = plan(Grid(mesh, "r", "c"), n, block_size)
+    nb, w, n_pad = blocking(Grid(mesh, "r", "c"), n, block_size)
     item = jnp.dtype(dtype).itemsize
     nbr, mloc, nloc = n_pad // nb, n_pad // pr, n_pad // pc
     block = mloc * nloc

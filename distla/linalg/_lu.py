@@ -39,7 +39,7 @@ FEW_RHS = 128
 _PRECISION = lax.Precision.HIGHEST
 
 
-def plan(grid: Grid, n: int, block_size: int | None = None) -> tuple[int, int]:
+def blocking(grid: Grid, n: int, block_size: int | None = None) -> tuple[int, int]:
     """``(nb, n_pad)``: block size and padded order for an ``n x n`` LU on ``grid``.
 
     The number of blocks ``n_pad / nb`` must be a multiple of ``pr`` and
@@ -122,7 +122,7 @@ def lu_factor(a, *, call: Plan):
     """``(lu, piv)`` of one matrix, as ``jax.scipy.linalg.lu_factor``."""
     grid, dtype = call.grid, call.dtype
     m, n = a.shape  # rectangular: the LU of a square padding (see _pad_identity)
-    nb, n_pad = plan(grid, max(m, n), call.block_size)
+    nb, n_pad = blocking(grid, max(m, n), call.block_size)
     blocks = grid.block_spec
 
     def body(a):
@@ -186,7 +186,7 @@ def lu_solve(lu, piv, b, *, call: Plan, trans: int):
     """
     grid, dtype = call.grid, call.dtype
     n = lu.shape[0]
-    nb, n_pad = plan(grid, n)
+    nb, n_pad = blocking(grid, n)
     blocks = grid.block_spec
     rhs = rhs_of(grid, b.shape, trans)
 
@@ -217,7 +217,7 @@ def _natural_rhs_spec(grid: Grid, ndim: int) -> P:
 def solve(a, b, *, call: Plan):
     """``a^-1 b``: factorisation and solves in one program."""
     grid, dtype = call.grid, call.dtype
-    nb, n_pad = plan(grid, a.shape[0], call.block_size)
+    nb, n_pad = blocking(grid, a.shape[0], call.block_size)
     blocks = grid.block_spec
     rhs = rhs_of(grid, b.shape, 0)
 
@@ -472,7 +472,7 @@ def model_bytes(
     """
     pr, pc = grid
     mesh = jax.sharding.AbstractMesh((pr, pc), ("r", "c"))
-    nb, n_pad = plan(Grid(mesh, "r", "c"), n, block_size)
+    nb, n_pad = blocking(Grid(mesh, "r", "c"), n, block_size)
     item = jnp.dtype(dtype).itemsize
     nbr, mloc, nloc = n_pad // nb, n_pad // pr, n_pad // pc
     block = mloc * nloc

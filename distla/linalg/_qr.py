@@ -76,14 +76,14 @@ def _tsqr_rows(mesh) -> str | tuple[str, ...]:
     return names[0] if len(names) == 1 else names
 
 
-def plan(grid: Grid, m: int, n: int, block_size: int | None = None) -> tuple[int, int, int]:
+def blocking(grid: Grid, m: int, n: int, block_size: int | None = None) -> tuple[int, int, int]:
     """``(nb, m_pad, n_pad)`` for the Householder kernel on ``grid``.
 
-    The block size is the LU's choice for ``min(m, n)`` (``distla.linalg._lu.plan``)
+    The block size is the LU's choice for ``min(m, n)`` (``distla.linalg._lu.blocking``)
     unless ``block_size`` is given; ``m_pad`` is a multiple of ``nb·pr`` and
     ``n_pad`` of ``nb·pc``.
     """
-    nb, _ = _lu.plan(grid, max(1, min(m, n)), block_size)
+    nb, _ = _lu.blocking(grid, max(1, min(m, n)), block_size)
     return nb, _round_up(m, nb * grid.pr), _round_up(n, nb * grid.pc)
 
 
@@ -136,7 +136,7 @@ def _tsqr(a, *, mode, call: Plan):
 def _householder(a, *, mode, call: Plan):
     mesh, grid, dtype = call.mesh, call.grid, call.dtype
     m, n = a.shape
-    nb, m_pad, n_pad = plan(grid, m, n, call.block_size)
+    nb, m_pad, n_pad = blocking(grid, m, n, call.block_size)
     panels = -(-min(m, n) // nb)
     stages = stages_for(panels)
     want_q = mode != "r"
@@ -420,7 +420,7 @@ def model_bytes(
             elements += -(-m // p) * n * (p - 1) / p
         return elements * item
     mesh = jax.sharding.AbstractMesh((pr, pc), ("r", "c"))
-    nb, m_pad, n_pad = plan(Grid(mesh, "r", "c"), m, n, block_size)
+    nb, m_pad, n_pad = blocking(Grid(mesh, "r", "c"), m, n, block_size)
     panels = -(-min(m, n) // nb)
     stages = stages_for(panels)
     mloc, nloc = m_pad // pr, n_pad // pc

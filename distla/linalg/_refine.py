@@ -240,7 +240,7 @@ def _refine_2d(a, b, lu, piv, *, factor_dtype, trans, counts):
     n = a.shape[0]
     vector = b.ndim == 1
     k = 1 if vector else b.shape[1]
-    nb, n_pad = _lu.plan(grid, n)
+    nb, n_pad = _lu.blocking(grid, n)
     blocks = grid.block_spec
     b_spec = P(grid.row if trans == 0 else grid.col, None)
     given = lu is not None

@@ -21,7 +21,7 @@ from distla.kernels.cyclic import from_block_cyclic, to_block_cyclic
 from distla.kernels.trsm import trsm_few, trsm_many
 
 from .._core.checks import as_array, empty_or_one_device, is_empty, result_dtype, rhs_core, square
-from ._lu import _pad_identity, plan, result_spec, rhs_of
+from ._lu import _pad_identity, blocking, result_spec, rhs_of
 from ._lu_rules import like, matvec
 from .._core.mesh import Grid, constrain, run_on_mesh, shard_map
 from .._core.plan import Plan, resolve
@@ -54,7 +54,7 @@ def _trans_code(trans, what: str) -> int:
 def triangular_solve(a, b, *, call: Plan, trans, lower, unit_diagonal):
     """``op(T)⁻¹ b`` for one matrix: ``T`` the ``lower``/upper triangle of ``a`` (no derivative)."""
     grid, dtype = call.grid, call.dtype
-    nb, n_pad = plan(grid, a.shape[0])
+    nb, n_pad = blocking(grid, a.shape[0])
     blocks = grid.block_spec
     rhs = rhs_of(grid, b.shape, trans)
     # op(T) of a block-cyclic T is the local transpose on the transposed grid
