@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-import functools
 import math
 import re
 from collections.abc import Callable
@@ -13,6 +12,7 @@ from typing import Any
 import jax
 
 from ._core import hlo as _hlo
+from ._core import plan as _plan
 
 COLLECTIVE_KINDS = (
     "all-gather",
@@ -74,6 +74,12 @@ class Cost:
         ``num_devices·(flops - conditional_flops) + owners·conditional_flops``.
       xla_flops: XLA's own cost analysis, which counts a loop body once.
       exact: False when a loop had no known trip count (counted once).
+      plan: the plan distla chose while tracing the call: ``"distributed"``,
+        ``"one_device"`` (the operands moved to one device and back, below
+        the budget of ``distla.linalg.set_plan_budget``), ``"mixed"`` when
+        its calls chose differently, ``None`` when no call chose one.
+      plans: every choice (``family``, ``plan``, ``bytes`` the one-device
+        plan moves), in the order the calls were traced.
     """
 
     num_devices: int
@@ -88,6 +94,8 @@ class Cost:
     xla_flops: float
     exact: bool
     conditional_flops: float = 0.0
+    plan: str | None = None
+    plans: tuple[_plan.Chosen, ...] = ()
 
     @property
     def peak_memory_bytes(self) -> int:
@@ -117,6 +125,9 @@ class Cost:
         lines.append(f"  {'flops':<20} {self.flops:10.4g}")
         if self.conditional_flops:
             lines.append(f"  {'  in lax.cond':<20} {self.conditional_flops:10.4g}")
+        for c in self.plans:
+            moved = f", {c.bytes / mib:.2f} MiB to one device and back" if c.bytes else ""
+            lines.append(f"  plan {c.family:<15} {c.plan}{moved}")
         return "\n".join(lines)
 
 
@@ -144,9 +155,15 @@ def cost(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Cost:
       >>> c.collective_bytes["all-gather"] < a.nbytes
       True
     """
-    target = functools.partial(fn, **kwargs) if kwargs else fn
-    compiled = jax.jit(target).lower(*args).compile()
-    return cost_of_compiled(compiled)
+    def target(*args):  # a new function each time: traced afresh, so its plans are seen
+        return fn(*args, **kwargs)
+
+    with _plan.recording() as notes:
+        compiled = jax.jit(target).lower(*args).compile()
+    found = cost_of_compiled(compiled)
+    kinds = {c.plan for c in notes}
+    plan = None if not kinds else kinds.pop() if len(kinds) == 1 else "mixed"
+    return dataclasses.replace(found, plan=plan, plans=tuple(notes))
 
 
 def cost_of_compiled(compiled: Any) -> Cost:

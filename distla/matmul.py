@@ -14,6 +14,7 @@ from jax import lax
 from distla.kernels.cannon import cannon_local
 from distla.kernels.summa import summa_k_multiple, summa_local
 
+from ._core import plan as _plan
 from ._core.checks import (
     as_array,
     canonical_precision,
@@ -32,8 +33,16 @@ from ._core.mesh import (
     shard_map,
 )
 
-Algorithm = Literal["auto", "summa", "cannon"]
-ALGORITHMS = ("auto", "summa", "cannon")
+Algorithm = Literal["auto", "summa", "cannon", "xla"]
+ALGORITHMS = ("auto", "summa", "cannon", "xla")
+
+#: Largest dimension at which ``algorithm="auto"`` hands the product to XLA's
+#: own partitioning of ``jnp.matmul`` (measured on the 2-core CPU test bed,
+#: 8 simulated devices: at n = 256 XLA's 4 ms against SUMMA's 13 ms; from
+#: n = 1024 SUMMA wins, docs/benchmarks.md). XLA all-gathers A's rows over
+#: the column axis and B's columns over the row axis (the panels SUMMA
+#: broadcasts, in one step), never the whole operands.
+XLA_CROSSOVER = 512
 
 
 def matmul(
@@ -57,7 +66,11 @@ def matmul(
         other layouts are re-laid out to ``P(r, c)`` first.
       b: ``[k, n]`` matrix on the same mesh.
       algorithm: ``"summa"`` (any ``pr x pc`` mesh), ``"cannon"`` (square
-        meshes only) or ``"auto"`` (SUMMA; see ``docs/matmul.md`` for why).
+        meshes only), ``"xla"`` (XLA's own partitioning of ``jnp.matmul`` on
+        the 2D block layout: it all-gathers block rows of A and block columns
+        of B, never a whole operand; faster than SUMMA for small products)
+        or ``"auto"`` (SUMMA; see ``docs/matmul.md`` for why); ``distla.cost``
+        reports the choice.
       precision: ``lax.Precision`` of the local products, as in
         ``jnp.matmul``. ``None`` follows ``jax.default_matmul_precision`` and
         the backend's default, exactly as ``jnp.matmul`` does (on recent NVIDIA
@@ -127,6 +140,7 @@ def matmul(
             f"{what}: algorithm='cannon' needs a square mesh; got a {grid.shape_str} mesh "
             f"{tuple(mesh.axis_names)}. Use algorithm='summa' (any mesh shape)."
         )
+    algorithm = _choose(grid, algorithm, (a.shape[0], a.shape[1], b.shape[1]))
     if dtype == np.dtype(bool):  # logical and/or, as jnp.matmul: counted in int32
         c = _matmul(a, b, dtype=np.dtype(np.int32), algorithm=algorithm, precision=precision,
                     panels=panels)
@@ -146,10 +160,11 @@ def _default_panels(grid: Grid, k: int) -> int:
     return max(1, min(max(grid.pr, grid.pc), -(-k // chunks)))
 
 
-def _choose(grid: Grid, algorithm: str) -> str:
-    if algorithm != "auto":
-        return algorithm
-    return "summa"
+def _choose(grid: Grid, algorithm: str, shape: tuple[int, int, int]) -> str:
+    if algorithm == "auto":
+        algorithm = "xla" if max(shape) <= XLA_CROSSOVER else "summa"
+    _plan.note("matmul", algorithm)
+    return algorithm
 
 
 def _round_up(x: int, multiple: int) -> int:
@@ -167,7 +182,14 @@ def _matmul(a, b, *, dtype, algorithm, precision, panels):
     mesh = operand_mesh(a, b, names=("a", "b"))
     grid = grid_of(mesh, what="distla.matmul")
     (m, k), n = a.shape, b.shape[1]
-    algorithm = _choose(grid, algorithm)
+    blocks = grid.block_spec
+    if algorithm == "xla":
+
+        def xla(a, b):
+            a, b = constrain(a.astype(dtype), blocks), constrain(b.astype(dtype), blocks)
+            return jnp.matmul(a, b, precision=precision)
+
+        return run_on_mesh(xla, mesh, fitting_spec((m, n), mesh, blocks), a, b)
     if algorithm == "cannon":
         mp, kp, np_ = (_round_up(x, grid.pr) for x in (m, k, n))
         kernel = functools.partial(
@@ -185,7 +207,6 @@ def _matmul(a, b, *, dtype, algorithm, precision, panels):
             panels=panels,
             precision=precision,
         )
-    blocks = grid.block_spec
 
     def body(a, b):
         if 0 in (m, k, n):  # an empty product is zeros; no zero-size shard_map operand

@@ -13,6 +13,9 @@ import tempfile
 SIMULATED_DEVICES = 8
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 os.environ.setdefault("JAX_NUM_CPU_DEVICES", str(SIMULATED_DEVICES))
+# The suites of the distributed algorithms test those algorithms: plan="auto"
+# stays distributed unless a test sets the one-device budget itself (test_plans).
+os.environ.setdefault("DISTLA_PLAN_BUDGET", "0")
 
 import jax  # noqa: E402
 import pytest  # noqa: E402

@@ -14,7 +14,11 @@ caller's block size.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import dataclasses
+import os
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -63,3 +67,109 @@ def resolve(
     if mesh is None:
         return None
     return Plan(mesh, np.dtype(dtype), block_size)
+
+
+# ------------------------------------------------------------------ distributed or one device
+
+PLANS = ("auto", "distributed", "one_device")
+
+#: Default memory budget of the one-device plan: bytes of the operands plus the
+#: results that one device may receive and hold. ``DISTLA_PLAN_BUDGET`` (bytes,
+#: read at import) or ``set_plan_budget`` change it.
+DEFAULT_BUDGET = int(os.environ.get("DISTLA_PLAN_BUDGET", 512 * 2**20))
+
+#: Largest ``n`` (of an ``n x n`` problem) at which ``"auto"`` moves a
+#: family's call to one device, measured on the 2-core CPU test bed with 8
+#: simulated devices (docs/benchmarks.md, "Plans"): below it the one-device
+#: plan (transfer plus LAPACK) beat the distributed algorithm. The spectral
+#: family (QDWH divide and conquer, several times LAPACK's flops) loses to
+#: one device at every size measured; the LU and Cholesky drivers win from
+#: the crossover up (``"lu"``: lu_factor, det, slogdet, inv).
+CROSSOVER = {
+    "eigh": 4096,
+    "svd": 4096,
+    "polar": 4096,
+    "cholesky": 1024,
+    "solve": 512,
+    "lu": 512,
+}
+
+_budget: list[int] = [DEFAULT_BUDGET]
+_notes: contextvars.ContextVar[list | None] = contextvars.ContextVar("distla_plans", default=None)
+
+
+@dataclasses.dataclass(frozen=True)
+class Chosen:
+    """One plan a call chose: ``family`` (``"eigh"``, ...), ``plan``, and ``bytes``
+    the one-device plan moves (operands to one device plus results back; 0 for
+    ``"distributed"``, whose collectives ``distla.cost`` counts itself)."""
+
+    family: str
+    plan: str
+    bytes: int
+
+
+def set_plan_budget(nbytes: int) -> int:
+    """Set the one-device plan's memory budget; returns the previous one.
+
+    ``plan="auto"`` moves a call to one device only when the bytes of its
+    operands and results are at most ``nbytes`` (``0`` keeps every call
+    distributed). Read when a call is traced: a function the caller has
+    already jitted keeps the plan it was traced with.
+    """
+    if not isinstance(nbytes, (int, np.integer)) or isinstance(nbytes, bool) or nbytes < 0:
+        raise ValueError(f"plan budget must be a non-negative int of bytes, got {nbytes!r}")
+    previous, _budget[0] = _budget[0], int(nbytes)
+    return previous
+
+
+def plan_budget() -> int:
+    """The one-device plan's memory budget in bytes (see :func:`set_plan_budget`)."""
+    return _budget[0]
+
+
+@contextlib.contextmanager
+def budget(nbytes: int) -> Iterator[None]:
+    """``with budget(nbytes):`` the one-device budget inside the block only."""
+    previous = set_plan_budget(nbytes)
+    try:
+        yield
+    finally:
+        _budget[0] = previous
+
+
+def choose(family: str, plan: str, *, n: int, nbytes: int, what: str) -> str:
+    """``"distributed"`` or ``"one_device"`` for a call of ``family`` on an ``n``-sized problem.
+
+    ``plan="auto"`` picks one device when ``n <= CROSSOVER[family]`` and the
+    ``nbytes`` moved fit the budget; an explicit ``"one_device"`` is honoured
+    whatever the budget. The choice is noted for ``distla.cost``.
+
+    Raises:
+      ValueError: ``plan`` is not one of ``PLANS``.
+    """
+    if plan not in PLANS:
+        raise ValueError(f"{what}: plan must be one of {PLANS}, got {plan!r}")
+    if plan == "auto":
+        fits = nbytes <= _budget[0] and n <= CROSSOVER.get(family, 0)
+        plan = "one_device" if fits else "distributed"
+    note(family, plan, nbytes if plan == "one_device" else 0)
+    return plan
+
+
+def note(family: str, plan: str, nbytes: int = 0) -> None:
+    """Record a plan chosen while tracing, for ``distla.cost`` (no-op outside it)."""
+    notes = _notes.get()
+    if notes is not None:
+        notes.append(Chosen(family, plan, nbytes))
+
+
+@contextlib.contextmanager
+def recording() -> Iterator[list[Chosen]]:
+    """Collect the plans chosen while tracing inside the block (``distla.cost``)."""
+    notes: list[Chosen] = []
+    token = _notes.set(notes)
+    try:
+        yield notes
+    finally:
+        _notes.reset(token)

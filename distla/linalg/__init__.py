@@ -30,6 +30,7 @@ import jax.numpy as jnp
 import jax.scipy.linalg as jsl
 import numpy as np
 from jax import lax
+from jax.sharding import PartitionSpec as P
 
 from . import _batched, _refine
 from .._core.checks import as_array, empty_or_one_device, is_empty, onto_mesh, result_dtype, square
@@ -48,10 +49,13 @@ from .._core.mesh import (
     axes_taken_by_vmap,
     drop_trivial_sharding,
     fitting_spec,
+    is_explicit,
     operand_mesh,
     run_on_mesh,
 )
-from .._core.plan import resolve
+from .._core.one_device import block_layout, choose_plan, on_one_device, planned
+from .._core.plan import plan_budget, resolve, set_plan_budget
+from ._lu import result_spec
 from ._cholesky import cho_factor, cho_solve, cholesky, solve_pos
 from ._cholesky import model_bytes as cholesky_model_bytes
 from ._lu import model_bytes as lu_model_bytes
@@ -116,6 +120,7 @@ def lu_factor(
     check_finite: bool = True,
     *,
     block_size: int | None = None,
+    plan: str = "auto",
 ) -> tuple[jax.Array, jax.Array]:
     """LU factorisation with partial pivoting, as ``jax.scipy.linalg.lu_factor``.
 
@@ -127,6 +132,9 @@ def lu_factor(
       check_finite: accepted and ignored, as in ``jax.scipy``.
       block_size: the distributed LU's block size ``nb`` (panel width and
         block-cyclic block); ``None`` picks one near 128 that pads least.
+
+      plan: ``"auto"``, ``"distributed"`` or ``"one_device"`` for one sharded
+        matrix, as :func:`solve`'s (the one-device plan runs jnp's function).
 
     Returns:
       ``(lu, piv)``: ``lu`` (``[m, n]``) holds ``L`` (unit diagonal, not
@@ -162,7 +170,8 @@ def lu_factor(
         return empty_or_one_device(jsl.lu_factor, a)
     if a.ndim > 2:
         return _batched.lu_factor(a, call=call)
-    return lu_factor_2d(a, call=call)
+    one = planned("lu", plan, jsl.lu_factor, a, mesh=call.mesh, what=what)
+    return one if one is not None else lu_factor_2d(a, call=call)
 
 
 def lu_solve(
@@ -395,6 +404,7 @@ def solve(
     check_finite: bool = True,
     block_size: int | None = None,
     factor_dtype: jax.typing.DTypeLike | None = None,
+    plan: str = "auto",
 ) -> jax.Array:
     """Solve ``a x = b``, as ``jnp.linalg.solve`` (and ``jax.scipy.linalg.solve``).
 
@@ -426,6 +436,11 @@ def solve(
         dtype (float32 for a float64 system, complex64 for complex128) and
         refine to the system's precision, as LAPACK's dsgesv; NaN where
         refinement does not converge (docs: lu.md). ``None``: no.
+      plan: ``"auto"``, ``"distributed"`` or ``"one_device"`` for one sharded
+        matrix: below the budget (:func:`set_plan_budget`) and a measured
+        crossover size, ``"auto"`` moves ``a`` and ``b`` to one device, runs
+        ``jax.scipy.linalg.solve`` (LAPACK) there and shards ``x`` back in
+        the same layout; ``distla.cost`` reports the plan.
 
     Returns:
       ``x`` of shape ``[..., n]`` or ``[..., n, k]``; for one matrix in the 2D
@@ -462,6 +477,15 @@ def solve(
     a, b = onto_mesh(a, b)
     if a.ndim > 2 or b.ndim > 2 and not vector:
         return _batched.solve(a, b, call=call)
+    options = (("assume_a", assume_a), ("lower", bool(lower)))
+    if choose_plan("solve", plan, jsl.solve, a, b, what=what, options=options) == "one_device":
+        # the distributed plans' layouts: on Explicit meshes Cholesky's x keeps b's;
+        # the LU's is the largest even one
+        keep_b = is_explicit(call.mesh) and assume_a == "pos"
+        x_spec = P(*jax.typeof(b).sharding.spec) if keep_b else result_spec(call.grid, b.shape)
+        specs = (block_layout(a.shape, call.mesh), x_spec)
+        return on_one_device(jsl.solve, a, b, mesh=call.mesh, in_specs=specs,
+                             out_specs=specs[1:], options=options)
     if assume_a == "pos":
         return solve_pos(a, b, lower=lower, call=call)
     return solve_2d(a, b, call=call)
@@ -476,7 +500,9 @@ def _symmetrize(a, *, lower):
     return tri + like(jnp.conj(jnp.swapaxes(strict, -1, -2)), tri)
 
 
-def det(a: jax.typing.ArrayLike, *, block_size: int | None = None) -> jax.Array:
+def det(
+    a: jax.typing.ArrayLike, *, block_size: int | None = None, plan: str = "auto"
+) -> jax.Array:
     """Determinant, as ``jnp.linalg.det``.
 
     ``sign * exp(logabsdet)`` from the diagonal of U and the parity of the
@@ -486,6 +512,9 @@ def det(a: jax.typing.ArrayLike, *, block_size: int | None = None) -> jax.Array:
     Args:
       a: ``[n, n]`` matrix or ``[..., n, n]`` stack; integer and bool inputs
         promote to the default float.
+
+      plan: ``"auto"``, ``"distributed"`` or ``"one_device"`` for one sharded
+        matrix, as :func:`solve`'s (the one-device plan runs jnp's function).
 
     Returns:
       Scalar (replicated), or ``[...]`` sharded along the batch like ``a``.
@@ -499,11 +528,16 @@ def det(a: jax.typing.ArrayLike, *, block_size: int | None = None) -> jax.Array:
         return empty_or_one_device(jnp.linalg.det, a)
     if a.ndim > 2:
         return _batched.det(a, call=call)
-    return det_2d(a, call=call)
+    one = planned("lu", plan, jnp.linalg.det, a, mesh=call.mesh, what="distla.linalg.det")
+    return one if one is not None else det_2d(a, call=call)
 
 
 def slogdet(
-    a: jax.typing.ArrayLike, *, method: str | None = None, block_size: int | None = None
+    a: jax.typing.ArrayLike,
+    *,
+    method: str | None = None,
+    block_size: int | None = None,
+    plan: str = "auto",
 ) -> SlogdetResult:
     """Sign and log-magnitude of the determinant, as ``jnp.linalg.slogdet``.
 
@@ -511,6 +545,9 @@ def slogdet(
       a: ``[n, n]`` matrix or ``[..., n, n]`` stack.
       method: ``None``/``"lu"`` or ``"qr"`` as in jnp; distla computes both
         with its LU (the values agree).
+
+      plan: ``"auto"``, ``"distributed"`` or ``"one_device"`` for one sharded
+        matrix, as :func:`solve`'s (the one-device plan runs jnp's function).
 
     Returns:
       ``SlogdetResult(sign, logabsdet)``; ``sign`` has ``a``'s dtype (a unit
@@ -534,14 +571,21 @@ def slogdet(
         return SlogdetResult(*empty_or_one_device(jnp.linalg.slogdet, a))
     if a.ndim > 2:
         return SlogdetResult(*_batched.slogdet(a, call=call))
-    return SlogdetResult(*slogdet_2d(a, call=call))
+    one = planned("lu", plan, jnp.linalg.slogdet, a, mesh=call.mesh, what=what,
+                  options=(("method", method),))
+    return SlogdetResult(*(one if one is not None else slogdet_2d(a, call=call)))
 
 
-def inv(a: jax.typing.ArrayLike, *, block_size: int | None = None) -> jax.Array:
+def inv(
+    a: jax.typing.ArrayLike, *, block_size: int | None = None, plan: str = "auto"
+) -> jax.Array:
     """Inverse, as ``jnp.linalg.inv``: ``lu_solve`` against the identity.
 
     Args:
       a: ``[n, n]`` matrix or ``[..., n, n]`` stack.
+
+      plan: ``"auto"``, ``"distributed"`` or ``"one_device"`` for one sharded
+        matrix, as :func:`solve`'s (the one-device plan runs jnp's function).
 
     Returns:
       ``a^{-1}`` in ``a``'s layout (2D blocks, or sharded along the batch).
@@ -552,7 +596,8 @@ def inv(a: jax.typing.ArrayLike, *, block_size: int | None = None) -> jax.Array:
         return empty_or_one_device(_inv_one_device, a)
     if a.ndim > 2:
         return _batched.inv(a, call=call)
-    return inv_2d(a, call=call)
+    one = planned("lu", plan, jnp.linalg.inv, a, mesh=call.mesh, what="distla.linalg.inv")
+    return one if one is not None else inv_2d(a, call=call)
 
 
 
@@ -716,4 +761,6 @@ __all__ = [
     "slogdet",
     "solve",
     "solve_triangular",
+    "plan_budget",
+    "set_plan_budget",
 ]

@@ -29,6 +29,7 @@ from .._core.checks import as_array, empty_or_one_device, is_empty, result_dtype
 from ._lu import _pad_identity
 from ._lu_rules import like, matvec
 from .._core.mesh import Grid, constrain, fitting_spec, run_on_mesh, shard_map
+from .._core.one_device import block_layout, choose_plan, on_one_device
 from .._core.plan import Plan, resolve
 from .._core.stacked import stack, vmappable
 from ._triangular import checked_solve_operands, solve_2d, to_cyclic, tril_mask
@@ -242,6 +243,7 @@ def cholesky(
     upper: bool = False,
     symmetrize_input: bool = True,
     block_size: int | None = None,
+    plan: str = "auto",
 ) -> jax.Array:
     """Cholesky factor of a Hermitian positive definite matrix, as ``jnp.linalg.cholesky``.
 
@@ -260,6 +262,9 @@ def cholesky(
         the lower triangle of ``a`` is read.
       block_size: the distributed factorisation's block (panel width) ``nb``;
         ``None`` picks one near 128 that pads least.
+      plan: ``"auto"``, ``"distributed"`` or ``"one_device"`` for one sharded
+        matrix, as ``distla.linalg.solve``'s (the one-device plan runs
+        ``jnp.linalg.cholesky`` and shards the factor back in the same layout).
 
     Returns:
       ``L`` (``[..., n, n]``, zeros above the diagonal) with ``a = L Lᴴ``, or
@@ -287,6 +292,12 @@ def cholesky(
         return empty_or_one_device(ref, a)
     if a.ndim > 2:
         return stack(ref, (a,), (2,), 2, mesh=call.mesh)
+    options = (("upper", bool(upper)), ("symmetrize_input", bool(symmetrize_input)))
+    if choose_plan("cholesky", plan, jnp.linalg.cholesky, a, what=what,
+                   options=options) == "one_device":
+        spec = block_layout(a.shape, call.mesh)
+        return on_one_device(jnp.linalg.cholesky, a, mesh=call.mesh, in_specs=(spec,),
+                             out_specs=(spec,), options=options)
     return _chol_2d(a, call=call, upper=upper, symmetrize=symmetrize_input, read_upper=False)
 
 

@@ -16,6 +16,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import jax.scipy.linalg as jsl
 from jax import lax
 from jax.sharding import PartitionSpec as P
 
@@ -25,6 +26,7 @@ from .._core.plan import mesh_of as _mesh_of
 from .._core.stacked import stack as _stack
 from .._core.stacked import vmappable as _vmappable
 from .._core.mesh import fitting_spec, operand_mesh, run_on_mesh
+from .._core.one_device import block_layout, choose_plan, on_one_device
 from ._polar import block_spec, put
 from ..matmul import matmul
 
@@ -142,7 +144,11 @@ def _eigh_prologue(what, a, UPLO):
 
 
 def eigh(
-    a: jax.typing.ArrayLike, UPLO: str | None = None, symmetrize_input: bool = True
+    a: jax.typing.ArrayLike,
+    UPLO: str | None = None,
+    symmetrize_input: bool = True,
+    *,
+    plan: str = "auto",
 ) -> EighResult:
     """Eigenvalues and eigenvectors of a Hermitian matrix, as ``jnp.linalg.eigh``.
 
@@ -152,6 +158,12 @@ def eigh(
     ``O(n²/p)``. A stack sharded along its batch dimensions runs
     ``jnp.linalg.eigh`` on each device with no collective.
 
+    The divide and conquer does about 7x LAPACK's flops; below the one-device
+    budget (``distla.linalg.set_plan_budget``) ``plan="auto"`` moves the
+    matrix to one device instead, runs ``jnp.linalg.eigh`` (LAPACK) there and
+    shards the result back in the same layouts (``distla.cost`` reports the
+    plan and its bytes).
+
     Args:
       a: ``[n, n]`` Hermitian matrix sharded on a 1- or 2-axis mesh (any
         layout), or a ``[..., n, n]`` stack. Integers and bools promote to the
@@ -159,6 +171,8 @@ def eigh(
       UPLO: ``None``/``"L"`` or ``"U"``: the triangle read when
         ``symmetrize_input`` is False.
       symmetrize_input: use ``(a + aᴴ)/2`` (jnp's default).
+      plan: ``"auto"`` (the faster by the cost model, within the budget),
+        ``"distributed"`` or ``"one_device"``, for one sharded matrix.
 
     Returns:
       ``EighResult(eigenvalues, eigenvectors)``: eigenvalues ascending, real,
@@ -167,7 +181,7 @@ def eigh(
       Differentiable (jax's rule, through ``distla.matmul``).
 
     Raises:
-      ValueError: ``a`` not square, or an unknown ``UPLO``.
+      ValueError: ``a`` not square, or an unknown ``UPLO`` or ``plan``.
 
     See also: ``jnp.linalg.eigh``, :func:`eigvalsh`.
     """
@@ -180,11 +194,20 @@ def eigh(
             lambda x: jnp.linalg.eigh(x, UPLO, symmetrize_input), a))
     if a.ndim > 2:
         return _eigh_stack(a, uplo=UPLO, symmetrize=symmetrize_input)
+    options = (("UPLO", UPLO), ("symmetrize_input", bool(symmetrize_input)))
+    if choose_plan("eigh", plan, jnp.linalg.eigh, a, what=what, options=options) == "one_device":
+        spec = block_layout(a.shape, mesh)
+        return EighResult(*on_one_device(jnp.linalg.eigh, a, mesh=mesh, in_specs=(spec,),
+                                         out_specs=(P(), spec), options=options))
     return EighResult(*_eigh_2d(a, symmetrize=bool(symmetrize_input), lower=lower))
 
 
 def eigvalsh(
-    a: jax.typing.ArrayLike, UPLO: str | None = "L", *, symmetrize_input: bool = True
+    a: jax.typing.ArrayLike,
+    UPLO: str | None = "L",
+    *,
+    symmetrize_input: bool = True,
+    plan: str = "auto",
 ) -> jax.Array:
     """Eigenvalues of a Hermitian matrix, ascending, as ``jnp.linalg.eigvalsh``.
 
@@ -200,7 +223,12 @@ def eigvalsh(
             lambda x: jnp.linalg.eigvalsh(x, UPLO, symmetrize_input=symmetrize_input), a)
     if a.ndim > 2:
         return _eigh_stack(a, uplo=UPLO, symmetrize=symmetrize_input).eigenvalues
-    return eigh(a, UPLO, symmetrize_input).eigenvalues
+    options = (("UPLO", UPLO), ("symmetrize_input", bool(symmetrize_input)))
+    if choose_plan("eigh", plan, jnp.linalg.eigvalsh, a, what=what,
+                   options=options) == "one_device":
+        return on_one_device(jnp.linalg.eigvalsh, a, mesh=mesh, in_specs=(block_layout(a.shape, mesh),),
+                             out_specs=(P(),), options=options)
+    return eigh(a, UPLO, symmetrize_input, plan="distributed").eigenvalues
 
 
 # ------------------------------------------------------------------------------ SVD
@@ -381,6 +409,8 @@ def svd(
     compute_uv: bool = True,
     hermitian: bool = False,
     subset_by_index: tuple[int, int] | None = None,
+    *,
+    plan: str = "auto",
 ) -> SVDResult | jax.Array:
     """Singular value decomposition ``a = U diag(S) Vh``, as ``jnp.linalg.svd``.
 
@@ -388,7 +418,10 @@ def svd(
     ``a = U_p H`` (QDWH), then ``H = V Σ Vᴴ`` by the distributed
     :func:`eigh`, ``U = U_p V`` (for ``m < n`` the same on ``aᴴ``). No device
     holds the whole matrix. Stacks sharded along the batch run jnp's function
-    on each device.
+    on each device. That route does about 4.6x LAPACK's flops; below the
+    one-device budget (``distla.linalg.set_plan_budget``) ``plan="auto"``
+    moves the matrix to one device, runs ``jnp.linalg.svd`` there and shards
+    the result back in the same layouts (``distla.cost`` reports it).
 
     Args:
       a: ``[m, n]`` matrix sharded on a 1- or 2-axis mesh, or a stack.
@@ -398,6 +431,7 @@ def svd(
       compute_uv: return only ``S`` when False.
       hermitian: accepted as in jnp; distla's route is the same either way.
       subset_by_index: not supported for sharded matrices (``None`` only).
+      plan: ``"auto"``, ``"distributed"`` or ``"one_device"`` (as :func:`eigh`).
 
     Returns:
       ``SVDResult(U, S, Vh)`` (or ``S``): ``S`` descending, non-negative,
@@ -434,16 +468,23 @@ def svd(
         u, s, vh = _stack(lambda x: (lambda r: (r[0], r[1][..., None, :], r[2]))(ref(x)),
                           (a,), (2,), 2)
         return SVDResult(u, s[..., 0, :], vh)
+    options = (("full_matrices", bool(full_matrices)), ("compute_uv", bool(compute_uv)))
+    if choose_plan("svd", plan, jnp.linalg.svd, a, what=what, options=options) == "one_device":
+        specs = _svd_specs(mesh, a.shape, full_matrices, compute_uv)
+        out = on_one_device(jnp.linalg.svd, a, mesh=mesh, in_specs=(block_layout(a.shape, mesh),),
+                            out_specs=specs if compute_uv else (specs,), options=options)
+        return SVDResult(*out) if compute_uv else out
     out = _svd_diff(a, full_matrices=bool(full_matrices), compute_uv=bool(compute_uv))
     return SVDResult(*out) if compute_uv else out
 
 
-def svdvals(x: jax.typing.ArrayLike, /) -> jax.Array:
+def svdvals(x: jax.typing.ArrayLike, /, *, plan: str = "auto") -> jax.Array:
     """Singular values, descending, as ``jnp.linalg.svdvals`` (see :func:`svd`).
 
     Returns ``[min(m, n)]`` real, replicated (stacks: sharded along the batch).
+    ``plan`` as :func:`svd`'s.
     """
-    return svd(x, compute_uv=False)
+    return svd(x, compute_uv=False, plan=plan)
 
 
 @jax.jit
@@ -480,12 +521,31 @@ def _polar_tangent(u, h, w, s, vh, da):
     return run_on_mesh(body, mesh, out, u, h, s, vh, da)
 
 
-def polar(a, side="right", *, method="qdwh", eps=None, max_iterations=None):
-    """Polar decomposition, as ``jax.scipy.linalg.polar`` (see ``distla.linalg._polar.polar``)."""
-    a = as_array(a, "a", "distla.linalg.polar")
-    if a.ndim != 2 or method != "qdwh" or _mesh_of(a, names=("a",)) is None or is_empty(a):
+def polar(a, side="right", *, method="qdwh", eps=None, max_iterations=None, plan="auto"):
+    """Polar decomposition, as ``jax.scipy.linalg.polar`` (see ``distla.linalg._polar.polar``).
+
+    ``plan`` (``"auto"``, ``"distributed"``, ``"one_device"``) as :func:`eigh`'s:
+    below the one-device budget ``"auto"`` runs ``jax.scipy.linalg.polar`` (with
+    ``method``) on one device and shards ``(u, p)`` back in the distributed
+    plan's layouts; ``method="svd"`` on a sharded matrix has only that plan.
+    """
+    what = "distla.linalg.polar"
+    a = as_array(a, "a", what)
+    mesh = _mesh_of(a, names=("a",))
+    if a.ndim == 2 and mesh is not None and not is_empty(a) and side in ("right", "left"):
+        a = a.astype(result_dtype(what, a))
+        options = (("side", side), ("method", method), ("eps", eps),
+                   ("max_iterations", max_iterations))
+        if method == "svd" and plan == "auto":
+            plan = "one_device"
+        if choose_plan("polar", plan, jsl.polar, a, what=what,
+                       options=options) == "one_device":
+            specs = _polar._out_specs(mesh, a.shape, side, P(*jax.typeof(a).sharding.spec))
+            return on_one_device(jsl.polar, a, mesh=mesh, in_specs=(block_layout(a.shape, mesh),),
+                                 out_specs=specs, options=options)
+    if a.ndim != 2 or method != "qdwh" or mesh is None or is_empty(a):
         return _polar.polar(a, side, method=method, eps=eps, max_iterations=max_iterations)
-    a = a.astype(result_dtype("distla.linalg.polar", a))
+    a = a.astype(result_dtype(what, a))
     fn = jax.custom_jvp(lambda a: tuple(_polar.polar(a, side, max_iterations=max_iterations)))
 
     def rule(primals, tangents):

@@ -1,0 +1,192 @@
+"""Every public function against jnp on the same sharded input and against one device.
+
+For each function, size and mesh (2x4, ``Auto`` and ``Explicit``) one run
+times, after a warm-up call (compile apart):
+
+- ``distla``: the public function with its defaults (``plan="auto"``), eager,
+  as users call it; the plan it chose is read with ``distla.cost``;
+- ``dist``: the distributed plan (``plan="distributed"``), where ``--dist``
+  asks for it (the distributed eigensolver compiles for about a minute);
+- ``jnp``: ``jax.jit`` of the jnp/jax.scipy function on the same sharded
+  input (XLA's own partitioning, which gathers the operand onto every
+  device). On ``Explicit`` meshes jnp refuses most sharded linear algebra
+  (``ShardingTypeError``); there it runs under ``jax.sharding.auto_axes``,
+  which is what a user has to write;
+- ``1dev``: the jnp function on one device.
+
+Prints a table of ratios and writes JSON (every time, tagged with mesh,
+shape, dtype, plan and jax version)::
+
+    JAX_PLATFORMS=cpu python benchmarks/bench_vs_jnp.py --sizes 256 1024 2048 \\
+        --json out/vs_jnp.json
+
+``--only eigh svd`` restricts the functions. Times are the best of
+``--repeat`` calls; on a shared machine read the ratios, not the times.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import time
+
+import jax
+
+jax.config.update("jax_num_cpu_devices", int(os.environ.get("DISTLA_BENCH_DEVICES", "8")))
+
+import jax.numpy as jnp  # noqa: E402
+import jax.scipy.linalg as jsl  # noqa: E402
+import numpy as np  # noqa: E402
+from jax.sharding import AxisType, NamedSharding  # noqa: E402
+from jax.sharding import PartitionSpec as P  # noqa: E402
+
+import distla  # noqa: E402
+
+
+def _general(n, rng):
+    return (rng.standard_normal((n, n)) + n**0.5 * np.eye(n)).astype(np.float32)
+
+
+def _spd(n, rng):
+    x = rng.standard_normal((n, n)).astype(np.float32)
+    return (x @ x.T / n + np.eye(n, dtype=np.float32)).astype(np.float32)
+
+
+def _sym(n, rng):
+    x = rng.standard_normal((n, n)).astype(np.float32)
+    return ((x + x.T) / 2).astype(np.float32)
+
+
+# name: (distla function, jnp function, operand makers, has plan=)
+CASES = {
+    "matmul": (distla.matmul, jnp.matmul, (_general, _general), False),
+    "solve": (distla.linalg.solve, jnp.linalg.solve, (_general, _general), True),
+    "lu_factor": (distla.linalg.lu_factor, jsl.lu_factor, (_general,), False),
+    "cholesky": (distla.linalg.cholesky, jnp.linalg.cholesky, (_spd,), True),
+    "qr": (distla.linalg.qr, jnp.linalg.qr, (_general,), False),
+    "inv": (distla.linalg.inv, jnp.linalg.inv, (_general,), False),
+    "slogdet": (distla.linalg.slogdet, jnp.linalg.slogdet, (_general,), False),
+    "eigh": (distla.linalg.eigh, jnp.linalg.eigh, (_sym,), True),
+    "eigvalsh": (distla.linalg.eigvalsh, jnp.linalg.eigvalsh, (_sym,), True),
+    "svd": (distla.linalg.svd, jnp.linalg.svd, (_general,), True),
+    "svdvals": (distla.linalg.svdvals, jnp.linalg.svdvals, (_general,), True),
+    "polar": (distla.linalg.polar, jsl.polar, (_general,), True),
+    "fftn": (distla.fft.fftn, jnp.fft.fftn, ("volume",), False),
+}
+FFT_SIZE = {256: 64, 1024: 128, 2048: 256, 4096: 256}
+
+
+def _best(fn, args, repeat):
+    t0 = time.perf_counter()
+    jax.block_until_ready(fn(*args))
+    first = time.perf_counter() - t0
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        jax.block_until_ready(fn(*args))
+        times.append(time.perf_counter() - t0)
+    return min(times), first
+
+
+def _operands(name, makers, n, mesh, rng):
+    if makers == ("volume",):
+        k = FFT_SIZE[n]
+        x = (rng.standard_normal((k, k, k)) + 1j * rng.standard_normal((k, k, k)))
+        host = [x.astype(np.complex64)]
+        spec = P(*mesh.axis_names, None)
+    else:
+        host = [m(n, rng) for m in makers]
+        spec = P(*mesh.axis_names)
+    return host, [jax.device_put(h, NamedSharding(mesh, spec)) for h in host]
+
+
+def _jnp_sharded(ref, mesh, explicit):
+    if not explicit:
+        return jax.jit(ref)
+
+    def under_auto(*xs):  # what a user writes to run jnp on an Explicit mesh
+        return jax.sharding.auto_axes(ref, out_sharding=None)(*xs)
+
+    return jax.jit(under_auto)
+
+
+def run(names, sizes, repeat, dist, kinds):
+    rows = []
+    rng = np.random.default_rng(0)
+    dev0 = jax.devices()[0]
+    for kind in kinds:
+        at = AxisType.Explicit if kind == "Explicit" else AxisType.Auto
+        mesh = jax.make_mesh((2, 4), ("x", "y"), axis_types=(at, at))
+        for name in names:
+            fn, ref, makers, has_plan = CASES[name]
+            for n in sizes:
+                host, xs = _operands(name, makers, n, mesh, rng)
+                row = {"function": name, "n": FFT_SIZE[n] if makers == ("volume",) else n,
+                       "mesh": f"2x4 {kind}", "dtype": str(host[0].dtype),
+                       "jax": jax.__version__}
+                try:
+                    row["plan"] = distla.cost(fn, *xs).plan or "distributed"
+                except Exception as e:  # noqa: BLE001 (reported in the table)
+                    row["plan"] = f"? {type(e).__name__}"
+                row["distla"], row["distla_first"] = _best(fn, xs, repeat)
+                if dist and has_plan:
+                    row["dist"], _ = _best(lambda *a: fn(*a, plan="distributed"), xs, repeat)
+                try:
+                    with jax.sharding.use_mesh(mesh) if kind == "Explicit" else _null():
+                        row["jnp"], _ = _best(_jnp_sharded(ref, mesh, kind == "Explicit"),
+                                              xs, repeat)
+                except Exception as e:  # noqa: BLE001
+                    row["jnp_error"] = f"{type(e).__name__}: {str(e)[:80]}"
+                ones = [jax.device_put(h, dev0) for h in host]
+                row["1dev"], _ = _best(jax.jit(ref), ones, repeat)
+                rows.append(row)
+                print(_line(row), flush=True)
+    return rows
+
+
+class _null:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def _line(r):
+    def ratio(a, b):
+        return f"{r[a] / r[b]:6.2f}x" if a in r and b in r else "     -"
+
+    dist = f"{r['dist'] * 1e3:9.1f}" if "dist" in r else "        -"
+    jn = f"{r['jnp'] * 1e3:9.1f}" if "jnp" in r else "      err"
+    return (f"| {r['function']:<9} | {r['n']:>5} | {r['mesh']:<13} | {r['plan']:<11} | "
+            f"{r['distla'] * 1e3:9.1f} | {dist} | {jn} | {r['1dev'] * 1e3:9.1f} | "
+            f"{ratio('distla', 'jnp')} | {ratio('distla', '1dev')} | {ratio('dist', 'jnp')} |")
+
+
+HEADER = ("| function  |     n | mesh          | plan        | distla ms |   dist ms |"
+          "    jnp ms |   1dev ms | vs jnp  | vs 1dev | dist vs jnp |\n"
+          "|---|---|---|---|---|---|---|---|---|---|---|")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", nargs="*", default=list(CASES))
+    parser.add_argument("--sizes", nargs="*", type=int, default=[256, 1024, 2048])
+    parser.add_argument("--meshes", nargs="*", default=["Auto", "Explicit"])
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--dist", action="store_true", help="also time plan='distributed'")
+    parser.add_argument("--json", default=None)
+    args = parser.parse_args()
+    print(HEADER, flush=True)
+    rows = run(args.only, args.sizes, args.repeat, args.dist, args.meshes)
+    if args.json:
+        os.makedirs(os.path.dirname(args.json) or ".", exist_ok=True)
+        with open(args.json, "w") as f:
+            json.dump({"machine": platform.node(), "cpus": os.cpu_count(),
+                       "budget": distla.linalg.plan_budget(), "rows": rows}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,244 @@
+"""The one-device plan: a sharded call computed on ONE device and sharded back (private).
+
+Below a memory budget (``distla._core.plan``), a small problem is often faster on
+one device than distributed: the distributed algorithm pays per-step
+collectives and, for the spectral family, several times LAPACK's flops. XLA's
+own answer for a sharded operand (``jnp.linalg.eigh`` on a sharded matrix)
+gathers the whole operand onto *every* device and repeats the work there.
+:func:`on_one_device` moves it to one device instead:
+
+1. every block of each operand goes to the mesh's first device through one
+   ``ppermute`` per block holder (a device whose block another device with a
+   lower index also holds sends nothing): the operand crosses the network once;
+2. that device assembles the operands and runs the one-device function under
+   ``lax.cond`` on its mesh index, so the others skip the work;
+3. each output block goes back to the devices that hold it in the output
+   layout (one ``ppermute`` per receiving device).
+
+``distla.cost`` sees ``2·(p-1)`` collective-permutes of one block each: the
+operand's bytes to one device and the result's bytes back. The other devices
+hold zero-filled receive buffers of the blocks they do not own, so this plan's
+peak memory per device is ``O(n²)``; the budget bounds ``n``.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import math
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+from jax.sharding import AbstractMesh
+from jax.sharding import PartitionSpec as P
+
+from . import plan as _plan
+from .mesh import constrain, fitting_spec, grid_of, run_on_mesh, shard_map
+
+
+def _axes_of(entry: Any) -> tuple[str, ...]:
+    if entry is None:
+        return ()
+    return (entry,) if isinstance(entry, str) else tuple(entry)
+
+
+def _block_index(coords: dict[str, int], mesh: AbstractMesh, axes: tuple[str, ...]) -> int:
+    """Which block along one dimension a device holds (spec axes, major to minor)."""
+    index = 0
+    for ax in axes:
+        index = index * mesh.shape[ax] + coords[ax]
+    return index
+
+
+def _devices(mesh: AbstractMesh) -> list[dict[str, int]]:
+    """Mesh coordinates of every device, in the linear order of ``ppermute``."""
+    names = mesh.axis_names
+    return [
+        dict(zip(names, c)) for c in itertools.product(*(range(mesh.shape[a]) for a in names))
+    ]
+
+
+def _blocks(spec: P, ndim: int, mesh: AbstractMesh) -> list[tuple[int, ...]]:
+    """The block coordinates (one per dimension) each device holds under ``spec``."""
+    entries = tuple(spec) + (None,) * (ndim - len(spec))
+    return [
+        tuple(_block_index(c, mesh, _axes_of(e)) for e in entries) for c in _devices(mesh)
+    ]
+
+
+def _counts(spec: P, ndim: int, mesh: AbstractMesh) -> tuple[int, ...]:
+    entries = tuple(spec) + (None,) * (ndim - len(spec))
+    return tuple(math.prod(mesh.shape[a] for a in _axes_of(e)) for e in entries)
+
+
+def _linear_index(mesh: AbstractMesh) -> jax.Array:
+    index = jnp.int32(0)
+    for ax in mesh.axis_names:
+        index = index * mesh.shape[ax] + lax.axis_index(ax)
+    return index
+
+
+def _gather_to_first(x_blk: jax.Array, spec: P, mesh: AbstractMesh) -> dict:
+    """Device 0's copy of every block of ``x`` (zeros elsewhere), keyed by block coordinate."""
+    held = _blocks(spec, x_blk.ndim, mesh)
+    got = {}
+    for dev, blk in enumerate(held):
+        if blk in got:
+            continue
+        if dev == 0:
+            got[blk] = x_blk
+        else:  # one message: the block's first holder -> device 0
+            got[blk] = lax.ppermute(x_blk, mesh.axis_names, perm=[(dev, 0)])
+    return got
+
+
+def _assemble(got: dict, counts: tuple[int, ...]) -> jax.Array:
+    def join(prefix: tuple[int, ...], dim: int) -> jax.Array:
+        if dim == len(counts):
+            return got[prefix]
+        parts = [join(prefix + (i,), dim + 1) for i in range(counts[dim])]
+        return parts[0] if len(parts) == 1 else jnp.concatenate(parts, axis=dim)
+
+    return join((), 0)
+
+
+def _scatter_from_first(y: jax.Array, spec: P, mesh: AbstractMesh, me: jax.Array) -> jax.Array:
+    """Each device's block of ``y`` (valid on device 0) under ``spec``: one message per device."""
+    counts = _counts(spec, y.ndim, mesh)
+    shape = tuple(s // c for s, c in zip(y.shape, counts))
+
+    def block(blk):
+        starts = tuple(b * s for b, s in zip(blk, shape))
+        return lax.slice(y, starts, tuple(st + s for st, s in zip(starts, shape)))
+
+    held = _blocks(spec, y.ndim, mesh)
+    mine = block(held[0])
+    for dev, blk in enumerate(held):
+        if dev == 0:
+            continue
+        recv = lax.ppermute(block(blk), mesh.axis_names, perm=[(0, dev)])
+        mine = lax.select(jnp.broadcast_to(me == dev, shape), recv, mine)
+    return mine
+
+
+@functools.partial(jax.jit, static_argnames=("fn", "mesh", "in_specs", "out_specs", "options"))
+def on_one_device(
+    fn: Callable[..., Any],
+    *args: jax.Array,
+    mesh: AbstractMesh,
+    in_specs: tuple[P, ...],
+    out_specs: tuple[P, ...],
+    options: tuple[tuple[str, Any], ...] = (),
+) -> Any:
+    """``fn(*args)`` computed on the mesh's first device, returned in ``out_specs``.
+
+    Args:
+      fn: a one-device function of unsharded arrays (``jnp.linalg.eigh``),
+        returning a pytree; a module-level function, so that its compiled
+        program is cached.
+      *args: operands on ``mesh``; they are laid out as ``in_specs`` first
+        (free when they already are).
+      mesh: the operands' mesh.
+      in_specs: one even layout per operand (``_mesh.fitting_spec``).
+      out_specs: the layouts of ``fn``'s outputs, one spec per leaf in
+        ``jax.tree.leaves`` order: the layouts the distributed plan returns.
+
+      options: static keyword arguments of ``fn``, as ``(name, value)`` pairs.
+
+    Returns:
+      ``fn(*args, **dict(options))``, sharded as ``out_specs`` on ``mesh``.
+    """
+    fn = functools.partial(fn, **dict(options))
+    out_shapes = jax.eval_shape(fn, *(jax.ShapeDtypeStruct(x.shape, x.dtype) for x in args))
+    leaves, treedef = jax.tree.flatten(out_shapes)
+    spec_leaves = tuple(out_specs)
+    if len(spec_leaves) != len(leaves):
+        raise ValueError(f"{len(spec_leaves)} output specs for {len(leaves)} outputs of {fn}")
+
+    def kernel(*blks):
+        me = _linear_index(mesh)
+        gathered = [
+            _gather_to_first(b, s, mesh) for b, s in zip(blks, in_specs)
+        ]
+        counts = [_counts(s, b.ndim, mesh) for b, s in zip(blks, in_specs)]
+
+        def compute(gathered):
+            full = [_assemble(g, c) for g, c in zip(gathered, counts)]
+            return jax.tree.leaves(fn(*full))
+
+        def idle(gathered):
+            return [jnp.zeros(o.shape, o.dtype) for o in leaves]
+
+        outs = lax.cond(me == 0, compute, idle, gathered)
+        return tuple(
+            _scatter_from_first(y, s, mesh, me) for y, s in zip(outs, spec_leaves)
+        )
+
+    def body(*xs):
+        xs = [constrain(x, s) for x, s in zip(xs, in_specs)]
+        outs = shard_map(
+            kernel, in_specs=tuple(in_specs), out_specs=tuple(spec_leaves), check_vma=False
+        )(*xs)
+        return jax.tree.unflatten(treedef, list(outs))
+
+    return run_on_mesh(body, mesh, jax.tree.unflatten(treedef, spec_leaves), *args)
+
+
+def moved_bytes(fn: Callable[..., Any], *args: Any, **options: Any) -> int:
+    """Bytes the one-device plan of ``fn(*args, **options)`` moves: operands there, results back."""
+    structs = [jax.ShapeDtypeStruct(x.shape, x.dtype) for x in args]
+    out = jax.eval_shape(functools.partial(fn, **options), *structs)
+    return int(sum(math.prod(x.shape) * np.dtype(x.dtype).itemsize
+                   for x in jax.tree.leaves((structs, out))))
+
+
+def block_layout(shape: tuple[int, ...], mesh: AbstractMesh) -> P:
+    """The largest even 2D block layout that fits a matrix (row blocks for a vector).
+
+    The one-device plan gathers its operands from this layout (a reshard
+    first, free when they are already in it), as the distributed plan does.
+    """
+    grid = grid_of(mesh, what="distla.linalg")
+    return fitting_spec(shape, mesh, grid.block_spec if len(shape) >= 2 else P(grid.row))
+
+
+def choose_plan(
+    family: str,
+    plan: str,
+    fn: Callable[..., Any],
+    *args: Any,
+    what: str,
+    options: tuple[tuple[str, Any], ...] = (),
+) -> str:
+    """``_plan.choose`` for ``fn(*args)``: an ``n x n``-sized problem, its bytes moved."""
+    n = max(max(x.shape[-2:], default=0) for x in args)
+    nbytes = moved_bytes(fn, *args, **dict(options))
+    return _plan.choose(family, plan, n=n, nbytes=nbytes, what=what)
+
+
+def planned(
+    family: str,
+    plan: str,
+    fn: Callable[..., Any],
+    *args: jax.Array,
+    mesh: AbstractMesh,
+    what: str,
+    options: tuple[tuple[str, Any], ...] = (),
+) -> Any | None:
+    """``fn(*args)`` by the one-device plan if ``plan`` resolves to it, else ``None``.
+
+    For functions whose distributed plan returns matrices in the largest even
+    2D block layout and vectors and scalars replicated (the LU family).
+    """
+    if choose_plan(family, plan, fn, *args, what=what, options=options) != "one_device":
+        return None
+    structs = [jax.ShapeDtypeStruct(x.shape, x.dtype) for x in args]
+    outs = jax.tree.leaves(jax.eval_shape(functools.partial(fn, **dict(options)), *structs))
+    out_specs = tuple(block_layout(o.shape, mesh) if o.ndim == 2 else P() for o in outs)
+    return on_one_device(fn, *args, mesh=mesh, in_specs=tuple(block_layout(x.shape, mesh)
+                                                             for x in args),
+                         out_specs=out_specs, options=options)

@@ -1,0 +1,177 @@
+"""Plans: the one-device plan is chosen under the budget, moves the operand to one
+device and back (never to every device), and returns what the distributed plan
+returns, in the same layouts, on Auto and Explicit meshes."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+
+import distla
+from distla._core import plan as _plan
+
+N = 64
+P_DEVICES = 8
+
+
+def _sym(n, seed=0):
+    x = np.random.default_rng(seed).standard_normal((n, n)).astype(np.float32)
+    return (x + x.T) / 2
+
+
+def _spd(n, seed=1):
+    x = np.random.default_rng(seed).standard_normal((n, n)).astype(np.float32)
+    return x @ x.T / n + np.eye(n, dtype=np.float32)
+
+
+def _put(x, mesh, spec=P("x", "y")):
+    return jax.device_put(x, NamedSharding(mesh, spec))
+
+
+@pytest.fixture(autouse=True)
+def default_budget():
+    """The library's default budget (the harness sets 0 for the other suites)."""
+    with _plan.budget(512 * 2**20):
+        yield
+
+
+def _chosen(fn, *args, **kwargs):
+    """The plans ``fn`` chooses while traced (no compile)."""
+    with _plan.recording() as notes:
+        jax.eval_shape(lambda *v: fn(*v, **kwargs), *args)
+    return [c.plan for c in notes]
+
+
+def test_auto_picks_one_device_under_the_budget_and_distributed_at_zero(mesh24):
+    x = _put(_spd(N), mesh24)
+    assert distla.cost(distla.linalg.cholesky, x).plan == "one_device"
+    assert _chosen(distla.linalg.eigh, x) == ["one_device"]
+    with _plan.budget(0):
+        assert _chosen(distla.linalg.cholesky, x) == ["distributed"]
+    small = N * N * 4  # the operand alone: operand plus result does not fit
+    with _plan.budget(small):
+        assert _chosen(distla.linalg.cholesky, x) == ["distributed"]
+    with _plan.budget(2 * small):
+        assert _chosen(distla.linalg.cholesky, x) == ["one_device"]
+    # explicit choices win over the budget
+    with _plan.budget(0):
+        assert _chosen(distla.linalg.cholesky, x, plan="one_device") == ["one_device"]
+    assert _chosen(distla.linalg.cholesky, x, plan="distributed") == ["distributed"]
+
+
+def test_auto_keeps_large_problems_distributed():
+    for family, n in _plan.CROSSOVER.items():
+        assert _plan.choose(family, "auto", n=n, nbytes=1, what="t") == "one_device"
+        assert _plan.choose(family, "auto", n=n + 1, nbytes=1, what="t") == "distributed"
+    assert _plan.choose("qr", "auto", n=8, nbytes=1, what="t") == "distributed"  # no crossover
+
+
+def test_one_device_moves_the_operand_once_each_way(mesh24):
+    x = _put(_spd(N), mesh24)
+    c = distla.cost(distla.linalg.cholesky, x, plan="one_device")
+    block = x.nbytes // P_DEVICES
+    # p - 1 blocks to device 0 and p - 1 back: one ppermute of one block each
+    assert c.collective_counts["collective-permute"] == 2 * (P_DEVICES - 1)
+    assert c.collective_bytes["collective-permute"] == 2 * (P_DEVICES - 1) * block
+    assert c.total_collective_bytes == c.collective_bytes["collective-permute"]
+    assert c.plans == (_plan.Chosen("cholesky", "one_device", 2 * x.nbytes),)
+    # jnp on the same sharded input gathers the whole matrix onto every device
+    w = distla.cost(distla.linalg.eigh, x)
+    assert w.collective_counts["all-gather"] == 0
+    assert w.collective_bytes["collective-permute"] < 2.1 * x.nbytes
+
+
+def _same(a, b, rtol=0):
+    assert a.sharding.spec == b.sharding.spec, (a.sharding.spec, b.sharding.spec)
+    np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=rtol, atol=rtol)
+
+
+def test_cholesky_and_solve_match_the_distributed_plan(mesh24):
+    a = _spd(N)
+    b = np.random.default_rng(2).standard_normal((N, 3)).astype(np.float32)
+    x, y = _put(a, mesh24), _put(b, mesh24, P("x", None))
+    for fn, args in ((distla.linalg.cholesky, (x,)), (distla.linalg.solve, (x, y))):
+        one = jax.jit(lambda *v, fn=fn: fn(*v, plan="one_device"))(*args)
+        dist = fn(*args, plan="distributed")
+        _same(one, dist, rtol=2e-4)
+        _same(fn(*args, plan="one_device"), one)  # eager and jitted agree
+    pos = distla.linalg.solve(x, y, assume_a="pos", plan="one_device")
+    _same(pos, distla.linalg.solve(x, y, assume_a="pos", plan="distributed"), rtol=2e-4)
+
+
+def _eigh_ratios(a, w, v):
+    n = a.shape[0]
+    eps = np.finfo(np.float32).eps
+    resid = np.abs(a @ v - v * w).sum(0).max() / (n * np.abs(a).sum(0).max() * eps)
+    orth = np.abs(np.eye(n) - v.T @ v).sum(0).max() / (n * eps)
+    return resid, orth
+
+
+@pytest.mark.parametrize("n", [N, 60], ids=["even", "uneven"])
+def test_spectral_one_device_in_the_distributed_layouts(mesh24, n):
+    a = _sym(n)
+    spec = distla._core.mesh.fitting_spec((n, n), mesh24, P("x", "y"))
+    x = _put(a, mesh24, spec)
+    for w, v in (distla.linalg.eigh(x), jax.jit(distla.linalg.eigh)(x)):
+        assert tuple(w.sharding.spec) in ((), (None,)) and v.sharding.spec == spec
+        assert max(_eigh_ratios(a, np.asarray(w, np.float64), np.asarray(v, np.float64))) < 30
+    np.testing.assert_allclose(distla.linalg.eigvalsh(x), np.linalg.eigvalsh(a), atol=1e-4)
+    u, s, vh = distla.linalg.svd(x, full_matrices=False)
+    assert u.sharding.spec == spec and vh.sharding.spec == spec
+    np.testing.assert_allclose(np.asarray(u) * np.asarray(s) @ np.asarray(vh), a, atol=1e-4)
+    np.testing.assert_allclose(distla.linalg.svdvals(x), np.linalg.svd(a, compute_uv=False),
+                               atol=1e-4)
+    up, hp = distla.linalg.polar(x)
+    assert up.sharding.spec == spec
+    np.testing.assert_allclose(np.asarray(up) @ np.asarray(hp), a, atol=1e-4)
+
+
+def test_one_device_is_differentiable(mesh24):
+    a = _spd(N)
+    x = _put(a, mesh24)
+
+    def loss(fn):
+        return lambda v: jnp.sum(jnp.sin(fn(v)))
+
+    with jax.set_mesh(mesh24):
+        g = jax.grad(loss(lambda v: distla.linalg.cholesky(v, plan="one_device")))(x)
+    g_ref = jax.grad(loss(jnp.linalg.cholesky))(jnp.asarray(a))
+    np.testing.assert_allclose(np.asarray(g), np.asarray(g_ref), rtol=1e-4, atol=1e-5)
+
+
+def test_bad_plan_and_budget_raise():
+    x = distla.shard(_spd(16), distla.make_mesh((2, 4)))
+    with pytest.raises(ValueError, match="plan must be one of"):
+        distla.linalg.eigh(x, plan="fast")
+    with pytest.raises(ValueError, match="non-negative int"):
+        distla.linalg.set_plan_budget(-1)
+    previous = distla.linalg.set_plan_budget(123)
+    assert distla.linalg.plan_budget() == 123
+    distla.linalg.set_plan_budget(previous)
+
+
+def test_matmul_auto_uses_xla_partitioning_for_small_products(mesh24):
+    small = _put(np.ones((64, 64), np.float32), mesh24)
+    big = jax.ShapeDtypeStruct((520, 520), np.float32, sharding=NamedSharding(mesh24, P("x", "y")))
+    assert _chosen(distla.matmul, small, small) == ["xla"]
+    assert _chosen(distla.matmul, big, big) == ["summa"]
+    c = distla.cost(distla.matmul, small, small)
+    assert c.plan == "xla" and c.largest() < small.nbytes  # panels, never a whole operand
+    np.testing.assert_allclose(distla.matmul(small, small), np.full((64, 64), 64.0))
+
+
+def test_lu_family_one_device_matches_the_distributed_plan(mesh24):
+    a = _spd(N) + np.triu(np.ones((N, N), np.float32), 1)  # not symmetric
+    x = _put(a, mesh24)
+    for fn in (distla.linalg.inv, distla.linalg.slogdet):
+        one, dist = fn(x, plan="one_device"), fn(x, plan="distributed")
+        for o, d in zip(jax.tree.leaves(one), jax.tree.leaves(dist)):
+            assert tuple(o.sharding.spec) == tuple(d.sharding.spec)
+            np.testing.assert_allclose(np.asarray(o), np.asarray(d), rtol=2e-4, atol=2e-5)
+    lu, piv = distla.linalg.lu_factor(x, plan="one_device")
+    ref_lu, ref_piv = jax.scipy.linalg.lu_factor(jnp.asarray(a))
+    np.testing.assert_array_equal(piv, ref_piv)
+    np.testing.assert_allclose(lu, ref_lu, rtol=1e-5, atol=1e-5)
+    assert _chosen(distla.linalg.det, x) == ["one_device"]
