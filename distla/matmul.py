@@ -36,13 +36,12 @@ from ._core.mesh import (
 Algorithm = Literal["auto", "summa", "cannon", "xla"]
 ALGORITHMS = ("auto", "summa", "cannon", "xla")
 
-#: Largest dimension at which ``algorithm="auto"`` hands the product to XLA's
-#: own partitioning of ``jnp.matmul`` (measured on the 2-core CPU test bed,
-#: 8 simulated devices: at n = 256 XLA's 4 ms against SUMMA's 13 ms; from
-#: n = 1024 SUMMA wins, docs/benchmarks.md). XLA all-gathers A's rows over
-#: the column axis and B's columns over the row axis (the panels SUMMA
-#: broadcasts, in one step), never the whole operands.
-XLA_CROSSOVER = 512
+#: ``algorithm="xla"``: XLA's own partitioning of ``jnp.matmul`` on the 2D
+#: block layout. It all-gathers A's block rows over the column axis and B's
+#: block columns over the row axis (the panels SUMMA broadcasts, in one step),
+#: never a whole operand, and measured faster than SUMMA for n <= 512 here
+#: (docs/benchmarks.md). ``"auto"`` stays SUMMA: the distributed drivers call
+#: this same entry point and their communication models assume SUMMA.
 
 
 def matmul(
@@ -162,7 +161,7 @@ def _default_panels(grid: Grid, k: int) -> int:
 
 def _choose(grid: Grid, algorithm: str, shape: tuple[int, int, int]) -> str:
     if algorithm == "auto":
-        algorithm = "xla" if max(shape) <= XLA_CROSSOVER else "summa"
+        algorithm = "summa"
     _plan.note("matmul", algorithm)
     return algorithm
 

@@ -171,7 +171,7 @@ def qdwh_chol_step(state, *, spec: P):
     eye_n = eye(n, n, x.dtype, spec)
     xh = ct(x, spec)
     z = put(eye_n + pc.astype(x.dtype) * mm(xh, x, spec), spec)
-    low = put(_cholesky.cholesky(z, symmetrize_input=True), spec)
+    low = put(_cholesky.cholesky(z, symmetrize_input=True, plan="distributed"), spec)
     # X Z⁻¹ = (Z⁻¹ Xᴴ)ᴴ with Z⁻¹ = L⁻ᴴ L⁻¹ (Z Hermitian)
     y = put(_triangular.solve_triangular(low, xh, lower=True), spec)
     y = put(_triangular.solve_triangular(low, y, trans=2, lower=True), spec)
