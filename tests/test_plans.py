@@ -175,3 +175,20 @@ def test_lu_family_one_device_matches_the_distributed_plan(mesh24):
     np.testing.assert_array_equal(piv, ref_piv)
     np.testing.assert_allclose(lu, ref_lu, rtol=1e-5, atol=1e-5)
     assert _chosen(distla.linalg.det, x) == ["one_device"]
+
+
+@pytest.mark.parametrize("shape", [(40, 24), (24, 40)], ids=["tall", "wide"])
+def test_polar_one_device_takes_every_side_and_eps(mesh24, shape):
+    # jax.scipy's QDWH refuses one side for each of these shapes and a static eps; the
+    # one-device plan must take what the distributed plan takes
+    a = np.random.default_rng(3).standard_normal(shape).astype(np.float32)
+    x = _put(a, mesh24)
+    for side in ("right", "left"):
+        ru, rp = jax.scipy.linalg.polar(a, side, method="svd")
+        for kw in ({}, {"eps": 1e-6, "max_iterations": 20}):
+            u, p = distla.linalg.polar(x, side, plan="one_device", **kw)
+            assert u.sharding.spec == x.sharding.spec, (side, kw)
+            np.testing.assert_allclose(np.asarray(u), ru, atol=1e-5, err_msg=str((side, kw)))
+            np.testing.assert_allclose(np.asarray(p), rp, atol=2e-5, err_msg=str((side, kw)))
+    with pytest.raises(ValueError, match="method"):
+        distla.linalg.polar(x, method="newton", plan="one_device")

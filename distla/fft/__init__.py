@@ -394,9 +394,10 @@ def _public(x, name, kind, s, axes, norm, algorithm, order="xyz", contiguous=Tru
     in_dtype, _ = _fftnd.result_dtypes(x, kind, what)
     given = (s, axes)
     s, axes, result = _fftnd.normalize(x, s, axes, kind, norm)
-    if kind == "rfft" and 0 in tuple(s):
-        # numpy refuses; jnp fails inside XLA; a zero-length real transform has no
-        # Z//2 + 1 = 1 output that means anything
+    if kind == "rfft" and tuple(s)[-1:] == (0,):
+        # a zero length on the halved (last) axis: numpy refuses, jnp fails inside XLA, and
+        # its Z//2 + 1 = 1 output would mean nothing. Zero lengths elsewhere give jnp's
+        # empty result below.
         raise ValueError(f"{what}: Invalid number of FFT data points (0) specified: "
                          f"x of shape {x.shape}, lengths {tuple(s)} along axes {tuple(axes)}.")
     if x.size == 0 or result.size == 0:  # an empty result, or the transform of nothing

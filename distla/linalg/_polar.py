@@ -350,6 +350,14 @@ def _auto_axes_polar(ref, a, side):
     return jax.sharding.auto_axes(ref, out_sharding=(sh, p_sh))(a)
 
 
+
+def check_options(side: str, method: str, what: str) -> None:
+    """Refuse a ``side`` or ``method`` that ``jax.scipy.linalg.polar`` does not know."""
+    if side not in ("right", "left"):
+        raise ValueError(f"{what}: side must be 'right' or 'left'; got {side!r}")
+    if method not in ("qdwh", "svd"):
+        raise ValueError(f"{what}: method must be 'qdwh' or 'svd'; got {method!r}")
+
 def polar(
     a: jax.typing.ArrayLike,
     side: str = "right",
@@ -394,10 +402,7 @@ def polar(
     See also: ``jax.scipy.linalg.polar``.
     """
     what = "distla.linalg.polar"
-    if side not in ("right", "left"):
-        raise ValueError(f"{what}: side must be 'right' or 'left'; got {side!r}")
-    if method not in ("qdwh", "svd"):
-        raise ValueError(f"{what}: method must be 'qdwh' or 'svd'; got {method!r}")
+    check_options(side, method, what)
     a = as_array(a, "a", what)
     if a.ndim < 2:
         raise ValueError(f"{what}: a must have at least 2 dimensions; got shape {a.shape}")

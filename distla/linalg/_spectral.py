@@ -521,6 +521,28 @@ def _polar_tangent(u, h, w, s, vh, da):
     return run_on_mesh(body, mesh, out, u, h, s, vh, da)
 
 
+def _polar_on_one_device(a, side, method, eps, max_iterations):
+    """The one-device plan's polar: every shape and side, as the distributed plan takes them.
+
+    ``jax.scipy.linalg.polar``'s QDWH refuses ``side="left"`` for ``m >= n`` and
+    ``side="right"`` for ``m < n``, and traces ``eps``, which its QDWH needs static; so
+    this calls ``jax.lax.linalg.qdwh`` on ``a`` (``m >= n``) or ``aᴴ`` and forms the
+    other side's factor from the unitary one: ``a = u h`` gives ``p = a uᴴ`` on the left,
+    ``a = p u`` gives ``h = uᴴ a`` on the right.
+    """
+    if method == "svd":
+        return jsl.polar(a, side, method="svd")
+    m, n = a.shape
+    x = a if m >= n else jnp.conj(a.T)
+    w, h, _, _ = lax.linalg.qdwh(x, max_iterations=max_iterations, eps=eps)
+    u = w if m >= n else jnp.conj(w.T)
+    if (side == "right") == (m >= n):  # the factor qdwh returned is this side's
+        return u, h
+    p = (jnp.matmul(a, jnp.conj(u.T), precision=_HI) if side == "left"
+         else jnp.matmul(jnp.conj(u.T), a, precision=_HI))
+    return u, (p + jnp.conj(p.T)) / 2
+
+
 def polar(a, side="right", *, method="qdwh", eps=None, max_iterations=None, plan="auto"):
     """Polar decomposition, as ``jax.scipy.linalg.polar`` (see ``distla.linalg._polar.polar``).
 
@@ -530,18 +552,19 @@ def polar(a, side="right", *, method="qdwh", eps=None, max_iterations=None, plan
     plan's layouts; ``method="svd"`` on a sharded matrix has only that plan.
     """
     what = "distla.linalg.polar"
+    _polar.check_options(side, method, what)
     a = as_array(a, "a", what)
     mesh = _mesh_of(a, names=("a",))
-    if a.ndim == 2 and mesh is not None and not is_empty(a) and side in ("right", "left"):
+    if a.ndim == 2 and mesh is not None and not is_empty(a):
         a = a.astype(result_dtype(what, a))
         options = (("side", side), ("method", method), ("eps", eps),
                    ("max_iterations", max_iterations))
         if method == "svd" and plan == "auto":
             plan = "one_device"
-        if choose_plan("polar", plan, jsl.polar, a, what=what,
+        if choose_plan("polar", plan, _polar_on_one_device, a, what=what,
                        options=options) == "one_device":
             specs = _polar._out_specs(mesh, a.shape, side, P(*jax.typeof(a).sharding.spec))
-            return on_one_device(jsl.polar, a, mesh=mesh, in_specs=(block_layout(a.shape, mesh),),
+            return on_one_device(_polar_on_one_device, a, mesh=mesh, in_specs=(block_layout(a.shape, mesh),),
                                  out_specs=specs, options=options)
     if a.ndim != 2 or method != "qdwh" or mesh is None or is_empty(a):
         return _polar.polar(a, side, method=method, eps=eps, max_iterations=max_iterations)
