@@ -65,6 +65,7 @@ from ._spectral import (EighResult, SVDResult, cond, eigh, eigvalsh, lstsq, matr
 from ._triangular import solve_triangular
 from ..layout import natural_spec
 from ._nonhermitian import eig, eigvals
+from ._expm import expm, expm_frechet
 from ._products import matmul, matrix_norm, multi_dot, tensordot
 
 # jnp's own: elementwise or batch-only work that XLA partitions without moving a
@@ -720,6 +721,8 @@ __all__ = [
     "diagonal",
     "eig",
     "eigvals",
+    "expm",
+    "expm_frechet",
     "matmul",
     "matrix_norm",
     "matrix_power",

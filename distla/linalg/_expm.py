@@ -1,0 +1,323 @@
+"""Matrix exponential by scaling and squaring: ``distla.linalg.expm`` (see docs/algorithms.md).
+
+Higham (2005), "The scaling and squaring method for the matrix exponential
+revisited", SIAM J. Matrix Anal. Appl. 26(4), Algorithm 2.3:
+
+1. ``‖A‖₁`` picks the Padé degree ``m``: the smallest of 3, 5, 7, 9 with
+   ``‖A‖₁ ≤ θ_m``, else 13 on ``A/2ˢ`` with ``s = ⌈log₂(‖A‖₁/θ₁₃)⌉``.
+   ``θ_m`` is the largest norm at which ``r_m``'s backward error is at most
+   the unit roundoff (Higham's Table 2.3); float32/complex64 stop at
+   degree 7, whose ``θ₇`` is the single-precision one.
+2. ``r_m = q_m⁻¹ p_m`` with ``p_m = V + U``, ``q_m = V − U``: ``U`` holds the
+   odd powers of ``A``, ``V`` the even ones (degree 13 in Higham's
+   6-product form (2.5)). The products run on distla's SUMMA
+   (``distla.matmul``), the solve on the distributed LU (or the triangular
+   solve for ``upper_triangular=True``).
+3. ``s`` squarings, SUMMA products again.
+
+Everything stays in the mesh's 2D block layout: the matrix is padded once to
+a size the mesh divides (``blockdiag(A, 0)``, whose exponential is
+``blockdiag(eᴬ, I)`` and whose 1-norm is ``A``'s), and no step gathers it.
+The degree and ``s`` are traced values (``lax.switch`` over the degrees,
+``lax.scan`` of ``lax.cond`` squarings), so one compiled program serves every
+matrix of a shape and derivatives of every order come from differentiating
+the algorithm, as jax's own ``expm`` is differentiated.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import operator
+
+import jax
+import jax.numpy as jnp
+import jax.scipy.linalg as jsl
+import numpy as np
+from jax import lax
+from jax.sharding import PartitionSpec as P
+
+from . import _lu_rules, _triangular
+from .._core.checks import as_array, empty_or_one_device, is_empty, result_dtype, square
+from .._core.mesh import constrain, fitting_spec, is_explicit, run_on_mesh
+from .._core.plan import Plan, resolve
+from .._core.stacked import stack
+from ..matmul import matmul
+
+_HI = lax.Precision.HIGHEST
+
+# Higham (2005), Table 2.3: theta_m for the degrees his algorithm uses, in
+# double precision (u = 2^-53) and single precision (u = 2^-24).
+_THETA = {
+    8: ((3, 1.495585217958292e-2), (5, 2.539398330063230e-1), (7, 9.504178996162932e-1),
+        (9, 2.097847961257068e0), (13, 5.371920351148152e0)),
+    4: ((3, 4.258730016922831e-1), (5, 1.880152677804762e0), (7, 3.925724783138660e0)),
+}
+
+
+def pade_coefficients(m: int) -> tuple[float, ...]:
+    """``b_j`` of the ``[m/m]`` Padé approximant of ``eˣ``, ``p_m(x) = Σ b_j xʲ``, ``q_m(x) = p_m(−x)``.
+
+    ``b_j = (2m − j)! / (j! (m − j)!)``: the textbook ``(2m−j)! m! / ((2m)! j! (m−j)!)``
+    scaled so that ``b_m = 1`` (exact integers; Higham 2005, eq. (2.1)).
+    """
+    f = math.factorial
+    return tuple(float(f(2 * m - j) // (f(j) * f(m - j))) for j in range(m + 1))
+
+
+def _thetas(dtype) -> tuple[tuple[int, float], ...]:
+    return _THETA[np.dtype(jnp.finfo(dtype).dtype).itemsize]
+
+
+# ---------------------------------------------------------------- the global view
+
+
+def _mm(x, y, spec):
+    """``x @ y`` on SUMMA, in ``spec``."""
+    return constrain(matmul(x, y, precision=_HI), spec)
+
+
+def _eye(n, dtype, spec):
+    r = lax.broadcasted_iota(jnp.int32, (n, n), 0)
+    c = lax.broadcasted_iota(jnp.int32, (n, n), 1)
+    return constrain((r == c).astype(dtype), spec)
+
+
+def _pade(x, a2, index, degrees, spec):
+    """``(U, V)`` of the degree ``degrees[index]`` at ``x`` (``a2 = x²``).
+
+    ``U = x Σ b_{2k+1} x²ᵏ`` and ``V = Σ b_{2k} x²ᵏ``; degree 13 in Higham's
+    form (2.5), ``U = x [x⁶(b₁₃x⁶ + b₁₁x⁴ + b₉x²) + b₇x⁶ + … + b₁I]`` and
+    ``V = x⁶(b₁₂x⁶ + b₁₀x⁴ + b₈x²) + b₆x⁶ + … + b₀I``. Each product runs
+    under ``lax.cond`` on the degree, so a small degree skips the higher
+    powers (3: 2 products, 5: 3, 7: 4, 9: 5, 13: 6) and the program holds
+    each product once, not once per degree.
+    """
+    n, dtype = x.shape[0], x.dtype
+    real = jnp.finfo(dtype).dtype
+    zeros = constrain(jnp.zeros((n, n), dtype), spec)
+
+    def product_if(pred, f, *operands):  # f(*operands) where pred, else zeros (not computed)
+        return lax.cond(pred, f, lambda *_: zeros, *operands)
+
+    powers = [_eye(n, dtype, spec), a2]  # I, x², x⁴, ... as far as the largest degree needs
+    if degrees[-1] >= 5:
+        powers.append(product_if(index >= 1, lambda p, q: _mm(p, q, spec), a2, a2))
+    if degrees[-1] >= 7:
+        powers.append(product_if(index >= 2, lambda p, q: _mm(p, q, spec), powers[2], a2))
+    if 9 in degrees:
+        powers.append(product_if(index == degrees.index(9), lambda p: _mm(p, p, spec),
+                                 powers[2]))
+    odd, even = [], []  # per degree: the coefficients of the powers above
+    for m in degrees:
+        b = pade_coefficients(m)
+        low = 3 if m == 13 else m // 2  # degree 13: x⁸ and up come from the product below
+        odd.append([b[2 * k + 1] if k <= low else 0.0 for k in range(len(powers))])
+        even.append([b[2 * k] if k <= low else 0.0 for k in range(len(powers))])
+    odd_c = jnp.asarray(odd, real)[index].astype(dtype)
+    even_c = jnp.asarray(even, real)[index].astype(dtype)
+    u_in = sum(odd_c[k] * p for k, p in enumerate(powers))
+    v = sum(even_c[k] * p for k, p in enumerate(powers))
+    if degrees[-1] == 13:
+        b = pade_coefficients(13)
+        x2, x4, x6 = powers[1:4]
+
+        def high(x2, x4, x6):
+            return (_mm(x6, b[13] * x6 + b[11] * x4 + b[9] * x2, spec),
+                    _mm(x6, b[12] * x6 + b[10] * x4 + b[8] * x2, spec))
+
+        u_hi, v_hi = lax.cond(index == len(degrees) - 1, high, lambda *_: (zeros, zeros),
+                              x2, x4, x6)
+        u_in, v = u_in + u_hi, v + v_hi
+    return _mm(x, constrain(u_in, spec), spec), constrain(v, spec)
+
+
+def _expm_body(a, *, dtype, n_pad, upper_triangular, max_squarings):
+    """``eᴬ`` of one matrix, traced inside ``run_on_mesh`` (Auto axes in context)."""
+    mesh = jax.sharding.get_abstract_mesh()
+    inner = Plan(mesh, np.dtype(dtype))  # the solves' plan, on the mesh of this context
+    spec = inner.grid.block_spec
+    n = a.shape[0]
+    x = constrain(jnp.pad(a, ((0, n_pad - n), (0, n_pad - n))), spec)  # blockdiag(A, 0)
+    real = jnp.finfo(dtype).dtype
+    # ‖A‖₁ (column sums reduced over the mesh rows, then a scalar max); the degree and
+    # s are piecewise constant in A, so they carry no derivative
+    norm1 = lax.stop_gradient(jnp.max(jnp.sum(jnp.abs(x), axis=0)))
+    degrees, thetas = zip(*_thetas(dtype))
+    s = jnp.maximum(0.0, jnp.ceil(jnp.log2(norm1 / thetas[-1])))
+    too_many = ~(s <= max_squarings)  # also NaN/inf in A: jax's NaN result
+    s = jnp.where(too_many, 0.0, s)
+    x = x * jnp.exp2(-s).astype(real).astype(dtype)  # exact: a power of two
+    # the smallest degree whose theta bounds the norm (s > 0 only for the largest)
+    index = sum((norm1 > t).astype(jnp.int32) for t in thetas[:-1])
+    a2 = _mm(x, x, spec)
+    u, v = _pade(x, a2, index, degrees, spec)
+    p, q = constrain(v + u, spec), constrain(v - u, spec)
+    if upper_triangular:  # q_m(A) is upper triangular too: substitution, no pivoting
+        r = _triangular.solve_2d(q, p, trans=0, lower=False, unit_diagonal=False, call=inner)
+    else:
+        r = _lu_rules.solve_2d(q, p, call=inner)
+    r = constrain(r, spec)
+    steps = s.astype(jnp.int32)
+
+    def square_step(r, i):  # r <- r @ r while i < s
+        return lax.cond(i < steps, lambda r: _mm(r, r, spec), lambda r: r, r), None
+
+    if max_squarings > 0:
+        r, _ = lax.scan(square_step, r, jnp.arange(max_squarings, dtype=jnp.int32))
+    r = jnp.where(too_many, jnp.full((), jnp.nan, dtype), r)
+    return r[:n, :n]
+
+
+def _pad_to(n: int, plan: Plan) -> int:
+    q = math.lcm(plan.grid.pr, plan.grid.pc)
+    return -(-n // q) * q
+
+
+@functools.partial(jax.jit, static_argnames=("call", "upper_triangular", "max_squarings",
+                                             "out_spec"))
+def _expm_2d(a, *, call: Plan, upper_triangular: bool, max_squarings: int, out_spec: P):
+    body = functools.partial(_expm_body, dtype=call.dtype, n_pad=_pad_to(a.shape[0], call),
+                             upper_triangular=upper_triangular, max_squarings=max_squarings)
+    return run_on_mesh(body, call.mesh, out_spec, a)
+
+
+def _result_spec(a, call: Plan) -> P:
+    """Where ``eᴬ`` comes back: ``a``'s own layout on Explicit meshes (so that
+    ``expm(a) @ x`` and ``expm(a) - a`` combine as jnp's would), the mesh's 2D block
+    layout (the largest even one that fits) on Auto meshes."""
+    if is_explicit(call.mesh):
+        spec = tuple(jax.typeof(a).sharding.spec)
+        return P(*spec, *(None,) * (2 - len(spec)))
+    return fitting_spec(a.shape, call.mesh, call.grid.block_spec)
+
+
+# ---------------------------------------------------------------- public functions
+
+
+def _flags(upper_triangular, max_squarings, what):
+    if not isinstance(upper_triangular, (bool, np.bool_)):
+        raise TypeError(f"{what}: upper_triangular must be a bool; got {upper_triangular!r}")
+    try:
+        max_squarings = operator.index(max_squarings)
+    except TypeError:
+        raise TypeError(
+            f"{what}: max_squarings must be an int (a static count); got {max_squarings!r}"
+        ) from None
+    return bool(upper_triangular), max_squarings
+
+
+def expm(
+    A: jax.typing.ArrayLike, *, upper_triangular: bool = False, max_squarings: int = 16
+) -> jax.Array:
+    """Matrix exponential ``eᴬ``, as ``jax.scipy.linalg.expm``.
+
+    Scaling and squaring with Padé approximants (Higham 2005): the 1-norm of
+    ``A`` picks the degree (3, 5, 7, 9 or 13; up to 7 for float32/complex64)
+    and the number ``s`` of squarings; the Padé numerator and denominator
+    are formed with distla's SUMMA products, ``r = q⁻¹p`` is solved by the
+    distributed LU (no device holds the whole matrix), and ``r`` is squared
+    ``s`` times on SUMMA. A stack sharded along its batch dimensions runs
+    jax's ``expm`` on each device's members (no communication).
+
+    Args:
+      A: ``[n, n]`` matrix sharded on a 1- or 2-axis mesh (any layout), or a
+        stack ``[..., n, n]`` sharded along its batch dimensions. Integer and
+        bool inputs promote to the default float, as in jax.
+      upper_triangular: ``A`` is upper triangular: the solve is a triangular
+        solve on ``q``'s upper triangle (as jax's, which then reads no other
+        entry of ``q``).
+      max_squarings: the most squarings allowed (a Python int). A matrix
+        needing more (``‖A‖₁ > θ · 2^max_squarings``, ``θ`` = 5.37 in double
+        and 3.93 in single precision) gives NaN, as in jax; so does any NaN
+        or infinite entry.
+
+    Returns:
+      ``[..., n, n]`` array of ``A``'s (promoted) dtype. One matrix comes
+      back in ``A``'s own layout on an Explicit mesh and in the mesh's 2D
+      block layout ``P(r, c)`` on an Auto mesh (the largest even layout that
+      fits when the mesh does not divide ``n``); a stack sharded along its
+      batch. Empty input gives jax's empty result. Differentiable to any
+      order (``jax.grad``, ``jax.jvp``) through the algorithm, as jax's is.
+
+    jax counts squarings as ``⌊log₂(‖A‖₁/θ)⌋``, one fewer than Higham's
+    ``⌈log₂(‖A‖₁/θ)⌉`` used here whenever ``‖A‖₁/θ`` is not a power of two;
+    the values agree to rounding, but a matrix right at the
+    ``max_squarings`` limit can be NaN here where jax returns a number.
+
+    Raises:
+      ValueError: ``A`` is not square or has fewer than 2 dimensions.
+      TypeError: float16/bfloat16 or non-numeric ``A``, or a non-int
+        ``max_squarings``.
+
+    See also: ``jax.scipy.linalg.expm``, :func:`expm_frechet`.
+
+    Example:
+      >>> import distla, jax.numpy as jnp
+      >>> mesh = distla.make_mesh((2, 4))
+      >>> a = distla.shard(jnp.zeros((8, 8)), mesh)
+      >>> bool(jnp.allclose(distla.linalg.expm(a), jnp.eye(8)))
+      True
+    """
+    what = "distla.linalg.expm"
+    upper_triangular, max_squarings = _flags(upper_triangular, max_squarings, what)
+    a = as_array(A, "A", what)
+    square(a, what)
+    dtype = result_dtype(what, a)
+    a = a.astype(dtype)
+    ref = functools.partial(jsl.expm, upper_triangular=upper_triangular,
+                            max_squarings=max_squarings)
+    call = resolve(a, names=("A",), dtype=dtype)
+    if call is None or is_empty(a):
+        return empty_or_one_device(ref, a)
+    if a.ndim > 2:
+        return stack(ref, (a,), (2,), 2, mesh=call.mesh)
+    return _expm_2d(a, call=call, upper_triangular=upper_triangular,
+                    max_squarings=max_squarings, out_spec=_result_spec(a, call))
+
+
+def expm_frechet(
+    A: jax.typing.ArrayLike,
+    E: jax.typing.ArrayLike,
+    *,
+    method: str | None = None,
+    compute_expm: bool = True,
+) -> jax.Array | tuple[jax.Array, jax.Array]:
+    """Fréchet derivative of the matrix exponential at ``A`` in direction ``E``,
+    as ``jax.scipy.linalg.expm_frechet``.
+
+    ``jax.jvp`` of :func:`expm` (as jax computes it): the derivative of the
+    distributed scaling and squaring, so every product is a SUMMA product and
+    every solve a distributed LU solve; nothing is gathered.
+
+    Args:
+      A: ``[..., n, n]`` matrix or stack, laid out as for :func:`expm`.
+      E: the direction, of ``A``'s shape, on the same mesh.
+      method: accepted and ignored, as in jax.
+      compute_expm: also return ``expm(A)``.
+
+    Returns:
+      ``(expm(A), L(A, E))`` if ``compute_expm`` else ``L(A, E)``, each of
+      ``A``'s shape and in :func:`expm`'s layout, in the dtype ``A`` and ``E``
+      promote to.
+
+    Raises:
+      ValueError: ``A`` or ``E`` is not square, or their shapes differ.
+
+    See also: ``jax.scipy.linalg.expm_frechet``.
+    """
+    what = "distla.linalg.expm_frechet"
+    del method  # ignored, as in jax
+    a = as_array(A, "A", what)
+    e = as_array(E, "E", what)
+    for name, x in (("A", a), ("E", e)):
+        if x.ndim < 2 or x.shape[-1] != x.shape[-2]:
+            raise ValueError(
+                f"{what}: {name} must be a square matrix or a stack of them ([..., n, n]); "
+                f"got {name} of shape {x.shape}")
+    if a.shape != e.shape:
+        raise ValueError(f"{what}: A and E must have the same shape; got A {a.shape}, "
+                         f"E {e.shape}")
+    dtype = result_dtype(what, a, e)
+    value, derivative = jax.jvp(expm, (a.astype(dtype),), (e.astype(dtype),))
+    return (value, derivative) if compute_expm else derivative
