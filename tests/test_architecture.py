@@ -31,6 +31,7 @@ PRIVATE_IMPORT_ALLOWED = {
     "benchmarks/bench_mixed.py",  # times the refinement loop apart from the factorisation
     "benchmarks/bench_qr.py",  # labels each row with the QR kernel the call picked
     "benchmarks/bench_spectral.py",  # times each QDWH and divide-and-conquer step alone
+    "benchmarks/bench_geneig.py",  # counts the divide levels and leaves each call ran
 }
 NUMBERS = re.compile(r"[Ii]ssue [0-9]|\bitem [0-9]")
 

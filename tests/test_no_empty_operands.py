@@ -158,6 +158,12 @@ CASES = {
     "polar": (lambda x: L.polar(x["a"]), lambda a: L.polar(a)[0].sum()),
     "eigh": (lambda x: L.eigh(x["sym"]), lambda a: L.eigh(a)[0].sum()),
     "eigvalsh": (lambda x: L.eigvalsh(x["sym"]), None),
+    "eigh_pencil": (lambda x: L.eigh(x["sym"], x["spd"], type=1, plan="distributed"),
+                    lambda b: L.eigh(b, b, eigvals_only=True, plan="distributed").sum()),
+    "eigh_pencil_3": (lambda x: L.eigh(x["sym"], x["spd"], type=3, subset_by_index=(0, 2),
+                                       plan="distributed"), None),
+    "eigh_subset": (lambda x: L.eigh(x["sym"], subset_by_index=(1, 3), plan="distributed"),
+                    None),
     "svd": (lambda x: L.svd(x["a"]), lambda a: L.svd(a, full_matrices=False)[1].sum()),
     "svdvals": (lambda x: L.svdvals(x["a"]), None),
     "pinv": (lambda x: L.pinv(x["a"]), None),
@@ -186,7 +192,7 @@ CASES = {
 }
 # stacks sharded on the batch axis are solved per device with no shard_map
 ONE_DEVICE_PER_STACK = {"batched_solve", "batched_cholesky", "matrix_rank"}
-GRAD_ARG = {"cholesky": "spd", "eigh": "sym", "fftn": "vol", "rfftn": "vol"}
+GRAD_ARG = {"cholesky": "spd", "eigh": "sym", "eigh_pencil": "spd", "fftn": "vol", "rfftn": "vol"}
 FFT = {"hfft", "fftn", "ifftn", "rfftn", "irfftn", "fftn_axes", "pfft3d"}
 # Functions that never run a shard_map of their own: elementwise or batch-only work,
 # or a thin alias of a name in CASES (what they call is traced there).
@@ -260,8 +266,9 @@ def test_under_grad(name, inputs):
 
 
 # vmap of a triangular solve under custom_linear_solve does not trace on Explicit meshes
-# (a transpose meets an Auto-typed operand in an Explicit context).
-VMAP_EXPLICIT_FAILS = {"solve_triangular", "cho_solve", "solve_pos"}
+# (a transpose meets an Auto-typed operand in an Explicit context); eigh's type-1 pencil
+# solves with the Cholesky factor.
+VMAP_EXPLICIT_FAILS = {"solve_triangular", "cho_solve", "solve_pos", "eigh_pencil"}
 
 
 @pytest.mark.parametrize("name", [k for k in CASES if k not in FFT])

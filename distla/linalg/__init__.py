@@ -61,8 +61,9 @@ from ._cholesky import model_bytes as cholesky_model_bytes
 from ._lu import model_bytes as lu_model_bytes
 from ._qr import model_bytes as qr_model_bytes
 from ._qr import qr
-from ._spectral import (EighResult, SVDResult, cond, eigh, eigvalsh, lstsq, matrix_rank, norm, pinv, polar, svd, svdvals)  # noqa: E501
+from ._spectral import (EighResult, SVDResult, cond, eigvalsh, lstsq, matrix_rank, norm, pinv, polar, svd, svdvals)  # noqa: E501
 from ._triangular import solve_triangular
+from ._geneig import eigh
 from ..layout import natural_spec
 from ._nonhermitian import eig, eigvals
 from ._expm import expm, expm_frechet

@@ -458,8 +458,10 @@ class _Blocked:
         """A block of at most ``leaf`` rows: gathered on one device (``leaf² ≤ N²/p``)."""
         dev = b.sharding.mesh.devices.flat[self.lvl % self.p]
         self.lvl += 1
-        # through the host: a single-device copy, free of the mesh's sharding types
-        out = _base_eigh(jax.device_put(np.asarray(b), dev), size, vectors=self.vectors)
+        # through the host: a single-device copy, free of the mesh's sharding types (and
+        # of a context mesh, which would refuse an operand on one of its devices)
+        with jax.set_mesh(None):
+            out = _base_eigh(jax.device_put(np.asarray(b), dev), size, vectors=self.vectors)
         count("leaf", b.shape[0])
         rep = jax.sharding.NamedSharding(b.sharding.mesh, P())
         if not self.vectors:
