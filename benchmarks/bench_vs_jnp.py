@@ -59,6 +59,12 @@ def _sym(n, rng):
     return ((x + x.T) / 2).astype(np.float32)
 
 
+def _norm10(n, rng):
+    """1-norm 10: expm's degree-13 Padé with a few squarings (float64: 1, float32's degree 7: 2)."""
+    x = rng.standard_normal((n, n))
+    return (x * (10.0 / np.abs(x).sum(axis=0).max())).astype(np.float32)
+
+
 # name: (distla function, jnp function, operand makers, has plan=)
 CASES = {
     "matmul": (distla.matmul, jnp.matmul, (_general, _general), False),
@@ -74,6 +80,7 @@ CASES = {
     "svdvals": (distla.linalg.svdvals, jnp.linalg.svdvals, (_general,), True),
     "polar": (distla.linalg.polar, jsl.polar, (_general,), True),
     "fftn": (distla.fft.fftn, jnp.fft.fftn, ("volume",), False),
+    "expm": (distla.linalg.expm, jsl.expm, (_norm10,), True),
 }
 FFT_SIZE = {256: 64, 1024: 128, 2048: 256, 4096: 256}
 

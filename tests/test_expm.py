@@ -4,6 +4,8 @@ Each (mesh, size, dtype) compiles one program; every matrix of that size runs
 through it (the Padé degree and the number of squarings are traced values).
 """
 
+import inspect
+
 import jax
 import jax.numpy as jnp
 import jax.scipy.linalg as jsl
@@ -16,6 +18,7 @@ from jax.sharding import PartitionSpec as P
 
 import distla
 from distla._core import hlo as _hlo
+from distla._core import plan as _plan
 
 L = distla.linalg
 # scipy's own test_matfuncs compares expm with rtol 1e-13 on well-conditioned
@@ -153,6 +156,21 @@ def test_stack_sharded_along_batch(auto24):
         assert _rel_err(out[i], sl.expm(stack[i].astype(np.float64))) <= RTOL32
 
 
+def test_one_device_plan(explicit24, x64):
+    """Below the budget and the crossover, "auto" runs jax's expm on one device and
+    shards the result back in the distributed plan's layout; "one_device" forces it."""
+    rng = np.random.default_rng(10)
+    a = _with_norm(rng.standard_normal((16, 16)), 7.0)
+    x = jax.device_put(a, NamedSharding(explicit24, P("x", None)))
+    with _plan.budget(2**20), _plan.recording() as notes:
+        auto = L.expm(x)
+    assert notes == [_plan.Chosen("expm", "one_device", 2 * a.nbytes)]
+    forced = L.expm(x, plan="one_device")
+    assert auto.sharding == forced.sharding == x.sharding
+    np.testing.assert_array_equal(np.asarray(auto), np.asarray(forced))
+    assert _rel_err(auto, sl.expm(a)) <= RTOL64
+
+
 def test_empty_and_one_device():
     for shape in ((0, 0), (3, 0, 0)):
         out = L.expm(jnp.zeros(shape))
@@ -160,6 +178,15 @@ def test_empty_and_one_device():
         assert out.shape == ref.shape and out.dtype == ref.dtype
     a = np.eye(3, dtype=np.float32)
     np.testing.assert_allclose(np.asarray(L.expm(a)), np.asarray(jsl.expm(a)), rtol=1e-6)
+
+
+def test_signatures_are_jaxs():
+    """Every parameter of jax.scipy.linalg's expm and expm_frechet, same kind and default."""
+    for name in ("expm", "expm_frechet"):
+        ours = inspect.signature(getattr(L, name)).parameters
+        for pname, theirs in inspect.signature(getattr(jsl, name)).parameters.items():
+            assert pname in ours, (name, pname)
+            assert (ours[pname].kind, ours[pname].default) == (theirs.kind, theirs.default)
 
 
 def test_bad_input(auto24):
@@ -170,6 +197,8 @@ def test_bad_input(auto24):
         L.expm(jnp.ones(8))
     with pytest.raises(TypeError, match="float16"):
         L.expm(jnp.ones((4, 4), jnp.float16))
+    with pytest.raises(ValueError, match="plan must be one of"):
+        L.expm(distla.shard(np.eye(8, dtype=np.float32), auto24), plan="gpu")
     with pytest.raises(TypeError, match="max_squarings"):
         L.expm(jnp.ones((4, 4)), max_squarings=2.5)
     with pytest.raises(ValueError, match="same shape"):

@@ -84,7 +84,8 @@ DEFAULT_BUDGET = int(os.environ.get("DISTLA_PLAN_BUDGET", 512 * 2**20))
 #: plan (transfer plus LAPACK) beat the distributed algorithm. The spectral
 #: family (QDWH divide and conquer, several times LAPACK's flops) loses to
 #: one device at every size measured; the LU and Cholesky drivers win from
-#: the crossover up (``"lu"``: lu_factor, det, slogdet, inv).
+#: the crossover up (``"lu"``: lu_factor, det, slogdet, inv), and so does
+#: expm's Padé scaling and squaring on SUMMA and the LU.
 CROSSOVER = {
     "eigh": 4096,
     "svd": 4096,
@@ -92,6 +93,7 @@ CROSSOVER = {
     "cholesky": 1024,
     "solve": 512,
     "lu": 512,
+    "expm": 512,
 }
 
 _budget: list[int] = [DEFAULT_BUDGET]

@@ -40,6 +40,7 @@ from jax.sharding import PartitionSpec as P
 from . import _lu_rules, _triangular
 from .._core.checks import as_array, empty_or_one_device, is_empty, result_dtype, square
 from .._core.mesh import constrain, fitting_spec, is_explicit, run_on_mesh
+from .._core.one_device import block_layout, choose_plan, on_one_device
 from .._core.plan import Plan, resolve
 from .._core.stacked import stack
 from ..matmul import matmul
@@ -208,7 +209,11 @@ def _flags(upper_triangular, max_squarings, what):
 
 
 def expm(
-    A: jax.typing.ArrayLike, *, upper_triangular: bool = False, max_squarings: int = 16
+    A: jax.typing.ArrayLike,
+    *,
+    upper_triangular: bool = False,
+    max_squarings: int = 16,
+    plan: str = "auto",
 ) -> jax.Array:
     """Matrix exponential ``eᴬ``, as ``jax.scipy.linalg.expm``.
 
@@ -231,6 +236,12 @@ def expm(
         needing more (``‖A‖₁ > θ · 2^max_squarings``, ``θ`` = 5.37 in double
         and 3.93 in single precision) gives NaN, as in jax; so does any NaN
         or infinite entry.
+      plan: ``"auto"``, ``"distributed"`` or ``"one_device"`` for one sharded
+        matrix (a distla extension): below the budget
+        (``distla.linalg.set_plan_budget``) and a measured crossover size,
+        ``"auto"`` moves ``A`` to one device, runs ``jax.scipy.linalg.expm``
+        there and shards the result back in the same layout;
+        ``distla.cost`` reports the plan.
 
     Returns:
       ``[..., n, n]`` array of ``A``'s (promoted) dtype. One matrix comes
@@ -272,8 +283,14 @@ def expm(
         return empty_or_one_device(ref, a)
     if a.ndim > 2:
         return stack(ref, (a,), (2,), 2, mesh=call.mesh)
+    out_spec = _result_spec(a, call)
+    options = (("upper_triangular", upper_triangular), ("max_squarings", max_squarings))
+    if choose_plan("expm", plan, jsl.expm, a, what=what, options=options) == "one_device":
+        return on_one_device(jsl.expm, a, mesh=call.mesh,
+                             in_specs=(block_layout(a.shape, call.mesh),), out_specs=(out_spec,),
+                             options=options)
     return _expm_2d(a, call=call, upper_triangular=upper_triangular,
-                    max_squarings=max_squarings, out_spec=_result_spec(a, call))
+                    max_squarings=max_squarings, out_spec=out_spec)
 
 
 def expm_frechet(
