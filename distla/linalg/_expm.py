@@ -221,8 +221,10 @@ def expm(
     ``A`` picks the degree (3, 5, 7, 9 or 13; up to 7 for float32/complex64)
     and the number ``s`` of squarings; the Padé numerator and denominator
     are formed with distla's SUMMA products, ``r = q⁻¹p`` is solved by the
-    distributed LU (no device holds the whole matrix), and ``r`` is squared
-    ``s`` times on SUMMA. A stack sharded along its batch dimensions runs
+    distributed LU, and ``r`` is squared ``s`` times on SUMMA: no device
+    holds the whole matrix (except that for ``n <= 128`` the LU's solve takes
+    its few-right-hand-sides path, which holds the ``n x n`` right-hand side
+    ``p`` on each device). A stack sharded along its batch dimensions runs
     jax's ``expm`` on each device's members (no communication).
 
     Args:
