@@ -138,9 +138,11 @@ def cholesky_block_cyclic(
 
     Returns:
       ``(l, ok)``: the local block of ``L`` on and below the diagonal (the
-      upper triangle holds garbage), and whether every diagonal block was
-      positive definite on this device's panels (a boolean; a failed ``potrf``
-      also leaves NaNs that propagate, as LAPACK's ``info > 0``).
+      upper triangle holds garbage), and whether no ``potrf`` of a diagonal
+      block on this device stopped at a pivot ``<= 0`` (LAPACK's ``info > 0``;
+      the caller then fills ``L`` with NaN, as jax does). NaN and inf entries
+      of ``A`` do not count as failures: they propagate as in LAPACK's
+      ``potrf`` (columns before the first affected one stay finite and exact).
     """
     pr, pc = axis_size(row_axis), axis_size(col_axis)
     i, j = axis_index(row_axis), axis_index(col_axis)
@@ -155,6 +157,7 @@ def cholesky_block_cyclic(
     row_g = jnp.repeat(global_blocks(mloc // nb, row_axis), nb)  # global block of each local row
     col_g = jnp.repeat(global_blocks(nloc // nb, col_axis), nb)
     width = w * nb
+    bad = jnp.zeros((), bool)  # a potrf of a diagonal block met a pivot <= 0
     for seg in range(nbr // w):
         k0 = seg * w
         r0, c0 = (k0 // pr) * nb, (k0 // pc) * nb  # the segment's first local row / column
@@ -165,7 +168,7 @@ def cholesky_block_cyclic(
 
         def panel_step(t, carry, k0=k0, r0=r0, c0=c0, wc=wc, h=h, rows_g=rows_g,
                        seg_cols_g=seg_cols_g):
-            a, lseg = carry
+            a, lseg, bad = carry
             k = k0 + t
             kr, kc = k % pr, k % pc
             uk = (k // pr) * nb - r0  # block row k's local offset in rows r0: (mesh row kr)
@@ -176,17 +179,26 @@ def cholesky_block_cyclic(
                 d = lax.dynamic_slice_in_dim(col, uk, nb, axis=0)
                 d = jnp.where(i == kr, d, jnp.zeros_like(d))
                 # psum along the mesh column -> (nb, nb): A[k, k] on the owner column
-                l11 = lax.linalg.cholesky(_psum(d, row_axis), symmetrize_input=False)
+                d = _psum(d, row_axis)
+                l11 = lax.linalg.cholesky(d, symmetrize_input=False)
+                # potrf stops at a pivot <= 0 (jax then returns NaN for the whole
+                # block); a NaN pivot passes and propagates. So the block failed
+                # exactly when L[0, 0] is NaN although A[k, k]'s first entry is not.
+                failed = jnp.isnan(jnp.real(l11[0, 0])) & ~jnp.isnan(jnp.real(d[0, 0]))
                 l21 = lax.linalg.triangular_solve(
                     l11, col, left_side=False, lower=True, transpose_a=True, conjugate_a=True
                 )  # A21 L11^-H for every local row; rows <= k masked below
                 l21 = jnp.where((rows_g > k)[:, None], l21, jnp.zeros_like(l21))
                 diag = lax.dynamic_slice_in_dim(l21, uk, nb, axis=0)
-                return lax.dynamic_update_slice_in_dim(
+                l21 = lax.dynamic_update_slice_in_dim(
                     l21, jnp.where(i == kr, l11, diag), uk, axis=0
                 )
+                return l21, failed
 
-            panel = lax.cond(j == kc, owner, jnp.zeros_like, col)
+            def bystander(col):
+                return jnp.zeros_like(col), jnp.zeros((), bool)
+
+            panel, failed = lax.cond(j == kc, owner, bystander, col)
             # psum along the mesh row -> (h, nb): L[:, k] for this device's rows (rows < k: 0)
             panel = _psum(panel, col_axis)
             keep = (rows_g >= k)[:, None] & (j == kc)
@@ -195,14 +207,16 @@ def cholesky_block_cyclic(
             # L[J, k]^H for this device's columns J > k of the segment
             lt = transpose_rows(panel, seg_cols_g, first_block=k0, row_axis=row_axis, nb=nb)
             lt = jnp.where((seg_cols_g > k)[:, None], lt, jnp.zeros_like(lt))
-            # A[:, J] -= L[:, k] L[J, k]^H on the segment's columns (rank nb)
+            # A[:, J] -= L[:, k] L[J, k]^H on the segment's columns J > k (rank nb); the
+            # select keeps the finished columns J <= k out of the product, whose zero
+            # factors would turn a NaN or inf of L[:, k] into NaN there (LAPACK's order)
             upd = jnp.dot(panel, lt.conj().T, precision=precision)
             blk = a[r0:, c0 : c0 + wc]
-            a = set_block(a, (r0, c0), blk - upd)
-            return a, lseg
+            a = set_block(a, (r0, c0), jnp.where((seg_cols_g > k)[None, :], blk - upd, blk))
+            return a, lseg, bad | failed
 
         lseg = jnp.zeros((h, width), a.dtype)
-        a, lseg = fori(0, w, panel_step, (a, lseg))
+        a, lseg, bad = fori(0, w, panel_step, (a, lseg, bad))
 
         # trailing update A22 -= L_seg L_seg^H (rank W), lower triangle only
         k1 = k0 + w
@@ -217,8 +231,4 @@ def cholesky_block_cyclic(
                 continue
             upd = jnp.dot(lseg[top - r0 :], lt[lo - c1 : hi - c1].conj().T, precision=precision)
             a = add_block(a, (top, lo), -upd)
-    r = jnp.arange(mloc, dtype=jnp.int32) % nb
-    c = jnp.arange(nloc, dtype=jnp.int32) % nb
-    on_diag = (row_g[:, None] == col_g[None, :]) & (r[:, None] == c[None, :])
-    ok = jnp.all(jnp.isfinite(jnp.where(on_diag, a, 0)))
-    return a, ok
+    return a, ~bad

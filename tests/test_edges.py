@@ -128,3 +128,147 @@ def test_svd_of_nan_input_is_nan(mesh):
     for got, ref in ((u, u_ref), (s, s_ref), (vh, vh_ref)):
         assert np.isnan(np.asarray(got)).all() == np.isnan(np.asarray(ref)).all()
     assert np.isnan(np.asarray(u)).any()
+
+
+def _spd(n, seed):
+    x = np.random.default_rng(seed).standard_normal((n, n))
+    return (x @ x.T + n * np.eye(n)).astype(np.float32)
+
+
+@pytest.fixture(scope="module")
+def chol16():
+    return jax.jit(lambda a: dl.cholesky(a, block_size=4))
+
+
+@pytest.mark.parametrize(
+    "where, value",
+    [((13, 6), np.nan), ((5, 2), np.nan), ((9, 9), np.nan), ((9, 9), np.inf), ((3, 3), np.inf)],
+    ids=["nan-13-6", "nan-5-2", "nan-diag", "inf-diag-9", "inf-diag-3"],
+)
+def test_cholesky_non_finite_pattern_as_jnp(mesh, chol16, where, value):
+    """LAPACK's order: columns before the first one a bad entry reaches stay finite and
+    exact; NaN and inf land where jnp's (unblocked potrf at this size) puts them."""
+    b = _spd(16, 6)
+    b[where] = value
+    got = np.asarray(chol16(place(b, mesh)))
+    ref = np.asarray(jnp.linalg.cholesky(b))
+    assert np.isfinite(ref[:, : min(where)]).all()  # jnp keeps the columns before
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
+    np.testing.assert_array_equal(np.isposinf(got), np.isposinf(ref))
+    fin = np.isfinite(ref)
+    np.testing.assert_allclose(got[fin], ref[fin], rtol=1e-5, atol=1e-5)
+
+
+def test_cholesky_not_positive_definite_is_all_nan(mesh, chol16):
+    b = _spd(16, 7)
+    b[11, 11] = -1e3  # the pivot of column 11 is negative: LAPACK's info > 0
+    got = np.asarray(chol16(place(b, mesh)))
+    ref = np.asarray(jnp.linalg.cholesky(b))
+    low = np.tril(np.ones((16, 16), bool))
+    assert np.isnan(ref[low]).all() and np.isnan(got[low]).all()
+    assert (got[~low] == 0).all()
+
+
+def _extreme(shape, top, dtype, seed=8):
+    """``dtype`` matrix with singular values in ``[top/4, top]`` (condition number <= 4)
+    and its float64 copy (the reference rounds the same entries)."""
+    m, n = shape
+    k = min(m, n)
+    rng = np.random.default_rng(seed)
+    q1 = np.linalg.qr(rng.standard_normal((m, k)))[0]
+    q2 = np.linalg.qr(rng.standard_normal((n, k)))[0]
+    s = np.linspace(1.0, 0.25, k)
+    a = (q1 * s) @ q2.T * top  # scaled after the product: no overflow on the way
+    a = a.astype(dtype)
+    return a, a.astype(np.float64)
+
+
+@pytest.mark.parametrize(
+    "dtype, shape, top",
+    [
+        # wide runs on aᴴ: the programs of the float32 tall case above, and f64 tall's
+        pytest.param(np.float32, (24, 48), 1e38, id="f32-wide-1e38"),
+        pytest.param(np.float32, (24, 48), 1e-30, id="f32-wide-1e-30"),
+        *[
+            pytest.param(np.float64, shape, top, id=f"f64-{kind}-{top:g}")
+            for kind, shape in (("square", (16, 16)), ("tall", (24, 8)), ("wide", (8, 24)))
+            for top in (1e300, 1e-30)
+        ],
+    ],
+)
+def test_spectral_family_across_the_range(mesh, dtype, shape, top):
+    """svdvals, norm(2), matrix_rank, cond, pinv, lstsq, polar and eigvalsh at the ends of
+    the representable range, square and rectangular, against numpy in float64."""
+    with jax.enable_x64(dtype == np.float64):
+        a_np, a64 = _extreme(shape, top, dtype)
+        m, n = shape
+        tol = 30 * max(m, n) * float(np.finfo(dtype).eps)
+        a = place(a_np, mesh)
+        s_ref = np.linalg.svd(a64, compute_uv=False)
+        cond_ref = s_ref[0] / s_ref[-1]
+        s = np.asarray(dl.svdvals(a), np.float64)
+        assert s.dtype == np.float64 and np.asarray(dl.svdvals(a)).dtype == dtype
+        np.testing.assert_array_less(np.abs(s - s_ref), tol * s_ref[0])
+        assert abs(float(dl.norm(a, 2)) - s_ref[0]) <= tol * s_ref[0]
+        assert int(dl.matrix_rank(a)) == np.linalg.matrix_rank(a64) == min(m, n)
+        assert abs(float(dl.cond(a)) - cond_ref) <= tol * cond_ref**2
+        x_ref = np.linalg.pinv(a64)
+        x = np.asarray(dl.pinv(a), np.float64)
+        # entries below the normal range (1/1e38 in float32) are flushed to zero by XLA on
+        # CPU, in jnp as in distla: allow the smallest normal number on top
+        tiny = float(np.finfo(dtype).tiny)
+        assert np.abs(x - x_ref).max() <= tol * cond_ref * np.abs(x_ref).max() + tiny
+        y = np.random.default_rng(9).standard_normal((n, 2))
+        b_np = (a64 @ y).astype(dtype)  # in a's range: the least-squares residual is rounding
+        b = place(b_np, mesh, jax.sharding.PartitionSpec("x", None))
+        xs, _, rank, sv = dl.lstsq(a, b)
+        xs_ref = np.linalg.lstsq(a64, b_np.astype(np.float64), rcond=None)[0]
+        scale = np.abs(xs_ref).max()
+        assert np.abs(np.asarray(xs, np.float64) - xs_ref).max() <= tol * cond_ref * scale
+        assert int(rank) == min(m, n)
+        np.testing.assert_array_less(np.abs(np.asarray(sv, np.float64) - s_ref), tol * s_ref[0])
+        u, p = dl.polar(a)
+        u, p = np.asarray(u, np.float64), np.asarray(p, np.float64)
+        assert np.abs(u @ p - a64).max() <= tol * s_ref[0]
+        if m == n:
+            h64 = (a64 + a64.T) / 2
+            w = np.asarray(dl.eigvalsh(place(h64.astype(dtype), mesh)), np.float64)
+            w_ref = np.linalg.eigvalsh(h64.astype(dtype).astype(np.float64))
+            assert np.abs(w - w_ref).max() <= tol * np.abs(w_ref).max()
+
+
+@pytest.mark.parametrize("transform", [jax.jacfwd, jax.jacrev, jax.hessian])
+def test_eigvalsh_derivatives_outside_a_mesh_context(mesh, transform):
+    x = np.random.default_rng(10).standard_normal((8, 8))
+    h = ((x + x.T) / 2).astype(np.float32)
+    got = transform(dl.eigvalsh)(place(h, mesh))  # no jax.set_mesh around it
+    ref = transform(jnp.linalg.eigvalsh)(h)
+    assert got.shape == ref.shape
+    np.testing.assert_allclose(np.asarray(got), np.asarray(ref), rtol=1e-4, atol=1e-4)
+
+
+def test_cholesky_jacfwd_outside_a_mesh_context(mesh, chol16):
+    spd = _spd(16, 11)
+    got = jax.jacfwd(chol16)(place(spd, mesh))
+    ref = jax.jacfwd(jnp.linalg.cholesky)(spd)
+    np.testing.assert_allclose(np.asarray(got), np.asarray(ref), rtol=1e-4, atol=1e-5)
+
+
+def test_pinv_and_lstsq_gradients_as_jnp(mesh):
+    """Full rank, float64: the gradients through distla's svd are jnp's."""
+    with jax.enable_x64(True):
+        rng = np.random.default_rng(12)
+        a_np, b_np = rng.standard_normal((24, 8)), rng.standard_normal((24, 2))
+        wp, wx = rng.standard_normal((8, 24)), rng.standard_normal((8, 2))
+        a = place(a_np, mesh)
+        b = place(b_np, mesh, jax.sharding.PartitionSpec("x", None))
+
+        def loss(pinv, lstsq):
+            return lambda a, b: jnp.sum(pinv(a) * wp) + jnp.sum(lstsq(a, b)[0] * wx)
+
+        with jax.set_mesh(mesh):
+            got = jax.grad(loss(dl.pinv, dl.lstsq), argnums=(0, 1))(a, b)
+        ref = jax.grad(loss(jnp.linalg.pinv, jnp.linalg.lstsq), argnums=(0, 1))(a_np, b_np)
+        for g, r in zip(got, ref):
+            assert g.dtype == np.float64 and g.shape == r.shape
+            np.testing.assert_allclose(np.asarray(g), np.asarray(r), rtol=1e-10, atol=1e-10)

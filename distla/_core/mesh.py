@@ -252,3 +252,22 @@ def replicated(x: Any) -> Any:
     concrete = getattr(x, "sharding", None)
     target = concrete.mesh if isinstance(concrete, NamedSharding) else mesh
     return jax.sharding.reshard(x, NamedSharding(target, P()))
+
+
+def tangent_on_mesh(tangent: Any, primal: Any) -> Any:
+    """``tangent`` replicated on ``primal``'s mesh when it lives on one device.
+
+    ``jax.jacfwd`` (and ``jax.hessian``) push a one-device standard basis
+    through a JVP rule whose primal is sharded; distla's rules run the tangent
+    through programs on the primal's mesh, which cannot take an operand
+    committed to another device assignment. A concrete sharded primal names the
+    mesh; tracers and tangents already on a mesh come back as given.
+    """
+    if isinstance(primal, jax.core.Tracer):
+        return tangent
+    sharding = getattr(primal, "sharding", None)
+    if not isinstance(sharding, NamedSharding) or sharding.mesh.size <= 1:
+        return tangent
+    if operand_mesh(tangent, names=("tangent",)) is not None:
+        return tangent
+    return jax.device_put(tangent, NamedSharding(sharding.mesh, P()))

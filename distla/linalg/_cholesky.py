@@ -28,7 +28,7 @@ from distla.kernels.cyclic import from_block_cyclic, relayout_fraction
 from .._core.checks import as_array, empty_or_one_device, is_empty, result_dtype, rhs_core, square
 from ._lu import _pad_identity
 from ._lu_rules import like, matvec
-from .._core.mesh import Grid, constrain, fitting_spec, run_on_mesh, shard_map
+from .._core.mesh import Grid, constrain, fitting_spec, run_on_mesh, shard_map, tangent_on_mesh
 from .._core.one_device import block_layout, choose_plan, on_one_device
 from .._core.plan import Plan, resolve
 from .._core.stacked import stack, vmappable
@@ -222,7 +222,7 @@ def _chol_2d(a, *, call: Plan, upper, symmetrize, read_upper):
         (a,), (da,) = primals, tangents
         out = primal(a)
         low = _ct(out, call=call) if upper else out
-        da = da.astype(call.dtype)
+        da = tangent_on_mesh(da, a).astype(call.dtype)  # jax.jacfwd's one-device basis
         if read_upper:
             da = _ct(da, call=call)
         if symmetrize:

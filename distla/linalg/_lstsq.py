@@ -96,10 +96,15 @@ def _lstsq_solve(a, u, s, vh, b, rcond):
     def body(a, u, s, vh, b, rcond):
         mask = (s > 0) & (s >= rcond.astype(s.dtype) * s[0])
         rank = mask.sum()
-        safe = jnp.where(mask, s, 1).astype(a.dtype)
-        s_inv = jnp.where(mask, 1 / safe, 0)[:, None]
-        utb = matmul(jnp.conj(u.T), b, precision=_HI)
-        x = matmul(jnp.conj(vh.T), s_inv * utb, precision=_HI)
+        # s and b scaled by the same power of two (exact) so that s[0] is about 1:
+        # XLA computes a quotient as a product with the reciprocal, and 1/s is below
+        # float32's normal range (flushed to zero on CPU) for s near 1e38
+        # (applied as two halves: 2^-127 itself is subnormal in float32)
+        half = jnp.ldexp(jnp.ones((), s.dtype), -(jnp.frexp(s[0])[1] // 2))
+        safe = (jnp.where(mask, s, 1) * half * half).astype(a.dtype)[:, None]
+        half = half.astype(b.dtype)
+        utb = matmul(jnp.conj(u.T), b * half * half, precision=_HI)
+        x = matmul(jnp.conj(vh.T), jnp.where(mask[:, None], utb / safe, 0), precision=_HI)
         r = b - matmul(a, x, precision=_HI)
         resid = jnp.sum(jnp.abs(r) ** 2, axis=0)
         return x, resid, rank
@@ -130,7 +135,8 @@ def lstsq(
     Returns:
       ``(x, resid, rank, s)`` as jnp: ``x`` ``[n]``/``[n, k]`` in the mesh's
       layout, ``resid`` ``[k]`` (squared 2-norms of ``b − a x``), ``rank``
-      (int32 scalar) and ``s`` (descending), replicated.
+      (int32 scalar) and ``s`` (descending), replicated. Differentiable in
+      ``a`` and ``b`` as jnp's (jax differentiates through distla's svd).
 
     Raises:
       ValueError: leading dimensions differ, or ``a`` and ``b`` are on different meshes.

@@ -25,7 +25,7 @@ from .._core.checks import as_array, empty_or_one_device, is_empty, result_dtype
 from .._core.plan import mesh_of as _mesh_of
 from .._core.stacked import stack as _stack
 from .._core.stacked import vmappable as _vmappable
-from .._core.mesh import fitting_spec, operand_mesh, run_on_mesh
+from .._core.mesh import fitting_spec, operand_mesh, run_on_mesh, tangent_on_mesh
 from .._core.one_device import block_layout, choose_plan, on_one_device
 from ._polar import block_spec, put
 from ..matmul import matmul
@@ -106,7 +106,9 @@ def _eigh_2d(a, *, symmetrize, lower):
     def rule(primals, tangents):
         (a,), (da,) = primals, tangents
         w, v = fn(a)
-        da_h = _hermitian(da, symmetrize=symmetrize, lower=lower)
+        da = tangent_on_mesh(da, a)  # jax.jacfwd's one-device basis
+        mesh = operand_mesh(a, names=("a",))
+        da_h = _hermitian(da, symmetrize=symmetrize, lower=lower, mesh=mesh)
         dw, dv = _eigh_tangent(w, v, da_h)
         return (w, v), (dw, dv)
 
@@ -114,9 +116,9 @@ def _eigh_2d(a, *, symmetrize, lower):
     return fn(a)
 
 
-@functools.partial(jax.jit, static_argnames=("symmetrize", "lower"))
-def _hermitian(a, *, symmetrize, lower):
-    mesh = operand_mesh(a, names=("a",))
+@functools.partial(jax.jit, static_argnames=("symmetrize", "lower", "mesh"))
+def _hermitian(a, *, symmetrize, lower, mesh=None):
+    mesh = operand_mesh(a, names=("a",)) if mesh is None else mesh
     spec = fitting_spec(a.shape, mesh, block_spec(mesh))
 
     def body(a):
