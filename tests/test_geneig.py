@@ -135,6 +135,10 @@ def test_float32_and_one_device_plan():
         w1, x1 = L.eigh(da, db, subset_by_index=(0, 3))  # auto: one device at this size
         check(a, b, w1, x1, dtype=np.float32, cond=1e4, k=4)
         assert x1.sharding.mesh.shape == mesh.shape
+        w2 = L.eigh(da, db, eigvals_only=True)
+        check_values(w2, scipy.linalg.eigh(a, b, eigvals_only=True), a, b, np.float32)
+        w3, x3 = L.eigh(da, db, subset_by_value=(w2[-1] + 1, w2[-1] + 2))
+        assert w3.shape == (0,) and x3.shape == (37, 0)
 
 
 @pytest.mark.parametrize("kind", [1, 3])
@@ -205,7 +209,8 @@ def test_derivatives_against_scipy_pencil():
             return np.sum(w * np.arange(1.0, 4.0)) + np.sum(np.abs(x[:, 0]) ** 2)
 
         h = 1e-6
-        fd = (f_ref(a + h * da_dir, b + h * db_dir) - f_ref(a - h * da_dir, b - h * db_dir)) / (2 * h)
+        fd = (f_ref(a + h * da_dir, b + h * db_dir)
+              - f_ref(a - h * da_dir, b - h * db_dir)) / (2 * h)
         with jax.set_mesh(mesh):
             ga, gb = jax.grad(f, argnums=(0, 1))(A, B)
         rev = np.sum(np.asarray(ga) * da_dir) + np.sum(np.asarray(gb) * db_dir)

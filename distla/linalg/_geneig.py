@@ -98,6 +98,8 @@ def _columns(v, *, lo, hi):
 def _select_index(w, v, lo, hi):
     if v is None:
         return w[lo:hi]
+    if hi == lo:  # nothing selected: no zero-size shard_map result
+        return w[lo:hi], jnp.zeros((v.shape[0], 0), v.dtype)
     return w[lo:hi], _columns(v, lo=lo, hi=hi)
 
 
@@ -384,7 +386,7 @@ def eigh(
     subset_by_value: tuple[float, float] | None = None,
     driver: str | None = None,
     plan: str = "auto",
-):
+) -> EighResult | tuple[jax.Array, jax.Array] | jax.Array:
     """Hermitian eigenproblems, as ``jnp.linalg.eigh`` and ``scipy.linalg.eigh``.
 
     ``eigh(a)``, ``eigh(a, UPLO)`` and ``eigh(a, UPLO, symmetrize_input)`` are
