@@ -217,6 +217,28 @@ def test_derivatives_against_scipy_pencil():
         np.testing.assert_allclose(rev, fd, rtol=1e-6)
 
 
+def test_one_device_plan_under_grad_and_jit():
+    """The default plan at this size runs the pencil on one device: differentiable, and
+    traceable under jax.jit, on an Explicit mesh."""
+    mesh = build_mesh((2, 4), "explicit")
+    with jax.enable_x64(True):
+        a, b = _pencil(16, 1e2, np.float64, seed=7)
+        A, B = place(a, mesh), place(b, mesh)
+        d = np.random.default_rng(8).standard_normal(a.shape)
+        d = (d + d.T) / 2
+        with jax.set_mesh(mesh):
+            g = jax.grad(lambda a: L.eigh(a, B, subset_by_index=(0, 2))[0].sum())(A)
+            w, x = jax.jit(lambda a, b: L.eigh(a, b, type=2))(A, B)
+        h = 1e-6
+
+        def f_ref(a):
+            return scipy.linalg.eigh(a, b, subset_by_index=(0, 2), eigvals_only=True).sum()
+
+        fd = (f_ref(a + h * d) - f_ref(a - h * d)) / (2 * h)
+        np.testing.assert_allclose(np.sum(np.asarray(g) * d), fd, rtol=1e-6)
+        check(a, b, w, x, 2, dtype=np.float64, cond=1e2)
+
+
 def test_one_device_operands_and_promotion():
     a, b = _pencil(12, 1e3, np.float64, seed=6)
     ai = np.round(a * 4).astype(np.int32)

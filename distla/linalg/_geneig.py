@@ -95,12 +95,12 @@ def _columns(v, *, lo, hi):
     return run_on_mesh(lambda v: v[:, lo:hi], mesh, spec, v)
 
 
-def _select_index(w, v, lo, hi):
+def _select_index(w, v, lo, hi, *, sharded=True):
     if v is None:
         return w[lo:hi]
     if hi == lo:  # nothing selected: no zero-size shard_map result
         return w[lo:hi], jnp.zeros((v.shape[0], 0), v.dtype)
-    return w[lo:hi], _columns(v, lo=lo, hi=hi)
+    return w[lo:hi], (_columns(v, lo=lo, hi=hi) if sharded else v[:, lo:hi])
 
 
 def _value_range(w, vl, vu, what):
@@ -117,8 +117,8 @@ def _value_range(w, vl, vu, what):
     return int(inside[0]), int(inside[-1]) + 1
 
 
-def _selected(out, sel, vectors, what):
-    """A selection of the whole ascending solution ``out``."""
+def _selected(out, sel, vectors, what, *, sharded=True):
+    """A selection of the whole ascending solution ``out`` (``sharded``: on a mesh)."""
     w, v = out if vectors else (out, None)
     if sel is None:
         return out
@@ -126,14 +126,15 @@ def _selected(out, sel, vectors, what):
         lo, hi = sel[1], sel[2]
     else:
         lo, hi = _value_range(w, sel[1], sel[2], what)
-    return _select_index(w, v, lo, hi)
+    return _select_index(w, v, lo, hi, sharded=sharded)
 
 
 def _dense_standard(c, sel, vectors):
     c = (c + _ct(c)) / 2
+    what = "distla.linalg.eigh"
     if not vectors:
-        return _selected(jnp.linalg.eigvalsh(c), sel, False, "distla.linalg.eigh")
-    return _selected(tuple(jnp.linalg.eigh(c)), sel, True, "distla.linalg.eigh")
+        return _selected(jnp.linalg.eigvalsh(c), sel, False, what, sharded=False)
+    return _selected(tuple(jnp.linalg.eigh(c)), sel, True, what, sharded=False)
 
 
 def _dense_trsm(low, y, trans):
@@ -154,6 +155,15 @@ def dense(a, b=None, *, kind=1, symmetrize=True, lower=True, sel=None, vectors=T
     if b is not None:
         b = _eigh.hermitian_from(b, symmetrize=symmetrize, lower=lower)
     return _pencil(a, b, kind=kind, sel=sel, vectors=vectors, ops=_DENSE_OPS)
+
+
+def _shapes(a, b=None, *, kind, symmetrize, lower, sel, vectors):
+    """What :func:`dense` returns, as zeros: the one-device plan's bytes moved back."""
+    del b, kind, symmetrize, lower
+    n = a.shape[0]
+    k = n if sel is None else sel[2] - sel[1]
+    w = jnp.zeros((k,), jnp.finfo(a.dtype).dtype)
+    return (w, jnp.zeros((n, k), a.dtype)) if vectors else w
 
 
 # ------------------------------------------------------------ the distributed parts
@@ -489,7 +499,7 @@ def eigh(
     value_sel = sel if sel is not None and sel[0] == "value" else None
     static_sel = None if value_sel else sel
     options = tuple(sorted(flags.items())) + (("sel", static_sel),)
-    if choose_plan("eigh", plan, dense, *operands, what=what, options=options) == "one_device":
+    if choose_plan("eigh", plan, _shapes, *operands, what=what, options=options) == "one_device":
         k = n if static_sel is None else static_sel[2] - static_sel[1]
         layouts = tuple(block_layout(x.shape, mesh) for x in operands)
         outs = (P(),) if eigvals_only else (P(), block_layout((n, k), mesh))
