@@ -37,7 +37,7 @@ from jax.sharding import PartitionSpec as P
 
 from . import _eigh, _polar, _spectral
 from .._core.checks import as_array, result_dtype
-from .._core.mesh import fitting_spec, grid_of, operand_mesh, run_on_mesh
+from .._core.mesh import drop_trivial_sharding, fitting_spec, grid_of, operand_mesh, run_on_mesh
 from .._core.one_device import block_layout, choose_plan, on_one_device
 from .._core.plan import mesh_of
 from ._cholesky import cholesky
@@ -494,8 +494,8 @@ def eigh(
         w = jnp.zeros((0,), _real_dtype(dtype))
         return w if eigvals_only else (w, jnp.zeros((0, 0), dtype))
     mesh = mesh_of(*operands, names=("a", "b")[:len(operands)])
-    if mesh is None:
-        return dense(*operands, sel=sel, **flags)
+    if mesh is None:  # unsharded, or on a one-device mesh: jnp's functions as they are
+        return dense(*(drop_trivial_sharding(x) for x in operands), sel=sel, **flags)
     value_sel = sel if sel is not None and sel[0] == "value" else None
     static_sel = None if value_sel else sel
     options = tuple(sorted(flags.items())) + (("sel", static_sel),)
