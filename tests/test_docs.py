@@ -28,6 +28,7 @@ DOCS = ROOT / "docs"
 SKIP_MARK = re.compile(r"^\s*<!--\s*docs-test:\s*skip\s+(.+?)\s*-->\s*$")
 FENCE = re.compile(r"^(\s*)(`{3,}|~{3,})\s*([\w+-]*)")
 MAX_EXPLICIT_SKIPS = 3
+RUNNER_TIMEOUT_S = 900  # for one runner's share of the pages (about 130 s idle here)
 
 
 def doc_pages() -> list[Path]:
@@ -70,12 +71,21 @@ def python_blocks(path: Path) -> list[dict]:
 
 def _run_pages(pages_file: str, results_file: str) -> None:
     import contextlib
+    import faulthandler
     import io
     import time
     import traceback
 
     import jax
 
+    # One program at a time: with asynchronous dispatch a block can leave several
+    # distributed programs in flight, and on simulated devices sharing few cores XLA's
+    # CPU collectives can then deadlock (docs/caveats.md). A CI run of the pages hung
+    # in docs/batched.md this way. What the pages compute is unchanged.
+    jax.config.update("jax_cpu_enable_async_dispatch", False)
+    # If a block still hangs, every thread's stack goes to stderr before the test's
+    # timeout kills the runner, so the failure says where.
+    faulthandler.dump_traceback_later(RUNNER_TIMEOUT_S - 30, exit=True)
     results = {}
     for page in json.loads(Path(pages_file).read_text()):
         name, blocks = page["name"], page["blocks"]
@@ -86,6 +96,7 @@ def _run_pages(pages_file: str, results_file: str) -> None:
             if block["skip"]:
                 continue
             code = compile(block["code"], f"{name}:{block['line']}", "exec")
+            print(f"running {name}:{block['line']}", file=sys.stderr, flush=True)
             t0 = time.perf_counter()
             try:
                 with contextlib.redirect_stdout(out):
@@ -161,7 +172,7 @@ def block_results(tmp_path_factory):
 
     def finish(tmp, out, proc):
         try:
-            proc.wait(timeout=600)
+            proc.wait(timeout=RUNNER_TIMEOUT_S)
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
