@@ -13,6 +13,7 @@ from jax.sharding import AxisType, Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from ._core.mesh import describe_mesh, fitting_spec
+from ._core.mesh import natural_spec as natural_spec
 
 
 def squarest_grid(n: int) -> tuple[int, int]:
@@ -142,23 +143,6 @@ def _as_spec(spec: Any, what: str = "shard") -> P:
         f"{what}: spec must be a PartitionSpec or a tuple of entries; got "
         f"{type(spec).__name__}"
     )
-
-
-def natural_spec(ndim: int, mesh: Mesh | jax.sharding.AbstractMesh) -> P:
-    """distla's natural layout for an ``ndim``-array on ``mesh``.
-
-    Matrices: 2D blocks ``P(r, c)``. Volumes: pencils ``P(r, c, None)``.
-    Vectors: ``P((r, c))``. Higher ranks: pencils over the first two axes.
-    On a 1-axis mesh ``r``: ``P(r, None, ...)`` (rows, or slabs).
-    """
-    names = tuple(mesh.axis_names)
-    if ndim == 0:
-        return P()
-    if ndim == 1:
-        return P(names if len(names) > 1 else names[0])
-    if len(names) == 1:
-        return P(names[0], *([None] * (ndim - 1)))
-    return P(names[0], names[1], *([None] * (ndim - 2)))
 
 
 def natural_sharding(shape: Sequence[int], mesh: Mesh, spec: P | None = None) -> NamedSharding:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import functools
-import math
 from typing import Literal
 
 import jax
@@ -11,10 +9,6 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from distla.kernels.cannon import cannon_local
-from distla.kernels.summa import summa_k_multiple, summa_local
-
-from ._core import plan as _plan
 from ._core.checks import (
     as_array,
     canonical_precision,
@@ -23,15 +17,8 @@ from ._core.checks import (
     onto_mesh,
     result_dtype,
 )
-from ._core.mesh import (
-    Grid,
-    constrain,
-    fitting_spec,
-    grid_of,
-    operand_mesh,
-    run_on_mesh,
-    shard_map,
-)
+from ._core.matmul import product
+from ._core.mesh import grid_of, operand_mesh
 
 Algorithm = Literal["auto", "summa", "cannon", "xla"]
 ALGORITHMS = ("auto", "summa", "cannon", "xla")
@@ -139,84 +126,12 @@ def matmul(
             f"{what}: algorithm='cannon' needs a square mesh; got a {grid.shape_str} mesh "
             f"{tuple(mesh.axis_names)}. Use algorithm='summa' (any mesh shape)."
         )
-    algorithm = _choose(grid, algorithm, (a.shape[0], a.shape[1], b.shape[1]))
-    if dtype == np.dtype(bool):  # logical and/or, as jnp.matmul: counted in int32
-        c = _matmul(a, b, dtype=np.dtype(np.int32), algorithm=algorithm, precision=precision,
-                    panels=panels)
-        return c != 0
-    return _matmul(a, b, dtype=dtype, algorithm=algorithm, precision=precision, panels=panels)
-
-
-def _default_panels(grid: Grid, k: int) -> int:
-    """SUMMA steps: one block of A per step, as in textbook SUMMA.
-
-    With ``max(pr, pc)`` steps each A-panel is no larger than A's local block
-    and each B-panel no larger than B's, so a device holds about twice its
-    share of the operands whatever the mesh shape (on an 8x1 mesh one panel
-    would be all of B). Fewer steps only when k is too short to cut that fine.
-    """
-    chunks = math.lcm(grid.pr, grid.pc)
-    return max(1, min(max(grid.pr, grid.pc), -(-k // chunks)))
-
-
-def _choose(grid: Grid, algorithm: str, shape: tuple[int, int, int]) -> str:
     if algorithm == "auto":
         algorithm = "summa"
-    _plan.note("matmul", algorithm)
-    return algorithm
-
-
-def _round_up(x: int, multiple: int) -> int:
-    return -(-x // multiple) * multiple
-
-
-def _pad2(x: jax.Array, shape: tuple[int, int]) -> jax.Array:
-    if x.shape == shape:
-        return x
-    return jnp.pad(x, ((0, shape[0] - x.shape[0]), (0, shape[1] - x.shape[1])))
-
-
-@functools.partial(jax.jit, static_argnames=("dtype", "algorithm", "precision", "panels"))
-def _matmul(a, b, *, dtype, algorithm, precision, panels):
-    mesh = operand_mesh(a, b, names=("a", "b"))
-    grid = grid_of(mesh, what="distla.matmul")
-    (m, k), n = a.shape, b.shape[1]
-    blocks = grid.block_spec
-    if algorithm == "xla":
-
-        def xla(a, b):
-            a, b = constrain(a.astype(dtype), blocks), constrain(b.astype(dtype), blocks)
-            return jnp.matmul(a, b, precision=precision)
-
-        return run_on_mesh(xla, mesh, fitting_spec((m, n), mesh, blocks), a, b)
-    if algorithm == "cannon":
-        mp, kp, np_ = (_round_up(x, grid.pr) for x in (m, k, n))
-        kernel = functools.partial(
-            cannon_local, row_axis=grid.row, col_axis=grid.col, precision=precision
-        )
-    else:
-        if panels is None:
-            panels = _default_panels(grid, k)
-        kp = _round_up(k, summa_k_multiple(grid.pr, grid.pc, panels))
-        mp, np_ = _round_up(m, grid.pr), _round_up(n, grid.pc)
-        kernel = functools.partial(
-            summa_local,
-            row_axis=grid.row,
-            col_axis=grid.col,
-            panels=panels,
-            precision=precision,
-        )
-
-    def body(a, b):
-        if 0 in (m, k, n):  # an empty product is zeros; no zero-size shard_map operand
-            return jnp.zeros((m, n), dtype)
-        a = constrain(_pad2(a.astype(dtype), (mp, kp)), blocks)
-        b = constrain(_pad2(b.astype(dtype), (kp, np_)), blocks)
-        c = shard_map(kernel, in_specs=(blocks, blocks), out_specs=blocks)(a, b)
-        return c[:m, :n]
-
-    out_spec = fitting_spec((m, n), mesh, blocks)
-    return run_on_mesh(body, mesh, out_spec, a, b)
+    if dtype == np.dtype(bool):  # logical and/or, as jnp.matmul: counted in int32
+        a, b = a.astype(np.int32), b.astype(np.int32)
+        return product(a, b, mesh, algorithm=algorithm, precision=precision, panels=panels) != 0
+    return product(a, b, mesh, algorithm=algorithm, precision=precision, panels=panels)
 
 
 def model_bytes(

@@ -6,6 +6,11 @@ import jax
 from jax import lax
 
 
+def round_up(n: int, multiple: int) -> int:
+    """``n`` rounded up to a multiple of ``multiple`` (padded sizes on a grid)."""
+    return -(-n // multiple) * multiple
+
+
 def axis_size(name: str | None) -> int:
     """Size of mesh axis ``name`` inside ``shard_map``; 1 for ``None``."""
     return 1 if name is None else lax.axis_size(name)

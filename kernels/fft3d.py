@@ -51,7 +51,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from ._axes import axis_size
+from ._axes import axis_size, round_up
 from .transpose import (
     xminor_to_xslabs,
     xpencils_to_ypencils,
@@ -64,10 +64,6 @@ from .transpose import (
     zslabs_to_xpencils,
     zslabs_to_zpencils,
 )
-
-
-def round_up(n: int, multiple: int) -> int:
-    return -(-n // multiple) * multiple
 
 
 def _pad_axis(x: jax.Array, axis: int, length: int) -> jax.Array:

@@ -93,3 +93,135 @@ def test_no_issue_or_item_numbers():
     files += [*(ROOT / "tests").glob("*.py"), *library()]
     found = [h for f in files if f.name != "test_architecture.py" for h in hits(f, NUMBERS)]
     assert not found, "issue or item numbers:\n" + "\n".join(found)
+
+
+# --- the import graph -----------------------------------------------------------------------
+# Every module of the library, its imports resolved to module names (relative ones
+# included, and those inside functions), then: no cycle, no import from a lower layer to
+# a higher one, and no intra-package import inside a function unless listed here.
+
+# kernels < the floor < algorithm modules < public modules < command-line tools
+def layer(module: str) -> int:
+    parts = module.split(".")
+    if parts[1:2] == ["kernels"]:
+        return 0
+    if parts[1:2] == ["_core"]:
+        return 1
+    if parts[1:2] in (["linalg"], ["fft"]) and len(parts) > 2:
+        return 2
+    if parts[1:2] in (["tools"], ["__main__"]):  # the command line sits on top
+        return 4
+    return 3
+
+
+# (importer, imported): upward imports that stay, and why.
+UPWARD_ALLOWED = {
+    # jnp.linalg's matmul, multi_dot and tensordot are distla.matmul with jnp.linalg's
+    # signatures: its checks, promotion (ints stay ints, bools) and fall-backs are theirs.
+    ("distla.linalg._products", "distla.matmul"),
+}
+# Packages whose modules import the library inside functions, and why.
+FUNCTION_LEVEL_ALLOWED = {
+    # the command-line tools import jax and the library only when a command runs, so
+    # that `python -m distla --help` starts without either
+    "distla.tools",
+}
+
+
+def module_files() -> dict[str, Path]:
+    found = {}
+    for path in sorted((ROOT / "distla").rglob("*.py")):
+        rel = path.relative_to(ROOT / "distla")
+        if rel.parts[0] == "kernels":  # a link to ROOT/kernels, listed below
+            continue
+        found[".".join(("distla", *rel.with_suffix("").parts)).removesuffix(".__init__")] = path
+    for path in sorted((ROOT / "kernels").glob("*.py")):
+        found[f"distla.kernels.{path.stem}".removesuffix(".__init__")] = path
+    return found
+
+
+def imports_of(module: str, path: Path, known) -> list[tuple[str, int, bool]]:
+    """``(imported module, line, inside a function)`` for each distla import of ``module``."""
+    import ast
+
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    out = []
+
+    def visit(node, in_function):
+        for child in ast.iter_child_nodes(node):
+            inside = in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef,
+                                                       ast.Lambda))
+            if isinstance(child, ast.Import):
+                out.extend((a.name, child.lineno, inside) for a in child.names)
+            elif isinstance(child, ast.ImportFrom):
+                if child.level:
+                    base = package.split(".")
+                    base = base[: len(base) - child.level + 1]
+                    target = ".".join(base + ([child.module] if child.module else []))
+                else:
+                    target = child.module or ""
+                for a in child.names:  # `from pkg import module` names a module
+                    sub = f"{target}.{a.name}"
+                    out.append((sub if sub in known else target, child.lineno, inside))
+            visit(child, inside)
+
+    visit(__import__("ast").parse(path.read_text(encoding="utf-8")), False)
+    return [(t, line, inside) for t, line, inside in out
+            if t == "distla" or t.startswith("distla.")]
+
+
+def import_graph():
+    files = module_files()
+    return {m: imports_of(m, p, files) for m, p in files.items()}
+
+
+def test_import_graph_reads_relative_and_function_level_imports():
+    graph = import_graph()
+    solve = {t for t, _, _ in graph["distla.linalg._solve"]}
+    assert {"distla.linalg._refine", "distla._core.checks", "distla._core.plan"} <= solve
+    assert "distla.kernels.lu" in {t for t, _, _ in graph["distla.linalg._lu"]}
+    tools = [t for t, _, inside in graph["distla.tools.doctor"] if inside]
+    assert "distla" in tools
+
+
+def test_no_import_cycle():
+    graph = import_graph()
+    edges = {m: {t for t, _, _ in targets if t in graph and t != m}
+             for m, targets in graph.items()}
+    state: dict[str, int] = {}
+    cycles = []
+
+    def visit(m, stack):
+        state[m] = 1
+        for t in sorted(edges[m]):
+            if state.get(t) == 1:
+                cycles.append(" -> ".join(stack[stack.index(t):] + [t]))
+            elif t not in state:
+                visit(t, stack + [t])
+        state[m] = 2
+
+    for m in sorted(edges):
+        if m not in state:
+            visit(m, [m])
+    assert not cycles, "import cycles:\n" + "\n".join(cycles)
+
+
+def test_imports_go_down_only():
+    upward = [
+        f"{m} ({layer(m)}) imports {t} ({layer(t)}) at line {line}"
+        for m, targets in import_graph().items()
+        for t, line, _ in targets
+        if layer(t) > layer(m) and (m, t) not in UPWARD_ALLOWED
+    ]
+    assert not upward, "imports from a lower layer to a higher one:\n" + "\n".join(upward)
+
+
+def test_no_function_level_imports_inside_the_library():
+    found = [
+        f"{m}:{line} imports {t} inside a function"
+        for m, targets in import_graph().items()
+        if not any(m == p or m.startswith(p + ".") for p in FUNCTION_LEVEL_ALLOWED)
+        for t, line, inside in targets
+        if inside
+    ]
+    assert not found, "function-level imports:\n" + "\n".join(found)

@@ -22,6 +22,7 @@ from jax import lax
 from jax.sharding import AbstractMesh, AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 
+from .matrix import round_up
 from .mesh import constrain
 
 Axes = tuple[str, ...]  # the mesh axes on one dimension, major first
@@ -62,10 +63,6 @@ def source_layout(x: jax.Array, mesh: AbstractMesh) -> Layout | None:
     return tuple(tuple(ax for ax in entry_axes(e) if mesh.shape[ax] > 1) for e in entries)
 
 
-def _round_up(x: int, multiple: int) -> int:
-    return -(-x // multiple) * multiple
-
-
 def kernel_layout(
     batch: tuple[int, ...], source: Layout | None, mesh: AbstractMesh
 ) -> tuple[Layout, tuple[int, ...]]:
@@ -98,7 +95,7 @@ def kernel_layout(
             home = [ax for ax in source[d] if ax in mine]
             layout.append(tuple(home + [ax for ax in mine if ax not in home]))
         padded = tuple(
-            _round_up(size, math.prod(mesh.shape[ax] for ax in e)) for size, e in zip(batch, layout)
+            round_up(size, math.prod(mesh.shape[ax] for ax in e)) for size, e in zip(batch, layout)
         )
         kept = (
             padded[d] == batch[d] and layout[d][: len(source[d])] == source[d] for d in range(nb)

@@ -24,6 +24,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from .mesh import drop_trivial_sharding
+
 # jnp.linalg's promotion of non-inexact dtypes (jax.dtypes.to_inexact_dtype).
 _TO_INEXACT = {
     np.dtype(k): np.dtype(v)
@@ -127,8 +129,6 @@ def empty_or_one_device(ref, *xs):
     no mesh at all (``det`` of a 0x0 matrix is 1, ``solve`` with ``k = 0``
     right-hand sides an empty array).
     """
-    from .mesh import drop_trivial_sharding
-
     if is_empty(*xs):
         shapes = jax.eval_shape(ref, *(jax.ShapeDtypeStruct(x.shape, x.dtype) for x in xs))
         if all(np.prod(s.shape) == 0 for s in jax.tree.leaves(shapes)):

@@ -173,6 +173,23 @@ def fitting_spec(shape: Sequence[int], mesh: AbstractMesh, desired: P) -> P:
     return best
 
 
+def natural_spec(ndim: int, mesh: AbstractMesh | jax.sharding.Mesh) -> P:
+    """distla's natural layout for an ``ndim``-array on ``mesh``.
+
+    Matrices: 2D blocks ``P(r, c)``. Volumes: pencils ``P(r, c, None)``.
+    Vectors: ``P((r, c))``. Higher ranks: pencils over the first two axes.
+    On a 1-axis mesh ``r``: ``P(r, None, ...)`` (rows, or slabs).
+    """
+    names = tuple(mesh.axis_names)
+    if ndim == 0:
+        return P()
+    if ndim == 1:
+        return P(names if len(names) > 1 else names[0])
+    if len(names) == 1:
+        return P(names[0], *([None] * (ndim - 1)))
+    return P(names[0], names[1], *([None] * (ndim - 2)))
+
+
 def constrain(x: jax.Array, spec: P) -> jax.Array:
     """``with_sharding_constraint`` on the mesh of the current context."""
     return jax.lax.with_sharding_constraint(

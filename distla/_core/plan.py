@@ -21,6 +21,7 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
+import jax
 import numpy as np
 from jax.sharding import AbstractMesh
 
@@ -46,6 +47,15 @@ class Plan:
     def grid(self) -> Grid:
         """The ``pr x pc`` process grid of a 1- or 2-axis mesh (``ValueError`` otherwise)."""
         return grid_of(self.mesh, what="distla.linalg")
+
+
+def plan_here(dtype: Any, block_size: int | None = None) -> Plan:
+    """The plan of a call made inside a body (``run_on_mesh``): the mesh in context.
+
+    The operands of such a call live on that mesh by construction, so nothing is read
+    off them again.
+    """
+    return Plan(jax.sharding.get_abstract_mesh(), np.dtype(dtype), block_size)
 
 
 def mesh_of(*operands: Any, names: tuple[str, ...]) -> AbstractMesh | None:

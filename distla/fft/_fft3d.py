@@ -21,13 +21,13 @@ from jax.sharding import PartitionSpec as P
 from distla.kernels.fft3d import (
     pencil_forward,
     pencil_inverse,
-    round_up,
     slab_forward,
     slab_inverse,
     slab_pencil_forward,
     slab_pencil_inverse,
 )
 
+from .._core.matrix import pad_to, round_up
 from .._core.mesh import Grid, constrain, fitting_spec, run_on_mesh, shard_map
 
 ALGORITHMS = ("auto", "slab-pencil", "pencil")
@@ -77,14 +77,6 @@ def _on_cpu_outside_jit(x: jax.Array) -> bool:
 
 
 # --- plans --------------------------------------------------------------------------
-
-
-def _pad_to(x: jax.Array, shape: Sequence[int]) -> jax.Array:
-    """Crop or zero-pad ``x`` at the end of each axis to ``shape``."""
-    if tuple(x.shape) == tuple(shape):
-        return x
-    x = x[tuple(slice(0, min(n, m)) for n, m in zip(x.shape, shape))]
-    return jnp.pad(x, [(0, m - n) for n, m in zip(x.shape, shape)])
 
 
 def choose_algorithm(grid: Grid, zt: int, order: str, algorithm: str) -> str:
@@ -225,10 +217,10 @@ def _transform_impl(
 
     def body(x):
         x = x.astype(in_dtype)
-        x = _pad_to(x, shape_in)
-        x = constrain(_pad_to(x, pad_in), spec_in)
+        x = pad_to(x, shape_in)
+        x = constrain(pad_to(x, pad_in), spec_in)
         y = shard_map(kernel, in_specs=spec_in, out_specs=spec_k)(x)
-        y = _pad_to(y, crop)
+        y = pad_to(y, crop)
         return y.transpose(2, 0, 1) if transposed else y
 
     return run_on_mesh(body, mesh, out_spec, x)

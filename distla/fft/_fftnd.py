@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import operator
-from collections.abc import Sequence
 from typing import Any
 
 import jax
@@ -16,6 +15,7 @@ from jax.sharding import PartitionSpec as P
 from distla.kernels.fftnd import fftnd_local
 
 from . import _route
+from .._core.matrix import pad_to
 from .._core.mesh import constrain, fitting_spec, run_on_mesh, shard_map
 
 JNP = {
@@ -116,14 +116,6 @@ def spec_of(x: jax.Array) -> P:
     if not isinstance(x, jax.core.Tracer) and isinstance(sharding, NamedSharding):
         return sharding.spec
     return getattr(jax.typeof(x).sharding, "spec", None) or P()
-
-
-def pad_to(x: jax.Array, shape: Sequence[int]) -> jax.Array:
-    """Crop or zero-pad ``x`` at the end of each axis to ``shape``."""
-    if tuple(x.shape) == tuple(shape):
-        return x
-    x = x[tuple(slice(0, min(n, m)) for n, m in zip(x.shape, shape))]
-    return jnp.pad(x, [(0, m - n) for n, m in zip(x.shape, shape)])
 
 
 def one_device(x, kind, s, axes, norm):

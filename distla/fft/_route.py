@@ -22,8 +22,9 @@ from collections.abc import Mapping, Sequence
 
 from jax.sharding import PartitionSpec as P
 
-from distla.kernels.fft3d import round_up
 from distla.kernels.fftnd import FftStep, SwapStep
+
+from .._core.matrix import round_up
 
 Groups = tuple[tuple[str, ...], ...]
 

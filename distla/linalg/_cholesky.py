@@ -26,14 +26,13 @@ from distla.kernels.cholesky import cholesky_block_cyclic
 from distla.kernels.cyclic import from_block_cyclic, relayout_fraction
 
 from .._core.checks import as_array, empty_or_one_device, is_empty, result_dtype, rhs_core, square
-from ._lu import _pad_identity
-from ._lu_rules import like, matvec
 from .._core.mesh import Grid, constrain, fitting_spec, run_on_mesh, shard_map, tangent_on_mesh
 from .._core.one_device import block_layout, choose_plan, on_one_device
 from .._core.plan import Plan, resolve
 from .._core.stacked import stack, vmappable
-from ._triangular import checked_solve_operands, solve_2d, to_cyclic, tril_mask
-from ..matmul import matmul
+from ._triangular import checked_solve_operands, solve_2d, to_cyclic
+from .._core.matmul import matvec, product
+from .._core.matrix import HIGHEST, ct_on, like, pad_identity, tril_mask
 
 # Panel width the default block size aims at, and the most segments (fori_loops)
 # one factorisation compiles into (see kernels/cholesky.py). Each segment is
@@ -41,7 +40,6 @@ from ..matmul import matmul
 # executed flops than sixteen at n = 4096 (docs/benchmarks.md, "First call").
 DEFAULT_BLOCK = 128
 MAX_SEGMENTS = 4
-_PRECISION = lax.Precision.HIGHEST
 
 
 def blocking(grid: Grid, n: int, block_size: int | None = None) -> tuple[int, int, int]:
@@ -101,12 +99,12 @@ def factor(a, *, call: Plan, upper=False, symmetrize=True, read_upper=False):
             a = jnp.conj(a.T)
         if symmetrize:
             a = hermitian_part(a)
-        a = constrain(_pad_identity(a, n_pad), blocks)
+        a = constrain(pad_identity(a, n_pad), blocks)
 
         def kernel(a_blk):
             l_cyc, ok = cholesky_block_cyclic(
                 to_cyclic(a_blk, grid, nb),
-                row_axis=grid.row, col_axis=grid.col, nb=nb, w=w, precision=_PRECISION,
+                row_axis=grid.row, col_axis=grid.col, nb=nb, w=w, precision=HIGHEST,
             )
             return _from_cyclic(l_cyc, grid, nb), _all_devices(ok, grid)
 
@@ -186,21 +184,13 @@ def model_bytes(
 # distributed triangular solves and matmul.
 
 
-@functools.partial(jax.jit, static_argnames=("call",))
-def _ct(x, *, call: Plan):
-    """``xᴴ`` of a matrix on a mesh, in the mesh's 2D block layout."""
-    grid = call.grid
-    out = fitting_spec(x.shape[::-1], grid.mesh, grid.block_spec)
-    return run_on_mesh(lambda x: jnp.conj(x.T), grid.mesh, out, x)
-
-
 def _phi(x):
     """Lower triangle of ``x`` with its diagonal halved (jax's Cholesky JVP)."""
     half = jnp.where(tril_mask(x, -1), jnp.ones((), x.dtype), jnp.full((), 0.5, x.dtype))
     return jnp.where(tril_mask(x), x * half, jnp.zeros((), x.dtype))
 
 
-def _chol_2d(a, *, call: Plan, upper, symmetrize, read_upper):
+def chol_2d(a, *, call: Plan, upper, symmetrize, read_upper):
     """Cholesky of one matrix with jax's JVP rule, its solves and products distributed."""
     flags = dict(symmetrize=symmetrize, read_upper=read_upper)
 
@@ -221,17 +211,17 @@ def _chol_2d(a, *, call: Plan, upper, symmetrize, read_upper):
     def rule(primals, tangents):
         (a,), (da,) = primals, tangents
         out = primal(a)
-        low = _ct(out, call=call) if upper else out
+        low = ct_on(out, mesh=call.mesh) if upper else out
         da = tangent_on_mesh(da, a).astype(call.dtype)  # jax.jacfwd's one-device basis
         if read_upper:
-            da = _ct(da, call=call)
+            da = ct_on(da, mesh=call.mesh)
         if symmetrize:
-            da = (da + _ct(da, call=call)) / 2
+            da = (da + ct_on(da, mesh=call.mesh)) / 2
         tri = dict(lower=True, unit_diagonal=False, call=call)
         y = solve_2d(low, da, trans=0, **tri)  # L^-1 dA
-        m = _ct(solve_2d(low, _ct(y, call=call), trans=0, **tri), call=call)  # L^-1 dA L^-H
-        dl = matmul(low, _phi(m), precision=lax.Precision.HIGHEST)
-        return out, (_ct(dl, call=call) if upper else dl)
+        m = ct_on(solve_2d(low, ct_on(y, mesh=call.mesh), trans=0, **tri), mesh=call.mesh)  # L^-1 dA L^-H
+        dl = product(low, _phi(m), call.mesh)
+        return out, (ct_on(dl, mesh=call.mesh) if upper else dl)
 
     primal.defjvp(rule)
     return primal(a)
@@ -298,7 +288,7 @@ def cholesky(
         spec = block_layout(a.shape, call.mesh)
         return on_one_device(jnp.linalg.cholesky, a, mesh=call.mesh, in_specs=(spec,),
                              out_specs=(spec,), options=options)
-    return _chol_2d(a, call=call, upper=upper, symmetrize=symmetrize_input, read_upper=False)
+    return chol_2d(a, call=call, upper=upper, symmetrize=symmetrize_input, read_upper=False)
 
 
 def cho_factor(
@@ -343,11 +333,11 @@ def cho_factor(
         return empty_or_one_device(ref, a), lower
     if a.ndim > 2:
         return stack(ref, (a,), (2,), 2, mesh=call.mesh), lower
-    c = _chol_2d(a, call=call, upper=not lower, symmetrize=False, read_upper=not lower)
+    c = chol_2d(a, call=call, upper=not lower, symmetrize=False, read_upper=not lower)
     return c, lower
 
 
-def _cho_solve_2d(c, b, *, lower, call: Plan):
+def cho_solve_2d(c, b, *, lower, call: Plan):
     tri = dict(lower=lower, unit_diagonal=False, call=call)
     if lower:  # L y = b, then L^H x = y
         return solve_2d(c, solve_2d(c, b, trans=0, **tri), trans=2, **tri)
@@ -359,48 +349,12 @@ def cho_solve(
     b: jax.typing.ArrayLike,
     overwrite_b: bool = False,
     check_finite: bool = True,
-    *,
-    a: jax.typing.ArrayLike | None = None,
 ) -> jax.Array:
-    """Solve ``a x = b`` from :func:`cho_factor`, as ``jax.scipy.linalg.cho_solve``.
-
-    Two distributed triangular solves with the factor (``Lᴴ x = L⁻¹ b`` or
-    ``U x = U⁻ᴴ b``).
-
-    Args:
-      c_and_lower: ``(c, lower)`` from :func:`cho_factor`.
-      b: ``[n]`` or ``[n, k]`` right-hand side(s) on the same mesh, any
-        layout (with ``c``'s batch dimensions in front for a stack).
-      overwrite_b: accepted and ignored, as in jax.
-      check_finite: accepted and ignored, as in jax.
-      a: mixed precision (a distla extension): the Hermitian matrix that was
-        factored, in the system's precision, when ``c`` is its factor in the
-        lower precision (float32 for float64, complex64 for complex128). The
-        solve is then refined against ``a`` to ``a``'s precision (as
-        :func:`lu_solve` with ``a``; NaN where refinement does not converge).
-        With a factor of any other dtype ``a`` is ignored; without ``a`` the
-        semantics are jax's.
-
-    Returns:
-      ``x`` with ``b``'s shape: ``[n, k]`` in the mesh's 2D block layout,
-      ``[n]`` split over all devices (the largest even layout that fits).
-      Differentiable in ``c`` and ``b`` to any order.
-
-    Raises:
-      ValueError: shapes that do not match.
-
-    See also: ``jax.scipy.linalg.cho_solve``.
-    """
+    """The plain solve of ``distla.linalg.cho_solve`` (its mixed-precision branch aside)."""
     del overwrite_b, check_finite
     what = "distla.linalg.cho_solve"
     c, lower = c_and_lower
     c, b, dtype = checked_solve_operands(what, c, b)
-    if a is not None:  # mixed precision: a lower-precision factor refined against a
-        from . import _refine
-
-        x = _refine.cho_solve_mixed(c_and_lower[0], lower, b, a=a)  # the factor's own dtype
-        if x is not None:
-            return x
 
     def ref(c, b):
         return jsl.cho_solve((c, lower), b)
@@ -411,7 +365,7 @@ def cho_solve(
     if c.ndim > 2 or b.ndim > 2:
         core = rhs_core(c, b)
         return stack(ref, (c, b), (2, core), core, mesh=call.mesh)
-    return _cho_solve_2d(c, b, lower=bool(lower), call=call)
+    return cho_solve_2d(c, b, lower=bool(lower), call=call)
 
 
 def solve_pos(a: jax.Array, b: jax.Array, *, lower: bool, call: Plan) -> jax.Array:
@@ -435,14 +389,14 @@ def solve_pos(a: jax.Array, b: jax.Array, *, lower: bool, call: Plan) -> jax.Arr
       over all devices). Not positive definite gives NaN.
     """
     call = dataclasses.replace(call, block_size=None)
-    c = _chol_2d(
+    c = chol_2d(
         lax.stop_gradient(a), call=call, upper=not lower, symmetrize=False, read_upper=not lower
     )
 
     def mv(x):
-        return like(matvec(a, x), x)
+        return like(matvec(a, x, call.mesh), x)
 
     def solve(_, rhs):
-        return like(_cho_solve_2d(c, rhs, lower=lower, call=call), rhs)
+        return like(cho_solve_2d(c, rhs, lower=lower, call=call), rhs)
 
     return lax.custom_linear_solve(mv, b, solve, symmetric=True)

@@ -46,21 +46,11 @@ from jax import lax
 from jax.sharding import PartitionSpec as P
 
 from . import _qr
-from .._core.mesh import fitting_spec, grid_of, operand_mesh, run_on_mesh, shard_map
-from ._polar import (
-    block_spec,
-    count,
-    ct,
-    eye,
-    mm,
-    on_mesh,
-    pow2_scale,
-    put,
-    qdwh,
-    qdwh_eager,
-    round_up,
-)
-from ..matmul import matmul
+from .._core.mesh import fitting_spec, grid_of, run_on_mesh, shard_map
+from .._core.matmul import mm, product_here
+from .._core.plan import plan_here
+from .._core.matrix import block_spec, ct, eye, on_mesh, put, round_up
+from ._polar import count, pow2_scale, qdwh, qdwh_eager
 
 # a fraction of a block's diagonal spread added to the median shift, so that a
 # shift rarely lands on a repeated diagonal value that is an eigenvalue
@@ -148,7 +138,7 @@ def split_basis(lvl, start, u, *, spec, leaf):
     keep2 = jnp.where(first, 0.0, 1.0).astype(dtype)
     y = put(omega * keep2[None, :], spec) + mm(proj, put(omega * sign[None, :], spec), spec)
     y = put(jnp.where(act2, y, eye_n), spec)
-    q, _ = _qr.qr(y, mode="reduced")
+    q, _ = _qr.qr_2d(y, mode="reduced", call=plan_here(y.dtype))
     q = put(q, spec)
     return q, jnp.where(active & ~first, start + rank, start)
 
@@ -237,14 +227,14 @@ def hermitian_from(a, *, symmetrize: bool, lower: bool):
     return tri + jnp.conj(tri.T) + jnp.where(r == c, jnp.real(a), 0).astype(a.dtype)
 
 
-@functools.partial(jax.jit, static_argnames=("vectors", "symmetrize", "lower"))
-def eigh_2d(a, *, vectors=True, symmetrize=False, lower=True):
+@functools.partial(jax.jit, static_argnames=("mesh", "vectors", "symmetrize", "lower"))
+def eigh_2d(a, *, mesh, vectors=True, symmetrize=False, lower=True):
     """``(w, v)`` (or ``w``) of a Hermitian matrix on a mesh (the caller symmetrized it).
 
     ``w`` ascending and replicated; ``v`` in the 2D block layout (largest even
-    layout that fits). Explicit meshes run the body under ``auto_axes``.
+    layout that fits). ``mesh`` is ``a``'s, read by the caller. Explicit meshes
+    run the body under ``auto_axes``.
     """
-    mesh = operand_mesh(a, names=("a",))
     spec = block_spec(mesh)
     n = a.shape[0]
     out = (P(), fitting_spec((n, n), mesh, spec)) if vectors else P()
@@ -303,7 +293,7 @@ def eigh_finish(b, v, start, sentinel, *, mesh, n, vectors):
     if not vectors:
         return w
     z = put(z[:, order], P(tuple(a for a in (g.row, g.col) if a), None))
-    vec = matmul(v, z, precision=lax.Precision.HIGHEST)[:n]
+    vec = product_here(v, z)[:n]
     return w, vec
 
 

@@ -39,13 +39,12 @@ from jax.sharding import PartitionSpec as P
 
 from . import _lu_rules, _triangular
 from .._core.checks import as_array, empty_or_one_device, is_empty, result_dtype, square
+from .._core.matmul import product_here
 from .._core.mesh import constrain, fitting_spec, is_explicit, run_on_mesh
 from .._core.one_device import block_layout, choose_plan, on_one_device
 from .._core.plan import Plan, resolve
 from .._core.stacked import stack
-from ..matmul import matmul
 
-_HI = lax.Precision.HIGHEST
 
 # Higham (2005), Table 2.3: theta_m for the degrees his algorithm uses, in
 # double precision (u = 2^-53) and single precision (u = 2^-24).
@@ -74,8 +73,8 @@ def _thetas(dtype) -> tuple[tuple[int, float], ...]:
 
 
 def _mm(x, y, spec):
-    """``x @ y`` on SUMMA, in ``spec``."""
-    return constrain(matmul(x, y, precision=_HI), spec)
+    """``x @ y`` on SUMMA (``HIGHEST``), in ``spec``."""
+    return constrain(product_here(x, y), spec)
 
 
 def _eye(n, dtype, spec):

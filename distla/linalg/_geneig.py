@@ -37,11 +37,12 @@ from jax.sharding import PartitionSpec as P
 
 from . import _eigh, _polar, _spectral
 from .._core.checks import as_array, result_dtype
+from .._core.matrix import block_spec, on_mesh, round_up
 from .._core.mesh import drop_trivial_sharding, fitting_spec, grid_of, operand_mesh, run_on_mesh
 from .._core.one_device import block_layout, choose_plan, on_one_device
 from .._core.plan import mesh_of
 from ._cholesky import cholesky
-from ._polar import block_spec, on_mesh, qdwh_eager, round_up
+from ._polar import qdwh_eager
 from ._products import matmul
 from ._spectral import EighResult
 from ._triangular import solve_triangular

@@ -13,17 +13,16 @@ import functools
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax import lax
 from jax.sharding import PartitionSpec as P
 
-from .._core.checks import as_array, empty_or_one_device, is_empty, result_dtype
+from .._core.checks import as_array, empty_or_one_device, is_empty, onto_mesh, result_dtype
 from .._core.plan import mesh_of as _mesh_of
 from .._core.mesh import drop_trivial_sharding, fitting_spec, operand_mesh, run_on_mesh
-from ._polar import block_spec
+from .._core.matrix import block_spec
+from ._solve import inv
 from ._spectral import svd, svdvals
-from ..matmul import matmul
+from .._core.matmul import product_here
 
-_HI = lax.Precision.HIGHEST
 
 
 def _one_matrix(a) -> bool:
@@ -39,7 +38,7 @@ def _pinv_from_svd(u, s, vh, rtol):
     def body(u, s, vh, rtol):
         cutoff = rtol * s[0]
         inv_s = jnp.where(s > cutoff, 1 / jnp.where(s > cutoff, s, 1), 0).astype(u.dtype)
-        return matmul(jnp.conj(vh.T) * inv_s[None, :], jnp.conj(u.T), precision=_HI)
+        return product_here(jnp.conj(vh.T) * inv_s[None, :], jnp.conj(u.T))
 
     return run_on_mesh(body, mesh, out, u, s, vh, rtol)
 
@@ -103,9 +102,9 @@ def _lstsq_solve(a, u, s, vh, b, rcond):
         half = jnp.ldexp(jnp.ones((), s.dtype), -(jnp.frexp(s[0])[1] // 2))
         safe = (jnp.where(mask, s, 1) * half * half).astype(a.dtype)[:, None]
         half = half.astype(b.dtype)
-        utb = matmul(jnp.conj(u.T), b * half * half, precision=_HI)
-        x = matmul(jnp.conj(vh.T), jnp.where(mask[:, None], utb / safe, 0), precision=_HI)
-        r = b - matmul(a, x, precision=_HI)
+        utb = product_here(jnp.conj(u.T), b * half * half)
+        x = product_here(jnp.conj(vh.T), jnp.where(mask[:, None], utb / safe, 0))
+        r = b - product_here(a, x)
         resid = jnp.sum(jnp.abs(r) ** 2, axis=0)
         return x, resid, rank
 
@@ -168,8 +167,6 @@ def lstsq(
     if not _one_matrix(a) or is_empty(b):
         return empty_or_one_device(
             lambda a, b: jnp.linalg.lstsq(a, b, rcond, numpy_resid=numpy_resid), a, b)
-    from .._core.checks import onto_mesh
-
     a, b = onto_mesh(a, b)
     m, n = a.shape
     real = jnp.finfo(dtype).dtype
@@ -246,8 +243,6 @@ def cond(x: jax.typing.ArrayLike, p=None) -> jax.Array:
         if arr.shape[-2] != arr.shape[-1]:
             raise ValueError(f"{what}: for p={p!r}, array must be square; got "
                              f"arr.shape={arr.shape}")
-        from . import inv
-
         r = norm(arr, ord=p) * norm(inv(arr), ord=p)
     return jnp.where(jnp.isnan(r) & ~jnp.isnan(arr).any(), jnp.inf, r)
 

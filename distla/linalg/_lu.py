@@ -25,6 +25,7 @@ from distla.kernels.lu import lu_block_cyclic
 from distla.kernels.lu import phases as lu_phases
 from distla.kernels.trsm import lu_solve_block_cyclic
 
+from .._core.matrix import HIGHEST, pad_identity
 from .._core.mesh import Grid, constrain, fitting_spec, run_on_mesh, shard_map
 from .._core.plan import Plan
 
@@ -36,7 +37,6 @@ DEFAULT_BLOCK = 128
 WIDE_BLOCK = 192
 # Up to this many right-hand sides, the solves move the solution, not the factors.
 FEW_RHS = 128
-_PRECISION = lax.Precision.HIGHEST
 
 
 def blocking(grid: Grid, n: int, block_size: int | None = None) -> tuple[int, int]:
@@ -61,30 +61,10 @@ def blocking(grid: Grid, n: int, block_size: int | None = None) -> tuple[int, in
     return nb, nb * nbr
 
 
-def _pad_identity(a: jax.Array, n_pad: int) -> jax.Array:
-    """``a`` (``m x n``) padded to ``n_pad x n_pad`` with ones on the padded diagonal.
-
-    For a square ``a`` the padded LU contains ``a``'s. For a wide ``a`` the
-    padded rows ``[0 | I]`` have zeros under every real pivot column (never
-    chosen, never updated). For a tall one the padded columns below row
-    ``m`` are zero: they come after the real ones, stay zero, and a zero
-    column interchanges nothing (LAPACK picks its first row), so the later
-    steps do not permute ``L``. Either way the leading ``min(m, n)`` steps
-    are ``a``'s own LU.
-    """
-    m, n = a.shape
-    if m == n == n_pad:
-        return a
-    a = jnp.pad(a, ((0, n_pad - m), (0, n_pad - n)))
-    r = lax.broadcasted_iota(jnp.int32, a.shape, 0)
-    c = lax.broadcasted_iota(jnp.int32, a.shape, 1)
-    return jnp.where((r == c) & (r >= m), jnp.ones((), a.dtype), a)
-
-
 def _factor_local(a_blk, *, grid: Grid, nb: int):
     a = to_block_cyclic(a_blk, axis=0, axis_name=grid.row, nb=nb)
     a = to_block_cyclic(a, axis=1, axis_name=grid.col, nb=nb)
-    return lu_block_cyclic(a, row_axis=grid.row, col_axis=grid.col, nb=nb, precision=_PRECISION)
+    return lu_block_cyclic(a, row_axis=grid.row, col_axis=grid.col, nb=nb, precision=HIGHEST)
 
 
 def _contiguous(lu_cyc, grid: Grid, nb: int):
@@ -112,7 +92,7 @@ def _solve_local(lu_cyc, piv, b_blk, *, grid: Grid, nb: int, trans: int, few: bo
     b = to_block_cyclic(b_blk, axis=0, axis_name=rows, nb=nb)
     x = lu_solve_block_cyclic(
         lu_cyc, piv, b, trans=trans, few=few, row_axis=grid.row, col_axis=grid.col, nb=nb,
-        precision=_PRECISION,
+        precision=HIGHEST,
     )
     return from_block_cyclic(x, axis=0, axis_name=rows, nb=nb)
 
@@ -121,12 +101,12 @@ def _solve_local(lu_cyc, piv, b_blk, *, grid: Grid, nb: int, trans: int, few: bo
 def lu_factor(a, *, call: Plan):
     """``(lu, piv)`` of one matrix, as ``jax.scipy.linalg.lu_factor``."""
     grid, dtype = call.grid, call.dtype
-    m, n = a.shape  # rectangular: the LU of a square padding (see _pad_identity)
+    m, n = a.shape  # rectangular: the LU of a square padding (see pad_identity)
     nb, n_pad = blocking(grid, max(m, n), call.block_size)
     blocks = grid.block_spec
 
     def body(a):
-        a = constrain(_pad_identity(a.astype(dtype), n_pad), blocks)
+        a = constrain(pad_identity(a.astype(dtype), n_pad), blocks)
 
         def kernel(a_blk):
             lu, piv = _factor_local(a_blk, grid=grid, nb=nb)
@@ -191,7 +171,7 @@ def lu_solve(lu, piv, b, *, call: Plan, trans: int):
     rhs = rhs_of(grid, b.shape, trans)
 
     def body(lu, piv, b):
-        lu = constrain(_pad_identity(lu.astype(dtype), n_pad), blocks)
+        lu = constrain(pad_identity(lu.astype(dtype), n_pad), blocks)
         piv = jnp.concatenate([piv.astype(jnp.int32), jnp.arange(n, n_pad, dtype=jnp.int32)])
 
         def kernel(lu_blk, piv, b_blk):
@@ -222,7 +202,7 @@ def solve(a, b, *, call: Plan):
     rhs = rhs_of(grid, b.shape, 0)
 
     def body(a, b):
-        a = constrain(_pad_identity(a.astype(dtype), n_pad), blocks)
+        a = constrain(pad_identity(a.astype(dtype), n_pad), blocks)
 
         def kernel(a_blk, b_blk):
             lu, piv = _factor_local(a_blk, grid=grid, nb=nb)
@@ -421,7 +401,7 @@ def factors_matvec(lu, piv, x, *, call: Plan, trans: int):
     def body(lu, piv, x):
         lower, upper = _unpack(lu.astype(dtype), dtype)
         perm = lax.linalg.lu_pivots_to_permutation(piv, n)
-        hi = lax.Precision.HIGHEST
+        hi = HIGHEST
         if trans == 0:
             y = jnp.matmul(lower, jnp.matmul(upper, x, precision=hi), precision=hi)
             return y[jnp.argsort(perm)]  # P^T y

@@ -15,46 +15,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
-from jax.sharding import NamedSharding
 
 from . import _batched, _lu
-from .._core.mesh import fitting_spec, is_explicit
+from .._core.matmul import matvec, product
+from .._core.matrix import like, natural, tril, triu
 from .._core.plan import Plan
-from ..layout import natural_spec
-from ..matmul import matmul
-
-# the products inside derivatives and matvecs: full precision, as the factorisations'
-_HI = lax.Precision.HIGHEST
-
-
-def like(x, ref):
-    """``x`` with ``ref``'s sharding type on Explicit meshes, as lax.custom_linear_solve needs."""
-    sharding = _explicit_sharding(ref)
-    return x if sharding is None else jax.sharding.reshard(x, sharding)
-
-
-def _explicit_sharding(x):
-    sharding = jax.typeof(x).sharding
-    mesh = getattr(sharding, "mesh", None)
-    if mesh is not None and mesh.size > 1 and is_explicit(mesh):
-        return sharding
-    return None
-
-
-def natural(x):
-    """``x`` in distla's layout for its shape (largest even layout) on Explicit meshes."""
-    sharding = _explicit_sharding(x)
-    if sharding is None:
-        return x
-    spec = fitting_spec(x.shape, sharding.mesh, natural_spec(x.ndim, sharding.mesh))
-    return jax.sharding.reshard(x, NamedSharding(sharding.mesh, spec))
-
-
-def matvec(a, x):
-    """``a @ x`` with distla's matmul, for a vector or a matrix ``x``."""
-    if x.ndim == 1:
-        return matmul(a, x[:, None], precision=_HI)[:, 0]
-    return matmul(a, x, precision=_HI)
 
 
 def _not_differentiable(fn, what):
@@ -114,7 +79,7 @@ def _solve_linear(a, b, call: Plan):
     ``trans=1`` solve, differentiable in ``a`` through ``a @ x``; the factors of
     ``a`` are computed once."""
     lu, piv = _factor(lax.stop_gradient(a), call)
-    mv = lambda x: like(matvec(a, x), x)  # noqa: E731
+    mv = lambda x: like(matvec(a, x, call.mesh), x)  # noqa: E731
     return natural(lax.custom_linear_solve(mv, b, *_solves(lu, piv, 0, call)))
 
 
@@ -196,26 +161,19 @@ def inv_2d(a, *, call: Plan):
 
     def jvp(fn, a, da):
         x = fn(a)
-        return x, -matmul(matmul(x, da, precision=_HI), x, precision=_HI)
+        return x, -product(product(x, da, call.mesh), x, call.mesh)
 
     return _one_matrix_op("inv", lambda a: _lu.inv(a, call=call), jvp)(a)
-
-
-def _tri(x, *, lower: bool, k: int = 0):
-    """``jnp.tril(x, k)`` / ``jnp.triu(x, k)`` on any mesh (a mask from replicated iotas)."""
-    r = lax.broadcasted_iota(jnp.int32, x.shape, 0)
-    c = lax.broadcasted_iota(jnp.int32, x.shape, 1)
-    keep = (c - r <= k) if lower else (c - r >= k)
-    return jnp.where(keep, x, jnp.zeros((), x.dtype))
 
 
 def _lu_tangent(p, l, u, da, call: Plan):
     """``(dl, du)`` of ``a = p l u`` (square): jax's rule ``X = l^-1 p^T da u^-1``,
     ``dl = l tril(X, -1)``, ``du = triu(X) u``, with distla's inv and matmul."""
-    pda = matmul(like(jnp.transpose(p), da), da, precision=_HI)
-    x = matmul(matmul(inv_2d(l, call=call), pda, precision=_HI), inv_2d(u, call=call), precision=_HI)
-    dl = matmul(l, _tri(x, lower=True, k=-1), precision=_HI)
-    du = matmul(_tri(x, lower=False), u, precision=_HI)
+    mesh = call.mesh
+    pda = product(like(jnp.transpose(p), da), da, mesh)
+    x = product(product(inv_2d(l, call=call), pda, mesh), inv_2d(u, call=call), mesh)
+    dl = product(l, tril(x, -1), mesh)
+    du = product(triu(x), u, mesh)
     return dl, du
 
 

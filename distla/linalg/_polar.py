@@ -33,54 +33,21 @@ from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from . import _cholesky, _qr, _triangular
-from .._core.checks import as_array, is_empty, result_dtype
+from .._core.checks import as_array, empty_or_one_device, is_empty, result_dtype
 from .._core.mesh import fitting_spec, grid_of, is_explicit, operand_mesh, run_on_mesh
-from ..matmul import matmul
+from .._core.matmul import mm
+from .._core.plan import plan_here
+from .._core.matrix import block_spec, ct, eye, on_mesh, put, round_up
 
-_HI = lax.Precision.HIGHEST
 
 
 # ----------------------------------------------------------------- layout helpers
-
-
-def put(x: jax.Array, spec: P) -> jax.Array:
-    """``x`` laid out as ``spec`` on the mesh of the context (Explicit: resharded)."""
-    mesh = jax.sharding.get_abstract_mesh()
-    if is_explicit(mesh):
-        return jax.sharding.reshard(x, NamedSharding(mesh, spec))
-    return lax.with_sharding_constraint(x, NamedSharding(mesh, spec))
-
-
-def block_spec(mesh) -> P:
-    g = grid_of(mesh, what="distla.linalg")
-    return g.block_spec
 
 
 def quantum(mesh) -> int:
     """Sizes that are multiples of this split evenly in the 2D block layout."""
     g = grid_of(mesh, what="distla.linalg")
     return math.lcm(g.pr, g.pc)
-
-
-def round_up(x: int, k: int) -> int:
-    return -(-x // k) * k
-
-
-def ct(x: jax.Array, spec: P) -> jax.Array:
-    """``xᴴ`` put back in ``spec`` (a distributed transpose: all-to-all, no gather)."""
-    return put(jnp.conj(x.T), spec)
-
-
-def mm(a, b, spec):
-    """``a @ b`` by distla's SUMMA, in ``spec``."""
-    return put(matmul(a, b, precision=_HI), spec)
-
-
-def eye(n: int, m: int, dtype, spec: P) -> jax.Array:
-    """``jnp.eye(n, m)`` built in place from iotas (never replicated)."""
-    r = lax.broadcasted_iota(jnp.int32, (n, m), 0)
-    c = lax.broadcasted_iota(jnp.int32, (n, m), 1)
-    return put((r == c).astype(dtype), spec)
 
 
 def pow2_scale(x: jax.Array) -> jax.Array:
@@ -154,7 +121,7 @@ def qdwh_qr_step(state, *, spec: P):
     pa, pb, pc, l_next = weights(l)
     eye_n = eye(n, n, x.dtype, spec)
     stacked = put(jnp.concatenate([jnp.sqrt(pc).astype(x.dtype) * x, eye_n]), spec)
-    q, _ = _qr.qr(stacked, mode="reduced")
+    q, _ = _qr.qr_2d(stacked, mode="reduced", call=plan_here(x.dtype))
     q1 = put(q[:m], spec)
     q2 = put(q[m:], spec)
     upd = mm(q1, ct(q2, spec), spec)
@@ -171,10 +138,14 @@ def qdwh_chol_step(state, *, spec: P):
     eye_n = eye(n, n, x.dtype, spec)
     xh = ct(x, spec)
     z = put(eye_n + pc.astype(x.dtype) * mm(xh, x, spec), spec)
-    low = put(_cholesky.cholesky(z, symmetrize_input=True, plan="distributed"), spec)
+    # the plain factorisation and solves: polar, eigh and svd differentiate the whole
+    # iteration by their own rules, so no step carries one
+    call = plan_here(x.dtype)
+    low = put(_cholesky.factor(z, call=call, upper=False, symmetrize=True), spec)
     # X Z⁻¹ = (Z⁻¹ Xᴴ)ᴴ with Z⁻¹ = L⁻ᴴ L⁻¹ (Z Hermitian)
-    y = put(_triangular.solve_triangular(low, xh, lower=True), spec)
-    y = put(_triangular.solve_triangular(low, y, trans=2, lower=True), spec)
+    tri = dict(lower=True, unit_diagonal=False, call=call)
+    y = put(_triangular.triangular_solve(low, xh, trans=0, **tri), spec)
+    y = put(_triangular.triangular_solve(low, y, trans=2, **tri), spec)
     new = (pb / pc).astype(x.dtype) * x + (pa - pb / pc).astype(x.dtype) * ct(y, spec)
     new = put(new, spec)
     return k + 1, new, l_next, jnp.linalg.norm(new - x) / jnp.sqrt(float(n))
@@ -199,13 +170,6 @@ def qdwh(x: jax.Array, spec: P, *, max_iterations: int = 12):
 # over separately compiled steps (cached per shape, dtype and mesh), so polar,
 # eigh and svd of the same size share one compiled QDWH step; under jax.jit they
 # trace the lax.while_loop versions above.
-
-
-@functools.lru_cache(maxsize=512)
-def on_mesh(fn, mesh, out_specs, static=()):
-    """``jax.jit`` of ``fn(*args, **dict(static))`` run on ``mesh`` (``run_on_mesh``)."""
-    kw = dict(static)
-    return jax.jit(lambda *args: run_on_mesh(functools.partial(fn, **kw), mesh, out_specs, *args))
 
 
 def _state_specs(spec):
@@ -410,8 +374,6 @@ def polar(
     a = a.astype(dtype)
     mesh = operand_mesh(a, names=("a",))
     if mesh is None or mesh.size == 1 or is_empty(a) or a.ndim > 2 or method == "svd":
-        from .._core.checks import empty_or_one_device
-
         def ref(x):
             return jax.scipy.linalg.polar(x, side=side, method=method, eps=eps,
                                           max_iterations=max_iterations)

@@ -1,4 +1,4 @@
-"""``jnp.linalg``'s products on distla's SUMMA: matmul, multi_dot, tensordot (private).
+"""``jnp.linalg``'s products on distla's SUMMA: matmul, multi_dot, tensordot, matrix_power.
 
 ``distla.matmul`` multiplies two sharded matrices without gathering either;
 these functions give it ``jnp.linalg``'s signatures: ``matmul`` with jnp's
@@ -18,10 +18,11 @@ import numpy as np
 from jax import lax
 
 from .._core.batch_layout import source_layout
-from .._core.checks import as_array, result_dtype
+from .._core.checks import as_array, is_empty, result_dtype
 from .._core.mesh import operand_mesh
 from ..matmul import matmul as _summa
 from ._lstsq import norm
+from ._solve import inv
 
 
 def _with_preferred(a, b, preferred_element_type, what):
@@ -286,3 +287,48 @@ def matrix_norm(x: jax.typing.ArrayLike, /, *, keepdims: bool = False,
       ``[...]`` (or ``[..., 1, 1]``) real array, replicated as jnp's reductions are.
     """
     return norm(x, ord=ord, axis=(-2, -1), keepdims=keepdims)
+
+
+def matrix_power(a: jax.typing.ArrayLike, n: int) -> jax.Array:
+    """``a`` to the integer power ``n``, as ``jnp.linalg.matrix_power``.
+
+    Repeated squaring: about ``2 log2 |n|`` products on SUMMA
+    (``distla.matmul``; stacks under ``jax.vmap``), after :func:`inv` when
+    ``n < 0``. No operand is gathered.
+
+    Args:
+      a: ``[..., m, m]`` square matrix or stack, in any layout.
+      n: a Python int (negative powers invert ``a`` first).
+
+    Returns:
+      ``[..., m, m]`` in ``a``'s dtype for ``n >= 0`` (ints stay ints, as
+      jnp's), in the largest even layout of the mesh that fits ``(m, m)``;
+      ``n = 0`` gives the identity in ``a``'s sharding.
+
+    Raises:
+      TypeError: ``n`` is not an integer.
+      ValueError: ``a`` is not a square matrix or stack.
+    """
+    what = "distla.linalg.matrix_power"
+    a = as_array(a, "a", what)
+    try:
+        n = operator.index(n)
+    except TypeError:
+        raise TypeError(f"{what}: n must be an integer; got {n!r}") from None
+    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
+        raise ValueError(
+            f"{what}: a must be a square matrix or a stack of them ([..., m, m]); got "
+            f"shape {a.shape}")
+    if n == 0:
+        eye = jnp.eye(a.shape[-1], dtype=a.dtype)
+        return jnp.zeros_like(a) + eye if not is_empty(a) else jnp.broadcast_to(eye, a.shape)
+    if n < 0:
+        a, n = inv(a), -n
+    result = None
+    while True:  # binary powering: result = a^(bits of n seen so far)
+        if n & 1:
+            result = a if result is None else matmul(result, a)
+        n >>= 1
+        if not n:
+            return result
+        a = matmul(a, a)

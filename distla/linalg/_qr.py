@@ -42,6 +42,7 @@ from .._core.mesh import (
     run_on_mesh,
     shard_map,
 )
+from .._core.matrix import HIGHEST, round_up
 from .._core.plan import Plan, resolve
 
 # TSQR when every device holds at least this many times n rows: the gathered
@@ -52,7 +53,6 @@ TALL = 2
 # (about 1 CPU s each for the factorisation and again for Q), so four keep the
 # first call short, for about 1/4 of the update's flops masked.
 STAGES = 4
-_PRECISION = lax.Precision.HIGHEST
 _MODES = ("reduced", "complete", "r", "raw", "full")
 
 
@@ -84,11 +84,7 @@ def blocking(grid: Grid, m: int, n: int, block_size: int | None = None) -> tuple
     ``n_pad`` of ``nb·pc``.
     """
     nb, _ = _lu.blocking(grid, max(1, min(m, n)), block_size)
-    return nb, _round_up(m, nb * grid.pr), _round_up(n, nb * grid.pc)
-
-
-def _round_up(x: int, k: int) -> int:
-    return -(-x // k) * k
+    return nb, round_up(m, nb * grid.pr), round_up(n, nb * grid.pc)
 
 
 def _out_shapes(m: int, n: int, mode: str) -> tuple[tuple[int, int], tuple[int, int]]:
@@ -141,7 +137,7 @@ def _householder(a, *, mode, call: Plan):
     stages = stages_for(panels)
     want_q = mode != "r"
     q_shape, r_shape = _out_shapes(m, n, mode)
-    q_pad = _round_up(q_shape[1], nb * grid.pc)
+    q_pad = round_up(q_shape[1], nb * grid.pc)
     blocks = grid.block_spec
     row, col = grid.row, grid.col
 
@@ -153,7 +149,7 @@ def _householder(a, *, mode, call: Plan):
             x = to_block_cyclic(x, axis=1, axis_name=col, nb=nb)
             h, ts = qr_block_cyclic(
                 x, row_axis=row, col_axis=col, nb=nb, panels=panels, stages=stages,
-                precision=_PRECISION,
+                precision=HIGHEST,
             )
             grow = global_index(h.shape[0], row, nb)
             gcol = global_index(h.shape[1], col, nb)
@@ -162,7 +158,7 @@ def _householder(a, *, mode, call: Plan):
             if want_q:
                 q = form_q(
                     h, ts, q_pad // grid.pc, row_axis=row, col_axis=col, nb=nb, stages=stages,
-                    precision=_PRECISION,
+                    precision=HIGHEST,
                 )
                 out.append(q)
             out = [from_block_cyclic(x, axis=1, axis_name=col, nb=nb) for x in out]
@@ -207,7 +203,7 @@ def _tangents(q, r, da, *, call: Plan):
     n = r.shape[-1]
 
     def body(q, r, da):
-        hi = _PRECISION
+        hi = HIGHEST
         dx_rinv = lax.linalg.triangular_solve(r, da, left_side=False, lower=False)
         qt_dx_rinv = jnp.matmul(jnp.conj(q).T, dx_rinv, precision=hi)
         lower = jnp.tril(qt_dx_rinv, -1)
@@ -222,7 +218,7 @@ def _tangents(q, r, da, *, call: Plan):
     return run_on_mesh(body, mesh, out, q, r, da)
 
 
-def _qr_2d(a, *, mode, call: Plan):
+def qr_2d(a, *, mode, call: Plan):
     """One matrix on a mesh: batched under ``jax.vmap``, differentiable as jnp's."""
     m, n = a.shape
 
@@ -247,7 +243,7 @@ def _qr_2d(a, *, mode, call: Plan):
                 f"only for square matrices), as jnp.linalg.qr's; got a of shape {a.shape}, "
                 f"mode={mode!r}"
             )
-        q, r = _qr_2d(a, mode="reduced", call=call)
+        q, r = qr_2d(a, mode="reduced", call=call)
         dq, dr = _tangents(q, r, da.astype(call.dtype), call=call)
         return (r, dr) if mode == "r" else ((q, r), (dq, dr))
 
@@ -375,7 +371,7 @@ def qr(
     if a.ndim > 2:
         out = _qr_batched(a, mode=mode, call=call)
         return out if mode == "r" else QRResult(*out)
-    return _qr_2d(a, mode=mode, call=call)
+    return qr_2d(a, mode=mode, call=call)
 
 
 # --------------------------------------------------------------------------- model
@@ -425,7 +421,7 @@ def model_bytes(
     stages = stages_for(panels)
     mloc, nloc = m_pad // pr, n_pad // pc
     q_cols = _out_shapes(m, n, mode)[0][1]
-    qloc = _round_up(q_cols, nb * pc) // pc
+    qloc = round_up(q_cols, nb * pc) // pc
 
     def relayout(local, p_axis):
         return relayout_fraction(local // nb, p_axis)

@@ -41,7 +41,8 @@ it is one ``shard_map`` program on the block-cyclic layout: ``A`` (and a
 given factor) is re-laid out once, the factors never leave that layout, and
 each matvec, triangular solve and inner product moves ``O(n·k)`` words.
 Stacks, one-device operands, many right-hand sides and Cholesky factors go
-through the public ``distla.linalg`` solves and ``distla.matmul``.
+through the LU and Cholesky families' own calls (the batched LU for stacks,
+jax's functions on one device) and the library's distributed product.
 
 Derivatives: :func:`solve_mixed` is a ``lax.custom_linear_solve`` whose
 solve and transpose solve are mixed solves with the same low-precision
@@ -59,6 +60,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import jax.scipy.linalg as jsl
 import numpy as np
 from jax import lax
 from jax.sharding import PartitionSpec as P
@@ -67,19 +69,24 @@ from distla.kernels.cyclic import from_block_cyclic, global_blocks, to_block_cyc
 from distla.kernels.lu import lu_block_cyclic
 from distla.kernels.trsm import lu_solve_block_cyclic
 
-from . import _lu
+from . import _batched, _lu
+from ._cholesky import cho_solve_2d
+from ._lu_rules import lu_factor_2d, lu_solve_2d
+from .._core.checks import as_array, empty_or_one_device, onto_mesh, result_dtype, rhs_core
+from .._core.matmul import matvec as product_matvec
+from .._core.matrix import HIGHEST, like, pad_identity
+from .._core.plan import Plan
+from .._core.stacked import stack
 from .._core.mesh import (
     Grid,
     constrain,
     grid_of,
-    is_explicit,
     operand_mesh,
     run_on_mesh,
     shard_map,
 )
 from ._refine_loop import GMRES_BASIS, GMRES_STEPS, MAX_ITERATIONS, Ops, dsgesv_test, iterate
 
-_PRECISION = lax.Precision.HIGHEST
 
 # the low precision of each input precision (LAPACK's dsgesv, zcgesv)
 _LOWER = {
@@ -126,15 +133,6 @@ def check_factor_dtype(dtype, factor_dtype, what: str) -> np.dtype:
     return factor
 
 
-def _same_type(x, ref):
-    """``x`` laid out as ``ref`` on an Explicit mesh (a while loop's carry keeps its type)."""
-    sharding = jax.typeof(ref).sharding
-    mesh = getattr(sharding, "mesh", None)
-    if mesh is None or mesh.size == 1 or not is_explicit(mesh):
-        return x
-    return jax.sharding.reshard(x, sharding)
-
-
 def _grid(*xs, names) -> Grid:
     return grid_of(operand_mesh(*xs, names=names), what="distla.linalg")
 
@@ -167,7 +165,7 @@ def _matvec_cyc(a_cyc, x, *, row_axis, col_axis, nb):
     # (pr, mloc, k) in block-cyclic order -> (blocks, nb, k) in global block order
     full = full.reshape(pr, mloc // nb, nb, k).swapaxes(0, 1).reshape(-1, nb, k)
     cols = full[global_blocks(a_cyc.shape[1] // nb, col_axis)].reshape(-1, k)
-    y = jnp.dot(a_cyc, cols, precision=_PRECISION)
+    y = jnp.dot(a_cyc, cols, precision=HIGHEST)
     # psum along the mesh row -> (mloc, k): this device row's rows of A x
     return y if col_axis is None else lax.psum(y, col_axis)
 
@@ -183,7 +181,7 @@ def _refine_local(a_blk, b_blk, lu_blk, piv, *, grid, nb, n, factor_dtype, trans
     a = _cyclic(a_blk, grid, nb)  # (mloc, nloc), input precision
     if lu_blk is None:
         lu, piv = lu_block_cyclic(
-            a.astype(factor_dtype), row_axis=row, col_axis=col, nb=nb, precision=_PRECISION
+            a.astype(factor_dtype), row_axis=row, col_axis=col, nb=nb, precision=HIGHEST
         )
     else:
         lu = _cyclic(lu_blk, grid, nb)
@@ -199,7 +197,7 @@ def _refine_local(a_blk, b_blk, lu_blk, piv, *, grid, nb, n, factor_dtype, trans
     def solve_with(factors, v):
         return lu_solve_block_cyclic(
             factors, piv, v, trans=trans, few=True, row_axis=row, col_axis=col, nb=nb,
-            precision=_PRECISION,
+            precision=HIGHEST,
         )
 
     def matvec(v):
@@ -246,11 +244,11 @@ def _refine_2d(a, b, lu, piv, *, factor_dtype, trans, counts):
     given = lu is not None
 
     def body(a, b, *factors):
-        a = constrain(_lu._pad_identity(a, n_pad), blocks)
+        a = constrain(pad_identity(a, n_pad), blocks)
         b2 = constrain(jnp.pad(b.reshape(n, k), ((0, n_pad - n), (0, 0))), b_spec)
         if given:
             lu, piv = factors
-            lu = constrain(_lu._pad_identity(lu, n_pad), blocks)
+            lu = constrain(pad_identity(lu, n_pad), blocks)
             piv = jnp.concatenate(
                 [piv.astype(jnp.int32), jnp.arange(n, n_pad, dtype=jnp.int32)])
             factors = (lu, piv)
@@ -272,48 +270,75 @@ def _refine_2d(a, b, lu, piv, *, factor_dtype, trans, counts):
     return MixedSolve(*run_on_mesh(body, grid.mesh, out, *args))
 
 
-# ------------------------------------------------------------- through the public API
+# ------------------------------------------------ stacks, one device, many columns
+# The same refinement from the LU and Cholesky families' own calls on the mesh
+# refine() read (None: one device, jax's functions).
+
+
+def _lu_factor_any(a, mesh):
+    if mesh is None:
+        return empty_or_one_device(jsl.lu_factor, a)
+    call = Plan(mesh, np.dtype(a.dtype))
+    return _batched.lu_factor(a, call=call) if a.ndim > 2 else lu_factor_2d(a, call=call)
+
+
+def _lu_solve_any(factors, r, trans, mesh):
+    lu, piv = factors
+    if mesh is None:
+        return empty_or_one_device(
+            lambda lu, piv, r: jsl.lu_solve((lu, piv), r, trans=trans), lu, piv, r)
+    call = Plan(mesh, np.dtype(lu.dtype))
+    if lu.ndim > 2:
+        return _batched.lu_solve(lu, piv, r, trans=trans, call=call)
+    return lu_solve_2d(lu, piv, r, trans=trans, call=call)
+
+
+def _cho_solve_any(c, r, lower, mesh):
+    def ref(c, r):
+        return jsl.cho_solve((c, lower), r)
+
+    if mesh is None:
+        return empty_or_one_device(ref, c, r)
+    if c.ndim > 2:
+        core = rhs_core(c, r)
+        return stack(ref, (c, r), (2, core), core, mesh=mesh)
+    return cho_solve_2d(c, r, lower=lower, call=Plan(mesh, np.dtype(c.dtype)))
 
 
 @functools.partial(
-    jax.jit, static_argnames=("factor_dtype", "kind", "trans", "lower", "counts")
+    jax.jit, static_argnames=("factor_dtype", "kind", "trans", "lower", "counts", "mesh")
 )
-def _refine_generic(a, b, factors, *, factor_dtype, kind, trans, lower, counts):
-    """:func:`refine` through the public solves and matmul: stacks, one device, many columns.
+def _refine_generic(a, b, factors, *, factor_dtype, kind, trans, lower, counts, mesh):
+    """:func:`refine` for stacks, one device and many columns, on ``mesh`` (or ``None``).
 
     ``factors``: ``None`` (an LU in ``factor_dtype`` is made here), ``(lu, piv)``
     (``kind="lu"``) or ``(c,)`` (``kind="cho"``, a Cholesky factor).
     """
-    from .. import linalg
-    from ..matmul import matmul
-
     dtype = a.dtype
     n = a.shape[-1]
     vector = b.ndim == a.ndim - 1
     if factors is None:
-        factors = linalg.lu_factor(a.astype(factor_dtype))
+        factors = _lu_factor_any(a.astype(factor_dtype), mesh)
     if kind == "lu":
         def solve(f, r):
-            return linalg.lu_solve(f, r, trans)
+            return _lu_solve_any(f, r, trans, mesh)
     else:
         def solve(f, r):
-            return linalg.cho_solve((f[0], lower), r)
+            return _cho_solve_any(f[0], r, lower, mesh)
     factors_in = tuple(
         f.astype(dtype) if jnp.issubdtype(f.dtype, jnp.inexact) else f for f in factors
     )
     op_a = _op(a, trans)
 
-    def matvec(v):
+    def matvec(v):  # HIGHEST: the residual is the refinement's accuracy
         if a.ndim > 2:
-            hi = lax.Precision.HIGHEST  # the residual is the refinement's accuracy
-            return (jnp.matmul(op_a, v[..., None], precision=hi)[..., 0] if vector
-                    else jnp.matmul(op_a, v, precision=hi))
-        hi = lax.Precision.HIGHEST
-        return matmul(op_a, v[:, None], precision=hi)[:, 0] if vector else matmul(op_a, v, precision=hi)
+            return (jnp.matmul(op_a, v[..., None], precision=HIGHEST)[..., 0] if vector
+                    else jnp.matmul(op_a, v, precision=HIGHEST))
+        return product_matvec(op_a, v, mesh)
 
     # x0: the first correction; every later vector keeps its layout
     x0 = solve(factors_in, b)
-    same = functools.partial(_same_type, ref=x0)
+    same = functools.partial(like, ref=x0)
     rows = -1 if vector else -2  # the axis of the n rows
 
     def column_max(v):
@@ -336,12 +361,6 @@ def _refine_generic(a, b, factors, *, factor_dtype, kind, trans, lower, counts):
 def _counts(max_iterations, gmres_steps, gmres_basis):
     return (("max_iterations", max_iterations), ("gmres_steps", gmres_steps),
             ("m", gmres_basis))
-
-
-def _few_on_mesh(a, b, *others) -> bool:
-    few = b.ndim == 1 or (b.ndim == 2 and b.shape[1] <= _lu.FEW_RHS)
-    names = ("a", "b") + tuple(f"f{i}" for i in range(len(others)))
-    return a.ndim == 2 and few and operand_mesh(a, b, *others, names=names) is not None
 
 
 def refine(
@@ -371,19 +390,18 @@ def refine(
     """
     factor_dtype = np.dtype(factor_dtype)
     counts = _counts(max_iterations, gmres_steps, gmres_basis)
-    if kind == "lu" and _few_on_mesh(a, b, *(factors or ())):
+    others = tuple(factors or ())
+    names = ("a", "b") + tuple(f"f{i}" for i in range(len(others)))
+    mesh = operand_mesh(a, b, *others, names=names)
+    few = b.ndim == 1 or (b.ndim == 2 and b.shape[1] <= _lu.FEW_RHS)
+    if kind == "lu" and a.ndim == 2 and few and mesh is not None:
         lu, piv = factors if factors is not None else (None, None)
         return _refine_2d(a, b, lu, piv, factor_dtype=factor_dtype, trans=trans, counts=counts)
     return _refine_generic(a, b, factors, factor_dtype=factor_dtype, kind=kind, trans=trans,
-                           lower=lower, counts=counts)
+                           lower=lower, counts=counts, mesh=mesh)
 
 
 # ------------------------------------------------------------------ public entries
-
-
-def _like(x, ref):
-    """``x`` with ``ref``'s shape-and-sharding type (``lax.custom_linear_solve`` checks it)."""
-    return _same_type(x, ref)
 
 
 def solve_mixed(a, b, *, factor_dtype) -> jax.Array:
@@ -416,14 +434,13 @@ def solve_mixed(a, b, *, factor_dtype) -> jax.Array:
         system's dtype (float64 -> float32, complex128 -> complex64) or the
         system's dtype itself.
     """
-    from .. import linalg
-
     what = "distla.linalg.solve"
     dtype = np.dtype(jnp.result_type(a, b))
     factor = check_factor_dtype(dtype, factor_dtype, what)
     a, b = jnp.asarray(a, dtype), jnp.asarray(b, dtype)
-    if factor == dtype:
-        return linalg.solve(a, b)
+    if factor == dtype:  # the plain solve: factor and solve once, no refinement
+        mesh = operand_mesh(a, b, names=("a", "b"))
+        return _lu_solve_any(_lu_factor_any(a, mesh), b, 0, mesh)
     return _solve_mixed(a, b, factor)
 
 
@@ -443,26 +460,24 @@ def _solve_mixed_jvp(factor_dtype, primals, tangents):
 @functools.partial(jax.jit, static_argnames=("factor_dtype",))
 def _linear_solve(a, b, *, factor_dtype):
     """``a^-1 b`` as ``lax.custom_linear_solve``: ``a`` and ``aᵀ`` solves share one factor."""
-    from .. import linalg
-    from ..matmul import matmul
-
+    mesh = operand_mesh(a, b, names=("a", "b"))
     a_const = lax.stop_gradient(a)
-    factors = linalg.lu_factor(a_const.astype(factor_dtype))
+    factors = _lu_factor_any(a_const.astype(factor_dtype), mesh)
     vector = b.ndim == a.ndim - 1
 
-    def matvec(x):
+    def matvec(x):  # the default precision, as jnp.linalg.solve's derivative
         if a.ndim > 2:
             return jnp.matmul(a, x[..., None])[..., 0] if vector else jnp.matmul(a, x)
-        return matmul(a, x[:, None])[:, 0] if vector else matmul(a, x)
+        return product_matvec(a, x, mesh, precision=None)
 
     def solver(trans):
         def solve(_, r):
             x = refine(a_const, r, factor_dtype=factor_dtype, factors=factors, trans=trans).x
-            return _like(x, r)
+            return like(x, r)
         return solve
 
     return lax.custom_linear_solve(
-        lambda x: _like(matvec(x), x), b, solve=solver(0), transpose_solve=solver(1)
+        lambda x: like(matvec(x), x), b, solve=solver(0), transpose_solve=solver(1)
     )
 
 
@@ -471,8 +486,6 @@ def _linear_solve(a, b, *, factor_dtype):
 
 def _system_of(what, factor, b, a):
     """``(a, b, dtype)`` for a refined solve, or ``None`` if ``factor`` is not lower precision."""
-    from .._core.checks import as_array, result_dtype
-
     a = as_array(a, "a", what)
     b = as_array(b, "b", what)
     dtype = np.dtype(result_dtype(what, a, b))
@@ -499,8 +512,6 @@ def lu_solve_mixed(lu, piv, b, *, trans: int, a):
     right-hand sides. ``None`` where the factor is not of that lower precision
     (the caller then solves as ``jax.scipy.linalg.lu_solve``).
     """
-    from .._core.checks import onto_mesh
-
     system = _system_of("distla.linalg.lu_solve", lu, b, a)
     if system is None:
         return None
@@ -511,8 +522,6 @@ def lu_solve_mixed(lu, piv, b, *, trans: int, a):
 
 def cho_solve_mixed(c, lower: bool, b, *, a):
     """``cho_solve`` refined against Hermitian ``a``, as :func:`lu_solve_mixed`, or ``None``."""
-    from .._core.checks import as_array, onto_mesh
-
     c = as_array(c, "c", "distla.linalg.cho_solve")
     system = _system_of("distla.linalg.cho_solve", c, b, a)
     if system is None:

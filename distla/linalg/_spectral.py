@@ -23,14 +23,14 @@ from jax.sharding import PartitionSpec as P
 from . import _eigh, _polar, _qr
 from .._core.checks import as_array, empty_or_one_device, is_empty, result_dtype
 from .._core.plan import mesh_of as _mesh_of
+from .._core.plan import plan_here
 from .._core.stacked import stack as _stack
 from .._core.stacked import vmappable as _vmappable
 from .._core.mesh import fitting_spec, operand_mesh, run_on_mesh, tangent_on_mesh
 from .._core.one_device import block_layout, choose_plan, on_one_device
-from ._polar import block_spec, put
-from ..matmul import matmul
+from .._core.matmul import product_here
+from .._core.matrix import HIGHEST, block_spec, ct_on, on_mesh, put
 
-_HI = lax.Precision.HIGHEST
 
 
 class EighResult(NamedTuple):
@@ -61,41 +61,39 @@ def _matrix(a, what):
 # ----------------------------------------------------------------------------- eigh
 
 
-@jax.jit
-def _eigh_tangent(w, v, da):
+@functools.partial(jax.jit, static_argnames=("mesh",))
+def _eigh_tangent(w, v, da, *, mesh):
     """jax's eigh JVP: ``dw = re diag(Vᴴ dA V)``, ``dV = V (F ∘ Vᴴ dA V)``,
     ``F_ij = 1/(w_j − w_i)``."""
-    mesh = operand_mesh(v, da, names=("v", "da"))
     spec = block_spec(mesh)
     n = v.shape[0]
     out = (P(), fitting_spec((n, n), mesh, spec))
 
     def body(w, v, da):
         vh = jnp.conj(v.T)
-        m = matmul(matmul(vh, da, precision=_HI), v, precision=_HI)
+        m = product_here(product_here(vh, da), v)
         r = lax.broadcasted_iota(jnp.int32, (n, n), 0)
         c = lax.broadcasted_iota(jnp.int32, (n, n), 1)
         diag = jnp.sum(jnp.where(r == c, jnp.real(m), 0), axis=1)
         gap = w[None, :] - w[:, None]
         f = jnp.where(r == c, 0, 1 / jnp.where(r == c, 1, gap)).astype(m.dtype)
-        dv = matmul(v, f * m, precision=_HI)
+        dv = product_here(v, f * m)
         return diag.astype(w.dtype), dv
 
     return run_on_mesh(body, mesh, out, w, v, da)
 
 
-def _eigh_any(a, *, symmetrize, lower, vectors):
+def _eigh_any(a, *, mesh, symmetrize, lower, vectors):
     """Traced: one compiled program; concrete: host loops over cached compiled steps."""
     if _polar.is_traced(a):
-        return _eigh.eigh_2d(a, vectors=vectors, symmetrize=symmetrize, lower=lower)
-    mesh = operand_mesh(a, names=("a",))
-    h = _hermitian(a, symmetrize=symmetrize, lower=lower)
+        return _eigh.eigh_2d(a, mesh=mesh, vectors=vectors, symmetrize=symmetrize, lower=lower)
+    h = _hermitian(a, mesh=mesh, symmetrize=symmetrize, lower=lower)
     return _eigh.eigh_eager(h, mesh=mesh, vectors=vectors)
 
 
-def _eigh_2d(a, *, symmetrize, lower):
+def _eigh_2d(a, *, mesh, symmetrize, lower):
     def primal(a):
-        return tuple(_eigh_any(a, symmetrize=symmetrize, lower=lower, vectors=True))
+        return tuple(_eigh_any(a, mesh=mesh, symmetrize=symmetrize, lower=lower, vectors=True))
 
     def stacked(a):  # jax.vmap of eigh: the stack path, batch-sharded as jnp's
         return tuple(_eigh_stack(a, uplo="L" if lower else "U", symmetrize=symmetrize))
@@ -107,9 +105,8 @@ def _eigh_2d(a, *, symmetrize, lower):
         (a,), (da,) = primals, tangents
         w, v = fn(a)
         da = tangent_on_mesh(da, a)  # jax.jacfwd's one-device basis
-        mesh = operand_mesh(a, names=("a",))
-        da_h = _hermitian(da, symmetrize=symmetrize, lower=lower, mesh=mesh)
-        dw, dv = _eigh_tangent(w, v, da_h)
+        da_h = _hermitian(da, mesh=mesh, symmetrize=symmetrize, lower=lower)
+        dw, dv = _eigh_tangent(w, v, da_h, mesh=mesh)
         return (w, v), (dw, dv)
 
     fn.defjvp(rule)
@@ -201,7 +198,7 @@ def eigh(
         spec = block_layout(a.shape, mesh)
         return EighResult(*on_one_device(jnp.linalg.eigh, a, mesh=mesh, in_specs=(spec,),
                                          out_specs=(P(), spec), options=options))
-    return EighResult(*_eigh_2d(a, symmetrize=bool(symmetrize_input), lower=lower))
+    return EighResult(*_eigh_2d(a, mesh=mesh, symmetrize=bool(symmetrize_input), lower=lower))
 
 
 def eigvalsh(
@@ -264,7 +261,7 @@ def _complete(u, s):
     def fix(u):
         filler = jax.random.normal(jax.random.key(1), (rows, k), s.dtype).astype(u.dtype)
         y = put(jnp.where(good[None, :], u, put(filler, spec)), spec)
-        q, r = _qr.qr(y, mode="reduced")
+        q, r = _qr.qr_2d(y, mode="reduced", call=plan_here(y.dtype))
         i = lax.broadcasted_iota(jnp.int32, (k, k), 0)
         j = lax.broadcasted_iota(jnp.int32, (k, k), 1)
         d = jnp.sum(jnp.where(i == j, r, 0), axis=1)
@@ -279,10 +276,11 @@ def _svd_finish(u_p, w, v, *, wide, full_matrices):
     """``(U, S, Vh)`` from ``x = u_p h`` (``x`` tall: ``a`` or ``aᴴ``) and ``h = v diag(w) vᴴ``."""
     s = jnp.flip(jnp.maximum(w, 0))
     v = jnp.flip(v, axis=1)
-    u = _complete(matmul(u_p, v, precision=_HI), s)  # x = u diag(s) vᴴ
+    u = _complete(product_here(u_p, v), s)  # x = u diag(s) vᴴ
     rows, k = u_p.shape
     if full_matrices and rows > k:
-        q, _ = _qr.qr(u, mode="complete")  # q[:, :k] = u·diag(±1): keep u, add the rest
+        # q[:, :k] = u·diag(±1): keep u, add the rest
+        q, _ = _qr.qr_2d(u, mode="complete", call=plan_here(u.dtype))
         u = jnp.concatenate([u, q[:, k:]], axis=1)
     # NaN input: NaN singular vectors as LAPACK's (the completion would make u finite)
     bad = jnp.isnan(jnp.sum(s))
@@ -327,13 +325,13 @@ def _svd_eager(a, *, full_matrices, compute_uv):
     spec = block_spec(mesh)
     m, n = a.shape
     wide = m < n
-    x = _polar.on_mesh(_ct_plain, mesh, fitting_spec((n, m), mesh, spec))(a) if wide else a
+    x = on_mesh(_ct_plain, mesh, fitting_spec((n, m), mesh, spec))(a) if wide else a
     u_p, h = _polar.polar_eager(x, side="right")
     if not compute_uv:
         w = _eigh.eigh_eager(h, mesh=mesh, vectors=False)
-        return _polar.on_mesh(_singular_values, mesh, P())(w)
+        return on_mesh(_singular_values, mesh, P())(w)
     w, v = _eigh.eigh_eager(h, mesh=mesh, vectors=True)
-    finish = _polar.on_mesh(_svd_finish, mesh, _svd_specs(mesh, a.shape, full_matrices, True),
+    finish = on_mesh(_svd_finish, mesh, _svd_specs(mesh, a.shape, full_matrices, True),
                             (("wide", wide), ("full_matrices", full_matrices)))
     return finish(u_p, w, v)
 
@@ -350,7 +348,7 @@ def _svd_tangent(u, s, vh, da):
     def body(u, s, vh, da):
         dt = da.dtype
         ut, v = jnp.conj(u.T), jnp.conj(vh.T)
-        ds_mat = matmul(matmul(ut, da, precision=_HI), v, precision=_HI)
+        ds_mat = product_here(product_here(ut, da), v)
         r = lax.broadcasted_iota(jnp.int32, (k, k), 0)
         c = lax.broadcasted_iota(jnp.int32, (k, k), 1)
         eye_k = (r == c).astype(s.dtype)
@@ -363,15 +361,15 @@ def _svd_tangent(u, s, vh, da):
         zeros = (s == 0).astype(s.dtype)
         s_inv = 1 / (s + zeros) - zeros
         dudv_diag = 0.5 * (ds_mat - jnp.conj(ds_mat.T)) * (eye_k * s_inv[None, :]).astype(dt)
-        du = matmul(u, f * (dss + jnp.conj(dss.T)) + dudv_diag, precision=_HI)
-        dv = matmul(v, f * (sds + jnp.conj(sds.T)), precision=_HI)
+        du = product_here(u, f * (dss + jnp.conj(dss.T)) + dudv_diag)
+        dv = product_here(v, f * (sds + jnp.conj(sds.T)))
         safe = jnp.where(s == 0, 1, s).astype(dt)[None, :]
         if m > n:
-            dav = matmul(da, v, precision=_HI)
-            du = du + (dav - matmul(u, matmul(ut, dav, precision=_HI), precision=_HI)) / safe
+            dav = product_here(da, v)
+            du = du + (dav - product_here(u, product_here(ut, dav))) / safe
         if n > m:
-            dahu = matmul(jnp.conj(da.T), u, precision=_HI)
-            dv = dv + (dahu - matmul(v, matmul(vh, dahu, precision=_HI), precision=_HI)) / safe
+            dahu = product_here(jnp.conj(da.T), u)
+            dv = dv + (dahu - product_here(v, product_here(vh, dahu))) / safe
         return ds, du, jnp.conj(dv.T)
 
     return run_on_mesh(body, mesh, out, u, s, vh, da)
@@ -506,18 +504,18 @@ def _polar_tangent(u, h, w, s, vh, da):
     def body(u, h, s, vh, da):
         dt = da.dtype
         v = jnp.conj(vh.T)
-        uda = matmul(jnp.conj(u.T), da, precision=_HI)
-        mt = matmul(matmul(vh, uda - jnp.conj(uda.T), precision=_HI), v, precision=_HI)
+        uda = product_here(jnp.conj(u.T), da)
+        mt = product_here(product_here(vh, uda - jnp.conj(uda.T)), v)
         tot = s[:, None] + s[None, :]
         om_t = jnp.where(tot > 0, mt / jnp.where(tot > 0, tot, 1).astype(dt), 0)
-        om = matmul(matmul(v, om_t, precision=_HI), vh, precision=_HI)
-        dh = uda - matmul(om, h, precision=_HI)
+        om = product_here(product_here(v, om_t), vh)
+        dh = uda - product_here(om, h)
         dh = (dh + jnp.conj(dh.T)) / 2
-        du = matmul(u, om, precision=_HI)
+        du = product_here(u, om)
         if m > n:
             inv_s = jnp.where(s > 0, 1 / jnp.where(s > 0, s, 1), 0).astype(dt)
-            rest = da - matmul(u, uda, precision=_HI)
-            du = du + matmul(matmul(rest, v * inv_s[None, :], precision=_HI), vh, precision=_HI)
+            rest = da - product_here(u, uda)
+            du = du + product_here(product_here(rest, v * inv_s[None, :]), vh)
         return du, dh
 
     return run_on_mesh(body, mesh, out, u, h, s, vh, da)
@@ -540,8 +538,8 @@ def _polar_on_one_device(a, side, method, eps, max_iterations):
     u = w if m >= n else jnp.conj(w.T)
     if (side == "right") == (m >= n):  # the factor qdwh returned is this side's
         return u, h
-    p = (jnp.matmul(a, jnp.conj(u.T), precision=_HI) if side == "left"
-         else jnp.matmul(jnp.conj(u.T), a, precision=_HI))
+    p = (jnp.matmul(a, jnp.conj(u.T), precision=HIGHEST) if side == "left"
+         else jnp.matmul(jnp.conj(u.T), a, precision=HIGHEST))
     return u, (p + jnp.conj(p.T)) / 2
 
 
@@ -581,10 +579,10 @@ def polar(a, side="right", *, method="qdwh", eps=None, max_iterations=None, plan
             w, s, vh = svd(a, full_matrices=False)
             du, dp = _polar_tangent(u, p, w, s, vh, da)
         elif side == "left" and m <= n:  # aᴴ = uᴴ p: the right polar of aᴴ
-            ah, dah = _hermitian_t(a), _hermitian_t(da)
+            ah, dah = ct_on(a, mesh=mesh), ct_on(da, mesh=mesh)
             w, s, vh = svd(ah, full_matrices=False)
-            du, dp = _polar_tangent(_hermitian_t(u), p, w, s, vh, dah)
-            du = _hermitian_t(du)
+            du, dp = _polar_tangent(ct_on(u, mesh=mesh), p, w, s, vh, dah)
+            du = ct_on(du, mesh=mesh)
         else:
             raise NotImplementedError(
                 f"distla.linalg.polar: the derivative needs m >= n for side='right' and "
@@ -595,19 +593,9 @@ def polar(a, side="right", *, method="qdwh", eps=None, max_iterations=None, plan
     return fn(a)
 
 
-@jax.jit
-def _hermitian_t(x):
-    """``xᴴ`` in the mesh's layout for its shape."""
-    mesh = operand_mesh(x, names=("x",))
-    out = fitting_spec(x.shape[::-1], mesh, block_spec(mesh))
-    return run_on_mesh(_ct_plain, mesh, out, x)
-
-
 polar.__doc__ = _polar.polar.__doc__
 
 
 
-from ._lstsq import cond, lstsq, matrix_rank, norm, pinv  # noqa: E402  (built on svd above)
 
-__all__ = ["EighResult", "SVDResult", "cond", "eigh", "eigvalsh", "lstsq", "matrix_rank", "norm",
-           "pinv", "polar", "svd", "svdvals"]
+__all__ = ["EighResult", "SVDResult", "eigh", "eigvalsh", "polar", "svd", "svdvals"]

@@ -21,21 +21,12 @@ from distla.kernels.cyclic import from_block_cyclic, to_block_cyclic
 from distla.kernels.trsm import trsm_few, trsm_many
 
 from .._core.checks import as_array, empty_or_one_device, is_empty, result_dtype, rhs_core, square
-from ._lu import _pad_identity, blocking, result_spec, rhs_of
-from ._lu_rules import like, matvec
+from ._lu import blocking, result_spec, rhs_of
+from .._core.matmul import matvec
+from .._core.matrix import HIGHEST, like, pad_identity, tril_mask
 from .._core.mesh import Grid, constrain, run_on_mesh, shard_map
 from .._core.plan import Plan, resolve
 from .._core.stacked import stack, vmappable
-
-_PRECISION = lax.Precision.HIGHEST
-
-
-def tril_mask(x, k=0):
-    """``True`` on and below the ``k``-th diagonal of the matrix ``x`` (replicated iotas)."""
-    r = lax.broadcasted_iota(jnp.int32, x.shape, 0)
-    c = lax.broadcasted_iota(jnp.int32, x.shape, 1)
-    return r + k >= c
-
 
 def to_cyclic(x_blk, grid: Grid, nb: int):
     """A local 2D block in block-cyclic order on ``grid`` (both dimensions)."""
@@ -63,7 +54,7 @@ def triangular_solve(a, b, *, call: Plan, trans, lower, unit_diagonal):
     trsm = trsm_few if rhs.few else trsm_many
 
     def body(a, b):
-        a = constrain(_pad_identity(a.astype(dtype), n_pad), blocks)
+        a = constrain(pad_identity(a.astype(dtype), n_pad), blocks)
 
         def kernel(a_blk, b_blk):
             t = to_cyclic(a_blk, grid, nb)
@@ -72,7 +63,7 @@ def triangular_solve(a, b, *, call: Plan, trans, lower, unit_diagonal):
             x = to_block_cyclic(b_blk, axis=0, axis_name=rows, nb=nb)
             x = trsm(
                 t, x, lower=tri_lower, unit_diagonal=unit_diagonal, row_axis=rows, col_axis=cols,
-                nb=nb, precision=_PRECISION,
+                nb=nb, precision=HIGHEST,
             )
             return from_block_cyclic(x, axis=0, axis_name=rows, nb=nb)
 
@@ -84,8 +75,8 @@ def triangular_solve(a, b, *, call: Plan, trans, lower, unit_diagonal):
     return run_on_mesh(body, grid.mesh, result_spec(grid, b.shape), a, b)
 
 
-@functools.partial(jax.jit, static_argnames=("trans", "lower", "unit_diagonal"))
-def triangle_matvec(a, x, *, trans, lower, unit_diagonal):
+@functools.partial(jax.jit, static_argnames=("trans", "lower", "unit_diagonal", "mesh"))
+def triangle_matvec(a, x, *, trans, lower, unit_diagonal, mesh):
     """``op(T) @ x`` with ``T`` the triangle of ``a`` that a solve reads (for derivatives)."""
     t = jnp.where(tril_mask(a) if lower else tril_mask(a.T).T, a, jnp.zeros((), a.dtype))
     if unit_diagonal:
@@ -93,7 +84,7 @@ def triangle_matvec(a, x, *, trans, lower, unit_diagonal):
         t = jnp.where(eye, jnp.ones((), a.dtype), t)
     if trans:
         t = jnp.conj(t.T) if trans == 2 else t.T
-    return matvec(t, x)
+    return matvec(t, x, mesh)
 
 
 def _stacked_solve(a, rhs, *, mesh, **flags):
@@ -119,7 +110,7 @@ def solve_2d(a, b, *, trans, lower, unit_diagonal, call: Plan):
     a_fixed = lax.stop_gradient(a)
 
     def mv(x):
-        return like(triangle_matvec(a, x, trans=trans, **flags), x)
+        return like(triangle_matvec(a, x, trans=trans, mesh=call.mesh, **flags), x)
 
     def solve(_, rhs):
         return like(kernel(trans)(a_fixed, rhs), rhs)

@@ -1,0 +1,135 @@
+"""The library's own distributed product: operands already checked, mesh already read.
+
+``distla.matmul`` validates and promotes its operands, reads their mesh once
+and calls :func:`product`; the factorisations call :func:`product` directly
+with the mesh their plan resolved, so an internal product never validates or
+reads the operands' mesh again. SUMMA on any ``pr x pc`` grid, Cannon on a
+square one, or XLA's own partitioning of ``jnp.matmul`` on the 2D block layout.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+from jax.sharding import AbstractMesh
+from jax.sharding import PartitionSpec as P
+
+from distla.kernels.cannon import cannon_local
+from distla.kernels.summa import summa_k_multiple, summa_local
+
+from . import plan as _plan
+from .matrix import HIGHEST, pad_to, put, round_up
+from .mesh import Grid, constrain, fitting_spec, grid_of, run_on_mesh, shard_map
+
+
+def default_panels(grid: Grid, k: int) -> int:
+    """SUMMA steps: one block of A per step, as in textbook SUMMA.
+
+    With ``max(pr, pc)`` steps each A-panel is no larger than A's local block
+    and each B-panel no larger than B's, so a device holds about twice its
+    share of the operands whatever the mesh shape (on an 8x1 mesh one panel
+    would be all of B). Fewer steps only when k is too short to cut that fine.
+    """
+    chunks = math.lcm(grid.pr, grid.pc)
+    return max(1, min(max(grid.pr, grid.pc), -(-k // chunks)))
+
+
+def product(
+    a: jax.Array,
+    b: jax.Array,
+    mesh: AbstractMesh | None,
+    *,
+    precision: lax.PrecisionLike = HIGHEST,
+    algorithm: str = "summa",
+    panels: int | None = None,
+) -> jax.Array:
+    """``a @ b`` of two matrices on ``mesh``, computed in ``jnp.result_type(a, b)``.
+
+    Args:
+      a: ``[m, k]`` on ``mesh`` (any layout), or on one device when ``mesh``
+        is ``None``.
+      b: ``[k, n]`` on the same mesh.
+      mesh: the mesh the caller resolved (from its plan, or the mesh in
+        context inside a body); ``None`` or one device runs ``jnp.matmul``.
+      precision: of the local products; ``HIGHEST`` unless said otherwise.
+      algorithm: ``"summa"``, ``"cannon"`` (square grids) or ``"xla"``.
+      panels: SUMMA's steps over ``k`` (``None``: :func:`default_panels`).
+
+    Returns:
+      ``[m, n]`` in the largest even 2D block layout of ``mesh`` that fits.
+    """
+    if mesh is None or mesh.size <= 1:
+        return jnp.matmul(a, b, precision=precision)
+    _plan.note("matmul", algorithm)
+    dtype = np.dtype(jnp.result_type(a, b))
+    return _matmul(a, b, mesh=mesh, dtype=dtype, algorithm=algorithm, precision=precision,
+                   panels=panels)
+
+
+@functools.partial(
+    jax.jit, static_argnames=("mesh", "dtype", "algorithm", "precision", "panels")
+)
+def _matmul(a, b, *, mesh, dtype, algorithm, precision, panels):
+    grid = grid_of(mesh, what="distla.matmul")
+    (m, k), n = a.shape, b.shape[1]
+    blocks = grid.block_spec
+    if algorithm == "xla":
+
+        def xla(a, b):
+            a, b = constrain(a.astype(dtype), blocks), constrain(b.astype(dtype), blocks)
+            return jnp.matmul(a, b, precision=precision)
+
+        return run_on_mesh(xla, mesh, fitting_spec((m, n), mesh, blocks), a, b)
+    if algorithm == "cannon":
+        mp, kp, np_ = (round_up(x, grid.pr) for x in (m, k, n))
+        kernel = functools.partial(
+            cannon_local, row_axis=grid.row, col_axis=grid.col, precision=precision
+        )
+    else:
+        if panels is None:
+            panels = default_panels(grid, k)
+        kp = round_up(k, summa_k_multiple(grid.pr, grid.pc, panels))
+        mp, np_ = round_up(m, grid.pr), round_up(n, grid.pc)
+        kernel = functools.partial(
+            summa_local,
+            row_axis=grid.row,
+            col_axis=grid.col,
+            panels=panels,
+            precision=precision,
+        )
+
+    def body(a, b):
+        if 0 in (m, k, n):  # an empty product is zeros; no zero-size shard_map operand
+            return jnp.zeros((m, n), dtype)
+        a = constrain(pad_to(a.astype(dtype), (mp, kp)), blocks)
+        b = constrain(pad_to(b.astype(dtype), (kp, np_)), blocks)
+        c = shard_map(kernel, in_specs=(blocks, blocks), out_specs=blocks)(a, b)
+        return c[:m, :n]
+
+    out_spec = fitting_spec((m, n), mesh, blocks)
+    return run_on_mesh(body, mesh, out_spec, a, b)
+
+
+def matvec(
+    a: jax.Array, x: jax.Array, mesh: AbstractMesh | None, *,
+    precision: lax.PrecisionLike = HIGHEST,
+) -> jax.Array:
+    """``a @ x`` by :func:`product`, for a vector or a matrix ``x``."""
+    if x.ndim == 1:
+        return product(a, x[:, None], mesh, precision=precision)[:, 0]
+    return product(a, x, mesh, precision=precision)
+
+
+def product_here(a: jax.Array, b: jax.Array, *, precision: lax.PrecisionLike = HIGHEST) -> jax.Array:
+    """:func:`product` inside a body, on the mesh in context (``run_on_mesh``)."""
+    return product(a, b, jax.sharding.get_abstract_mesh(), precision=precision)
+
+
+def mm(a: jax.Array, b: jax.Array, spec: P) -> jax.Array:
+    """``a @ b`` inside a body (SUMMA, ``HIGHEST``), put in ``spec``."""
+    return put(product_here(a, b), spec)

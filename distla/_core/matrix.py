@@ -1,0 +1,171 @@
+"""Sharded-matrix primitives that every algorithm family uses, defined once.
+
+Sizes on a process grid (``round_up``, ``pad_to``, ``pad_identity``), layouts
+(``put`` on the mesh of the context, ``like`` another array's sharding type,
+``natural``), the conjugate transpose on a mesh (``ct`` inside a body,
+``ct_on`` from outside), triangle masks and the identity built from iotas
+(never a replicated constant), the precision of the factorisations' products
+(``HIGHEST``) and ``on_mesh``, the cached ``jax.jit`` of ``run_on_mesh``.
+
+"Inside a body" means while ``run_on_mesh`` traces it: the mesh is then the
+one in context (``jax.sharding.get_abstract_mesh()``), with ``Auto`` axes.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+from jax.sharding import AbstractMesh, NamedSharding
+from jax.sharding import PartitionSpec as P
+
+from distla.kernels._axes import round_up as round_up  # the kernels pad with the same rule
+
+from .mesh import fitting_spec, grid_of, is_explicit, natural_spec, run_on_mesh
+
+#: The precision of every product a factorisation's error bound rests on
+#: (TPU and TF32 defaults would otherwise dominate the error).
+HIGHEST = lax.Precision.HIGHEST
+
+
+def pad_to(x: jax.Array, shape: Sequence[int]) -> jax.Array:
+    """Crop or zero-pad ``x`` at the end of each axis to ``shape``."""
+    if tuple(x.shape) == tuple(shape):
+        return x
+    x = x[tuple(slice(0, min(n, m)) for n, m in zip(x.shape, shape))]
+    return jnp.pad(x, [(0, m - n) for n, m in zip(x.shape, shape)])
+
+
+def pad_identity(a: jax.Array, n_pad: int) -> jax.Array:
+    """``a`` (``m x n``) padded to ``n_pad x n_pad`` with ones on the padded diagonal.
+
+    For a square ``a`` the padded LU (or Cholesky) contains ``a``'s. For a
+    wide ``a`` the padded rows ``[0 | I]`` have zeros under every real pivot
+    column (never chosen, never updated). For a tall one the padded columns
+    below row ``m`` are zero: they come after the real ones, stay zero, and a
+    zero column interchanges nothing (LAPACK picks its first row), so the
+    later steps do not permute ``L``. Either way the leading ``min(m, n)``
+    steps are ``a``'s own factorisation.
+    """
+    m, n = a.shape
+    if m == n == n_pad:
+        return a
+    a = jnp.pad(a, ((0, n_pad - m), (0, n_pad - n)))
+    r = lax.broadcasted_iota(jnp.int32, a.shape, 0)
+    c = lax.broadcasted_iota(jnp.int32, a.shape, 1)
+    return jnp.where((r == c) & (r >= m), jnp.ones((), a.dtype), a)
+
+
+# ------------------------------------------------------------------------ layouts
+
+
+def put(x: jax.Array, spec: P) -> jax.Array:
+    """``x`` laid out as ``spec`` on the mesh of the context (Explicit: resharded)."""
+    mesh = jax.sharding.get_abstract_mesh()
+    if is_explicit(mesh):
+        return jax.sharding.reshard(x, NamedSharding(mesh, spec))
+    return lax.with_sharding_constraint(x, NamedSharding(mesh, spec))
+
+
+def explicit_sharding(x: jax.Array) -> NamedSharding | None:
+    """``x``'s sharding if it lives on an Explicit mesh of more than one device, else ``None``."""
+    sharding = jax.typeof(x).sharding
+    mesh = getattr(sharding, "mesh", None)
+    if mesh is not None and mesh.size > 1 and is_explicit(mesh):
+        return sharding
+    return None
+
+
+def like(x: jax.Array, ref: jax.Array) -> jax.Array:
+    """``x`` with ``ref``'s sharding type on Explicit meshes (elsewhere ``x``).
+
+    ``lax.custom_linear_solve`` and a while loop's carry check that type.
+    """
+    sharding = explicit_sharding(ref)
+    return x if sharding is None else jax.sharding.reshard(x, sharding)
+
+
+def natural(x: jax.Array) -> jax.Array:
+    """``x`` in distla's layout for its shape (largest even layout) on Explicit meshes."""
+    sharding = explicit_sharding(x)
+    if sharding is None:
+        return x
+    spec = fitting_spec(x.shape, sharding.mesh, natural_spec(x.ndim, sharding.mesh))
+    return jax.sharding.reshard(x, NamedSharding(sharding.mesh, spec))
+
+
+def block_spec(mesh: AbstractMesh) -> P:
+    """The 2D block layout ``P(r, c)`` of a 1- or 2-axis mesh."""
+    return grid_of(mesh, what="distla.linalg").block_spec
+
+
+# ------------------------------------------------------- conjugate transpose
+
+
+def ct(x: jax.Array, spec: P) -> jax.Array:
+    """``xᴴ`` put in ``spec`` inside a body (a distributed transpose: all-to-all, no gather)."""
+    return put(jnp.conj(x.T), spec)
+
+
+def _conj_t(x: jax.Array) -> jax.Array:
+    return jnp.conj(x.T)
+
+
+@functools.partial(jax.jit, static_argnames=("mesh",))
+def ct_on(x: jax.Array, *, mesh: AbstractMesh) -> jax.Array:
+    """``xᴴ`` of a matrix on ``mesh``, in the largest even 2D block layout for its shape."""
+    out = fitting_spec(x.shape[::-1], mesh, block_spec(mesh))
+    return run_on_mesh(_conj_t, mesh, out, x)
+
+
+# ------------------------------------------------------ masks and the identity
+
+
+def tril_mask(x: jax.Array, k: int = 0) -> jax.Array:
+    """``True`` on and below the ``k``-th diagonal of the matrix ``x`` (replicated iotas)."""
+    r = lax.broadcasted_iota(jnp.int32, x.shape, x.ndim - 2)
+    c = lax.broadcasted_iota(jnp.int32, x.shape, x.ndim - 1)
+    return r + k >= c
+
+
+def triu_mask(x: jax.Array, k: int = 0) -> jax.Array:
+    """``True`` on and above the ``k``-th diagonal of the matrix ``x`` (replicated iotas)."""
+    r = lax.broadcasted_iota(jnp.int32, x.shape, x.ndim - 2)
+    c = lax.broadcasted_iota(jnp.int32, x.shape, x.ndim - 1)
+    return r + k <= c
+
+
+def tril(x: jax.Array, k: int = 0) -> jax.Array:
+    """``jnp.tril(x, k)`` on any mesh (the mask from iotas, never a replicated constant)."""
+    return jnp.where(tril_mask(x, k), x, jnp.zeros((), x.dtype))
+
+
+def triu(x: jax.Array, k: int = 0) -> jax.Array:
+    """``jnp.triu(x, k)`` on any mesh (the mask from iotas, never a replicated constant)."""
+    return jnp.where(triu_mask(x, k), x, jnp.zeros((), x.dtype))
+
+
+def eye(n: int, m: int, dtype: Any, spec: P) -> jax.Array:
+    """``jnp.eye(n, m)`` built in place from iotas inside a body, laid out as ``spec``."""
+    r = lax.broadcasted_iota(jnp.int32, (n, m), 0)
+    c = lax.broadcasted_iota(jnp.int32, (n, m), 1)
+    return put((r == c).astype(dtype), spec)
+
+
+# ---------------------------------------------------------------- compiled bodies
+
+
+@functools.lru_cache(maxsize=512)
+def on_mesh(
+    fn: Callable[..., Any], mesh: AbstractMesh, out_specs: Any, static: tuple = ()
+) -> Callable[..., Any]:
+    """``jax.jit`` of ``fn(*args, **dict(static))`` run on ``mesh`` (``run_on_mesh``).
+
+    Cached, so calls with the same body, mesh and layouts share one program.
+    """
+    kw = dict(static)
+    return jax.jit(lambda *args: run_on_mesh(functools.partial(fn, **kw), mesh, out_specs, *args))
