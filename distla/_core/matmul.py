@@ -125,7 +125,9 @@ def matvec(
     return product(a, x, mesh, precision=precision)
 
 
-def product_here(a: jax.Array, b: jax.Array, *, precision: lax.PrecisionLike = HIGHEST) -> jax.Array:
+def product_here(
+    a: jax.Array, b: jax.Array, *, precision: lax.PrecisionLike = HIGHEST
+) -> jax.Array:
     """:func:`product` inside a body, on the mesh in context (``run_on_mesh``)."""
     return product(a, b, jax.sharding.get_abstract_mesh(), precision=precision)
 

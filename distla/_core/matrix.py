@@ -139,6 +139,19 @@ def triu_mask(x: jax.Array, k: int = 0) -> jax.Array:
     return r + k <= c
 
 
+def diag_mask(x: jax.Array) -> jax.Array:
+    """``True`` on the diagonal of the matrix ``x`` (replicated iotas)."""
+    r = lax.broadcasted_iota(jnp.int32, x.shape, x.ndim - 2)
+    c = lax.broadcasted_iota(jnp.int32, x.shape, x.ndim - 1)
+    return r == c
+
+
+def diagonal(x: jax.Array) -> jax.Array:
+    """The diagonal of the square matrix ``x`` as a vector: a masked row reduction, so a
+    sharded ``x`` is never gathered (``jnp.diagonal`` would index across shards)."""
+    return jnp.sum(jnp.where(diag_mask(x), x, jnp.zeros((), x.dtype)), axis=1)
+
+
 def tril(x: jax.Array, k: int = 0) -> jax.Array:
     """``jnp.tril(x, k)`` on any mesh (the mask from iotas, never a replicated constant)."""
     return jnp.where(tril_mask(x, k), x, jnp.zeros((), x.dtype))

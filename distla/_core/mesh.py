@@ -241,30 +241,26 @@ def drop_trivial_sharding(x: Any) -> Any:
     sharding-in-types rules reject, for example, a matmul whose contracted
     dimensions are "sharded" over size-1 axes.
     """
-    if not isinstance(x, jax.Array):
-        return x
-    sharding = jax.typeof(x).sharding
-    mesh = getattr(sharding, "mesh", None)
-    if not isinstance(mesh, AbstractMesh) or mesh.size != 1 or not is_explicit(mesh):
-        return x
-    if all(entry is None for entry in sharding.spec):
-        return x
-    concrete = getattr(x, "sharding", None)
-    target = concrete.mesh if isinstance(concrete, NamedSharding) else mesh
-    return jax.sharding.reshard(x, NamedSharding(target, P()))
+    return _whole_on_each_device(x, only_one_device=True)
 
 
 def replicated(x: Any) -> Any:
     """``x`` replicated on its ``Explicit`` mesh (a whole copy on every device), for the
     few documented paths that hand a sharded operand to a one-device jax routine whose
     sharding rule refuses split matrix dimensions (``qr(mode="raw")``). Others as given."""
+    return _whole_on_each_device(x, only_one_device=False)
+
+
+def _whole_on_each_device(x: Any, *, only_one_device: bool) -> Any:
+    """``x`` resharded to ``P()`` if it is split on an ``Explicit`` mesh (of one device
+    only, with ``only_one_device``); anything else as given."""
     if not isinstance(x, jax.Array):
         return x
     sharding = jax.typeof(x).sharding
     mesh = getattr(sharding, "mesh", None)
     if not isinstance(mesh, AbstractMesh) or not is_explicit(mesh):
         return x
-    if all(entry is None for entry in sharding.spec):
+    if (only_one_device and mesh.size != 1) or all(entry is None for entry in sharding.spec):
         return x
     concrete = getattr(x, "sharding", None)
     target = concrete.mesh if isinstance(concrete, NamedSharding) else mesh

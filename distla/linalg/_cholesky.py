@@ -219,7 +219,8 @@ def chol_2d(a, *, call: Plan, upper, symmetrize, read_upper):
             da = (da + ct_on(da, mesh=call.mesh)) / 2
         tri = dict(lower=True, unit_diagonal=False, call=call)
         y = solve_2d(low, da, trans=0, **tri)  # L^-1 dA
-        m = ct_on(solve_2d(low, ct_on(y, mesh=call.mesh), trans=0, **tri), mesh=call.mesh)  # L^-1 dA L^-H
+        mesh = call.mesh
+        m = ct_on(solve_2d(low, ct_on(y, mesh=mesh), trans=0, **tri), mesh=mesh)  # L^-1 dA L^-H
         dl = product(low, _phi(m), call.mesh)
         return out, (ct_on(dl, mesh=call.mesh) if upper else dl)
 

@@ -49,7 +49,18 @@ from . import _qr
 from .._core.mesh import fitting_spec, grid_of, run_on_mesh, shard_map
 from .._core.matmul import mm, product_here
 from .._core.plan import plan_here
-from .._core.matrix import block_spec, ct, eye, on_mesh, put, round_up
+from .._core.matrix import (
+    block_spec,
+    ct,
+    diag_mask,
+    diagonal,
+    eye,
+    on_mesh,
+    put,
+    round_up,
+    tril,
+    triu,
+)
 from ._polar import count, pow2_scale, qdwh, qdwh_eager
 
 # a fraction of a block's diagonal spread added to the median shift, so that a
@@ -69,11 +80,7 @@ def _blocks(start):
 
 def _diag(b, spec):
     """Real diagonal of ``b`` as a replicated vector (a masked row reduction)."""
-    n = b.shape[0]
-    r = lax.broadcasted_iota(jnp.int32, (n, n), 0)
-    c = lax.broadcasted_iota(jnp.int32, (n, n), 1)
-    d = jnp.sum(jnp.where(r == c, jnp.real(b), 0), axis=1)
-    return put(d, P())
+    return put(diagonal(jnp.real(b)), P())
 
 
 def _same_block(start, spec):
@@ -220,11 +227,8 @@ def hermitian_from(a, *, symmetrize: bool, lower: bool):
     """The Hermitian matrix ``eigh`` reads: ``(a + aᴴ)/2``, or one triangle of ``a`` mirrored."""
     if symmetrize:
         return (a + jnp.conj(a.T)) / 2
-    n = a.shape[0]
-    r = lax.broadcasted_iota(jnp.int32, (n, n), 0)
-    c = lax.broadcasted_iota(jnp.int32, (n, n), 1)
-    tri = jnp.where((r > c) if lower else (r < c), a, 0)
-    return tri + jnp.conj(tri.T) + jnp.where(r == c, jnp.real(a), 0).astype(a.dtype)
+    tri = tril(a, -1) if lower else triu(a, 1)
+    return tri + jnp.conj(tri.T) + jnp.where(diag_mask(a), jnp.real(a), 0).astype(a.dtype)
 
 
 @functools.partial(jax.jit, static_argnames=("mesh", "vectors", "symmetrize", "lower"))

@@ -25,7 +25,7 @@ from distla.kernels.lu import lu_block_cyclic
 from distla.kernels.lu import phases as lu_phases
 from distla.kernels.trsm import lu_solve_block_cyclic
 
-from .._core.matrix import HIGHEST, pad_identity
+from .._core.matrix import HIGHEST, diag_mask, pad_identity, tril_mask, triu
 from .._core.mesh import Grid, constrain, fitting_spec, run_on_mesh, shard_map
 from .._core.plan import Plan
 
@@ -227,13 +227,9 @@ def _unpack(lu: jax.Array, dtype) -> tuple[jax.Array, jax.Array]:
     m, n = lu.shape
     k = min(m, n)
     low, up = lu[:, :k], lu[:k, :]
-    r = lax.broadcasted_iota(jnp.int32, (m, k), 0)
-    c = lax.broadcasted_iota(jnp.int32, (m, k), 1)
-    lower = jnp.where(r > c, low, jnp.where(r == c, jnp.ones((), dtype), jnp.zeros((), dtype)))
-    r = lax.broadcasted_iota(jnp.int32, (k, n), 0)
-    c = lax.broadcasted_iota(jnp.int32, (k, n), 1)
-    upper = jnp.where(r <= c, up, jnp.zeros((), dtype))
-    return lower, upper
+    unit = jnp.where(diag_mask(low), jnp.ones((), dtype), jnp.zeros((), dtype))
+    lower = jnp.where(tril_mask(low, -1), low, unit)
+    return lower, triu(up).astype(dtype)
 
 
 @functools.partial(jax.jit, static_argnames=("call",))

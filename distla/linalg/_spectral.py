@@ -29,7 +29,7 @@ from .._core.stacked import vmappable as _vmappable
 from .._core.mesh import fitting_spec, operand_mesh, run_on_mesh, tangent_on_mesh
 from .._core.one_device import block_layout, choose_plan, on_one_device
 from .._core.matmul import product_here
-from .._core.matrix import HIGHEST, block_spec, ct_on, on_mesh, put
+from .._core.matrix import HIGHEST, block_spec, ct_on, diag_mask, diagonal, on_mesh, put
 
 
 
@@ -72,11 +72,10 @@ def _eigh_tangent(w, v, da, *, mesh):
     def body(w, v, da):
         vh = jnp.conj(v.T)
         m = product_here(product_here(vh, da), v)
-        r = lax.broadcasted_iota(jnp.int32, (n, n), 0)
-        c = lax.broadcasted_iota(jnp.int32, (n, n), 1)
-        diag = jnp.sum(jnp.where(r == c, jnp.real(m), 0), axis=1)
+        on_diag = diag_mask(m)
+        diag = diagonal(jnp.real(m))
         gap = w[None, :] - w[:, None]
-        f = jnp.where(r == c, 0, 1 / jnp.where(r == c, 1, gap)).astype(m.dtype)
+        f = jnp.where(on_diag, 0, 1 / jnp.where(on_diag, 1, gap)).astype(m.dtype)
         dv = product_here(v, f * m)
         return diag.astype(w.dtype), dv
 
@@ -262,9 +261,7 @@ def _complete(u, s):
         filler = jax.random.normal(jax.random.key(1), (rows, k), s.dtype).astype(u.dtype)
         y = put(jnp.where(good[None, :], u, put(filler, spec)), spec)
         q, r = _qr.qr_2d(y, mode="reduced", call=plan_here(y.dtype))
-        i = lax.broadcasted_iota(jnp.int32, (k, k), 0)
-        j = lax.broadcasted_iota(jnp.int32, (k, k), 1)
-        d = jnp.sum(jnp.where(i == j, r, 0), axis=1)
+        d = diagonal(r)
         mag = jnp.abs(d)
         phase = jnp.where(mag > 0, d / jnp.where(mag > 0, mag, 1).astype(d.dtype), 1)
         return put(q * phase[None, :].astype(q.dtype), spec)
@@ -289,10 +286,6 @@ def _svd_finish(u_p, w, v, *, wide, full_matrices):
     if wide:  # a = xᴴ = v s uᴴ
         return v, s, jnp.conj(u.T)
     return u, s, jnp.conj(v.T)
-
-
-def _ct_plain(a):
-    return jnp.conj(a.T)
 
 
 def _singular_values(w):
@@ -325,7 +318,7 @@ def _svd_eager(a, *, full_matrices, compute_uv):
     spec = block_spec(mesh)
     m, n = a.shape
     wide = m < n
-    x = on_mesh(_ct_plain, mesh, fitting_spec((n, m), mesh, spec))(a) if wide else a
+    x = ct_on(a, mesh=mesh) if wide else a
     u_p, h = _polar.polar_eager(x, side="right")
     if not compute_uv:
         w = _eigh.eigh_eager(h, mesh=mesh, vectors=False)
@@ -349,10 +342,8 @@ def _svd_tangent(u, s, vh, da):
         dt = da.dtype
         ut, v = jnp.conj(u.T), jnp.conj(vh.T)
         ds_mat = product_here(product_here(ut, da), v)
-        r = lax.broadcasted_iota(jnp.int32, (k, k), 0)
-        c = lax.broadcasted_iota(jnp.int32, (k, k), 1)
-        eye_k = (r == c).astype(s.dtype)
-        ds = jnp.sum(jnp.where(r == c, jnp.real(ds_mat), 0), axis=1).astype(s.dtype)
+        eye_k = diag_mask(ds_mat).astype(s.dtype)
+        ds = diagonal(jnp.real(ds_mat)).astype(s.dtype)
         row = s[None, :]
         diffs = (row + row.T) * (row - row.T)
         f = (1 / (diffs + eye_k) - eye_k).astype(dt)

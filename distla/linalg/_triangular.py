@@ -23,7 +23,7 @@ from distla.kernels.trsm import trsm_few, trsm_many
 from .._core.checks import as_array, empty_or_one_device, is_empty, result_dtype, rhs_core, square
 from ._lu import blocking, result_spec, rhs_of
 from .._core.matmul import matvec
-from .._core.matrix import HIGHEST, like, pad_identity, tril_mask
+from .._core.matrix import HIGHEST, diag_mask, like, pad_identity, tril, triu
 from .._core.mesh import Grid, constrain, run_on_mesh, shard_map
 from .._core.plan import Plan, resolve
 from .._core.stacked import stack, vmappable
@@ -78,10 +78,9 @@ def triangular_solve(a, b, *, call: Plan, trans, lower, unit_diagonal):
 @functools.partial(jax.jit, static_argnames=("trans", "lower", "unit_diagonal", "mesh"))
 def triangle_matvec(a, x, *, trans, lower, unit_diagonal, mesh):
     """``op(T) @ x`` with ``T`` the triangle of ``a`` that a solve reads (for derivatives)."""
-    t = jnp.where(tril_mask(a) if lower else tril_mask(a.T).T, a, jnp.zeros((), a.dtype))
+    t = tril(a) if lower else triu(a)
     if unit_diagonal:
-        eye = tril_mask(a) & tril_mask(a.T).T
-        t = jnp.where(eye, jnp.ones((), a.dtype), t)
+        t = jnp.where(diag_mask(a), jnp.ones((), a.dtype), t)
     if trans:
         t = jnp.conj(t.T) if trans == 2 else t.T
     return matvec(t, x, mesh)

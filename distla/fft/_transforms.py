@@ -1,0 +1,549 @@
+"""The FFTs' public functions (re-exported by ``distla.fft``): checks, layouts, dispatch
+to the 3-D plans (``_fft3d``) or the general route (``_fftnd``)."""
+
+
+from __future__ import annotations
+
+import functools
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+from jax.sharding import PartitionSpec as P
+
+from . import _fft3d, _fftnd, _freq
+from .._core.checks import as_array
+from ._fft3d import ALGORITHMS
+from .._core.mesh import drop_trivial_sharding, grid_of, is_explicit, operand_mesh
+
+
+NORMS = (None, "backward", "ortho", "forward")
+
+_SHAPES = """
+    Args:
+      a: array of any rank >= 1, sharded on a 1- or 2-axis mesh in any layout
+        (or on one device: ``jnp.fft`` runs). Integer and boolean inputs are
+        cast as ``jnp.fft`` casts them.
+      s: lengths of the transformed axes, as in ``jnp.fft`` (the input is
+        cropped or zero-padded to them).
+      axes: the transformed axes (default: all, or the last ``len(s)``).
+        The others are batch axes: they keep their sharding and nothing is
+        exchanged over the mesh axes that shard them.
+      norm: ``None``/``"backward"``, ``"ortho"`` or ``"forward"``.
+      algorithm: the 3-D plan (``"auto"``, ``"slab-pencil"``, ``"pencil"``;
+        ``docs/fft.md``) for 3-D volumes over all axes; ignored otherwise.
+"""
+
+
+def fftn(
+    a: jax.typing.ArrayLike,
+    s: Sequence[int] | None = None,
+    axes: Sequence[int] | None = None,
+    norm: str | None = None,
+    *,
+    algorithm: str = "auto",
+) -> jax.Array:
+    """Distributed N-D FFT, equal to ``jnp.fft.fftn(a, s, axes, norm)``.
+
+    Returns:
+      Complex array of ``jnp.fft.fftn``'s shape and dtype on ``a``'s mesh. A
+      3-D pencil volume ``P(a, b, None)`` comes back ``P(None, a, b)``
+      (``P(b, a, None)``: ``P(None, b, a)``), a slab ``P(a, None, None)``
+      ``P(None, a, None)``; otherwise batch axes keep their sharding and each
+      sharded transformed axis hands its mesh axes to the axis it was swapped
+      with (``docs/fft.md``). The largest even layout that fits where the
+      mesh does not divide the shape.
+
+    Raises:
+      ValueError: bad ``s``, ``axes`` or ``norm`` (jnp's checks), an unknown
+        ``algorithm``, or a mesh of more than 2 axes.
+
+    See also:
+      ``jnp.fft.fftn``, the one-device equivalent; :func:`ifftn`.
+
+    Example:
+      >>> import distla, jax.numpy as jnp
+      >>> mesh = distla.make_mesh((4, 2))
+      >>> x = distla.shard(jnp.ones((32, 32, 32), jnp.complex64), mesh)
+      >>> y = distla.fft.fftn(x)
+      >>> y.shape, y.sharding.spec
+      ((32, 32, 32), PartitionSpec(None, 'rows', 'cols'))
+    """
+    return _public(a, "fftn", "fft", s, axes, norm, algorithm)
+
+
+def ifftn(
+    a: jax.typing.ArrayLike,
+    s: Sequence[int] | None = None,
+    axes: Sequence[int] | None = None,
+    norm: str | None = None,
+    *,
+    algorithm: str = "auto",
+) -> jax.Array:
+    """Distributed inverse N-D FFT, equal to ``jnp.fft.ifftn(a, s, axes, norm)``.
+
+    Returns:
+      Complex array on ``a``'s mesh. :func:`fftn`'s 3-D output layouts come
+      back in its input layouts (``P(None, a, b)`` -> ``P(a, b, None)``).
+
+    See also:
+      ``jnp.fft.ifftn``; :func:`fftn`.
+    """
+    return _public(a, "ifftn", "ifft", s, axes, norm, algorithm)
+
+
+def rfftn(
+    a: jax.typing.ArrayLike,
+    s: Sequence[int] | None = None,
+    axes: Sequence[int] | None = None,
+    norm: str | None = None,
+    *,
+    algorithm: str = "auto",
+) -> jax.Array:
+    """Distributed real-to-complex N-D FFT, equal to ``jnp.fft.rfftn(a, s, axes, norm)``.
+
+    The last axis of ``axes`` is transformed first, real to complex, so every
+    ``all_to_all`` after it moves half the bytes of :func:`fftn`'s.
+
+    Returns:
+      Complex array, the last transformed axis ``s[-1]//2 + 1`` long; laid
+      out as :func:`fftn` lays it out (for a 3-D volume with an odd
+      ``Z//2 + 1`` on a mesh with ``b > 1``: ``P(b, a, None)``).
+
+    Raises:
+      TypeError: ``a`` is complex (also a ``ValueError``, as jnp raises).
+      ValueError: a transformed length is 0, as numpy raises.
+
+    See also:
+      ``jnp.fft.rfftn``; :func:`irfftn`.
+    """
+    return _public(a, "rfftn", "rfft", s, axes, norm, algorithm)
+
+
+def irfftn(
+    a: jax.typing.ArrayLike,
+    s: Sequence[int] | None = None,
+    axes: Sequence[int] | None = None,
+    norm: str | None = None,
+    *,
+    algorithm: str = "auto",
+) -> jax.Array:
+    """Distributed complex-to-real inverse N-D FFT, equal to ``jnp.fft.irfftn(a, s, axes, norm)``.
+
+    ``s[-1]`` (default ``2 * (n - 1)`` for the last transformed axis of
+    length ``n``) is the output length of that axis, transformed last.
+
+    Returns:
+      Real array on ``a``'s mesh; :func:`rfftn`'s 3-D output layouts come
+      back in its input layouts.
+
+    See also:
+      ``jnp.fft.irfftn``; :func:`rfftn`.
+    """
+    return _public(a, "irfftn", "irfft", s, axes, norm, algorithm)
+
+
+for _f in (fftn, ifftn, rfftn, irfftn):
+    _f.__doc__ = _f.__doc__.replace("\n\n    Returns:", "\n" + _SHAPES + "\n    Returns:", 1)
+
+
+def fft(a: jax.typing.ArrayLike, n: int | None = None, axis: int = -1, norm: str | None = None):
+    """``jnp.fft.fft``: :func:`fftn` over the one axis ``axis`` (``n``: its length)."""
+    return fftn(a, None if n is None else (n,), (axis,), norm)
+
+
+def ifft(a: jax.typing.ArrayLike, n: int | None = None, axis: int = -1, norm: str | None = None):
+    """``jnp.fft.ifft``: :func:`ifftn` over the one axis ``axis``."""
+    return ifftn(a, None if n is None else (n,), (axis,), norm)
+
+
+def rfft(a: jax.typing.ArrayLike, n: int | None = None, axis: int = -1, norm: str | None = None):
+    """``jnp.fft.rfft``: :func:`rfftn` over the one axis ``axis``."""
+    return rfftn(a, None if n is None else (n,), (axis,), norm)
+
+
+def irfft(a: jax.typing.ArrayLike, n: int | None = None, axis: int = -1, norm: str | None = None):
+    """``jnp.fft.irfft``: :func:`irfftn` over the one axis ``axis`` (``n``: output length)."""
+    return irfftn(a, None if n is None else (n,), (axis,), norm)
+
+
+def fft2(a: jax.typing.ArrayLike, s=None, axes: Sequence[int] = (-2, -1), norm=None):
+    """``jnp.fft.fft2``: :func:`fftn` over two axes (default the last two)."""
+    return fftn(a, s, axes, norm)
+
+
+def ifft2(a: jax.typing.ArrayLike, s=None, axes: Sequence[int] = (-2, -1), norm=None):
+    """``jnp.fft.ifft2``: :func:`ifftn` over two axes."""
+    return ifftn(a, s, axes, norm)
+
+
+def rfft2(a: jax.typing.ArrayLike, s=None, axes: Sequence[int] = (-2, -1), norm=None):
+    """``jnp.fft.rfft2``: :func:`rfftn` over two axes."""
+    return rfftn(a, s, axes, norm)
+
+
+def irfft2(a: jax.typing.ArrayLike, s=None, axes: Sequence[int] = (-2, -1), norm=None):
+    """``jnp.fft.irfft2``: :func:`irfftn` over two axes."""
+    return irfftn(a, s, axes, norm)
+
+
+def pfft3d(
+    x: jax.typing.ArrayLike,
+    norm: str | None = "backward",
+    backend: str = "JAX",
+    *,
+    algorithm: str = "auto",
+    transpose_axis_contiguous: bool | None = None,
+) -> jax.Array:
+    """Drop-in for ``jaxdecomp.fft.pfft3d``: ``fftn(x).transpose(1, 2, 0)``.
+
+    Same values, shape and sharding spec as jaxdecomp 0.3.1's pure-JAX
+    backend, also on ``Explicit`` meshes, 1-axis meshes and sizes the mesh
+    does not divide (which jaxdecomp rejects).
+
+    Args:
+      x: ``[X, Y, Z]`` volume in pencils ``P(a, b)`` on a 2-axis mesh (or
+        ``P(a)`` on a 1-axis mesh); other layouts are re-laid out first.
+      norm: as in ``jnp.fft`` (jaxdecomp's default ``"backward"``).
+      backend: accepted for compatibility (``"JAX"`` or ``"cudecomp"``).
+      algorithm: the 3-D plan (``docs/fft.md``).
+      transpose_axis_contiguous: jaxdecomp's setting of that name: ``True``
+        returns ``(Y, Z, X)``, ``False`` the natural ``(X, Y, Z)`` order.
+        ``None`` reads ``jaxdecomp.config`` when jaxdecomp is imported, else
+        ``True``.
+
+    Returns:
+      Contiguous: ``[Y, Z, X]``, spec ``P(a, b)`` on an ``a x b`` mesh with
+      both axes > 1, ``P(b, a)`` when ``b`` has size 1, ``P(None, b, a)``
+      when ``a`` has size 1, ``P(None, a)`` on a 1-axis mesh. Not
+      contiguous: ``[X, Y, Z]``, the same blocks (``P(None, a, b)``,
+      ``P(None, None, a)``, ``P(None, None, b)``, ``P(None, None, a)``).
+
+    Raises:
+      ValueError: ``x`` is not 3-D, its mesh has more than 2 axes, or
+        ``norm`` or ``backend`` is unknown.
+
+    See also:
+      :func:`pifft3d`; :func:`fftn` for the natural order.
+    """
+    _check_backend(backend, "pfft3d")
+    return _public(
+        x, "pfft3d", "fft", None, None, norm, algorithm, "yzx",
+        _contiguous(transpose_axis_contiguous),
+    )  # fmt: skip
+
+
+def pifft3d(
+    y: jax.typing.ArrayLike,
+    norm: str | None = "backward",
+    backend: str = "JAX",
+    *,
+    algorithm: str = "auto",
+    transpose_axis_contiguous: bool | None = None,
+) -> jax.Array:
+    """Drop-in for ``jaxdecomp.fft.pifft3d``: the inverse of :func:`pfft3d`.
+
+    Args:
+      y: the spectrum as :func:`pfft3d` returns it: ``[Y, Z, X]``
+        (contiguous) or ``[X, Y, Z]``, in its layout (others are re-laid
+        out first).
+      norm: as for :func:`pfft3d`.
+      backend: as for :func:`pfft3d`.
+      algorithm: as for :func:`pfft3d`.
+      transpose_axis_contiguous: as for :func:`pfft3d`.
+
+    Returns:
+      ``[X, Y, Z]`` complex array in :func:`pfft3d`'s input layout
+      (``P(a, b, None)``; ``P(a, None, None)`` on a 1-axis mesh).
+
+    Raises:
+      ValueError: ``y`` is not 3-D, its mesh has more than 2 axes, or
+        ``norm`` or ``backend`` is unknown.
+    """
+    _check_backend(backend, "pifft3d")
+    return _public(
+        y, "pifft3d", "ifft", None, None, norm, algorithm, "yzx",
+        _contiguous(transpose_axis_contiguous),
+    )  # fmt: skip
+
+
+def fftfreq3d(k: jax.typing.ArrayLike, d: float = 1.0) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """Drop-in for ``jaxdecomp.fft.fftfreq3d``: angular wavenumbers of a 3-D spectrum.
+
+    Args:
+      k: a 3-D array (the spectrum they index, in its layout); only its
+        shape, dtype and sharding are read.
+      d: sample spacing.
+
+    Returns:
+      ``(k2, k0, k1)`` as jaxdecomp names them ``(kz, ky, kx)``:
+      ``2*pi*fftfreq(k.shape[i], d)`` for axis ``i``, shaped to broadcast
+      along that axis (``k0`` is ``[n0, 1, 1]``, ``k1`` ``[1, n1, 1]``,
+      ``k2`` ``[1, 1, n2]``), real of ``k``'s precision, and each sharded
+      as ``k`` is along its axis (where the mesh divides it): vectors, never
+      a replicated volume.
+
+    Example (a Poisson solve, ``docs/tutorials/fft.md``):
+      >>> kz, ky, kx = distla.fft.fftfreq3d(delta_k)   # doctest: +SKIP
+      >>> phi_k = -delta_k / (kx**2 + ky**2 + kz**2)   # doctest: +SKIP
+    """
+    return _freq.freqs(k, d, real=False)
+
+
+def rfftfreq3d(k: jax.typing.ArrayLike, d: float = 1.0) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """Drop-in for ``jaxdecomp.fft.rfftfreq3d``: as :func:`fftfreq3d`, axis 1 by ``rfftfreq``.
+
+    jaxdecomp's own rule, kept as is: ``k1`` is ``2*pi*rfftfreq(k.shape[1], d)``
+    (``k.shape[1]//2 + 1`` values).
+    """
+    return _freq.freqs(k, d, real=True)
+
+
+# --- dispatch -----------------------------------------------------------------------
+
+
+def _contiguous(flag: bool | None) -> bool:
+    if flag is not None:
+        return bool(flag)
+    jaxdecomp = sys.modules.get("jaxdecomp")
+    config = getattr(jaxdecomp, "config", None)
+    return bool(getattr(config, "transpose_axis_contiguous", True))
+
+
+def _check_backend(backend: Any, name: str) -> None:
+    if not isinstance(backend, str) or backend.lower() not in ("jax", "cudecomp"):
+        raise ValueError(
+            f"distla.fft.{name}: backend must be 'JAX' or 'cudecomp' (accepted for "
+            f"jaxdecomp compatibility); got {backend!r}"
+        )
+
+
+def _public(x, name, kind, s, axes, norm, algorithm, order="xyz", contiguous=True, hint=None):
+    what = f"distla.fft.{name}"
+    x = as_array(x, "x", what)
+    if norm not in NORMS:
+        raise ValueError(f"{what}: norm must be one of {NORMS}; got {norm!r}")
+    if algorithm not in ALGORITHMS:
+        raise ValueError(f"{what}: algorithm must be one of {ALGORITHMS}; got {algorithm!r}")
+    if order == "yzx" and x.ndim != 3:
+        raise ValueError(
+            f"{what} transforms 3-D volumes (X, Y, Z); got x of shape {x.shape} "
+            f"({x.ndim}-D). For other ranks use distla.fft.fftn with axes=."
+        )
+    in_dtype, _ = _fftnd.result_dtypes(x, kind, what)
+    given = (s, axes)
+    s, axes, result = _fftnd.normalize(x, s, axes, kind, norm)
+    if kind == "rfft" and tuple(s)[-1:] == (0,):
+        # a zero length on the halved (last) axis: numpy refuses, jnp fails inside XLA, and
+        # its Z//2 + 1 = 1 output would mean nothing. Zero lengths elsewhere give jnp's
+        # empty result below.
+        raise ValueError(f"{what}: Invalid number of FFT data points (0) specified: "
+                         f"x of shape {x.shape}, lengths {tuple(s)} along axes {tuple(axes)}.")
+    if x.size == 0 or result.size == 0:  # an empty result, or the transform of nothing
+        return jnp.zeros(result.shape, result.dtype)
+    if not axes:  # nothing to transform: jnp's own cast
+        return _one_device(x.astype(in_dtype), kind, *given, norm, order, contiguous)
+    if x.dtype != in_dtype:  # as jnp.fft casts integer, boolean and real inputs
+        x = x.astype(in_dtype)
+    # the layout and the platform, read here: under the jit below x is a tracer, which on
+    # an Auto mesh carries no layout
+    spec, on_cpu = _fftnd.spec_of(x), _fft3d._on_cpu_outside_jit(x)
+    if hint is not None and _layout_unknown(x):
+        spec = hint
+    key = (name, kind, s, axes, norm, algorithm, what, spec, order, contiguous)
+    if not isinstance(x, jax.core.Tracer):  # no vmap or derivative is tracing this call
+        return _inner(key, on_cpu)(x)
+    return _traced(x, key=key)
+
+
+def _inner(key, on_cpu=False):
+    name, kind, s, axes, norm, algorithm, what, spec, order, contiguous = key
+    return functools.partial(
+        _dispatch, kind=kind, s=s, axes=axes, norm=norm, algorithm=algorithm, what=what,
+        spec=spec, on_cpu=on_cpu, order=order, contiguous=contiguous,
+    )  # fmt: skip
+
+
+@functools.partial(jax.jit, static_argnames="key")
+def _traced(x, *, key):
+    """The transform under jax.vmap and derivatives (jit: eager custom_jvp trips XLA:CPU).
+
+    ``jax.vmap`` of the call is one call with the vmapped axis as a batch axis
+    (no collective along it); ``custom_vmap`` has no reverse mode, so the
+    derivatives (a ``custom_jvp``; the transform is linear) bypass it.
+    """
+    name, kind, s, axes, norm, algorithm, what, spec, order, contiguous = key
+    inner = _inner(key)
+    batched = jax.custom_batching.custom_vmap(inner)
+
+    @batched.def_vmap
+    def _(axis_size, in_batched, xb):
+        if not in_batched[0]:
+            return inner(xb), False
+        # an Auto mesh's tracer has no layout: the members' layout stands for the batch's,
+        # and 3-D members of unknown layout are taken to be in distla's own (pencils)
+        entries = (tuple(spec) + (None,) * xb.ndim)[: xb.ndim - 1]
+        names = tuple(jax.typeof(xb).sharding.mesh.axis_names)
+        if not any(entries) and xb.ndim == 4 and len(names) == 2 and _layout_unknown(xb):
+            pencils = (names[0], names[1], None)
+            entries = pencils if kind in ("fft", "rfft") else (None, *names)
+            if order == "yzx" and contiguous and kind == "ifft":
+                entries = pencils  # (Y, Z, X) in: the forward's output blocks
+        if order == "xyz":
+            moved = tuple(a + 1 for a in axes)
+            return _public(xb, name, kind, s, moved, norm, algorithm, hint=P(None, *entries)), True
+        # pfft3d / pifft3d: the natural-order transform of the batch, in jaxdecomp's order
+        if contiguous and kind == "ifft":
+            xb = xb.transpose(0, 3, 1, 2)
+            entries = (entries[2], entries[0], entries[1])
+        y = _public(xb, name, kind, None, (1, 2, 3), norm, algorithm, hint=P(None, *entries))
+        return (y.transpose(0, 2, 3, 1) if contiguous and kind == "fft" else y), True
+
+    f = jax.custom_jvp(batched)
+    f.defjvp(lambda primals, tangents: (inner(*primals), inner(*tangents)))
+    return f(x)
+
+
+def _layout_unknown(x) -> bool:
+    """A tracer on a mesh with no ``Explicit`` axis: its layout is XLA's to choose."""
+    mesh = getattr(jax.typeof(x).sharding, "mesh", None)
+    return isinstance(x, jax.core.Tracer) and mesh is not None and not is_explicit(mesh)
+
+
+def _dispatch(
+    x, *, kind, s, axes, norm, algorithm, what, spec, on_cpu, order="xyz", contiguous=True
+):
+    """The transform of ``x`` (already in the dtype the transform reads)."""
+    mesh = operand_mesh(x, names=("x",))
+    if mesh is None or mesh.size == 1:  # one device: jnp's own transform, no padding
+        return _one_device(drop_trivial_sharding(x), kind, s, axes, norm, order, contiguous)
+    grid_of(mesh, what=what)  # a 1- or 2-axis mesh, or ValueError
+    in_dtype = x.dtype
+    if x.ndim == 3 and sorted(axes) == [0, 1, 2] and (kind in ("fft", "ifft") or axes[-1] == 2):
+        s3 = [0, 0, 0]
+        for a, n in zip(axes, s):
+            s3[a] = n
+        s3 = tuple(s3)
+        if kind != "irfft" and s3 == tuple(x.shape):
+            s3 = None
+        return _fft3d.transform(
+            x,
+            on_cpu=on_cpu,
+            kind=kind,
+            norm=norm,
+            s=s3,
+            order=order,
+            algorithm=algorithm,
+            in_dtype=in_dtype,
+            swap_grid=order == "xyz" and _swapped_pencils(spec, mesh, kind),
+            contiguous=contiguous,
+        )
+    batch = _batch_of_volumes(x, axes, kind, spec, mesh)
+    if batch and order == "xyz":  # (B, X, Y, Z) over (X, Y, Z), B split: the 3-D plans per member
+        s3 = [0, 0, 0]
+        for a, n in zip(axes, s):
+            s3[a - 1] = n
+        s3 = tuple(s3)
+        if kind != "irfft" and s3 == tuple(x.shape[1:]):
+            s3 = None
+        return _fft3d.transform(
+            x, on_cpu=on_cpu, kind=kind, norm=norm, s=s3, order=order, algorithm=algorithm,
+            in_dtype=in_dtype, swap_grid=False, contiguous=True, batch=batch,
+        )  # fmt: skip
+    return _fftnd.general(x, kind, s, axes, norm, mesh, in_dtype, spec)
+
+
+def _batch_of_volumes(x, axes, kind, spec, mesh) -> tuple[str, ...] | None:
+    """The mesh axes that split B of a ``(B, X, Y, Z)`` batch transformed over (X, Y, Z).
+
+    ``None`` unless B is split evenly and some mesh axis (of size > 1) is
+    left for the volumes.
+    """
+    if x.ndim != 4 or sorted(axes) != [1, 2, 3] or (kind in ("rfft", "irfft") and axes[-1] != 3):
+        return None
+    entry = (tuple(spec) + (None,))[0]
+    names = (entry,) if isinstance(entry, str) else tuple(entry or ())
+    names = tuple(n for n in names if mesh.shape[n] > 1)
+    parts = 1
+    for n in names:
+        parts *= mesh.shape[n]
+    left = [n for n in mesh.axis_names if n not in names and mesh.shape[n] > 1]
+    if not names or not left or x.shape[0] % parts:
+        return None
+    return names
+
+
+def _swapped_pencils(spec: P, mesh, kind: str) -> bool:
+    """``x`` in pencils with the mesh axes' roles exchanged: ``P(b, a, None)``.
+
+    For the inverses, the forward's output ``P(None, b, a)``.
+    """
+    names = tuple(mesh.axis_names)
+    if len(names) != 2 or min(mesh.shape[n] for n in names) < 2:
+        return False
+    spec = (tuple(spec) + (None,) * 3)[:3]
+    a, b = names
+    return spec == ((None, b, a) if kind in ("ifft", "irfft") else (b, a, None))
+
+
+def _one_device(x, kind, s, axes, norm, order, contiguous):
+    if order == "yzx" and contiguous:
+        x = x.transpose(2, 0, 1) if kind == "ifft" else x
+        y = _fftnd.JNP[kind](x, norm=norm)
+        return y.transpose(1, 2, 0) if kind == "fft" else y
+    return _fftnd.one_device(x, kind, s, axes, norm)
+
+
+_SWAPPED_NORM = {None: "forward", "backward": "forward", "ortho": "ortho", "forward": "backward"}
+
+
+def _swapped(norm, what):
+    if norm not in _SWAPPED_NORM:
+        raise ValueError(f"{what}: norm must be one of {NORMS}; got {norm!r}")
+    return _SWAPPED_NORM[norm]
+
+
+def hfft(a: jax.typing.ArrayLike, n: int | None = None, axis: int = -1,
+         norm: str | None = None) -> jax.Array:
+    """FFT of a Hermitian-symmetric signal, as ``jnp.fft.hfft``.
+
+    ``irfft(conj(a), n, axis)`` with the opposite normalisation (numpy's
+    definition), on :func:`irfft`: the other axes are batch axes and keep
+    their sharding at no communication cost; a sharded ``axis`` is gathered
+    along that one axis, as every one-axis transform (:func:`fft`) is.
+
+    Args:
+      a: ``[..., k, ...]`` half spectrum (``k`` along ``axis``), any layout.
+      n: length of the real output along ``axis`` (default ``2 (k - 1)``).
+      axis: the transformed axis.
+      norm: ``None``/``"backward"``, ``"ortho"`` or ``"forward"``, as jnp's.
+
+    Returns:
+      Real array with ``n`` along ``axis``, sharded as :func:`irfft` leaves it.
+    """
+    what = "distla.fft.hfft"
+    a = as_array(a, "a", what)
+    return irfft(jnp.conj(a), n, axis, _swapped(norm, what))
+
+
+def ihfft(a: jax.typing.ArrayLike, n: int | None = None, axis: int = -1,
+          norm: str | None = None) -> jax.Array:
+    """Inverse of :func:`hfft`, as ``jnp.fft.ihfft``: ``conj(rfft(a))``, norm swapped.
+
+    Args:
+      a: real ``[..., n, ...]`` signal, any layout (complex input is refused
+        as jnp refuses it).
+      n: length of the transform along ``axis`` (crop or zero-pad).
+      axis: the transformed axis.
+      norm: ``None``/``"backward"``, ``"ortho"`` or ``"forward"``, as jnp's.
+
+    Returns:
+      Complex half spectrum ``n // 2 + 1`` long along ``axis``, sharded as
+      :func:`rfft` leaves it (batch axes keep their sharding; a sharded
+      ``axis`` is gathered along that axis, as :func:`fft`'s).
+    """
+    what = "distla.fft.ihfft"
+    a = as_array(a, "a", what)
+    return jnp.conj(rfft(a, n, axis, _swapped(norm, what)))
