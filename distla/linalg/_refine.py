@@ -288,8 +288,10 @@ def _lu_solve_any(factors, r, trans, mesh):
         return empty_or_one_device(
             lambda lu, piv, r: jsl.lu_solve((lu, piv), r, trans=trans), lu, piv, r)
     call = Plan(mesh, np.dtype(lu.dtype))
-    if lu.ndim > 2:
-        return _batched.lu_solve(lu, piv, r, trans=trans, call=call)
+    if lu.ndim > 2:  # one vector per member goes to the batched solve as a column
+        vector = r.ndim == lu.ndim - 1
+        x = _batched.lu_solve(lu, piv, r[..., None] if vector else r, trans=trans, call=call)
+        return x[..., 0] if vector else x
     return lu_solve_2d(lu, piv, r, trans=trans, call=call)
 
 

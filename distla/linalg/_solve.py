@@ -445,7 +445,14 @@ def solve(
         a = _symmetrize(drop_trivial_sharding(a), lower=lower)
     call = resolve(a, b, names=("a", "b"), dtype=dtype, block_size=block_size)
     if factor_dtype is not None and not is_empty(a, b):
-        return _refine.solve_mixed(*onto_mesh(a, b), factor_dtype=factor_dtype)
+        # factor_dtype equal to the system's dtype is the plain solve below
+        if _refine.check_factor_dtype(dtype, factor_dtype, what) != dtype:
+            a, b = onto_mesh(a, b)
+            if a.ndim > 2 or b.ndim > 2 and not vector:  # one system per member
+                batch = tuple(np.broadcast_shapes(a.shape[:-2], b.shape[:-2 + vector]))
+                a = _broadcast_batch(a, batch, 2)
+                b = _broadcast_batch(b, batch, 1 if vector else 2)
+            return _refine.solve_mixed(a, b, factor_dtype=factor_dtype)
     if call is None or is_empty(a, b):
         return empty_or_one_device(jnp.linalg.solve, a, b)
     a, b = onto_mesh(a, b)
