@@ -115,11 +115,7 @@ def layer(module: str) -> int:
 
 
 # (importer, imported): upward imports that stay, and why.
-UPWARD_ALLOWED = {
-    # jnp.linalg's matmul, multi_dot and tensordot are distla.matmul with jnp.linalg's
-    # signatures: its checks, promotion (ints stay ints, bools) and fall-backs are theirs.
-    ("distla.linalg._products", "distla.matmul"),
-}
+UPWARD_ALLOWED: set[tuple[str, str]] = set()
 # Packages whose modules import the library inside functions, and why.
 FUNCTION_LEVEL_ALLOWED = {
     # the command-line tools import jax and the library only when a command runs, so

@@ -198,3 +198,8 @@ def canonical_precision(precision: Any, what: str = "distla") -> Any:
         f"(any case; also 'bfloat16', 'tensorfloat32', 'float32'), or a pair of them; got "
         f"{precision!r}"
     )
+
+
+def is_traced(*xs) -> bool:
+    """True when any of ``xs`` is a tracer (under jit, vmap or a derivative)."""
+    return any(isinstance(x, jax.core.Tracer) for x in xs)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import math
+from typing import Literal
 
 import jax
 import jax.numpy as jnp
@@ -23,8 +24,25 @@ from distla.kernels.cannon import cannon_local
 from distla.kernels.summa import summa_k_multiple, summa_local
 
 from . import plan as _plan
+from .checks import (
+    as_array,
+    canonical_precision,
+    empty_or_one_device,
+    is_empty,
+    onto_mesh,
+    result_dtype,
+)
 from .matrix import HIGHEST, pad_to, put, round_up
-from .mesh import Grid, constrain, fitting_spec, grid_of, run_on_mesh, shard_map
+from .mesh import Grid, constrain, fitting_spec, grid_of, operand_mesh, run_on_mesh, shard_map
+
+#: ``algorithm="xla"``: XLA's own partitioning of ``jnp.matmul`` on the 2D
+#: block layout. It all-gathers A's block rows over the column axis and B's
+#: block columns over the row axis (the panels SUMMA broadcasts, in one step),
+#: never a whole operand, and measured faster than SUMMA for n <= 512 here
+#: (docs/benchmarks.md). ``"auto"`` stays SUMMA: the distributed drivers call
+#: this same entry point and their communication models assume SUMMA.
+Algorithm = Literal["auto", "summa", "cannon", "xla"]
+ALGORITHMS = ("auto", "summa", "cannon", "xla")
 
 
 def default_panels(grid: Grid, k: int) -> int:
@@ -135,3 +153,51 @@ def product_here(
 def mm(a: jax.Array, b: jax.Array, spec: P) -> jax.Array:
     """``a @ b`` inside a body (SUMMA, ``HIGHEST``), put in ``spec``."""
     return put(product_here(a, b), spec)
+
+
+def checked_product(
+    a: jax.typing.ArrayLike,
+    b: jax.typing.ArrayLike,
+    *,
+    algorithm: str = "auto",
+    precision: lax.PrecisionLike = None,
+    panels: int | None = None,
+    what: str = "distla.matmul",
+) -> jax.Array:
+    """``distla.matmul``: its checks, jnp.matmul's promotion and fall-backs, then
+    :func:`product` on the operands' mesh (the public function documents it all)."""
+    a = as_array(a, "a", what)
+    b = as_array(b, "b", what)
+    if a.ndim != 2 or b.ndim != 2:
+        raise ValueError(
+            f"{what} multiplies 2-D matrices; got a of shape {a.shape} and b of shape "
+            f"{b.shape}. For stacks of matrices use jnp.matmul or jax.vmap."
+        )
+    if a.shape[1] != b.shape[0]:
+        raise ValueError(
+            f"{what}: inner dimensions differ: a is {a.shape}, b is {b.shape} "
+            f"({a.shape[1]} != {b.shape[0]})"
+        )
+    if algorithm not in ALGORITHMS:
+        raise ValueError(f"{what}: algorithm must be one of {ALGORITHMS}; got {algorithm!r}")
+    if panels is not None and (not isinstance(panels, int) or panels < 1):
+        raise ValueError(f"{what}: panels must be a positive int or None; got {panels!r}")
+    dtype = result_dtype(what, a, b, inexact=False)  # jnp.matmul's: ints stay ints
+    precision = canonical_precision(precision, what)
+    a, b = a.astype(dtype), b.astype(dtype)
+    mesh = operand_mesh(a, b, names=("a", "b"))
+    if mesh is None or is_empty(a, b):
+        return empty_or_one_device(lambda a, b: jnp.matmul(a, b, precision=precision), a, b)
+    a, b = onto_mesh(a, b)
+    grid = grid_of(mesh, what=what)
+    if algorithm == "cannon" and grid.pr != grid.pc:
+        raise ValueError(
+            f"{what}: algorithm='cannon' needs a square mesh; got a {grid.shape_str} mesh "
+            f"{tuple(mesh.axis_names)}. Use algorithm='summa' (any mesh shape)."
+        )
+    if algorithm == "auto":
+        algorithm = "summa"
+    if dtype == np.dtype(bool):  # logical and/or, as jnp.matmul: counted in int32
+        a, b = a.astype(np.int32), b.astype(np.int32)
+        return product(a, b, mesh, algorithm=algorithm, precision=precision, panels=panels) != 0
+    return product(a, b, mesh, algorithm=algorithm, precision=precision, panels=panels)

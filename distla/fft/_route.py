@@ -122,7 +122,6 @@ def plan(
       The :class:`Route`, or ``None`` when a transformed axis is sharded and
       there is no other axis to swap it with (a sharded 1-D array).
     """
-    ndim = len(shape)
     axes = tuple(axes)
     true = list(shape)
     g = [tuple(x) for x in groups]

@@ -462,18 +462,25 @@ class _Blocked:
             return jax.device_put(out, rep)
         return jax.device_put(out[0], rep), jax.device_put(out[1], b.sharding)
 
+    def divide(self, b, size):
+        """One spectral divide of the Hermitian ``b[:size, :size]``: the basis ``q``
+        (``[S, S]``) whose first ``r`` columns span the invariant subspace of the
+        eigenvalues below the shift and whose next ``size - r`` the rest, ``r``, and
+        the shift data ``start`` and QDWH's polar factor ``u`` it came from."""
+        start = self.start(b, self.int(b, size))
+        u, _ = qdwh_eager(self.prep(b, start), self.mesh, self.spec)
+        self.lvl += 1
+        q, new_start = self.basis(self.int(b, self.lvl), start, u)
+        count("level", b.shape[0])
+        return q, int(np.asarray(new_start)[size - 1]), start, u
+
     def solve(self, b, size):
         """``w`` (``[S]``, padding ``+inf``) and, with vectors, ``z`` (``[S, S]``, columns
         from ``size`` on zero) of the Hermitian ``b[:size, :size]`` (``b`` is ``S x S``)."""
         s = b.shape[0]
         if size <= self.leaf:
             return self.base(b, size)
-        start = self.start(b, self.int(b, size))
-        u, _ = qdwh_eager(self.prep(b, start), self.mesh, self.spec)
-        self.lvl += 1
-        q, new_start = self.basis(self.int(b, self.lvl), start, u)
-        count("level", s)
-        r = int(np.asarray(new_start)[size - 1])
+        q, r, _, _ = self.divide(b, size)
         halves = []
         parts = ((0, r), (r, size - r))
         # both halves that divide again share one padded order (one set of compiled

@@ -35,15 +35,14 @@ from jax import lax
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from . import _eigh, _polar, _spectral
-from .._core.checks import as_array, result_dtype
-from .._core.matrix import block_spec, on_mesh, round_up
+from . import _eigh, _spectral
+from .._core.checks import as_array, is_traced, result_dtype
+from .._core.matmul import checked_product
+from .._core.matrix import block_spec, on_mesh, put, round_up
 from .._core.mesh import drop_trivial_sharding, fitting_spec, grid_of, operand_mesh, run_on_mesh
 from .._core.one_device import block_layout, choose_plan, on_one_device
 from .._core.plan import mesh_of
 from ._cholesky import cholesky
-from ._polar import qdwh_eager
-from ._products import matmul
 from ._spectral import EighResult
 from ._triangular import solve_triangular
 
@@ -106,7 +105,7 @@ def _select_index(w, v, lo, hi, *, sharded=True):
 
 def _value_range(w, vl, vu, what):
     """``[lo, hi)``: the ascending ``w``'s positions with ``vl < w ≤ vu`` (concrete ``w``)."""
-    if _polar.is_traced(w):
+    if is_traced(w):
         raise ValueError(
             f"{what}: subset_by_value gives as many eigenvalues as lie in (vl, vu], a shape "
             "known only from the values; call eigh outside jax.jit/jax.grad for it, or pass "
@@ -175,7 +174,7 @@ def _dist_trsm(low, y, trans):
 
 
 def _dist_mm(x, y):
-    return matmul(x, y, precision=_HI)
+    return checked_product(x, y, precision=_HI)
 
 
 def _dist_chol(b):
@@ -187,7 +186,7 @@ def _dist_standard(c, sel, vectors):
     mesh = operand_mesh(c, names=("a",))
     n = c.shape[0]
     p = grid_of(mesh, what=what).size
-    if sel is not None and not _polar.is_traced(c) and round_up(n, p) >= PARTIAL_MIN:
+    if sel is not None and not is_traced(c) and round_up(n, p) >= PARTIAL_MIN:
         h = _spectral._hermitian(c, symmetrize=True, lower=True)
         return partial_eager(h, mesh=mesh, sel=sel, vectors=vectors)
     if not vectors:
@@ -242,12 +241,7 @@ class _Pruned(_eigh._Blocked):
         s = b.shape[0]
         if size <= self.leaf:
             return self.base(b, size)
-        start = self.start(b, self.int(b, size))
-        u, _ = qdwh_eager(self.prep(b, start), self.mesh, self.spec)
-        self.lvl += 1
-        q, new_start = self.basis(self.int(b, self.lvl), start, u)
-        _polar.count("level", s)
-        r = int(np.asarray(new_start)[size - 1])
+        q, r, start, u = self.divide(b, size)
         want = [lo < r, hi > r]  # the halves [0, r) and [r, size) hold wanted indices
         if self.window is not None:
             sigma, below = (float(x) for x in self.stats(b, start, u))
@@ -278,7 +272,7 @@ def _pick(w, z=None, idx=None, *, rows):
     """``w[idx]`` and, with ``z``, its columns ``idx`` (a local gather in row slabs)."""
     if z is None:
         return w[idx]
-    return w[idx], jnp.take(_polar.put(z, rows), idx, axis=1)
+    return w[idx], jnp.take(put(z, rows), idx, axis=1)
 
 
 def partial_eager(h, *, mesh, sel, vectors):

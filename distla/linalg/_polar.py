@@ -33,7 +33,7 @@ from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from . import _cholesky, _qr, _triangular
-from .._core.checks import as_array, empty_or_one_device, is_empty, result_dtype
+from .._core.checks import as_array, empty_or_one_device, is_empty, is_traced, result_dtype
 from .._core.mesh import fitting_spec, grid_of, is_explicit, operand_mesh, run_on_mesh
 from .._core.matmul import mm
 from .._core.plan import plan_here
@@ -199,10 +199,6 @@ def qdwh_eager(x: jax.Array, mesh, spec: P, *, max_iterations: int = 12):
             state = run(state)
             count("qdwh_qr" if qr_phase else "qdwh_chol", x.shape[0])
     return state[1], state[0]
-
-
-def is_traced(*xs) -> bool:
-    return any(isinstance(x, jax.core.Tracer) for x in xs)
 
 
 def hermitian(h: jax.Array, spec: P) -> jax.Array:

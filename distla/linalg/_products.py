@@ -19,8 +19,8 @@ from jax import lax
 
 from .._core.batch_layout import source_layout
 from .._core.checks import as_array, is_empty, result_dtype
+from .._core.matmul import checked_product as _summa
 from .._core.mesh import operand_mesh
-from ..matmul import matmul as _summa
 from ._lstsq import norm
 from ._solve import inv
 

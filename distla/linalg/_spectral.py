@@ -21,7 +21,7 @@ from jax import lax
 from jax.sharding import PartitionSpec as P
 
 from . import _eigh, _polar, _qr
-from .._core.checks import as_array, empty_or_one_device, is_empty, result_dtype
+from .._core.checks import as_array, empty_or_one_device, is_empty, is_traced, result_dtype
 from .._core.plan import mesh_of as _mesh_of
 from .._core.plan import plan_here
 from .._core.stacked import stack as _stack
@@ -84,7 +84,7 @@ def _eigh_tangent(w, v, da, *, mesh):
 
 def _eigh_any(a, *, mesh, symmetrize, lower, vectors):
     """Traced: one compiled program; concrete: host loops over cached compiled steps."""
-    if _polar.is_traced(a):
+    if is_traced(a):
         return _eigh.eigh_2d(a, mesh=mesh, vectors=vectors, symmetrize=symmetrize, lower=lower)
     h = _hermitian(a, mesh=mesh, symmetrize=symmetrize, lower=lower)
     return _eigh.eigh_eager(h, mesh=mesh, vectors=vectors)
@@ -98,7 +98,7 @@ def _eigh_2d(a, *, mesh, symmetrize, lower):
         return tuple(_eigh_stack(a, uplo="L" if lower else "U", symmetrize=symmetrize))
 
     # custom_vmap traces its function: concrete calls keep the eager path
-    fn = jax.custom_jvp(_vmappable(primal, stacked) if _polar.is_traced(a) else primal)
+    fn = jax.custom_jvp(_vmappable(primal, stacked) if is_traced(a) else primal)
 
     def rule(primals, tangents):
         (a,), (da,) = primals, tangents
@@ -315,7 +315,6 @@ def _svd_2d(a, *, full_matrices, compute_uv):
 def _svd_eager(a, *, full_matrices, compute_uv):
     """SVD of a concrete matrix: the eager polar and eigh (compiled steps shared)."""
     mesh = operand_mesh(a, names=("a",))
-    spec = block_spec(mesh)
     m, n = a.shape
     wide = m < n
     x = ct_on(a, mesh=mesh) if wide else a
@@ -370,7 +369,7 @@ def _svd_diff(a, *, full_matrices, compute_uv):
     """The SVD of one matrix with jax's JVP rule (``full_matrices=False`` or values only)."""
 
     def primal(a):
-        run = _svd_2d if _polar.is_traced(a) else _svd_eager
+        run = _svd_2d if is_traced(a) else _svd_eager
         out = run(a, full_matrices=full_matrices, compute_uv=compute_uv)
         return tuple(out) if compute_uv else out
 
