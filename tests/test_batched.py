@@ -12,6 +12,7 @@ import jax.scipy.linalg as jsl
 import jax.test_util
 import numpy as np
 import pytest
+import scipy.linalg
 from conftest import build_mesh
 from helpers import THRESHOLD, assert_lapack_pivots, eps, has_layout, random_matrix
 from jax.sharding import NamedSharding
@@ -510,6 +511,90 @@ def test_vmap_over_matrices(kind):
     assert no_collectives(distla.cost(jax.vmap(distla.linalg.solve), da, db))
     dets = jax.vmap(distla.linalg.det)(da)
     np.testing.assert_allclose(dets, np.linalg.det(a.astype(np.float64)), rtol=1e-4)
+
+
+
+
+def _spd(rng, shape):
+    a = random_matrix(rng, shape, np.float32)
+    eye = np.eye(shape[-1], dtype=np.float32)
+    return (a @ np.swapaxes(a, -1, -2) / shape[-1] + eye).astype(np.float32)
+
+
+L = distla.linalg
+# name: (distla's one-matrix call, jax's (None: jax has no generalized eigh), operands)
+ONE_MATRIX_CALLS = {
+    "solve_triangular": (lambda t, b: L.solve_triangular(t, b, lower=True),
+                         lambda t, b: jsl.solve_triangular(t, b, lower=True), ("tri", "rhs")),
+    "cho_solve": (lambda a, b: L.cho_solve(L.cho_factor(a), b),
+                  lambda a, b: jsl.cho_solve(jsl.cho_factor(a), b), ("spd", "rhs")),
+    "solve_pos": (lambda a, b: L.solve(a, b, assume_a="pos"),
+                  lambda a, b: jsl.solve(a, b, assume_a="pos"), ("spd", "rhs")),
+    "eigh_pencil": (lambda a, b: L.eigh(a, b), None, ("sym", "spd")),
+}
+
+
+def _one_matrix_operands(rng, batch, n):
+    a = random_matrix(rng, (batch, n, n), np.float32)
+    return {
+        "tri": np.tril(a) + n * np.eye(n, dtype=np.float32),
+        "spd": _spd(rng, (batch, n, n)),
+        "sym": (a + np.swapaxes(a, -1, -2)) / 2,
+        "rhs": random_matrix(rng, (batch, n, 3), np.float32),
+    }
+
+
+def _check_members(name, got, x, y):
+    """Every member against numpy/scipy: solves by their ratio, pencils by scipy's
+    eigenvalues, the residual of ``a v = b v w`` and ``vᴴ b v = I``."""
+    if name != "eigh_pencil":
+        assert solve_ratios(x, got, y, np.float32).max() <= THRESHOLD, name
+        return
+    w, v = got
+    x64, y64, v64, w64 = _wide(x), _wide(y), _wide(v), _wide(w)
+    w_ref = np.stack([scipy.linalg.eigh(xm, ym, eigvals_only=True) for xm, ym in zip(x64, y64)])
+    np.testing.assert_allclose(w64, w_ref, rtol=1e-4, atol=1e-5)
+    resid = np.abs(x64 @ v64 - y64 @ v64 * w64[:, None, :]).sum(-2).max(-1)
+    scale = np.abs(x64).sum(-2).max(-1) + np.abs(w64).max(-1) * np.abs(y64).sum(-2).max(-1)
+    n = x.shape[-1]
+    assert (resid / (scale * n * eps(np.float32))).max() <= THRESHOLD, name
+    gram = np.swapaxes(v64, -1, -2) @ y64 @ v64
+    np.testing.assert_allclose(gram, np.broadcast_to(np.eye(n), gram.shape), atol=1e-4)
+
+
+@pytest.mark.parametrize("kind", ["auto", "explicit"])
+def test_vmap_of_triangular_solves_and_pencils(kind):
+    """jax.vmap of the solves built on triangular solves, and of eigh(a, b), over a stack
+    sharded along its batch: each device solves its own members (no collective), with
+    jax's values in jax's layout; also for a batch and an order the mesh does not divide
+    (B = 6 on 'x' only, n = 7). On an Explicit mesh, also a stack of 2D-sharded members
+    (jax's own functions refuse it)."""
+    mesh = build_mesh((2, 4), kind)
+    rng = np.random.default_rng(19)
+    for batch, n, spec in ((8, 6, P(("x", "y"))), (6, 7, P("x"))):
+        host = _one_matrix_operands(rng, batch, n)
+        for name, (fn, ref_fn, names) in ONE_MATRIX_CALLS.items():
+            x, y = (host[k] for k in names)
+            dx, dy = put(x, mesh, spec), put(y, mesh, spec)
+            got = jax.vmap(fn)(dx, dy)
+            _check_members(name, got, np.tril(x) if name == "solve_triangular" else x, y)
+            assert no_collectives(distla.cost(jax.vmap(fn), dx, dy)), (name, n)
+            # the layout vmap of jax's function gives (for eigh(a, b): of jnp.linalg.eigh)
+            for out in jax.tree.leaves(got):
+                assert has_layout(out, mesh, spec), (name, out.sharding)
+            if ref_fn is not None:
+                ref = jax.vmap(ref_fn)(dx, dy)
+                np.testing.assert_allclose(np.asarray(got), np.asarray(ref), rtol=1e-5,
+                                           atol=1e-5)
+                assert got.sharding.is_equivalent_to(ref.sharding, got.ndim), name
+    if kind == "explicit":
+        host = _one_matrix_operands(rng, 2, 8)
+        with jax.set_mesh(mesh):
+            for name, (fn, _, names) in ONE_MATRIX_CALLS.items():
+                x, y = (host[k] for k in names)
+                # each member in distla's layout (2D blocks), the batch unsharded
+                got = jax.vmap(fn)(*(jnp.stack([distla.shard(m, mesh) for m in v]) for v in (x, y)))
+                _check_members(name, got, np.tril(x) if name == "solve_triangular" else x, y)
 
 
 def _one_matrix_solve(a, b):

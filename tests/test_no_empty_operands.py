@@ -265,18 +265,10 @@ def test_under_grad(name, inputs):
         assert_no_empty_operands(jax.grad(g), x[GRAD_ARG.get(name, "a")])
 
 
-# vmap of a triangular solve under custom_linear_solve does not trace on Explicit meshes
-# (a transpose meets an Auto-typed operand in an Explicit context); eigh's type-1 pencil
-# solves with the Cholesky factor.
-VMAP_EXPLICIT_FAILS = {"solve_triangular", "cho_solve", "solve_pos", "eigh_pencil"}
-
-
 @pytest.mark.parametrize("name", [k for k in CASES if k not in FFT])
 def test_under_vmap(name, inputs):
     mesh, x = _transformed(inputs)
     fn, _ = CASES[name]
-    if name in VMAP_EXPLICIT_FAILS and mesh.axis_types[0] == jax.sharding.AxisType.Explicit:
-        pytest.xfail("vmap of solve_triangular on Explicit meshes fails to trace")
     pair = {k: jnp.stack([v, v]) for k, v in x.items() if k not in ("vol", "cvol")}
     with jax.set_mesh(mesh):
         assert_no_empty_operands(jax.vmap(fn), pair)

@@ -30,7 +30,7 @@ from .._core.mesh import Grid, constrain, fitting_spec, run_on_mesh, shard_map, 
 from .._core.one_device import block_layout, choose_plan, on_one_device
 from .._core.plan import Plan, resolve
 from .._core.stacked import stack, vmappable
-from ._triangular import checked_solve_operands, solve_2d, to_cyclic
+from ._triangular import checked_solve_operands, solve_2d, solve_linear, to_cyclic
 from .._core.matmul import matvec, product
 from .._core.matrix import HIGHEST, ct_on, like, pad_identity, tril_mask
 
@@ -218,9 +218,11 @@ def chol_2d(a, *, call: Plan, upper, symmetrize, read_upper):
         if symmetrize:
             da = (da + ct_on(da, mesh=call.mesh)) / 2
         tri = dict(lower=True, unit_diagonal=False, call=call)
-        y = solve_2d(low, da, trans=0, **tri)  # L^-1 dA
+        # tangents: the linear solves (transposable in the right-hand side)
+        y = solve_linear(low, da, trans=0, **tri)  # L^-1 dA
         mesh = call.mesh
-        m = ct_on(solve_2d(low, ct_on(y, mesh=mesh), trans=0, **tri), mesh=mesh)  # L^-1 dA L^-H
+        m = solve_linear(low, ct_on(y, mesh=mesh), trans=0, **tri)
+        m = ct_on(m, mesh=mesh)  # L^-1 dA L^-H
         dl = product(low, _phi(m), call.mesh)
         return out, (ct_on(dl, mesh=call.mesh) if upper else dl)
 

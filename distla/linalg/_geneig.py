@@ -42,6 +42,7 @@ from .._core.matrix import block_spec, on_mesh, put, round_up
 from .._core.mesh import drop_trivial_sharding, fitting_spec, grid_of, operand_mesh, run_on_mesh
 from .._core.one_device import block_layout, choose_plan, on_one_device
 from .._core.plan import mesh_of
+from .._core.stacked import stack, vmappable
 from ._cholesky import cholesky
 from ._spectral import EighResult
 from ._triangular import solve_triangular
@@ -502,7 +503,36 @@ def eigh(
                             options=options)
         out = out if eigvals_only else tuple(out)
         return _selected(out, value_sel, not eigvals_only, what)
+    if is_traced(*operands):  # concrete calls keep the eager steps of the pruned solver
+        return _vmappable_distributed(operands, mesh=mesh, sel=sel, **flags)
     return _distributed(*operands, sel=sel, **flags)
+
+
+def _vmappable_distributed(operands, *, mesh, sel, **flags):
+    """The distributed route, whose ``jax.vmap`` is one stacked call and whose
+    derivatives are the route's own.
+
+    Under ``jax.vmap`` each device solves the members it holds with jnp's
+    functions (:func:`dense` through ``distla._core.stacked.stack``): no
+    collective when the stack is sharded along its batch, where the route's
+    one-matrix layouts, batched, would move every member across the mesh.
+    """
+    vectors = flags["vectors"]
+
+    def route(*ops):
+        return _distributed(*ops, sel=sel, **flags)
+
+    def stacked(*ops):
+        def members(*xs):  # eigenvalues with a unit core dimension: stack's cores are 2-D
+            out = jax.vmap(functools.partial(dense, sel=sel, **flags))(*xs)
+            return (out[0][..., None, :], out[1]) if vectors else out[..., None, :]
+
+        out = stack(members, ops, (2,) * len(ops), 2, mesh=mesh)
+        return (out[0][..., 0, :], out[1]) if vectors else out[..., 0, :]
+
+    fn = jax.custom_jvp(vmappable(route, stacked))
+    fn.defjvp(lambda primals, tangents: jax.jvp(route, primals, tangents))
+    return fn(*operands)
 
 
 def _distributed(a, b=None, *, kind, symmetrize, lower, vectors, sel):

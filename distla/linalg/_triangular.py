@@ -94,34 +94,70 @@ def _stacked_solve(a, rhs, *, mesh, **flags):
     return stack(ref, (a, rhs), (2, 2), 2, mesh=mesh)
 
 
-def solve_2d(a, b, *, trans, lower, unit_diagonal, call: Plan):
-    """``op(T)⁻¹ b`` for one matrix, differentiable in ``a`` and ``b`` (custom_linear_solve)."""
-    flags = dict(lower=lower, unit_diagonal=unit_diagonal)
+def _kernel(trans, *, lower, unit_diagonal, call: Plan):
+    """``(a, rhs) -> op(T)⁻¹ rhs`` whose ``jax.vmap`` is one stacked call: each device
+    solves its own members (``distla._core.stacked``). No derivative."""
 
-    def kernel(t):
-        def solve(a, rhs):
-            return triangular_solve(a, rhs, call=call, trans=t, **flags)
-
-        return vmappable(
-            solve, functools.partial(_stacked_solve, mesh=call.mesh, trans=t, **flags)
+    def solve(a, rhs):
+        return triangular_solve(
+            a, rhs, call=call, trans=trans, lower=lower, unit_diagonal=unit_diagonal
         )
 
+    stacked = functools.partial(
+        _stacked_solve, mesh=call.mesh, trans=trans, lower=lower, unit_diagonal=unit_diagonal
+    )
+    return vmappable(solve, stacked)
+
+
+def solve_linear(a, b, *, trans, lower, unit_diagonal, call: Plan):
+    """``op(T)⁻¹ b`` as ``lax.custom_linear_solve``: linear in ``b`` (its transpose is the
+    solve with the transposed triangle), differentiable in ``a`` through ``op(T) x``.
+
+    For derivative rules, whose tangents must be transposable; elsewhere use
+    :func:`solve_2d`, whose ``jax.vmap`` is one stacked call.
+    """
+    flags = dict(lower=lower, unit_diagonal=unit_diagonal, call=call)
     a_fixed = lax.stop_gradient(a)
 
     def mv(x):
-        return like(triangle_matvec(a, x, trans=trans, mesh=call.mesh, **flags), x)
+        return like(
+            triangle_matvec(a, x, trans=trans, mesh=call.mesh, lower=lower,
+                            unit_diagonal=unit_diagonal),
+            x,
+        )
 
     def solve(_, rhs):
-        return like(kernel(trans)(a_fixed, rhs), rhs)
+        return like(_kernel(trans, **flags)(a_fixed, rhs), rhs)
 
     def transpose_solve(_, rhs):
         if trans == 2:  # the linear transpose of x -> T^-H x is x -> conj(T^-1 conj(x))
-            x = jnp.conj(kernel(0)(a_fixed, jnp.conj(rhs)))
+            x = jnp.conj(_kernel(0, **flags)(a_fixed, jnp.conj(rhs)))
         else:
-            x = kernel(1 - trans)(a_fixed, rhs)
+            x = _kernel(1 - trans, **flags)(a_fixed, rhs)
         return like(x, rhs)
 
     return lax.custom_linear_solve(mv, b, solve, transpose_solve)
+
+
+def solve_2d(a, b, *, trans, lower, unit_diagonal, call: Plan):
+    """``op(T)⁻¹ b`` for one matrix, differentiable in ``a`` and ``b`` to any order.
+
+    The primal is one solve whose ``jax.vmap`` is one stacked call; its
+    derivatives are :func:`solve_linear`'s. Only the derivative traces the
+    linear solve: ``jax.vmap`` of ``lax.custom_linear_solve`` moves the
+    residuals that transposing ``op(T) x`` hoists out of ``run_on_mesh``, and
+    those are typed for ``Auto`` axes, which jax refuses in an ``Explicit``
+    context.
+    """
+    flags = dict(trans=trans, lower=lower, unit_diagonal=unit_diagonal, call=call)
+    kernel = _kernel(trans, lower=lower, unit_diagonal=unit_diagonal, call=call)
+    primal = jax.custom_jvp(lambda a, b: like(kernel(a, b), b))
+    primal.defjvp(
+        lambda primals, tangents: jax.jvp(
+            functools.partial(solve_linear, **flags), primals, tangents
+        )
+    )
+    return primal(a, b)
 
 
 def checked_solve_operands(what: str, a, b):
