@@ -6,6 +6,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from conftest import build_mesh
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
@@ -139,6 +140,35 @@ def test_one_device_is_differentiable(mesh24):
         g = jax.grad(loss(lambda v: distla.linalg.cholesky(v, plan="one_device")))(x)
     g_ref = jax.grad(loss(jnp.linalg.cholesky))(jnp.asarray(a))
     np.testing.assert_allclose(np.asarray(g), np.asarray(g_ref), rtol=1e-4, atol=1e-5)
+
+
+
+def test_vmap_of_the_one_device_plan_keeps_each_member_where_it_is():
+    """jax.vmap of a call whose one matrix takes the one-device plan: batched, the plan
+    would move every member to the first device; each device computes its own members
+    instead (no collective), with jnp's values in jnp's layout. (On an Explicit mesh the
+    vmap holds the batch's axes and each member is a one-device call: jnp's function.)"""
+    mesh24 = build_mesh((2, 4), "auto")
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((8, 6, 6)).astype(np.float32)
+    spd = (a @ np.swapaxes(a, -1, -2) / 6 + np.eye(6, dtype=np.float32)).astype(np.float32)
+    b = rng.standard_normal((8, 6, 3)).astype(np.float32)
+    da, db = _put(spd, mesh24, P(("x", "y"))), _put(b, mesh24, P(("x", "y")))
+    L = distla.linalg
+    calls = [  # (distla's call, jnp's, operands)
+        (L.solve, jnp.linalg.solve, (da, db)),
+        (lambda x, y: L.solve(x, y, assume_a="pos"), jnp.linalg.solve, (da, db)),
+        (L.cholesky, jnp.linalg.cholesky, (da,)),
+        (lambda x: tuple(L.eigh(x)), lambda x: tuple(jnp.linalg.eigh(x)), (da,)),
+        (L.det, jnp.linalg.det, (da,)),
+    ]
+    for fn, ref_fn, args in calls:
+        assert _chosen(fn, *(x[0] for x in args)) == ["one_device"]  # one member's plan
+        got, ref = jax.vmap(fn)(*args), jax.vmap(ref_fn)(*args)
+        for g, r in zip(jax.tree.leaves(got), jax.tree.leaves(ref)):
+            np.testing.assert_allclose(np.asarray(g), np.asarray(r), rtol=1e-4, atol=1e-5)
+            assert g.sharding.is_equivalent_to(r.sharding, g.ndim), (fn, g.sharding)
+        assert distla.cost(jax.vmap(fn), *args).total_collective_bytes == 0, fn
 
 
 def test_bad_plan_and_budget_raise():

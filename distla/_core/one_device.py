@@ -37,7 +37,9 @@ from jax.sharding import AbstractMesh
 from jax.sharding import PartitionSpec as P
 
 from . import plan as _plan
+from .checks import is_traced
 from .mesh import constrain, fitting_spec, grid_of, run_on_mesh, shard_map
+from .stacked import stack, vmappable
 
 
 def _axes_of(entry: Any) -> tuple[str, ...]:
@@ -125,7 +127,6 @@ def _scatter_from_first(y: jax.Array, spec: P, mesh: AbstractMesh, me: jax.Array
     return mine
 
 
-@functools.partial(jax.jit, static_argnames=("fn", "mesh", "in_specs", "out_specs", "options"))
 def on_one_device(
     fn: Callable[..., Any],
     *args: jax.Array,
@@ -151,7 +152,54 @@ def on_one_device(
 
     Returns:
       ``fn(*args, **dict(options))``, sharded as ``out_specs`` on ``mesh``.
+      Under ``jax.vmap`` each device computes ``fn`` on the members it holds
+      (``distla._core.stacked.stack``), sharded along the batch.
     """
+    if not is_traced(*args):
+        return _on_one_device(fn, *args, mesh=mesh, in_specs=in_specs, out_specs=out_specs,
+                              options=options)
+    # Under jax.vmap the batched plan would move every member to the first device
+    # (the budget was checked for one member); each device computes its own members
+    # instead, as jnp does on a stack sharded along its batch. Derivatives: the
+    # plan's own (custom_vmap has none).
+    call = functools.partial(_on_one_device, fn, mesh=mesh, in_specs=in_specs,
+                             out_specs=out_specs, options=options)
+    primal = jax.custom_jvp(
+        vmappable(call, functools.partial(_per_member, fn, dict(options), mesh))
+    )
+    primal.defjvp(lambda primals, tangents: jax.jvp(call, primals, tangents))
+    return primal(*args)
+
+
+def _per_member(fn: Callable[..., Any], options: dict, mesh: AbstractMesh, *xs: jax.Array):
+    """``fn`` on every member of stacks ``xs`` (a mapped axis 0 each), each device on its own."""
+    fn = functools.partial(fn, **options)
+    leaves, treedef = jax.tree.flatten(
+        jax.eval_shape(fn, *(jax.ShapeDtypeStruct(x.shape[1:], x.dtype) for x in xs))
+    )
+    core = max(o.ndim for o in leaves)
+
+    def members(*ys):  # every result with ``core`` member dimensions (leading 1s), as stack needs
+        outs = jax.tree.leaves(jax.vmap(fn)(*ys))
+        return tuple(y.reshape(y.shape[:1] + (1,) * (core - y.ndim + 1) + y.shape[1:])
+                     for y in outs)
+
+    outs = stack(members, xs, tuple(x.ndim - 1 for x in xs), core, mesh=mesh)
+    return jax.tree.unflatten(
+        treedef, [y.reshape(y.shape[:1] + o.shape) for y, o in zip(outs, leaves)]
+    )
+
+
+@functools.partial(jax.jit, static_argnames=("fn", "mesh", "in_specs", "out_specs", "options"))
+def _on_one_device(
+    fn: Callable[..., Any],
+    *args: jax.Array,
+    mesh: AbstractMesh,
+    in_specs: tuple[P, ...],
+    out_specs: tuple[P, ...],
+    options: tuple[tuple[str, Any], ...] = (),
+) -> Any:
+
     fn = functools.partial(fn, **dict(options))
     out_shapes = jax.eval_shape(fn, *(jax.ShapeDtypeStruct(x.shape, x.dtype) for x in args))
     leaves, treedef = jax.tree.flatten(out_shapes)
