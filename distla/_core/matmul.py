@@ -184,7 +184,7 @@ def checked_product(
         raise ValueError(f"{what}: panels must be a positive int or None; got {panels!r}")
     dtype = result_dtype(what, a, b, inexact=False)  # jnp.matmul's: ints stay ints
     precision = canonical_precision(precision, what)
-    a, b = a.astype(dtype), b.astype(dtype)
+    a, b = (x if x.dtype == dtype else x.astype(dtype) for x in (a, b))
     mesh = operand_mesh(a, b, names=("a", "b"))
     if mesh is None or is_empty(a, b):
         return empty_or_one_device(lambda a, b: jnp.matmul(a, b, precision=precision), a, b)

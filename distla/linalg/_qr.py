@@ -23,6 +23,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 from jax.sharding import PartitionSpec as P
 
@@ -305,6 +306,15 @@ def _batched_call(a, *, mode, call: Plan, source):
 
 def _promoted(dtype):
     """The dtype ``jnp.linalg.qr`` computes in for ``dtype`` (under the current x64 setting)."""
+    return _promoted_under(np.dtype(dtype), bool(jax.config.jax_enable_x64),
+                           jax.config.jax_numpy_dtype_promotion)
+
+
+@functools.lru_cache(maxsize=64)
+def _promoted_under(dtype, x64, promotion):
+    # tracing jnp.linalg.qr costs about half a millisecond, more than the rest of an
+    # eager one-device call: once per dtype and setting (x64, promotion: the cache key)
+    del x64, promotion
     s = jax.eval_shape(lambda x: jnp.linalg.qr(x, mode="r"), jax.ShapeDtypeStruct((1, 1), dtype))
     return s.dtype
 
