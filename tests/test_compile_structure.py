@@ -56,3 +56,24 @@ def test_lu_loops_are_few():
     # the factorisation's block columns run in MAX_PHASES loops at most
     assert lu_kernel.MAX_PHASES <= 4
     assert len(lu_kernel.phases(88, 2, 4)) == lu_kernel.MAX_PHASES
+
+
+def test_eager_eigh_compiles_each_step_once(monkeypatch):
+    # the eager driver calls its compiled steps once per level: every call after the
+    # first must find the first's program (same operand shardings), or the first eigh
+    # compiles its largest step twice
+    from distla.linalg import _eigh
+
+    steps, on_mesh = {}, _eigh.on_mesh
+
+    def spy(fn, *args):
+        steps[fn.__name__] = on_mesh(fn, *args)
+        return steps[fn.__name__]
+
+    monkeypatch.setattr(_eigh, "on_mesh", spy)
+    mesh = build_mesh((2, 4), "auto")
+    a = jax.random.normal(jax.random.key(0), (40, 40))
+    distla.linalg.eigvalsh(jax.device_put(a + a.T, NamedSharding(mesh, P("x", "y"))))
+    assert {"levels_going", "level_split"} <= set(steps)
+    sizes = {name: f._cache_size() for name, f in steps.items()}
+    assert all(size == 1 for size in sizes.values()), sizes

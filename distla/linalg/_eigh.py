@@ -412,6 +412,12 @@ def _base_eigh(b, size, *, vectors):
     return jnp.where(own, w, jnp.asarray(jnp.inf, real)), jnp.where(own[None, :], z, 0)
 
 
+def replicated_int(like: jax.Array, value: int) -> jax.Array:
+    """``value`` as an int32 scalar replicated on ``like``'s mesh (as the compiled steps
+    return their counters, so that a first call shares their program)."""
+    return jax.device_put(np.int32(value), jax.sharding.NamedSharding(like.sharding.mesh, P()))
+
+
 class _Blocked:
     """The compiled steps of the blocked eager eigh for one mesh (cached per shape)."""
 
@@ -434,9 +440,7 @@ class _Blocked:
         self.times = on_mesh(times, mesh, spec, (("spec", spec),))
 
     def int(self, like, value):
-        """``value`` as an int32 scalar replicated on ``like``'s mesh."""
-        rep = jax.sharding.NamedSharding(like.sharding.mesh, P())
-        return jax.device_put(np.int32(value), rep)
+        return replicated_int(like, value)
 
     def take(self, q, off, size, width):
         return on_mesh(take_columns, self.mesh, self.spec,
@@ -545,7 +549,9 @@ def _eigh_eager(a, *, mesh, vectors):
     going = on_mesh(levels_going, mesh, P(), (("leaf", leaf), ("max_levels", max_levels)))
     prep = on_mesh(level_prep, mesh, spec, (("spec", spec), ("leaf", leaf)))
     split = on_mesh(level_split, mesh, (P(), spec, spec, P()), (("spec", spec), ("leaf", leaf)))
-    lvl = jnp.zeros((), jnp.int32)
+    # the level counter replicated on the mesh as split returns it: one program each
+    # for going and split, not a second one for a first call with a one-device counter
+    lvl = replicated_int(a, 0)
     while bool(going(lvl, start)):
         u, _ = qdwh_eager(prep(b, start), mesh, spec)
         lvl, b, v, start = split(lvl, b, v, start, u)
