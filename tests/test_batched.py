@@ -568,7 +568,7 @@ def test_vmap_of_triangular_solves_and_pencils(kind):
     sharded along its batch: each device solves its own members (no collective), with
     jax's values in jax's layout; also for a batch and an order the mesh does not divide
     (B = 6 on 'x' only, n = 7). On an Explicit mesh, also a stack of 2D-sharded members
-    (jax's own functions refuse it)."""
+    (jax's own functions refuse it), and jax.vmap of jax.grad of solves there."""
     mesh = build_mesh((2, 4), kind)
     rng = np.random.default_rng(19)
     for batch, n, spec in ((8, 6, P(("x", "y"))), (6, 7, P("x"))):
@@ -595,6 +595,17 @@ def test_vmap_of_triangular_solves_and_pencils(kind):
                 # each member in distla's layout (2D blocks), the batch unsharded
                 got = jax.vmap(fn)(*(jnp.stack([distla.shard(m, mesh) for m in v]) for v in (x, y)))
                 _check_members(name, got, np.tril(x) if name == "solve_triangular" else x, y)
+            # vmap of grad there: the derivatives' linear solves, batched, as jax's per member
+            x, y = host["tri"], host["rhs"]
+            sx, sy = (jnp.stack([distla.shard(m, mesh) for m in v]) for v in (x, y))
+            for fn, ref_fn in (ONE_MATRIX_CALLS["solve_triangular"][:2],
+                               (L.solve, jnp.linalg.solve)):
+                def grads(f):
+                    return jax.vmap(jax.grad(lambda t, b: jnp.sum(jnp.sin(f(t, b))), (0, 1)))
+
+                for g, r in zip(grads(fn)(sx, sy), grads(ref_fn)(x, y)):
+                    np.testing.assert_allclose(np.asarray(g), np.asarray(r), rtol=1e-4,
+                                               atol=1e-5)
 
 
 def _one_matrix_solve(a, b):

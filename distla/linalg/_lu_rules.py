@@ -79,7 +79,12 @@ def _solve_linear(a, b, call: Plan):
     ``trans=1`` solve, differentiable in ``a`` through ``a @ x``; the factors of
     ``a`` are computed once."""
     lu, piv = _factor(lax.stop_gradient(a), call)
-    mv = lambda x: like(matvec(a, x, call.mesh), x)  # noqa: E731
+    # saving nothing, the transpose of a @ x recomputes from a what it would otherwise
+    # hoist out of the product's program typed for Auto axes (jax.vmap of the solve
+    # on an Explicit mesh refuses those): see _triangular.solve_linear
+    product = jax.checkpoint(lambda a, x: matvec(a, x, call.mesh),
+                             policy=jax.checkpoint_policies.nothing_saveable)
+    mv = lambda x: like(product(a, x), x)  # noqa: E731
     return natural(lax.custom_linear_solve(mv, b, *_solves(lu, piv, 0, call)))
 
 

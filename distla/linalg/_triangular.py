@@ -119,12 +119,18 @@ def solve_linear(a, b, *, trans, lower, unit_diagonal, call: Plan):
     flags = dict(lower=lower, unit_diagonal=unit_diagonal, call=call)
     a_fixed = lax.stop_gradient(a)
 
+    def product(a, x):
+        return triangle_matvec(a, x, trans=trans, mesh=call.mesh, lower=lower,
+                               unit_diagonal=unit_diagonal)
+
+    # Transposing op(T) x (custom_linear_solve does, for its vecmat) would hoist what it
+    # computes from a alone inside run_on_mesh, typed for Auto axes, out as constants;
+    # jax.vmap then moves them in an Explicit context, which jax refuses. Saving
+    # nothing, the transpose recomputes them from a (one product) instead.
+    product = jax.checkpoint(product, policy=jax.checkpoint_policies.nothing_saveable)
+
     def mv(x):
-        return like(
-            triangle_matvec(a, x, trans=trans, mesh=call.mesh, lower=lower,
-                            unit_diagonal=unit_diagonal),
-            x,
-        )
+        return like(product(a, x), x)
 
     def solve(_, rhs):
         return like(_kernel(trans, **flags)(a_fixed, rhs), rhs)
@@ -142,12 +148,10 @@ def solve_linear(a, b, *, trans, lower, unit_diagonal, call: Plan):
 def solve_2d(a, b, *, trans, lower, unit_diagonal, call: Plan):
     """``op(T)⁻¹ b`` for one matrix, differentiable in ``a`` and ``b`` to any order.
 
-    The primal is one solve whose ``jax.vmap`` is one stacked call; its
-    derivatives are :func:`solve_linear`'s. Only the derivative traces the
-    linear solve: ``jax.vmap`` of ``lax.custom_linear_solve`` moves the
-    residuals that transposing ``op(T) x`` hoists out of ``run_on_mesh``, and
-    those are typed for ``Auto`` axes, which jax refuses in an ``Explicit``
-    context.
+    The primal is one solve whose ``jax.vmap`` is one stacked call (each
+    device solves its own members, with no collective when the mapped axis is
+    sharded); its derivatives are :func:`solve_linear`'s, whose solves are
+    the same stacked calls under ``jax.vmap``.
     """
     flags = dict(trans=trans, lower=lower, unit_diagonal=unit_diagonal, call=call)
     kernel = _kernel(trans, lower=lower, unit_diagonal=unit_diagonal, call=call)
