@@ -20,7 +20,8 @@ os.environ.setdefault("DISTLA_PLAN_BUDGET", "0")
 # compile-bound (eigh at n = 64 on 2x4: 14 CPU s to compile, 0.2 s to run), and level 0
 # cuts their compile time by a third to a half (eigh 14 -> 7.6 CPU s, solve 5.4 -> 3.7).
 # It changes how fast the generated code runs, not what it computes; the benchmarks
-# keep XLA's default. Subprocesses inherit it.
+# keep XLA's default. Subprocesses inherit it (the docs pages' runner drops it:
+# tests/test_docs.py says why).
 _LLVM_LEVEL = "--xla_backend_optimization_level"
 if _LLVM_LEVEL not in os.environ.get("XLA_FLAGS", ""):
     os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {_LLVM_LEVEL}=0".strip()

@@ -80,8 +80,8 @@ def _run_pages(pages_file: str, results_file: str) -> None:
 
     # One program at a time: with asynchronous dispatch a block can leave several
     # distributed programs in flight, and on simulated devices sharing few cores XLA's
-    # CPU collectives can then deadlock (docs/caveats.md). A CI run of the pages hung
-    # in docs/batched.md this way. What the pages compute is unchanged.
+    # CPU collectives can then deadlock (docs/caveats.md). What the pages compute is
+    # unchanged.
     jax.config.update("jax_cpu_enable_async_dispatch", False)
     # If a block still hangs, every thread's stack goes to stderr before the test's
     # timeout kills the runner, so the failure says where.
@@ -165,6 +165,12 @@ def block_results(tmp_path_factory):
     env["JAX_PLATFORMS"] = "cpu"
     env["MPLBACKEND"] = "Agg"
     env.pop("DISTLA_SIMULATED_DEVICES", None)
+    # The pages run at XLA's default optimisation, as readers run them: at the level 0 that
+    # tests/conftest.py sets for the suite's compiles, the batched solve of docs/batched.md
+    # (4096 members on 2x4) never finished in 2 of 6 runs here and in two CI runs (every
+    # thread idle, waiting on the result); at the default level it finished in 6 of 6.
+    flags = os.environ.get("XLA_FLAGS", "").split()
+    env["XLA_FLAGS"] = " ".join(f for f in flags if not f.startswith("--xla_backend_optimization_level"))
     # Under pytest-xdist another worker already keeps a core busy: one runner at a time,
     # so that the simulated devices' collectives are not starved of CPU.
     one_at_a_time = "PYTEST_XDIST_WORKER" in os.environ
