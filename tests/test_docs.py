@@ -166,7 +166,7 @@ def block_results(tmp_path_factory):
     env["MPLBACKEND"] = "Agg"
     env.pop("DISTLA_SIMULATED_DEVICES", None)
     # The pages run at XLA's default optimisation, as readers run them: at the level 0 that
-    # tests/conftest.py sets for the suite's compiles, the batched solve of docs/batched.md
+    # tests/conftest.py can set for the suite's compiles, the batched solve of docs/batched.md
     # (4096 members on 2x4) never finished in 2 of 6 runs here and in two CI runs (every
     # thread idle, waiting on the result); at the default level it finished in 6 of 6.
     flags = os.environ.get("XLA_FLAGS", "").split()
