@@ -6,9 +6,11 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+from ._core.eager import one_program
 from ._core.matmul import Algorithm, checked_product
 
 
+@one_program
 def matmul(
     a: jax.typing.ArrayLike,
     b: jax.typing.ArrayLike,

@@ -15,6 +15,7 @@ from conftest import build_mesh
 from test_no_empty_operands import CASES, _inputs
 
 import distla
+from distla._core import eager
 
 
 def primitives(closed) -> set[str]:
@@ -76,3 +77,192 @@ def test_values_are_jnps(one):
         ]
     for ours, theirs in pairs:
         np.testing.assert_allclose(np.asarray(ours), np.asarray(theirs), rtol=1e-6, atol=1e-5)
+
+
+# --- eager calls: one compiled program each ------------------------------------------------
+
+F = distla.fft
+L = distla.linalg
+
+# name -> the public call, its operands and options, built from ``_inputs`` (outside the
+# counted call: lu_solve's factors, cho_solve's, the inverse transforms' spectra).
+ONE_CALL = {
+    "matmul": lambda x: (distla.matmul, (x["a"], x["b"]), {}),
+    "linalg.matmul": lambda x: (L.matmul, (x["a"], x["b"]), {}),
+    "lu_factor": lambda x: (L.lu_factor, (x["a"],), {}),
+    "lu_solve": lambda x: (L.lu_solve, (L.lu_factor(x["a"]), x["b"]), {}),
+    "lu": lambda x: (L.lu, (x["a"],), {}),
+    "solve": lambda x: (L.solve, (x["a"], x["b"]), {}),
+    "solve_pos": lambda x: (L.solve, (x["spd"], x["b"]), {"assume_a": "pos"}),
+    "batched_solve": lambda x: (L.solve, (x["stack"], x["stack_b"]), {}),
+    "det": lambda x: (L.det, (x["a"],), {}),
+    "slogdet": lambda x: (L.slogdet, (x["a"],), {}),
+    "inv": lambda x: (L.inv, (x["a"],), {}),
+    "cholesky": lambda x: (L.cholesky, (x["spd"],), {}),
+    "cho_factor": lambda x: (L.cho_factor, (x["spd"],), {"lower": True}),
+    "cho_solve": lambda x: (L.cho_solve, (L.cho_factor(x["spd"]), x["b"]), {}),
+    "solve_triangular": lambda x: (L.solve_triangular, (x["low"], x["b"]), {"lower": True}),
+    "qr": lambda x: (L.qr, (x["tall"],), {"mode": "reduced"}),
+    "eigh": lambda x: (L.eigh, (x["sym"],), {}),
+    "eigh_pencil": lambda x: (L.eigh, (x["sym"], x["spd"]), {"type": 1}),
+    "eigvalsh": lambda x: (L.eigvalsh, (x["sym"],), {}),
+    "svd": lambda x: (L.svd, (x["a"],), {"full_matrices": False}),
+    "svdvals": lambda x: (L.svdvals, (x["a"],), {}),
+    "polar": lambda x: (L.polar, (x["a"],), {}),
+    "lstsq": lambda x: (L.lstsq, (x["tall"], x["tall_b"]), {}),
+    "pinv": lambda x: (L.pinv, (x["a"],), {}),
+    "matrix_rank": lambda x: (L.matrix_rank, (x["a"],), {}),
+    "cond": lambda x: (L.cond, (x["a"],), {}),
+    "norm": lambda x: (L.norm, (x["a"], 2), {}),
+    "matrix_norm": lambda x: (L.matrix_norm, (x["a"],), {"ord": "nuc"}),
+    "matrix_power": lambda x: (L.matrix_power, (x["a"], 3), {}),
+    "multi_dot": lambda x: (L.multi_dot, ([x["a"], x["a"], x["b"]],), {}),
+    "tensordot": lambda x: (L.tensordot, (x["a"], x["b"]), {"axes": 1}),
+    "tensorinv": lambda x: (L.tensorinv, (x["a"],), {"ind": 1}),
+    "tensorsolve": lambda x: (L.tensorsolve, (x["a"], x["tall_b"][:8, 0]), {}),
+    "expm": lambda x: (L.expm, (x["a"],), {}),
+    "expm_frechet": lambda x: (L.expm_frechet, (x["a"], x["sym"]), {}),
+    "eig": lambda x: (L.eig, (x["a"],), {}),
+    "eigvals": lambda x: (L.eigvals, (x["a"],), {}),
+    "fftn": lambda x: (F.fftn, (x["cvol"],), {}),
+    "fftn_axes": lambda x: (F.fftn, (x["cvol"],), {"axes": [0, 2], "norm": "ortho"}),
+    "ifftn": lambda x: (F.ifftn, (x["cvol"],), {}),
+    "rfftn": lambda x: (F.rfftn, (x["vol"],), {}),
+    "irfftn": lambda x: (F.irfftn, (F.rfftn(x["vol"]),), {"s": (8, 8, 8)}),
+    "fft": lambda x: (F.fft, (x["cvol"],), {"axis": 1}),
+    "rfft2": lambda x: (F.rfft2, (x["vol"],), {}),
+    "ifft": lambda x: (F.ifft, (x["cvol"],), {"n": 6}),
+    "rfft": lambda x: (F.rfft, (x["vol"],), {}),
+    "irfft": lambda x: (F.irfft, (x["cvol"],), {"axis": 0}),
+    "fft2": lambda x: (F.fft2, (x["cvol"],), {}),
+    "ifft2": lambda x: (F.ifft2, (x["cvol"],), {"axes": (0, 1)}),
+    "irfft2": lambda x: (F.irfft2, (x["cvol"],), {}),
+    "hfft": lambda x: (F.hfft, (x["cvol"],), {"axis": 0}),
+    "ihfft": lambda x: (F.ihfft, (x["vol"],), {}),
+    "pfft3d": lambda x: (F.pfft3d, (x["cvol"],), {}),
+    "pifft3d": lambda x: (F.pifft3d, (x["cvol"],), {}),
+}
+
+
+class _Counts:
+    """Traces by the eager fast path, programs it calls and primitives bound in Python."""
+
+    def __init__(self, monkeypatch):
+        self.programs = self.binds = 0
+        call, bind = eager._Program.__call__, jcore.Primitive.bind
+
+        def counted_call(program, *operands):
+            self.programs += 1
+            return call(program, *operands)
+
+        def counted_bind(prim, *args, **params):
+            self.binds += 1
+            return bind(prim, *args, **params)
+
+        monkeypatch.setattr(eager._Program, "__call__", counted_call)
+        monkeypatch.setattr(jcore.Primitive, "bind", counted_bind)
+
+    def traces(self) -> int:
+        return eager._TABLE.traces
+
+
+@pytest.fixture(scope="module")
+def one_explicit():
+    """The 1x1 Explicit mesh only (the 1-axis Auto mesh: ``test_eager_results_...``)."""
+    mesh = build_mesh((1, 1), "explicit")
+    return mesh, _inputs(mesh, 8)
+
+
+@pytest.mark.parametrize("name", list(ONE_CALL))
+def test_eager_call_is_one_program(name, one_explicit, monkeypatch):
+    """On one device a repeated eager call is traced once, then runs as one compiled
+    program through jax's C++ dispatch: no retrace and no primitive bound in Python."""
+    mesh, x = one_explicit
+    with jax.set_mesh(mesh):
+        fn, args, kwargs = ONE_CALL[name](x)
+        first = fn(*args, **kwargs)  # traced here (or by an earlier test)
+        counts = _Counts(monkeypatch)
+        before = counts.traces()
+        second = fn(*args, **kwargs)
+        monkeypatch.undo()
+    assert counts.traces() == before, f"{name}: the second eager call traced again"
+    assert counts.programs == 1, (name, counts.programs)
+    assert counts.binds == 0, (name, counts.binds)
+    for u, v in zip(jax.tree.leaves(first), jax.tree.leaves(second), strict=True):
+        if not isinstance(u, jax.Array):  # cho_factor's lower flag
+            assert u is v
+            continue
+        assert u.dtype == v.dtype and u.sharding == v.sharding
+        np.testing.assert_array_equal(np.asarray(u), np.asarray(v))
+
+
+def test_every_public_function_is_covered(one):
+    """Each public array function of distla.linalg / distla.fft has a row in ONE_CALL."""
+    _, x = one
+    called = {row(x)[0] for row in ONE_CALL.values()}
+    for module in (L, F):
+        for public in module.__all__:
+            fn = getattr(module, public)
+            if hasattr(fn, "__wrapped__"):
+                assert fn in called, f"{module.__name__}.{public} has no row in ONE_CALL"
+    assert distla.matmul in called
+
+
+@pytest.mark.parametrize(
+    "where", [None, ((1, 1), "explicit"), ((1,), "auto")], ids=["unsharded", "1x1-explicit",
+                                                               "1-auto"]
+)
+def test_eager_results_equal_the_functions_as_written(where):
+    """Value, dtype, weak type and sharding as the undecorated function returns them."""
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((6, 6)).astype(np.float32) + 6 * np.eye(6, dtype=np.float32)
+    ints = np.arange(36, dtype=np.int32).reshape(6, 6) % 7 + 10 * np.eye(6, dtype=np.int32)
+    mesh = None if where is None else build_mesh(*where)
+    put = jnp.asarray if mesh is None else (lambda v: distla.shard(v, mesh))
+    spd = a @ a.T
+    a, ints, spd, b = put(a), put(ints), put(spd), put(np.ones((6, 2), np.float32))
+    calls = [(L.solve, (ints, b)), (L.slogdet, (a,)), (L.inv, (ints,)), (distla.matmul, (ints, ints)),
+             (L.cho_factor, (spd,)), (F.rfftn, (a,)), (L.svd, (a,))]
+    for fn, args in calls:
+        ours, theirs = fn(*args), fn.__wrapped__(*args)
+        assert jax.tree.structure(ours) == jax.tree.structure(theirs), fn.__name__
+        for u, v in zip(jax.tree.leaves(ours), jax.tree.leaves(theirs), strict=True):
+            if not isinstance(v, jax.Array):  # cho_factor's flag
+                assert u is v, fn.__name__
+                continue
+            assert (u.dtype, u.weak_type, u.sharding) == (v.dtype, v.weak_type, v.sharding), (
+                fn.__name__, u.sharding, v.sharding)
+            np.testing.assert_allclose(np.asarray(u), np.asarray(v), rtol=1e-6, atol=1e-6)
+
+
+def test_bad_input_raises_the_same_error_each_call():
+    x = jnp.ones((3, 4), jnp.float32)
+    for _ in range(2):
+        with pytest.raises(ValueError, match="square"):
+            L.solve(x, jnp.ones((3,)))
+    with pytest.raises(TypeError, match="float16"):
+        L.inv(jnp.eye(3, dtype=jnp.float16))
+
+
+def test_traced_calls_keep_their_path():
+    """Under a user's jit, grad and vmap distla traces as written (no program of its own)."""
+    a = jnp.asarray(np.random.default_rng(2).standard_normal((5, 5)), jnp.float32) + 5 * jnp.eye(5)
+    before = eager._TABLE.traces
+    np.testing.assert_allclose(jax.jit(L.inv)(a), jnp.linalg.inv(a), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(jax.grad(lambda m: L.det(m))(a), jax.grad(jnp.linalg.det)(a),
+                               rtol=1e-4)
+    stack = jnp.stack([a, a + 1])
+    np.testing.assert_allclose(jax.vmap(L.inv)(stack), jnp.linalg.inv(stack), rtol=1e-5,
+                               atol=1e-6)
+    assert eager._TABLE.traces == before
+    jaxpr = jax.make_jaxpr(L.inv)(a)
+    assert "_traced" not in str(jaxpr)
+
+
+def test_the_table_is_bounded():
+    table = eager._Table(2)
+    for k in range(5):
+        table.put(k, str(k))
+    assert list(table.entries) == [3, 4]
+    assert table.get(3) == "3" and list(table.entries) == [4, 3]
+    assert table.get(0) is None

@@ -25,6 +25,7 @@ from jax.sharding import PartitionSpec as P
 from distla.kernels.cholesky import cholesky_block_cyclic
 from distla.kernels.cyclic import from_block_cyclic, relayout_fraction
 
+from .._core.eager import one_program
 from .._core.checks import as_array, empty_or_one_device, is_empty, result_dtype, rhs_core, square
 from .._core.mesh import Grid, constrain, fitting_spec, run_on_mesh, shard_map, tangent_on_mesh
 from .._core.one_device import block_layout, choose_plan, on_one_device
@@ -230,6 +231,7 @@ def chol_2d(a, *, call: Plan, upper, symmetrize, read_upper):
     return primal(a)
 
 
+@one_program
 def cholesky(
     a: jax.typing.ArrayLike,
     *,
@@ -294,6 +296,7 @@ def cholesky(
     return chol_2d(a, call=call, upper=upper, symmetrize=symmetrize_input, read_upper=False)
 
 
+@one_program
 def cho_factor(
     a: jax.typing.ArrayLike,
     lower: bool = False,

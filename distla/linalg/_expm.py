@@ -37,6 +37,7 @@ import numpy as np
 from jax import lax
 from jax.sharding import PartitionSpec as P
 
+from .._core.eager import one_program
 from . import _lu_rules, _triangular
 from .._core.checks import as_array, empty_or_one_device, is_empty, result_dtype, square
 from .._core.matmul import product_here
@@ -207,6 +208,7 @@ def _flags(upper_triangular, max_squarings, what):
     return bool(upper_triangular), max_squarings
 
 
+@one_program
 def expm(
     A: jax.typing.ArrayLike,
     *,
@@ -294,6 +296,7 @@ def expm(
                     max_squarings=max_squarings, out_spec=out_spec)
 
 
+@one_program
 def expm_frechet(
     A: jax.typing.ArrayLike,
     E: jax.typing.ArrayLike,

@@ -35,6 +35,7 @@ from jax import lax
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
+from .._core.eager import one_program
 from . import _eigh, _spectral
 from .._core.checks import as_array, is_traced, result_dtype
 from .._core.matmul import checked_product
@@ -376,6 +377,7 @@ def _real_dtype(dtype):
     return np.dtype(jnp.finfo(dtype).dtype)
 
 
+@one_program
 def eigh(
     a: jax.typing.ArrayLike,
     b: jax.typing.ArrayLike | None = None,

@@ -15,6 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import PartitionSpec as P
 
+from .._core.eager import one_program
 from .._core.checks import as_array, empty_or_one_device, is_empty, onto_mesh, result_dtype
 from .._core.plan import mesh_of as _mesh_of
 from .._core.mesh import drop_trivial_sharding, fitting_spec, operand_mesh, run_on_mesh
@@ -43,6 +44,7 @@ def _pinv_from_svd(u, s, vh, rtol):
     return run_on_mesh(body, mesh, out, u, s, vh, rtol)
 
 
+@one_program
 def pinv(
     a: jax.typing.ArrayLike,
     rtol: jax.typing.ArrayLike | None = None,
@@ -111,6 +113,7 @@ def _lstsq_solve(a, u, s, vh, b, rcond):
     return run_on_mesh(body, mesh, out, a, u, s, vh, b, rcond)
 
 
+@one_program
 def lstsq(
     a: jax.typing.ArrayLike,
     b: jax.typing.ArrayLike,
@@ -183,6 +186,7 @@ def lstsq(
     return x, resid, rank.astype(jnp.asarray(0).dtype), s
 
 
+@one_program
 def matrix_rank(
     M: jax.typing.ArrayLike,
     rtol: jax.typing.ArrayLike | None = None,
@@ -216,6 +220,7 @@ def matrix_rank(
     return jnp.sum(s > cut)  # the default int, as jnp
 
 
+@one_program
 def cond(x: jax.typing.ArrayLike, p=None) -> jax.Array:
     """Condition number, as ``jnp.linalg.cond``.
 
@@ -247,6 +252,7 @@ def cond(x: jax.typing.ArrayLike, p=None) -> jax.Array:
     return jnp.where(jnp.isnan(r) & ~jnp.isnan(arr).any(), jnp.inf, r)
 
 
+@one_program
 def norm(
     x: jax.typing.ArrayLike,
     ord: int | str | None = None,

@@ -5,7 +5,11 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from .._core.eager import one_program
+from .._core.mesh import drop_trivial_sharding
 
+
+@one_program
 def eig(a: jax.typing.ArrayLike) -> jnp.linalg.EigResult:
     """Eigenvalues and right eigenvectors of a general matrix, as ``jnp.linalg.eig``.
 
@@ -22,9 +26,10 @@ def eig(a: jax.typing.ArrayLike) -> jnp.linalg.EigResult:
       ``EigResult(eigenvalues [..., n], eigenvectors [..., n, n])``, complex,
       with jnp's sharding for the gathered input.
     """
-    return jnp.linalg.eig(a)
+    return jnp.linalg.eig(drop_trivial_sharding(a))
 
 
+@one_program
 def eigvals(a: jax.typing.ArrayLike) -> jax.Array:
     """Eigenvalues of a general matrix, as ``jnp.linalg.eigvals`` (gathers; see :func:`eig`).
 
@@ -36,4 +41,4 @@ def eigvals(a: jax.typing.ArrayLike) -> jax.Array:
       onto every device, as in :func:`eig`. Hermitian input: use
       :func:`distla.linalg.eigvalsh`.
     """
-    return jnp.linalg.eigvals(a)
+    return jnp.linalg.eigvals(drop_trivial_sharding(a))

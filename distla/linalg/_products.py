@@ -17,6 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from .._core.eager import one_program
 from .._core.batch_layout import source_layout
 from .._core.checks import as_array, is_empty, result_dtype
 from .._core.matmul import checked_product as _summa
@@ -42,6 +43,7 @@ def _batch_only(a, b) -> bool:
     return all(lay is not None and not any(lay[-2:]) for lay in layouts)
 
 
+@one_program
 def matmul(
     x1: jax.typing.ArrayLike,
     x2: jax.typing.ArrayLike,
@@ -128,6 +130,7 @@ def chain_order(shapes: Sequence[tuple[int, int]]) -> list[list[int]]:
     return split
 
 
+@one_program
 def multi_dot(
     arrays: Sequence[jax.typing.ArrayLike], *, precision: lax.PrecisionLike = None
 ) -> jax.Array:
@@ -214,6 +217,7 @@ def _contraction_axes(a, b, axes, what):
         operator.index(x) % max(b.ndim, 1) for x in cb]
 
 
+@one_program
 def tensordot(
     x1: jax.typing.ArrayLike,
     x2: jax.typing.ArrayLike,
@@ -270,6 +274,7 @@ def tensordot(
     return out
 
 
+@one_program
 def matrix_norm(x: jax.typing.ArrayLike, /, *, keepdims: bool = False,
                 ord: str | int = "fro") -> jax.Array:  # noqa: A002  (jnp's name)
     """Norm over the last two axes, as ``jnp.linalg.matrix_norm``.
@@ -289,6 +294,7 @@ def matrix_norm(x: jax.typing.ArrayLike, /, *, keepdims: bool = False,
     return norm(x, ord=ord, axis=(-2, -1), keepdims=keepdims)
 
 
+@one_program
 def matrix_power(a: jax.typing.ArrayLike, n: int) -> jax.Array:
     """``a`` to the integer power ``n``, as ``jnp.linalg.matrix_power``.
 

@@ -31,6 +31,7 @@ from distla.kernels.cyclic import from_block_cyclic, relayout_fraction, to_block
 from distla.kernels.qr import form_q, global_index, qr_block_cyclic, stage_bounds
 from distla.kernels.tsqr import tsqr_local
 
+from .._core.eager import one_program
 from . import _lu
 from .._core import batch_layout as layouts
 from .._core.checks import as_array, empty_or_one_device
@@ -319,6 +320,7 @@ def _promoted_under(dtype, x64, promotion):
     return s.dtype
 
 
+@one_program
 def qr(
     a: jax.typing.ArrayLike, mode: str = "reduced", *, block_size: int | None = None
 ) -> QRResult | jax.Array:

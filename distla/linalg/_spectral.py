@@ -20,6 +20,7 @@ import jax.scipy.linalg as jsl
 from jax import lax
 from jax.sharding import PartitionSpec as P
 
+from .._core.eager import one_program
 from . import _eigh, _polar, _qr
 from .._core.checks import as_array, empty_or_one_device, is_empty, is_traced, result_dtype
 from .._core.plan import mesh_of as _mesh_of
@@ -200,6 +201,7 @@ def eigh(
     return EighResult(*_eigh_2d(a, mesh=mesh, symmetrize=bool(symmetrize_input), lower=lower))
 
 
+@one_program
 def eigvalsh(
     a: jax.typing.ArrayLike,
     UPLO: str | None = "L",
@@ -393,6 +395,7 @@ def _svd_diff(a, *, full_matrices, compute_uv):
     return fn(a)
 
 
+@one_program
 def svd(
     a: jax.typing.ArrayLike,
     full_matrices: bool = True,
@@ -468,6 +471,7 @@ def svd(
     return SVDResult(*out) if compute_uv else out
 
 
+@one_program
 def svdvals(x: jax.typing.ArrayLike, /, *, plan: str = "auto") -> jax.Array:
     """Singular values, descending, as ``jnp.linalg.svdvals`` (see :func:`svd`).
 
@@ -533,6 +537,7 @@ def _polar_on_one_device(a, side, method, eps, max_iterations):
     return u, (p + jnp.conj(p.T)) / 2
 
 
+@one_program
 def polar(a, side="right", *, method="qdwh", eps=None, max_iterations=None, plan="auto"):
     """Polar decomposition, as ``jax.scipy.linalg.polar`` (see ``distla.linalg._polar.polar``).
 

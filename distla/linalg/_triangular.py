@@ -20,6 +20,7 @@ from jax import lax
 from distla.kernels.cyclic import from_block_cyclic, to_block_cyclic
 from distla.kernels.trsm import trsm_few, trsm_many
 
+from .._core.eager import one_program
 from .._core.checks import as_array, empty_or_one_device, is_empty, result_dtype, rhs_core, square
 from ._lu import blocking, result_spec, rhs_of
 from .._core.matmul import matvec
@@ -174,6 +175,7 @@ def checked_solve_operands(what: str, a, b):
     return a.astype(dtype), b.astype(dtype), dtype
 
 
+@one_program
 def solve_triangular(
     a: jax.typing.ArrayLike,
     b: jax.typing.ArrayLike,

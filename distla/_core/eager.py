@@ -1,0 +1,202 @@
+"""Eager calls on one device as one compiled program (private).
+
+On a mesh of one device (or with unsharded operands) every public function
+runs jnp's own program, but called eagerly it would also run its checks,
+dtype promotion and the few small jax operations around jnp's call in Python,
+each of them dispatched on its own: about 0.05-0.1 ms per call, and several
+times that where a function dispatches many small operations (``slogdet``,
+``inv``, ``svd``). :func:`one_program` makes such a call one ``jax.jit``
+dispatch instead, as ``jnp``'s own functions are:
+
+- the arguments are split into arrays (the program's operands) and the rest
+  (shapes, flags, ``norm=``, ``precision=``: static, part of the cache key,
+  compared by type and value; lists and tuples are walked, so a list of
+  arrays is operands);
+- one ``jax.jit`` of the function per distinct static part, kept in a
+  bounded LRU table (:data:`CACHE_SIZE` entries); ``jax.jit`` itself keys
+  each on the operands' shapes, dtypes, shardings and jax's trace-time
+  configuration (x64, ``jax_numpy_dtype_promotion``,
+  ``default_matmul_precision``, the mesh in context), so the checks and the
+  promotion run once, when the program is traced, and bad input raises the
+  same ``ValueError``/``TypeError`` there;
+- anything else goes the way it always went, with the function called as
+  written: tracers (inside a user's ``jax.jit``, ``grad``, ``vmap``), an
+  operand on more than one device, a mesh of more than one device in
+  context, zero-size operands (their results are built with no mesh),
+  non-jax arrays (numpy, lists) and unhashable options. A call whose trace
+  needs concrete values (a selection by value) is remembered and runs
+  eagerly from then on.
+
+Array values never enter a key.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any
+
+import jax
+
+CACHE_SIZE = 512
+"""Compiled callables kept, over all public functions (least recently used go first)."""
+
+_TRACE_NEEDS_VALUES = (
+    jax.errors.ConcretizationTypeError,
+    jax.errors.TracerArrayConversionError,
+    jax.errors.TracerBoolConversionError,
+    jax.errors.TracerIntegerConversionError,
+    jax.errors.NonConcreteBooleanIndexError,
+)
+
+
+class _Slot:
+    """Where an operand sits in the arguments (one instance, hashable)."""
+
+    def __repr__(self) -> str:
+        return "<operand>"
+
+
+_SLOT = _Slot()
+_EAGER = object()  # cache value: this call's trace needs concrete values
+
+
+class _NotOneDevice(Exception):
+    """Raised while splitting the arguments: this call keeps the eager path."""
+
+
+def _freeze(value: Any, operands: list) -> Any:
+    """``value`` as a hashable key, its jax arrays moved to ``operands``."""
+    if isinstance(value, jax.Array):
+        if (isinstance(value, jax.core.Tracer) or value.sharding.num_devices != 1
+                or value.size == 0):
+            raise _NotOneDevice
+        operands.append(value)
+        return _SLOT
+    kind = type(value)
+    if kind is tuple or kind is list:
+        return (kind, tuple(_freeze(v, operands) for v in value))
+    try:
+        hash(value)
+    except TypeError:
+        raise _NotOneDevice from None
+    return (kind, value)  # 1, 1.0 and True are different keys
+
+
+def _thaw(key: Any, operands) -> Any:
+    if key is _SLOT:
+        return next(operands)
+    kind, value = key
+    if kind is tuple or kind is list:
+        return kind(_thaw(v, operands) for v in value)
+    return value
+
+
+class _Table:
+    """A bounded LRU table of compiled callables."""
+
+    def __init__(self, size: int):
+        self.size = size
+        self.entries: OrderedDict = OrderedDict()
+        self.traces = 0  # functions traced by the fast path (a test counts them)
+
+    def get(self, key: Any) -> Any:
+        entry = self.entries.get(key)
+        if entry is not None:
+            try:
+                self.entries.move_to_end(key)
+            except KeyError:  # dropped by another thread meanwhile
+                pass
+        return entry
+
+    def put(self, key: Any, entry: Any) -> None:
+        self.entries[key] = entry
+        self.entries.move_to_end(key)
+        while len(self.entries) > self.size:
+            try:
+                self.entries.popitem(last=False)
+            except KeyError:
+                break
+
+
+_TABLE = _Table(CACHE_SIZE)
+
+
+class _Unstable(Exception):
+    """Two traces of one key left different non-array results: this key runs eagerly."""
+
+
+class _Program:
+    """One key's compiled callable.
+
+    Results that are not arrays (``cho_factor``'s ``lower`` flag) are kept
+    from the trace and put back around the program's array results, as the
+    function returned them eagerly.
+    """
+
+    def __init__(self, fn: Callable[..., Any], args_key: Any, kwargs_key: Any):
+        self.fn, self.args_key, self.kwargs_key = fn, args_key, kwargs_key
+        self.traced = False
+        self.statics: Any = None  # (treedef, leaves) of a result holding non-arrays
+        self.jitted = jax.jit(self._trace)
+
+    def _trace(self, *operands: jax.Array) -> Any:
+        _TABLE.traces += 1
+        it = iter(operands)
+        args = _thaw(self.args_key, it)
+        kwargs = {name: _thaw(v, it) for name, v in self.kwargs_key}
+        out = self.fn(*args, **kwargs)
+        leaves, treedef = jax.tree.flatten(out)
+        statics = None
+        if not all(isinstance(x, jax.Array) for x in leaves):
+            statics = (treedef, tuple(None if isinstance(x, jax.Array) else (type(x), x)
+                                      for x in leaves))
+        if self.traced and statics != self.statics:
+            raise _Unstable
+        self.traced, self.statics = True, statics
+        return out if statics is None else [x for x in leaves if isinstance(x, jax.Array)]
+
+    def __call__(self, *operands: jax.Array) -> Any:
+        out = self.jitted(*operands)
+        if self.statics is None:
+            return out
+        arrays = iter(out)
+        treedef, leaves = self.statics
+        return jax.tree.unflatten(treedef, [next(arrays) if s is None else s[1] for s in leaves])
+
+
+def one_program(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` whose eager calls on one device are one compiled ``jax.jit`` program.
+
+    Decorates a public function; see the module's docstring for when the
+    call is compiled and when it runs as written.
+    """
+
+    @functools.wraps(fn)
+    def public(*args: Any, **kwargs: Any) -> Any:
+        mesh = jax.sharding.get_abstract_mesh()
+        if mesh.size > 1:
+            return fn(*args, **kwargs)
+        operands: list = []
+        try:
+            key = (_freeze(args, operands),
+                   tuple((name, _freeze(v, operands)) for name, v in kwargs.items()))
+        except _NotOneDevice:
+            return fn(*args, **kwargs)
+        if not operands:
+            return fn(*args, **kwargs)
+        key = (fn, *key)
+        program = _TABLE.get(key)
+        if program is _EAGER:
+            return fn(*args, **kwargs)
+        if program is None:
+            program = _Program(fn, *key[1:])
+            _TABLE.put(key, program)
+        try:
+            return program(*operands)
+        except (_Unstable, *_TRACE_NEEDS_VALUES):
+            _TABLE.put(key, _EAGER)
+            return fn(*args, **kwargs)
+
+    return public
