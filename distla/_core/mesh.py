@@ -284,3 +284,32 @@ def tangent_on_mesh(tangent: Any, primal: Any) -> Any:
     if operand_mesh(tangent, names=("tangent",)) is not None:
         return tangent
     return jax.device_put(tangent, NamedSharding(sharding.mesh, P()))
+
+
+def rule_on_mesh(rule: Callable[..., Any]) -> Callable[..., Any]:
+    """A ``custom_jvp`` rule ``rule(primals, tangents)`` that also runs outside a mesh context.
+
+    ``jax.jacfwd`` and ``jax.hessian`` run a rule eagerly (on concrete primals, or
+    on the tracers of an enclosing derivative) with a one-device basis as
+    tangents; outside ``jax.set_mesh`` the rule's eager re-layouts onto an
+    ``Explicit`` mesh name no devices. Where a primal lives on a multi-device
+    ``Explicit`` mesh the rule is traced as one program instead, whose devices
+    the primals carry, with the tangents of concrete primals put on their mesh
+    (under ``jax.jit`` this is a nested program, inlined); anywhere else it runs
+    as given.
+    """
+
+    def wrapped(primals, tangents):
+        meshes = [getattr(jax.typeof(p).sharding, "mesh", None) for p in jax.tree.leaves(primals)]
+        on_explicit = any(isinstance(m, AbstractMesh) and m.size > 1 and is_explicit(m)
+                          for m in meshes)
+        if not on_explicit:
+            return rule(primals, tangents)
+        anchor = next((p for p in jax.tree.leaves(primals)
+                       if isinstance(getattr(p, "sharding", None), NamedSharding)
+                       and not isinstance(p, jax.core.Tracer)), None)
+        if anchor is not None:
+            tangents = jax.tree.map(lambda t: tangent_on_mesh(t, anchor), tangents)
+        return jax.jit(rule)(primals, tangents)
+
+    return wrapped

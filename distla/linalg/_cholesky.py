@@ -27,7 +27,8 @@ from distla.kernels.cyclic import from_block_cyclic, relayout_fraction
 
 from .._core.eager import one_program
 from .._core.checks import as_array, empty_or_one_device, is_empty, result_dtype, rhs_core, square
-from .._core.mesh import Grid, constrain, fitting_spec, run_on_mesh, shard_map, tangent_on_mesh
+from .._core.mesh import (Grid, constrain, fitting_spec, rule_on_mesh, run_on_mesh, shard_map,
+                          tangent_on_mesh)
 from .._core.one_device import block_layout, choose_plan, on_one_device
 from .._core.plan import Plan, resolve
 from .._core.stacked import stack, vmappable
@@ -227,7 +228,7 @@ def chol_2d(a, *, call: Plan, upper, symmetrize, read_upper):
         dl = product(low, _phi(m), call.mesh)
         return out, (ct_on(dl, mesh=call.mesh) if upper else dl)
 
-    primal.defjvp(rule)
+    primal.defjvp(rule_on_mesh(rule))
     return primal(a)
 
 

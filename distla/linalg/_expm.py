@@ -143,7 +143,9 @@ def _expm_body(a, *, dtype, n_pad, upper_triangular, max_squarings):
     real = jnp.finfo(dtype).dtype
     # ‖A‖₁ (column sums reduced over the mesh rows, then a scalar max); the degree and
     # s are piecewise constant in A, so they carry no derivative
-    norm1 = lax.stop_gradient(jnp.max(jnp.sum(jnp.abs(x), axis=0)))
+    col_sums = lax.stop_gradient(jnp.sum(jnp.abs(x), axis=0))
+    norm1 = jnp.max(col_sums)
+    has_nan = jnp.isnan(jnp.sum(col_sums))  # XLA's sharded max can drop a NaN; a sum keeps it
     degrees, thetas = zip(*_thetas(dtype))
     s = jnp.maximum(0.0, jnp.ceil(jnp.log2(norm1 / thetas[-1])))
     too_many = ~(s <= max_squarings)  # also NaN/inf in A: jax's NaN result
@@ -167,6 +169,9 @@ def _expm_body(a, *, dtype, n_pad, upper_triangular, max_squarings):
     if max_squarings > 0:
         r, _ = lax.scan(square_step, r, jnp.arange(max_squarings, dtype=jnp.int32))
     r = jnp.where(too_many, jnp.full((), jnp.nan, dtype), r)
+    # as jax's: a NaN in A reaches the derivative too (jax computes on it; a constant
+    # NaN would carry a zero tangent, as jax's does for inf or too large a norm)
+    r = r * jnp.where(has_nan, jnp.nan, 1.0).astype(dtype)
     return r[:n, :n]
 
 

@@ -15,10 +15,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
+from jax.custom_derivatives import SymbolicZero
 
 from . import _batched, _lu
 from .._core.matmul import matvec, product
 from .._core.matrix import like, natural, tril, triu
+from .._core.mesh import rule_on_mesh
 from .._core.plan import Plan
 
 
@@ -94,11 +96,23 @@ def solve_2d(a, b, *, call: Plan):
     def fused(a, b):
         return _lu.solve(a, b, call=call)
 
+    def jvp(primals, tangents):
+        (a, b), (da, db) = primals, tangents
+        if da is None:  # linear in b
+            db = like(jnp.zeros(b.shape, b.dtype), b) if db is None else db
+            return jax.jvp(lambda b: _solve_linear(a, b, call), (b,), (db,))
+        if db is None:
+            return jax.jvp(lambda a: _solve_linear(a, b, call), (a,), (da,))
+        return jax.jvp(lambda a, b: _solve_linear(a, b, call), (a, b), (da, db))
+
+    def rule(primals, tangents):
+        # zero tangents stay symbolic (None): jax would instantiate them eagerly, with
+        # the operand's sharding, which outside jax.set_mesh names no devices
+        live = tuple(None if isinstance(t, SymbolicZero) else t for t in tangents)
+        return rule_on_mesh(jvp)(primals, live)
+
     primal = jax.custom_jvp(_batched.with_vmap_rule("solve", fused))
-    primal.defjvp(
-        lambda primals, tangents: jax.jvp(lambda a, b: _solve_linear(a, b, call), primals,
-                                          tangents)
-    )
+    primal.defjvp(rule, symbolic_zeros=True)
     return primal(a, b)
 
 
@@ -118,7 +132,7 @@ def _one_matrix_op(op: str, primal, jvp):
     ``_batched`` call) and differentiated by ``jvp(fn, a, da) -> (out, tangent)``,
     where ``fn`` is the op itself (so that ``jvp`` can use its higher derivatives)."""
     fn = jax.custom_jvp(_batched.with_vmap_rule(op, primal))
-    fn.defjvp(lambda primals, tangents: jvp(fn, *primals, *tangents))
+    fn.defjvp(rule_on_mesh(lambda primals, tangents: jvp(fn, *primals, *tangents)))
     return fn
 
 
@@ -206,7 +220,7 @@ def plu_2d(a, *, call: Plan):
         dl, du = _lu_tangent(p, l, u, da, call)
         return (p, l, u), (jnp.zeros_like(p), like(dl, l), like(du, u))
 
-    fn.defjvp(rule)
+    fn.defjvp(rule_on_mesh(rule))
     return fn(a)
 
 
@@ -222,5 +236,5 @@ def lu_factor_2d(a, *, call: Plan):
         dl, du = _lu_tangent(p, l, u, da, call)
         return (lu_, piv), (like(dl + du, lu_), np.zeros(piv.shape, jax.dtypes.float0))
 
-    fn.defjvp(rule)
+    fn.defjvp(rule_on_mesh(rule))
     return fn(a)

@@ -318,7 +318,8 @@ def lu(
       ``(p [m, m], l [m, k], u [k, n])`` with ``k = min(m, n)``: the
       permutation matrix, unit lower trapezoidal ``l`` and upper trapezoidal
       ``u``, each in the 2D block layout of the mesh (or the largest even
-      layout that fits). Pivots as in :func:`lu_factor`. Differentiable
+      layout that fits); ``p`` in ``a``'s real dtype, as jax's. Pivots as in
+      :func:`lu_factor`. Differentiable
       (``jax.grad``/``jax.jvp``, any order) for square ``a``, with jax's rule.
 
     Raises:
@@ -341,7 +342,7 @@ def lu(
     p, l, u = plu_2d(a, call=call)
     if permute_l:
         return natural(product(p, l, call.mesh)), u
-    return LUResult(p, l, u)
+    return LUResult(jnp.real(p), l, u)  # jax's p is real
 
 
 def _solve_shapes(a: jax.Array, b: jax.Array, what: str) -> bool:
