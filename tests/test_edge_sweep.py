@@ -36,6 +36,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jax.sharding import PartitionSpec as P
 
+import distla
 import distla.fft as dfft
 import distla.linalg as dl
 
@@ -55,12 +56,12 @@ def _mesh(name):
     return build_mesh(*MESHES[name])
 
 
-def _case(draw, *, sizes=SIZES, square=True):
+def _case(draw, *, sizes=SIZES, square=True, meshes=tuple(MESHES)):
     """(mesh name, n, scale, pattern, dtype, position) drawn from the classes."""
     n = draw(st.sampled_from(sizes))
     pattern = draw(st.sampled_from(PATTERNS)) if n else "none"
     pos = (draw(st.integers(0, n - 1)), draw(st.integers(0, n - 1))) if n else None
-    return dict(mesh=draw(st.sampled_from(tuple(MESHES))), n=n,
+    return dict(mesh=draw(st.sampled_from(meshes)), n=n,
                 scale=draw(st.sampled_from(SCALES)), pattern=pattern,
                 dtype=draw(st.sampled_from(DTYPES)), pos=pos)
 
@@ -108,6 +109,7 @@ def _run(c, fn):
 
 
 ORDS = (None, "fro", 1, -1, np.inf, -np.inf, "nuc-skip")
+MATRIX_FUNCTIONS = ("det", "slogdet", "inv", "norm", "solve")
 
 
 @SWEEP
@@ -115,7 +117,7 @@ ORDS = (None, "fro", 1, -1, np.inf, -np.inf, "nuc-skip")
 def test_matrix_functions(data):
     """det, slogdet, inv, norm (every elementwise/max/min order) and solve."""
     c = _case(data.draw)
-    name = data.draw(st.sampled_from(("det", "slogdet", "inv", "norm", "solve")))
+    name = data.draw(st.sampled_from(MATRIX_FUNCTIONS))
     ord_ = data.draw(st.sampled_from(ORDS[:-1]))
 
     def check():
@@ -140,13 +142,15 @@ def test_matrix_functions(data):
 
 # ---------------------------------------------------------------- Hermitian positive definite
 
+CHOLESKY_FUNCTIONS = ("cholesky", "cho_solve")  # cho_solve's cases factor with cho_factor
+
 
 @SWEEP
 @given(st.data())
 def test_cholesky_family(data):
     """cholesky (documented non-finite pattern), cho_factor + cho_solve."""
     c = _case(data.draw)
-    name = data.draw(st.sampled_from(("cholesky", "cho_solve")))
+    name = data.draw(st.sampled_from(CHOLESKY_FUNCTIONS))
 
     def check():
         mesh = _mesh(c["mesh"])
@@ -175,13 +179,15 @@ def test_cholesky_family(data):
 
 # ---------------------------------------------------------------- triangular and QR
 
+TRIANGULAR_FUNCTIONS = ("solve_triangular", "qr")
+
 
 @SWEEP
 @given(st.data())
 def test_triangular_and_qr(data):
     """solve_triangular (lower/upper) and qr (every mode: shapes, dtypes, Q R = A)."""
     c = _case(data.draw)
-    name = data.draw(st.sampled_from(("solve_triangular", "qr")))
+    name = data.draw(st.sampled_from(TRIANGULAR_FUNCTIONS))
     lower = data.draw(st.booleans())
 
     def check():
@@ -211,14 +217,15 @@ def test_triangular_and_qr(data):
 
 # ---------------------------------------------------------------- spectral family
 
+SPECTRAL_SMALL = ("svdvals", "svd", "eigvalsh", "eigh", "pinv", "matrix_rank", "cond", "polar")
+
 
 @settings(SWEEP, max_examples=6)
 @given(st.data())
 def test_spectral_family_small(data):
     """svdvals, svd, eigvalsh, eigh, pinv, matrix_rank, cond, polar at sizes 0 and 1."""
     c = _case(data.draw, sizes=(0, 1))
-    name = data.draw(st.sampled_from(("svdvals", "svd", "eigvalsh", "eigh", "pinv",
-                                      "matrix_rank", "cond", "polar")))
+    name = data.draw(st.sampled_from(SPECTRAL_SMALL))
 
     def check():
         mesh = _mesh(c["mesh"])
@@ -243,13 +250,15 @@ def test_spectral_family_small(data):
 
 # ---------------------------------------------------------------- FFTs of volumes
 
+FFT_VOLUMES = ("fftn", "ifftn", "rfftn", "irfftn")
+
 
 @SWEEP
 @given(st.data())
 def test_fft_volumes(data):
     """fftn, ifftn, rfftn, irfftn of (n, n, n) volumes in the pencil layout."""
     c = _case(data.draw)
-    name = data.draw(st.sampled_from(("fftn", "ifftn", "rfftn", "irfftn")))
+    name = data.draw(st.sampled_from(FFT_VOLUMES))
 
     def check():
         mesh = _mesh(c["mesh"])
@@ -281,3 +290,318 @@ def test_fft_volumes(data):
             assert not np.isfinite(got[~np.isfinite(ref)]).any()
 
     _run(c, check)
+
+
+# ---------------------------------------------------------------- swept by name
+#
+# The tests below take the function's name as a pytest parameter, so every
+# name is swept; hypothesis draws the case. The derandomized draws are the same
+# for every name of one test, so the names share their cases' meshes, sizes and
+# dtypes (and the compiled programs that they share).
+
+FEW = settings(SWEEP, max_examples=3)
+# hypothesis's first derandomized draw is the simplest (each choice's first value):
+# a prime size there, so that every name meets a padded sharded matrix
+SIZES_PRIME_FIRST = (7, 0, 8, 1)
+
+
+def _rhs(c, mesh, k=2):
+    b_np = (np.arange(c["n"] * k).reshape(c["n"], k) % 3 + 1).astype(c["dtype"])
+    return b_np, place(b_np, mesh, P("x", None))
+
+
+LU_FUNCTIONS = ("lu", "lu_factor", "lu_solve", "tensorinv", "tensorsolve")
+
+
+@pytest.mark.parametrize("name", LU_FUNCTIONS)
+@FEW
+@given(st.data())
+def test_lu_family(name, data):
+    """lu (p, l, u), lu_factor (lu, piv), lu_solve, tensorinv and tensorsolve."""
+    c = _case(data.draw, sizes=SIZES_PRIME_FIRST)
+
+    def check():
+        mesh = _mesh(c["mesh"])
+        a_np = _matrix(c)
+        a = place(a_np, mesh)
+        b_np, b = _rhs(c, mesh)
+        if name == "lu_solve":
+            got = dl.lu_solve(dl.lu_factor(a), b)
+            ref = jax.scipy.linalg.lu_solve(jax.scipy.linalg.lu_factor(a_np), b_np)
+        elif name == "tensorinv":
+            got, ref = dl.tensorinv(a, ind=1), jnp.linalg.tensorinv(a_np, ind=1)
+        elif name == "tensorsolve":
+            got, ref = dl.tensorsolve(a, b[:, 0]), jnp.linalg.tensorsolve(a_np, b_np[:, 0])
+        else:
+            got, ref = getattr(dl, name)(a), getattr(jax.scipy.linalg, name)(a_np)
+        got, ref = jax.tree.leaves(got), jax.tree.leaves(ref)
+        if name in ("lu", "lu_factor") and c["pattern"] != "none":
+            # where a NaN/inf lands depends on the pivots that it disturbs: the
+            # factors are non-finite where jnp's are, somewhere
+            for g, r in zip(got, ref):
+                g, r = np.asarray(g), np.asarray(r)
+                assert g.shape == r.shape and g.dtype == r.dtype
+                assert np.isfinite(g).all() == np.isfinite(r).all(), (name, c)
+            return
+        for g, r in zip(got, ref):
+            _compare(g, r, c, where=f"{name} {c}")
+
+    _run(c, check)
+
+
+PRODUCTS = ("distla.matmul", "matmul", "multi_dot", "tensordot", "matrix_power", "matrix_norm")
+
+
+@pytest.mark.parametrize("name", PRODUCTS)
+@FEW
+@given(st.data())
+def test_products(name, data):
+    """distla.matmul and distla.linalg's products and matrix_norm against jnp's."""
+    c = _case(data.draw, sizes=SIZES_PRIME_FIRST)
+    option = data.draw(st.integers(0, 2))
+
+    def check():
+        mesh = _mesh(c["mesh"])
+        a_np = _matrix(c)
+        a = place(a_np, mesh)
+        b_np = _matrix(c, seed=1)
+        b = place(b_np, mesh)
+        if name == "distla.matmul":
+            got, ref = distla.matmul(a, b), jnp.matmul(a_np, b_np)
+        elif name == "matmul":
+            got, ref = dl.matmul(a, b), jnp.matmul(a_np, b_np)
+        elif name == "multi_dot":
+            got, ref = dl.multi_dot([a, b, a]), jnp.linalg.multi_dot([a_np, b_np, a_np])
+        elif name == "tensordot":
+            axes = option % 2 + 1
+            got = dl.tensordot(a, b, axes=axes)
+            ref = jnp.linalg.tensordot(a_np, b_np, axes=axes)
+        elif name == "matrix_power":
+            k = (0, 3, -2)[option]
+            got, ref = dl.matrix_power(a, k), jnp.linalg.matrix_power(a_np, k)
+        else:
+            ord_ = ("fro", 1, -np.inf)[option]
+            got, ref = dl.matrix_norm(a, ord=ord_), jnp.linalg.matrix_norm(a_np, ord=ord_)
+            if c["pattern"] == "nan":  # docs/caveats.md: NaN kept by every order
+                assert np.isnan(float(got))
+        _compare(got, ref, c, cond=30.0, where=f"{name} {c}")
+
+    _run(c, check)
+
+
+NON_HERMITIAN = ("expm", "expm_frechet", "eig", "eigvals")
+
+
+@pytest.mark.parametrize("name", NON_HERMITIAN)
+@FEW
+@given(st.data())
+def test_expm_and_eig(name, data):
+    """expm, expm_frechet (both results), eig and eigvals (jnp's, gathered)."""
+    c = _case(data.draw, sizes=SIZES_PRIME_FIRST)
+
+    def check():
+        mesh = _mesh(c["mesh"])
+        a_np = _matrix(c) / 3
+        a = place(a_np, mesh)
+        if name in ("eig", "eigvals"):
+            got, ref = getattr(dl, name)(a), getattr(jnp.linalg, name)(a_np)
+            w, w_ref = (got[0], ref[0]) if name == "eig" else (got, ref)
+            order, order_ref = np.argsort(np.asarray(w)), np.argsort(np.asarray(w_ref))
+            _compare(np.asarray(w)[order], np.asarray(w_ref)[order_ref], c, where=f"{name} {c}")
+            if name == "eig":  # vectors: jnp's own function, so jnp's exactly
+                _compare(got[1], ref[1], c, where=f"{name} vectors {c}")
+            return
+        if name == "expm":
+            got, ref = dl.expm(a), jax.scipy.linalg.expm(a_np)
+        else:
+            e_np = _matrix(c, seed=1) / 3
+            got = dl.expm_frechet(a, place(e_np, mesh))
+            ref = jax.scipy.linalg.expm_frechet(a_np, e_np)
+        for g, r in zip(jax.tree.leaves(got), jax.tree.leaves(ref)):
+            _compare(g, r, c, cond=100.0, where=f"{name} {c}")
+
+    _run(c, check)
+
+
+# The spectral family at one size the meshes do not divide, on two meshes.
+SPECTRAL = ("eigh", "eigvalsh", "svd", "svdvals", "polar", "pinv", "matrix_rank", "cond",
+            "norm", "lstsq")
+
+
+@pytest.mark.parametrize("name", SPECTRAL)
+@FEW
+@given(st.data())
+def test_spectral_family(name, data):
+    """eigh, eigvalsh, svd, svdvals, polar, pinv, matrix_rank, cond, norm (2, -2,
+    "nuc") and lstsq of a 7x7 matrix on 2x4 Explicit and 1x8."""
+    c = _case(data.draw, sizes=(7,), meshes=("2x4-explicit", "1x8"))
+    ord_ = data.draw(st.sampled_from((2, -2, "nuc")))
+
+    def check():
+        mesh = _mesh(c["mesh"])
+        a_np = _matrix(c, spd=name.startswith("eig"))
+        a = place(a_np, mesh)
+        if name == "lstsq":
+            b_np, b = _rhs(c, mesh)
+            got, ref = dl.lstsq(a, b), jnp.linalg.lstsq(a_np, b_np)
+        elif name == "norm":
+            got, ref = dl.norm(a, ord_), jnp.linalg.norm(a_np, ord_)
+        else:
+            mod = jax.scipy.linalg if name == "polar" else jnp.linalg
+            got, ref = getattr(dl, name)(a), getattr(mod, name)(a_np)
+        for g, r in zip(jax.tree.leaves(got), jax.tree.leaves(ref)):
+            if name in ("svd", "eigh") and c["pattern"] == "none":
+                g, r = np.abs(np.asarray(g)), np.abs(np.asarray(r))  # phases of vectors
+            _compare(g, r, c, cond=30.0, where=f"{name} {c}")
+
+    _run(c, check)
+
+
+# ---------------------------------------------------------------- FFTs of one and two axes
+
+
+FFT_AXES = ("fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fft2", "ifft2", "rfft2", "irfft2")
+
+
+def _signal(c, shape, real):
+    """The drawn signal: real (float32/float64) or complex, scaled, with its bad entry."""
+    rng = np.random.default_rng(sum(shape))
+    dtype = np.dtype(c["dtype"])
+    v = rng.standard_normal(shape) * c["scale"]
+    if not real and dtype.kind == "c":
+        v = v + 1j * rng.standard_normal(shape) * c["scale"]
+    v = v.astype(np.float64 if dtype == np.float64 else np.float32) if real else v.astype(dtype)
+    if c["pattern"] != "none":
+        v[c["pos"] + (0,) * (len(shape) - 2)] = np.nan if c["pattern"] == "nan" else np.inf
+    return v
+
+
+def _compare_fft(got, ref, c, where):
+    if c["pattern"] == "none":
+        _compare(got, ref, c, cond=np.log2(max(c["n"], 2)) ** 2, where=where)
+    else:  # the bad entry is mixed into whole transformed lines: non-finite where jnp's is
+        got, ref = np.asarray(got), np.asarray(ref)
+        assert got.shape == ref.shape and got.dtype == ref.dtype, where
+        assert not np.isfinite(got[~np.isfinite(ref)]).any(), where
+
+
+@pytest.mark.parametrize("name", FFT_AXES)
+@FEW
+@given(st.data())
+def test_fft_axes(name, data):
+    """The one- and two-axis transforms of an (n, n) matrix in 2D blocks (the last
+    axis, or both)."""
+    c = _case(data.draw, sizes=SIZES_PRIME_FIRST)
+
+    def check():
+        mesh = _mesh(c["mesh"])
+        v = _signal(c, (c["n"], c["n"]), real=name in ("rfft", "rfft2", "ihfft"))
+        x = place(v, mesh)
+        try:
+            ref = getattr(jnp.fft, name)(v)
+        except ValueError:  # docs/caveats.md: a zero length raises as numpy (jnp: in XLA)
+            with pytest.raises(ValueError, match="Invalid number of FFT data points"):
+                getattr(np.fft, name)(v)
+            with pytest.raises(ValueError, match="Invalid number of FFT data points"):
+                getattr(dfft, name)(x)
+            return
+        _compare_fft(getattr(dfft, name)(x), ref, c, where=f"{name} {c}")
+
+    _run(c, check)
+
+
+PENCIL_FFTS = ("pfft3d", "pifft3d", "fftfreq3d", "rfftfreq3d")
+
+
+@pytest.mark.parametrize("name", PENCIL_FFTS)
+@FEW
+@given(st.data())
+def test_pencil_ffts(name, data):
+    """jaxdecomp's drop-ins: pfft3d is fftn in (Y, Z, X) order, pifft3d its inverse,
+    fftfreq3d / rfftfreq3d the angular wavenumbers of each axis."""
+    c = _case(data.draw, sizes=SIZES_PRIME_FIRST)
+
+    def check():
+        mesh = _mesh(c["mesh"])
+        n = c["n"]
+        v = _signal(c, (n, n, n), real=False)
+        x = place(v, mesh, P(*mesh.axis_names, None))
+        if name == "pfft3d":
+            _compare_fft(dfft.pfft3d(x), jnp.fft.fftn(v).transpose(1, 2, 0), c, name)
+        elif name == "pifft3d":
+            ref = jnp.fft.ifftn(v.transpose(2, 0, 1))
+            _compare_fft(dfft.pifft3d(x), ref, c, name)
+        else:
+            freq = np.fft.rfftfreq if name == "rfftfreq3d" else np.fft.fftfreq
+            k2, k0, k1 = getattr(dfft, name)(x, 0.5)
+            real = np.finfo(v.dtype).dtype
+            for got, axis in ((k0, 0), (k1, 1), (k2, 2)):
+                f = freq if axis == 1 else np.fft.fftfreq
+                want = 2 * np.pi * (f(n, 0.5) if n else np.zeros(0))
+                shape = [1, 1, 1]
+                shape[axis] = want.size
+                ref = want.reshape(shape).astype(real)
+                _compare(got, ref, c, where=f"{name} axis {axis} {c}")
+
+    _run(c, check)
+
+
+# ---------------------------------------------------------------- every public function swept
+
+# Names swept above, by the tuple each test draws from or is parametrized by.
+SWEPT = {
+    "distla": {"matmul"},
+    "distla.linalg": {
+        *MATRIX_FUNCTIONS, *CHOLESKY_FUNCTIONS, "cho_factor", *TRIANGULAR_FUNCTIONS,
+        *SPECTRAL_SMALL, *LU_FUNCTIONS, *(p for p in PRODUCTS if "." not in p),
+        *NON_HERMITIAN, *SPECTRAL,
+    },
+    "distla.fft": {*FFT_VOLUMES, *FFT_AXES, *PENCIL_FFTS},
+}
+_JNP_OWN = "jnp's own function object, re-exported (docs/namespace.md)"
+_TYPE = "a result type (NamedTuple), checked through the functions returning it"
+_MODEL = "a memory model: arithmetic on shapes, takes no array"
+# Public names that are not swept, each with the reason.
+NOT_SWEPT = {
+    "distla": {
+        "Cost": "the result type of distla.cost", "cost": "reads a compiled program",
+        "fft": "a package, swept name by name", "linalg": "a package, swept name by name",
+        "init_distributed": "starts jax's multi-process runtime",
+        "limit_cpu_blas": "sets OpenBLAS's thread count",
+        "make_mesh": "builds a mesh (used by every test)",
+        "shard": "places an array (helpers.place does the same for the tests)",
+        "__version__": "a string",
+    },
+    "distla.linalg": {
+        **{n: _JNP_OWN for n in ("cross", "diagonal", "matrix_transpose", "outer", "trace",
+                                 "vecdot", "vector_norm")},
+        **{n: _TYPE for n in ("EighResult", "SVDResult", "LUResult", "SlogdetResult")},
+        **{n: _MODEL for n in ("cholesky_model_bytes", "lu_model_bytes", "qr_model_bytes")},
+        "plan_budget": "reads the one-device plan's budget",
+        "set_plan_budget": "sets the one-device plan's budget",
+    },
+    "distla.fft": {
+        **{n: _JNP_OWN for n in ("fftfreq", "rfftfreq", "fftshift", "ifftshift")},
+        "model_bytes": _MODEL,
+    },
+}
+
+
+@pytest.mark.parametrize("module", sorted(SWEPT))
+def test_every_public_function_is_swept(module):
+    """A public name is swept above or named, with a reason, in NOT_SWEPT; the
+    reasons hold (jnp's own functions are jnp's objects, types are types)."""
+    mod = {"distla": distla, "distla.linalg": dl, "distla.fft": dfft}[module]
+    public = set(mod.__all__)
+    swept, not_swept = SWEPT[module], NOT_SWEPT[module]
+    assert not swept & set(not_swept), sorted(swept & set(not_swept))
+    assert not public - swept - set(not_swept), (
+        f"{module}: {sorted(public - swept - set(not_swept))} neither swept in "
+        "tests/test_edge_sweep.py nor listed in NOT_SWEPT with a reason")
+    assert not (swept | set(not_swept)) - public, sorted((swept | set(not_swept)) - public)
+    jnp_mod = jnp.fft if module == "distla.fft" else jnp.linalg
+    for name, why in not_swept.items():
+        if why == _JNP_OWN:
+            assert getattr(mod, name) is getattr(jnp_mod, name), name
+        if why == _TYPE:
+            assert isinstance(getattr(mod, name), type), name
