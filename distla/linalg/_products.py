@@ -16,12 +16,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
+from jax.sharding import PartitionSpec as P
 
 from .._core.eager import one_program
 from .._core.batch_layout import source_layout
 from .._core.checks import as_array, is_empty, result_dtype
 from .._core.matmul import checked_product as _summa
-from .._core.mesh import operand_mesh
+from .._core.mesh import is_explicit, operand_mesh
 from ._lstsq import norm
 from ._solve import inv
 
@@ -217,6 +218,25 @@ def _contraction_axes(a, b, axes, what):
         operator.index(x) % max(b.ndim, 1) for x in cb]
 
 
+def _free_axes_sharding(a, b, free_a, free_b):
+    """The result sharding jnp asks for on an ``Explicit`` mesh: it refuses to decide one
+    where a contracted axis is split. The free axes keep their operands' mesh axes (each
+    mesh axis once, the first operand's first); ``None`` where jnp decides itself."""
+    mesh = operand_mesh(a, b, names=("x1", "x2"))
+    if mesh is None or not is_explicit(mesh):
+        return None
+    entries, used = [], set()
+    for x, free in ((a, free_a), (b, free_b)):
+        spec = tuple(jax.typeof(x).sharding.spec) + (None,) * x.ndim
+        for i in free:
+            axes = (spec[i],) if isinstance(spec[i], str) else tuple(spec[i] or ())
+            keep = bool(axes) and not used.intersection(axes)
+            entries.append(spec[i] if keep else None)
+            used.update(axes if keep else ())
+    x = a if operand_mesh(a, names=("x1",)) is not None else b
+    return jax.typeof(x).sharding.update(spec=P(*entries))
+
+
 @one_program
 def tensordot(
     x1: jax.typing.ArrayLike,
@@ -235,7 +255,9 @@ def tensordot(
     ``distla.matmul``: no operand is gathered (XLA's own ``dot_general`` on
     two 2D-block matrices gathers a block row and a block column whole).
     Every other contraction, and any call with ``out_sharding``, is
-    ``jnp.linalg.tensordot``'s.
+    ``jnp.linalg.tensordot``'s; on an ``Explicit`` mesh, where jnp refuses to
+    choose the result's sharding when a contracted axis is split, the free axes
+    keep their operands' mesh axes.
 
     Args:
       x1: array, sharded in any layout.
@@ -260,6 +282,8 @@ def tensordot(
                    and a.shape[ca[0]] == b.shape[cb[0]] and out_sharding is None
                    and a.ndim + b.ndim >= 3)
     if not one_product:
+        if out_sharding is None:
+            out_sharding = _free_axes_sharding(a, b, free_a, free_b)
         return jnp.linalg.tensordot(a, b, axes=axes, precision=precision,
                                     preferred_element_type=preferred_element_type,
                                     out_sharding=out_sharding)
