@@ -5,7 +5,8 @@ every class of edge (``test_every_public_function_is_swept`` keeps the list
 whole):
 
 - size: 7, a prime that the 2x4 mesh does not divide (padded inside, the
-  largest even layout outside), 1 and 0;
+  largest even layout outside), 1 (with the library's default plan, as a
+  user gets it: one device) and 0;
 - scale: the matrix times 1e-30, 1 or 1e30 (all inside float32's range);
 - non-finite: one NaN below the diagonal, one inf on it; and, drawn by
   hypothesis, a NaN or inf anywhere for the functions whose answer depends on

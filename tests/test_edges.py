@@ -280,6 +280,26 @@ def test_lu_family_derivatives_outside_a_mesh_context(mesh, name, transform):
     np.testing.assert_allclose(got, ref, rtol=1e-3, atol=1e-3 * np.abs(ref).max())
 
 
+def test_lu_solve_derivatives_in_b(mesh):
+    """lu_solve's jacrev in b is jax's inside jax.set_mesh. Outside a mesh context it
+    fails (docs/caveats.md), as jax's own hessian of a function linear in an
+    Explicit-sharded argument does."""
+    a_np = _spd(8, 13)
+    b_np = np.ones((8, 2), np.float32)
+    factors = dl.lu_factor(place(a_np, mesh))
+    factors_ref = jax.scipy.linalg.lu_factor(a_np)
+    b = place(b_np, mesh, jax.sharding.PartitionSpec("x", None))
+    with jax.set_mesh(mesh):
+        got = np.asarray(jax.jacrev(lambda x: dl.lu_solve(factors, x))(b))
+    ref = np.asarray(jax.jacrev(lambda x: jax.scipy.linalg.lu_solve(factors_ref, x))(b_np))
+    assert got.shape == ref.shape
+    np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-5 * np.abs(ref).max())
+    with pytest.raises(ValueError, match="only AbstractMesh exists"):
+        jax.hessian(lambda x: 2.0 * x)(b)  # jax's own, no distla in it
+    with pytest.raises(ValueError, match="only AbstractMesh exists"):
+        jax.jacrev(lambda x: dl.lu_solve(factors, x))(b)
+
+
 def test_pinv_and_lstsq_gradients_as_jnp(mesh):
     """Full rank, float64: the gradients through distla's svd are jnp's."""
     with jax.enable_x64(True):
