@@ -216,35 +216,34 @@ COVERED_BY = {
     "pifft3d": "pfft3d", "norm": "norm2", "ihfft": "hfft",
 }
 
-MESHES = [
-    pytest.param(((2, 4), "auto"), id="2x4-auto"),
-    pytest.param(((2, 4), "explicit"), id="2x4-explicit"),
-    pytest.param(((8,), "explicit"), id="8-explicit"),
-    pytest.param(((8,), "auto"), id="8-auto"),
-]
+# (mesh, n): both sizes on the 2-axis meshes; on the 1-axis meshes one size each
+# (Explicit uneven, Auto even), to stay cheap
+SETUPS = {
+    "2x4-auto-n8": ((2, 4), "auto", 8),
+    "2x4-auto-n7": ((2, 4), "auto", 7),
+    "2x4-explicit-n8": ((2, 4), "explicit", 8),
+    "2x4-explicit-n7": ((2, 4), "explicit", 7),
+    "8-explicit-n7": ((8,), "explicit", 7),
+    "8-auto-n8": ((8,), "auto", 8),
+}
+# grad and vmap are traced at one size per 2-axis mesh (the sizes alternate)
+TRANSFORMED = ["2x4-auto-n8", "2x4-explicit-n7", "8-explicit-n7", "8-auto-n8"]
 
 
-@pytest.fixture(scope="module", params=MESHES)
-def mesh(request):
-    shape, kind = request.param
-    return build_mesh(shape, kind, names=("x", "y"))
+def _setup(key):
+    shape, kind, n = SETUPS[key]
+    mesh = build_mesh(shape, kind, names=("x", "y"))
+    return mesh, _inputs(mesh, n)
 
 
-@pytest.fixture(scope="module", params=[8, 7], ids=["n8", "n7"])
-def inputs(request, mesh):
-    explicit = mesh.axis_types[0] == jax.sharding.AxisType.Explicit
-    if len(mesh.axis_names) == 1 and (request.param == 7) != explicit:
-        pytest.skip("1-axis meshes: one size each (Explicit uneven, Auto even), to stay cheap")
-    return mesh, _inputs(mesh, request.param)
+@pytest.fixture(scope="module", params=list(SETUPS))
+def inputs(request):
+    return _setup(request.param)
 
 
-def _transformed(inputs):
-    """grad and vmap are traced at one size per mesh (the sizes alternate), to stay cheap."""
-    mesh, x = inputs
-    n = x["a"].shape[0]
-    if len(mesh.axis_names) == 2 and (n == 7) != (mesh.axis_types[0] == jax.sharding.AxisType.Explicit):
-        pytest.skip("grad and vmap: one size per mesh")
-    return mesh, x
+@pytest.fixture(scope="module", params=TRANSFORMED)
+def transformed(request):
+    return _setup(request.param)
 
 
 @pytest.mark.parametrize("name", list(CASES))
@@ -258,16 +257,16 @@ def test_public_function(name, inputs):
 
 
 @pytest.mark.parametrize("name", [k for k, (_, g) in CASES.items() if g is not None])
-def test_under_grad(name, inputs):
-    mesh, x = _transformed(inputs)
+def test_under_grad(name, transformed):
+    mesh, x = transformed
     _, g = CASES[name]
     with jax.set_mesh(mesh):
         assert_no_empty_operands(jax.grad(g), x[GRAD_ARG.get(name, "a")])
 
 
 @pytest.mark.parametrize("name", [k for k in CASES if k not in FFT])
-def test_under_vmap(name, inputs):
-    mesh, x = _transformed(inputs)
+def test_under_vmap(name, transformed):
+    mesh, x = transformed
     fn, _ = CASES[name]
     pair = {k: jnp.stack([v, v]) for k, v in x.items() if k not in ("vol", "cvol")}
     with jax.set_mesh(mesh):
