@@ -51,10 +51,18 @@ CACHE_ENV = "DISTLA_TESTS_XLA_CACHE"
 _OWN_CACHE = CACHE_ENV not in os.environ and importlib.util.find_spec("filelock") is not None
 if _OWN_CACHE:
     os.environ[CACHE_ENV] = tempfile.mkdtemp(prefix="distla-tests-xla-")
-if os.environ.get(CACHE_ENV):
-    jax.config.update("jax_compilation_cache_dir", os.environ[CACHE_ENV])
-    jax.config.update("jax_compilation_cache_max_size", 4 * 2**30)
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.1)
+# jax's settings for that cache (subprocesses get them as JAX_* variables: test_docs)
+CACHE_SETTINGS = (
+    {
+        "jax_compilation_cache_dir": os.environ[CACHE_ENV],
+        "jax_compilation_cache_max_size": 4 * 2**30,
+        "jax_persistent_cache_min_compile_time_secs": 0.1,
+    }
+    if os.environ.get(CACHE_ENV)
+    else {}
+)
+for _name, _value in CACHE_SETTINGS.items():
+    jax.config.update(_name, _value)
 
 
 def pytest_sessionfinish(session):
