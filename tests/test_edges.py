@@ -281,23 +281,25 @@ def test_lu_family_derivatives_outside_a_mesh_context(mesh, name, transform):
 
 
 def test_lu_solve_derivatives_in_b(mesh):
-    """lu_solve's jacrev in b is jax's inside jax.set_mesh. Outside a mesh context it
-    fails (docs/caveats.md), as jax's own hessian of a function linear in an
-    Explicit-sharded argument does."""
+    """lu_solve's jacrev in b is jax's, outside a mesh context too. Its hessian there
+    fails (docs/caveats.md) as jax's own hessian of a function linear in an
+    Explicit-sharded argument does; inside jax.set_mesh it is jax's (zero)."""
     a_np = _spd(8, 13)
     b_np = np.ones((8, 2), np.float32)
     factors = dl.lu_factor(place(a_np, mesh))
     factors_ref = jax.scipy.linalg.lu_factor(a_np)
     b = place(b_np, mesh, jax.sharding.PartitionSpec("x", None))
-    with jax.set_mesh(mesh):
-        got = np.asarray(jax.jacrev(lambda x: dl.lu_solve(factors, x))(b))
+    got = np.asarray(jax.jacrev(lambda x: dl.lu_solve(factors, x))(b))  # no jax.set_mesh
     ref = np.asarray(jax.jacrev(lambda x: jax.scipy.linalg.lu_solve(factors_ref, x))(b_np))
     assert got.shape == ref.shape
     np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-5 * np.abs(ref).max())
     with pytest.raises(ValueError, match="only AbstractMesh exists"):
         jax.hessian(lambda x: 2.0 * x)(b)  # jax's own, no distla in it
     with pytest.raises(ValueError, match="only AbstractMesh exists"):
-        jax.jacrev(lambda x: dl.lu_solve(factors, x))(b)
+        jax.hessian(lambda x: dl.lu_solve(factors, x))(b)
+    with jax.set_mesh(mesh):
+        hess = np.asarray(jax.hessian(lambda x: dl.lu_solve(factors, x))(b))
+    assert hess.shape == (8, 2) * 3 and not hess.any()
 
 
 def test_pinv_and_lstsq_gradients_as_jnp(mesh):

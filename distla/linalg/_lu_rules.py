@@ -11,6 +11,8 @@ distla's solves and matmul.
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -68,12 +70,24 @@ def _solves(lu, piv, trans, call: Plan):
 
 
 def lu_solve_2d(lu, piv, b, *, trans, call: Plan):
-    """``op(A)^-1 b`` from one factorisation: linear in ``b``, differentiable in ``lu``."""
+    """``op(A)^-1 b`` from one factorisation: linear in ``b``, differentiable in ``lu``.
 
-    def mv(x):
-        return like(_lu.factors_matvec(lu, piv, x, call=call, trans=trans), x)
+    One program (inlined into the caller's under ``jax.jit``) that takes the
+    factors as operands: ``jax.jacrev`` outside a mesh context then runs the
+    transposed solve with the factors, which carry the ``Explicit`` mesh's
+    devices, among its operands."""
+    return _lu_solve_program(trans, call)(lu, piv, b)
 
-    return natural(lax.custom_linear_solve(mv, b, *_solves(lu, piv, trans, call)))
+
+@functools.cache
+def _lu_solve_program(trans, call: Plan):
+    def solve(lu, piv, b):
+        def mv(x):
+            return like(_lu.factors_matvec(lu, piv, x, call=call, trans=trans), x)
+
+        return natural(lax.custom_linear_solve(mv, b, *_solves(lu, piv, trans, call)))
+
+    return jax.jit(solve)
 
 
 def _solve_linear(a, b, call: Plan):
