@@ -297,8 +297,20 @@ def _slogdet_from(lu, piv, *, call: Plan):
     return run_on_mesh(body, call.mesh, (P(), P()), lu, piv)
 
 
+@functools.partial(jax.jit, static_argnames=("call",))
+def _slogdet_closed_form(a, *, call: Plan):
+    return run_on_mesh(lambda a: tuple(jnp.linalg.slogdet(a)), call.mesh, (P(), P()), a)
+
+
 def slogdet(a, *, call: Plan):
-    """``(sign, logabsdet)`` of one matrix, as ``jnp.linalg.slogdet``."""
+    """``(sign, logabsdet)`` of one matrix, as ``jnp.linalg.slogdet``.
+
+    Orders 1 and 2 take jnp's closed forms from ``det`` itself, as jnp does
+    (so a NaN entry gives a NaN sign, and an overflowing ``det`` ``inf``); from
+    order 3 on the sign and logarithm come from the LU's pivots.
+    """
+    if a.shape[0] <= 2:
+        return _slogdet_closed_form(a, call=call)
     return _slogdet_from(*lu_factor(a, call=call), call=call)
 
 
