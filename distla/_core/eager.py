@@ -66,6 +66,13 @@ class _NotOneDevice(Exception):
     """Raised while splitting the arguments: this call keeps the eager path."""
 
 
+_CONCRETE: set[type] = set()  # types of operands that took the one-program path
+
+
+def _on_one_device(x: jax.Array) -> bool:
+    return x.sharding.num_devices == 1 and x.size != 0
+
+
 def _freeze(value: Any, operands: list) -> Any:
     """``value`` as a hashable key, its jax arrays moved to ``operands``."""
     if isinstance(value, jax.Array):
@@ -173,11 +180,24 @@ def one_program(fn: Callable[..., Any]) -> Callable[..., Any]:
     call is compiled and when it runs as written.
     """
 
+    plain_keys: dict[int, Any] = {}  # the key of a call with n operands and nothing else
+
     @functools.wraps(fn)
     def public(*args: Any, **kwargs: Any) -> Any:
-        mesh = jax.sharding.get_abstract_mesh()
-        if mesh.size > 1:
+        # The common call, jax arrays alone, is looked up with as little Python as
+        # possible: it runs right after the caller last waited on a result, where each
+        # Python step costs several times what it costs in a loop of calls.
+        if jax.sharding.get_abstract_mesh().size > 1:
             return fn(*args, **kwargs)
+        if not kwargs and all(type(x) in _CONCRETE for x in args):
+            key = plain_keys.get(len(args))
+            if key is not None and all(_on_one_device(x) for x in args):
+                program = _TABLE.get(key)
+                if isinstance(program, _Program):
+                    try:
+                        return program(*args)
+                    except (_Unstable, *_TRACE_NEEDS_VALUES):
+                        pass  # the path below marks the key eager
         operands: list = []
         try:
             key = (_freeze(args, operands),
@@ -193,6 +213,9 @@ def one_program(fn: Callable[..., Any]) -> Callable[..., Any]:
         if program is None:
             program = _Program(fn, *key[1:])
             _TABLE.put(key, program)
+        if not kwargs and all(k is _SLOT for k in key[1][1]):  # arrays alone
+            plain_keys.setdefault(len(args), key)
+            _CONCRETE.update(type(x) for x in args)
         try:
             return program(*operands)
         except (_Unstable, *_TRACE_NEEDS_VALUES):
