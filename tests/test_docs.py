@@ -135,7 +135,6 @@ if __name__ == "__main__":
 # --------------------------------------------------------------------------
 
 import pytest  # noqa: E402
-from conftest import CACHE_SETTINGS  # noqa: E402
 
 
 def _page_id(path: Path) -> str:
@@ -165,12 +164,7 @@ def block_results(tmp_path_factory):
     # bind such results, and the runner waits for each block's arrays (above).
     env["JAX_PLATFORMS"] = "cpu"
     env["MPLBACKEND"] = "Agg"
-    # the run's compilation cache (tests/conftest.py), so that a program a test or the
-    # other runner compiled is loaded, not compiled again
-    env.update({name.upper(): str(value) for name, value in CACHE_SETTINGS.items()})
     env.pop("DISTLA_SIMULATED_DEVICES", None)
-    # the one-device budget as readers have it (the suite sets 0 for its own tests)
-    env.pop("DISTLA_PLAN_BUDGET", None)
     # The pages run at XLA's default optimisation, as readers run them: at the level 0 that
     # tests/conftest.py can set for the suite's compiles, the batched solve of docs/batched.md
     # (4096 members on 2x4) never finished in 2 of 6 runs here and in two CI runs (every
