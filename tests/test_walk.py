@@ -4,7 +4,8 @@
 operand (no compile) while ``sys.setprofile`` records every call of a
 function defined in distla (kernels included), with the distla module that
 made it (the nearest distla frame on the stack; jax frames in between, such
-as ``shard_map`` calling a body back, are skipped). From that record:
+as ``shard_map`` calling a body back, are skipped, and so is the decorator
+that wraps each public function). From that record:
 
 - ``mesh``: calls into ``distla._core.mesh``;
 - ``operand_mesh``: reads of the operands' mesh (``operand_mesh``); the
@@ -37,6 +38,7 @@ from jax.sharding import PartitionSpec as P
 from test_architecture import import_graph, layer
 
 import distla
+from distla._core import eager
 
 PACKAGE = Path(distla.__file__).resolve().parent
 KERNELS = Path(distla.kernels.__file__).resolve().parent
@@ -73,6 +75,11 @@ def rank() -> dict[str, float]:
     return {m: layer(m) + (h(m) / 100 if layer(m) == 2 else 0) for m in graph}
 
 
+# The decorator every public function wears (one compiled program per eager call on one
+# device) calls the function it wraps: seen through, as jax's frames are.
+TRANSPARENT = {eager.one_program(lambda: None).__code__, eager._Program._trace.__code__}
+
+
 def walk(fn, *args):
     """``[(caller module, callee module, function name)]`` while tracing ``fn(*args)``."""
     jax.clear_caches()
@@ -89,9 +96,12 @@ def walk(fn, *args):
             return  # a comprehension or generator expression
         if code.co_flags & CO_GENERATOR and frame.f_lasti > 0:
             return  # a generator resumed, not called
+        if code in TRANSPARENT:
+            return
         caller, back = None, frame.f_back
         while back is not None and caller is None:
-            caller = module_of(back.f_code.co_filename)
+            if back.f_code not in TRANSPARENT:
+                caller = module_of(back.f_code.co_filename)
             back = back.f_back
         calls.append((caller, callee, code.co_name))
 
