@@ -22,8 +22,9 @@ os.environ.setdefault("DISTLA_PLAN_BUDGET", "0")
 # time by a third to a half (eigh 14 -> 7.6 CPU s, solve 5.4 -> 3.7). It is off by
 # default because XLA is not reliable there: at level 0 the batched solve of
 # docs/batched.md hung in 2 of 6 runs, and one CI run's worker died of a segmentation
-# fault inside XLA's compile of eigh's derivative; at the default level neither was ever
-# seen. Subprocesses inherit it (the docs pages' runner drops it).
+# fault inside XLA's compile of eigh's derivative; at the default level the fault was
+# never seen and the hang once, in one CI run of many (its cause is not known).
+# Subprocesses inherit it (the docs pages' runner drops it).
 _LLVM_LEVEL = "--xla_backend_optimization_level"
 if os.environ.get("DISTLA_TESTS_FAST_COMPILE") == "1" and _LLVM_LEVEL not in os.environ.get(
     "XLA_FLAGS", ""
