@@ -70,14 +70,14 @@ _CONCRETE: set[type] = set()  # types of operands that took the one-program path
 
 
 def _on_one_device(x: jax.Array) -> bool:
+    """A concrete operand the one-program path takes: on one device, not empty."""
     return x.sharding.num_devices == 1 and x.size != 0
 
 
 def _freeze(value: Any, operands: list) -> Any:
     """``value`` as a hashable key, its jax arrays moved to ``operands``."""
     if isinstance(value, jax.Array):
-        if (isinstance(value, jax.core.Tracer) or value.sharding.num_devices != 1
-                or value.size == 0):
+        if isinstance(value, jax.core.Tracer) or not _on_one_device(value):
             raise _NotOneDevice
         operands.append(value)
         return _SLOT
