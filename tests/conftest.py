@@ -20,10 +20,11 @@ os.environ.setdefault("DISTLA_PLAN_BUDGET", "0")
 # (DISTLA_TESTS_FAST_COMPILE=1): the suite's programs are small and compile-bound (eigh
 # at n = 64 on 2x4: 14 CPU s to compile, 0.2 s to run), and level 0 cuts their compile
 # time by a third to a half (eigh 14 -> 7.6 CPU s, solve 5.4 -> 3.7). It is off by
-# default because XLA is not reliable there: at level 0 the batched solve of
-# docs/batched.md hung in 2 of 6 runs, and one CI run's worker died of a segmentation
-# fault inside XLA's compile of eigh's derivative; at the default level the fault was
-# never seen and the hang once, in one CI run of many (its cause is not known).
+# default because one CI run's worker died of a segmentation fault inside XLA's compile
+# of eigh's derivative at level 0 (never seen at the default level). Level 0 also made a
+# hang of jaxlib's batched LAPACK calls likelier (1 run in 3 of docs/batched.md's batched
+# solve, against 1 CI run in several at the default level); distla._core.lapack_batch
+# now keeps those calls from hanging at any level.
 # Subprocesses inherit it (the docs pages' runner drops it).
 _LLVM_LEVEL = "--xla_backend_optimization_level"
 if os.environ.get("DISTLA_TESTS_FAST_COMPILE") == "1" and _LLVM_LEVEL not in os.environ.get(

@@ -165,10 +165,8 @@ def block_results(tmp_path_factory):
     env["JAX_PLATFORMS"] = "cpu"
     env["MPLBACKEND"] = "Agg"
     env.pop("DISTLA_SIMULATED_DEVICES", None)
-    # The pages run at XLA's default optimisation, as readers run them: at the level 0 that
-    # tests/conftest.py can set for the suite's compiles, the batched solve of docs/batched.md
-    # (4096 members on 2x4) never finished in 2 of 6 runs here and in two CI runs (every
-    # thread idle, waiting on the result); at the default level it finished in 6 of 6.
+    # The pages run at XLA's default optimisation, as readers run them (tests/conftest.py
+    # can set level 0 for the suite's own compiles).
     flags = os.environ.get("XLA_FLAGS", "").split()
     env["XLA_FLAGS"] = " ".join(f for f in flags if not f.startswith("--xla_backend_optimization_level"))
     # Under pytest-xdist another worker already keeps a core busy: one runner at a time,

@@ -19,6 +19,7 @@ from jax.sharding import AbstractMesh
 from jax.sharding import PartitionSpec as P
 
 from .batch_layout import entry_axes, kernel_layout, layout_spec, relayout, source_layout
+from .lapack_batch import in_member_chunks, members_per_call
 from .mesh import fitting_spec, run_on_mesh, shard_map
 from .plan import mesh_of
 
@@ -81,7 +82,9 @@ def stack(
                 y = relayout(y, src, dst, mesh)
             moved.append(y)
         if local:
-            return shard_map(fn, in_specs=in_specs, out_specs=out_specs)(*moved)
+            largest = max(max(x.shape[x.ndim - c :], default=1) for x, c in zip(xs, cores))
+            per_device = in_member_chunks(fn, cores, members_per_call(mesh, largest))
+            return shard_map(per_device, in_specs=in_specs, out_specs=out_specs)(*moved)
         return fn(*moved)  # members split over devices: XLA partitions fn
 
     return jax.jit(lambda *ys: run_on_mesh(body, mesh, out_specs, *ys))(*xs)

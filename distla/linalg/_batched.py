@@ -71,6 +71,7 @@ from .._core.batch_layout import (
     relayout,
     source_layout,
 )
+from .._core.lapack_batch import in_member_chunks, members_per_call
 from .._core.mesh import fitting_spec, operand_mesh, run_on_mesh, shard_map
 from .._core.plan import Plan
 
@@ -481,7 +482,10 @@ def _call(*operands, mesh, op, cores, fills, out_cores, sources, trans):
             ins.append(x)
             in_specs.append(layout_spec(dst))
         kernel_out = tuple(layout_spec(layout + ((),) * len(oc)) for oc in out_cores)
-        kernel = _as_tuple(_kernel(op, trans))
+        largest = max((max(x.shape[x.ndim - c :], default=1) for x, c in zip(operands, cores)))
+        kernel = in_member_chunks(
+            _as_tuple(_kernel(op, trans)), cores, members_per_call(mesh, largest)
+        )
         outs = shard_map(kernel, in_specs=tuple(in_specs), out_specs=kernel_out)(*ins)
         results = []
         for y, spec in zip(outs, out_specs):
