@@ -135,6 +135,7 @@ if __name__ == "__main__":
 # --------------------------------------------------------------------------
 
 import pytest  # noqa: E402
+from conftest import CACHE_SETTINGS  # noqa: E402
 
 
 def _page_id(path: Path) -> str:
@@ -164,7 +165,12 @@ def block_results(tmp_path_factory):
     # bind such results, and the runner waits for each block's arrays (above).
     env["JAX_PLATFORMS"] = "cpu"
     env["MPLBACKEND"] = "Agg"
+    # the run's compilation cache (tests/conftest.py), so that a program a test or the
+    # other runner compiled is loaded, not compiled again
+    env.update({name.upper(): str(value) for name, value in CACHE_SETTINGS.items()})
     env.pop("DISTLA_SIMULATED_DEVICES", None)
+    # the one-device budget as readers have it (the suite sets 0 for its own tests)
+    env.pop("DISTLA_PLAN_BUDGET", None)
     # The pages run at XLA's default optimisation, as readers run them (tests/conftest.py
     # can set level 0 for the suite's own compiles).
     flags = os.environ.get("XLA_FLAGS", "").split()
