@@ -23,8 +23,24 @@ def freqs(k, d, *, real: bool):
         dtype = jnp.float32 if k.dtype == jnp.complex64 else jnp.float64
     else:
         dtype = k.dtype
-    k0, k1, k2 = _wavenumbers(tuple(k.shape), d, np.dtype(dtype), real)
+    x64 = bool(jax.config.jax_enable_x64)
+    values = _values(tuple(k.shape), float(d), np.dtype(dtype), real, x64)
+    k0, k1, k2 = (jnp.asarray(v) for v in values)
     return tuple(_shard_along(v, k, axis) for axis, v in ((2, k2), (0, k0), (1, k1)))
+
+
+@functools.lru_cache(maxsize=64)
+def _values(shape, d, dtype, real, x64) -> tuple[np.ndarray, ...]:
+    """The wavenumbers as host constants, computed by their own compiled program.
+
+    A caller's jit then holds constants, not the ``iota`` arithmetic: jax
+    0.10.2's GSPMD partitioner splits that arithmetic of a replicated vector
+    along a mesh axis and all-gathers it. Calling the compiled program (not
+    the jitted function) runs it now even while the caller is being traced.
+    ``x64`` (jax's switch, which decides the dtype) is part of the cache key.
+    """
+    compiled = _wavenumbers.lower(shape, d, dtype, real).compile()
+    return tuple(np.asarray(v) for v in compiled())
 
 
 @functools.partial(jax.jit, static_argnums=(0, 1, 2, 3))
