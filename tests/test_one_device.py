@@ -149,17 +149,22 @@ class _Counts:
 
     def __init__(self, monkeypatch):
         self.programs = self.binds = 0
-        call, bind = eager._Program.__call__, jcore.Primitive.bind
+        bind = jcore.Primitive.bind
 
-        def counted_call(program, *operands):
-            self.programs += 1
-            return call(program, *operands)
+        def counted(jitted):
+            def call(*operands):
+                self.programs += 1
+                return jitted(*operands)
+            return call
 
         def counted_bind(prim, *args, **params):
             self.binds += 1
             return bind(prim, *args, **params)
 
-        monkeypatch.setattr(eager._Program, "__call__", counted_call)
+        # every compiled program the fast path may call (it calls `jitted` directly)
+        for program in list(eager._TABLE.entries.values()):
+            if isinstance(program, eager._Program):
+                monkeypatch.setattr(program, "jitted", counted(program.jitted))
         monkeypatch.setattr(jcore.Primitive, "bind", counted_bind)
 
     def traces(self) -> int:
@@ -194,6 +199,22 @@ def test_eager_call_is_one_program(name, one_explicit, monkeypatch):
             continue
         assert u.dtype == v.dtype and u.sharding == v.sharding
         np.testing.assert_array_equal(np.asarray(u), np.asarray(v))
+
+
+def test_scalar_options_take_the_fast_look_up(one_explicit, monkeypatch):
+    """A repeated call of arrays and scalar options skips the full key (no _freeze); the
+    same option as another type (1 for True) is another key, as the full key has it."""
+    mesh, x = one_explicit
+    freeze, frozen = eager._freeze, []
+    with jax.set_mesh(mesh):
+        first = L.solve_triangular(x["low"], x["b"], lower=True)
+        monkeypatch.setattr(eager, "_freeze", lambda *a: frozen.append(a) or freeze(*a))
+        again = L.solve_triangular(x["low"], x["b"], lower=True)
+        assert not frozen, "the repeated call built its full key"
+        as_int = L.solve_triangular(x["low"], x["b"], lower=1)
+        assert frozen, "lower=1 was looked up as lower=True"
+    for y in (again, as_int):
+        np.testing.assert_array_equal(np.asarray(y), np.asarray(first))
 
 
 def test_every_public_function_is_covered(one):

@@ -69,6 +69,24 @@ class _NotOneDevice(Exception):
 _CONCRETE: set[type] = set()  # types of operands that took the one-program path
 
 
+# Option values the fast look-up keys by exact type and value (flags, names, numbers):
+# containers are walked by the full key instead, so that (0, 1) and (0.0, 1.0) differ.
+_SCALAR_TYPES = frozenset({bool, int, float, str, type(None)})
+
+
+def _fast_key(count: int, kwargs: dict) -> Any:
+    """The fast look-up's key of a call with ``count`` arrays and ``kwargs``, or ``None``."""
+    if not kwargs:
+        return count
+    items = [count]
+    for name, value in kwargs.items():
+        kind = type(value)
+        if kind not in _SCALAR_TYPES:
+            return None
+        items.append((name, kind, value))
+    return tuple(items)
+
+
 def _on_one_device(x: jax.Array) -> bool:
     """A concrete operand the one-program path takes: on one device, not empty."""
     return x.sharding.num_devices == 1 and x.size != 0
@@ -180,21 +198,29 @@ def one_program(fn: Callable[..., Any]) -> Callable[..., Any]:
     call is compiled and when it runs as written.
     """
 
-    plain_keys: dict[int, Any] = {}  # the key of a call with n operands and nothing else
+    # the full key of a call whose arguments are arrays alone and whose options are
+    # scalars, by _fast_key
+    plain_keys: dict[Any, Any] = {}
 
     @functools.wraps(fn)
     def public(*args: Any, **kwargs: Any) -> Any:
-        # The common call, jax arrays alone, is looked up with as little Python as
+        # The common call, jax arrays and scalar options, is looked up with as little Python as
         # possible: it runs right after the caller last waited on a result, where each
         # Python step costs several times what it costs in a loop of calls.
         if jax.sharding.get_abstract_mesh().size > 1:
             return fn(*args, **kwargs)
-        if not kwargs and all(type(x) in _CONCRETE for x in args):
-            key = plain_keys.get(len(args))
-            if key is not None and all(_on_one_device(x) for x in args):
+        fast = _fast_key(len(args), kwargs)
+        key = None if fast is None else plain_keys.get(fast)
+        if key is not None:
+            for x in args:  # one pass, no calls: this is _on_one_device, inlined
+                if type(x) not in _CONCRETE or x.sharding.num_devices != 1 or not x.size:
+                    break
+            else:
                 program = _TABLE.get(key)
                 if isinstance(program, _Program):
                     try:
+                        if program.statics is None:  # a trace that changes it raises
+                            return program.jitted(*args)
                         return program(*args)
                     except (_Unstable, *_TRACE_NEEDS_VALUES):
                         pass  # the path below marks the key eager
@@ -213,8 +239,11 @@ def one_program(fn: Callable[..., Any]) -> Callable[..., Any]:
         if program is None:
             program = _Program(fn, *key[1:])
             _TABLE.put(key, program)
-        if not kwargs and all(k is _SLOT for k in key[1][1]):  # arrays alone
-            plain_keys.setdefault(len(args), key)
+        fast = _fast_key(len(args), kwargs)
+        if fast is not None and len(operands) == len(args) and all(
+            k is _SLOT for k in key[1][1]
+        ):  # arrays alone, options that are scalars
+            plain_keys.setdefault(fast, key)
             _CONCRETE.update(type(x) for x in args)
         try:
             return program(*operands)
