@@ -78,6 +78,19 @@ def _pad_axis(x: jax.Array, axis: int, length: int) -> jax.Array:
     return jnp.pad(x, widths)
 
 
+def _irfft_rows(f: jax.Array, n: int, norm: str | None) -> jax.Array:
+    """``irfft`` along the last axis of ``f``, on ``f`` seen as a matrix of rows.
+
+    XLA's CPU FFT needs a row-major operand (newer releases check it at run
+    time). Where the result is all-gathered along its second axis, jax
+    0.10.2's GSPMD lays the 3-D irfft out with that axis outermost
+    (``{2,0,1}``) and its operand with it; a 2-D irfft cannot take that
+    layout, so XLA copies its result instead.
+    """
+    rows = jnp.fft.irfft(f.reshape(-1, f.shape[-1]), n=n, axis=-1, norm=norm)
+    return rows.reshape(f.shape[:-1] + (n,))
+
+
 def _fit(x: jax.Array, shape: tuple[int, ...]) -> jax.Array:
     for axis, length in enumerate(shape):
         x = _pad_axis(x, axis, length)
@@ -170,7 +183,7 @@ def slab_pencil_inverse(
     s = _fit(s, (s.shape[0], round_up(xg, pa), round_up(yg, pb)))
     f = zslabs_to_zpencils(s, tile=tile[0], **axes)[..., :zt]  # (Xp/pa, Yp/pb, Zt)
     if real:
-        return jnp.fft.irfft(f, n=zg, axis=-1, norm=norm)
+        return _irfft_rows(f, zg, norm)
     return jnp.fft.ifft(f, axis=-1, norm=norm)
 
 
@@ -278,5 +291,5 @@ def pencil_inverse(
     g = _pad_axis(jnp.fft.ifft(g, axis=-1, norm=norm), 2, round_up(yg, pb))
     f = ypencils_to_zpencils(g, col_axis=col_axis, tile=tile)[..., :zt]  # (Xp/pa, Yp/pb, Zt)
     if real:
-        return jnp.fft.irfft(f, n=zg, axis=-1, norm=norm)
+        return _irfft_rows(f, zg, norm)
     return jnp.fft.ifft(f, axis=-1, norm=norm)

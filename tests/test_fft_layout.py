@@ -76,17 +76,9 @@ PLANS = [
 ]
 
 
-# Known: with GSPMD, XLA 0.10.2 gives the pencil plan's closing irfft (the kernel's
-# output) a {2,0,1} layout, so that the re-layout after the shard_map is a bitcast.
-# No public jax API pins a layout inside a program; left visible here until one does.
-KNOWN = {("pencil-rfftn", False)}
-
-
 @pytest.mark.parametrize("case", PLANS, ids=[c[0] for c in PLANS])
 def test_every_fft_operand_is_row_major(case, partitioner):
     name, mesh_shape, kind, shape, spec, fn = case
-    if (name, partitioner) in KNOWN:
-        pytest.xfail("irfft operand in layout {2,0,1} under GSPMD")
     mesh = build_mesh(mesh_shape, kind)
     x = _c(np.random.default_rng(0), shape)
     xs = distla.shard(x, mesh) if spec is None else distla.shard(x, mesh, spec)
