@@ -217,6 +217,20 @@ def test_scalar_options_take_the_fast_look_up(one_explicit, monkeypatch):
         np.testing.assert_array_equal(np.asarray(y), np.asarray(first))
 
 
+def test_fast_look_up_keeps_a_bounded_number_of_calls(one_explicit, monkeypatch):
+    """Past eager.FAST_KEYS option sets per function, calls take the full key (a
+    float option with a new value each call must not grow a table without bound)."""
+    mesh, x = one_explicit
+    monkeypatch.setattr(eager, "FAST_KEYS", 0)
+    freeze, frozen = eager._freeze, []
+    options = {"lower": True, "unit_diagonal": False, "trans": 0}  # a set no other test uses
+    with jax.set_mesh(mesh):
+        L.solve_triangular(x["low"], x["b"], **options)
+        monkeypatch.setattr(eager, "_freeze", lambda *a: frozen.append(a) or freeze(*a))
+        L.solve_triangular(x["low"], x["b"], **options)
+    assert frozen, "a call was kept for the fast look-up past FAST_KEYS"
+
+
 def test_every_public_function_is_covered(one):
     """Each public array function of distla.linalg / distla.fft has a row in ONE_CALL."""
     _, x = one

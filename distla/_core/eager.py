@@ -74,6 +74,11 @@ _CONCRETE: set[type] = set()  # types of operands that took the one-program path
 _SCALAR_TYPES = frozenset({bool, int, float, str, type(None)})
 
 
+FAST_KEYS = 32
+"""Calls each public function keeps for the fast look-up (the first ones seen; others
+take the full key, as every call did before)."""
+
+
 def _fast_key(count: int, kwargs: dict) -> Any:
     """The fast look-up's key of a call with ``count`` arrays and ``kwargs``, or ``None``."""
     if not kwargs:
@@ -209,7 +214,7 @@ def one_program(fn: Callable[..., Any]) -> Callable[..., Any]:
         # Python step costs several times what it costs in a loop of calls.
         if jax.sharding.get_abstract_mesh().size > 1:
             return fn(*args, **kwargs)
-        fast = _fast_key(len(args), kwargs)
+        fast = _fast_key(len(args), kwargs) if kwargs else len(args)
         key = None if fast is None else plain_keys.get(fast)
         if key is not None:
             for x in args:  # one pass, no calls: this is _on_one_device, inlined
@@ -240,10 +245,9 @@ def one_program(fn: Callable[..., Any]) -> Callable[..., Any]:
             program = _Program(fn, *key[1:])
             _TABLE.put(key, program)
         fast = _fast_key(len(args), kwargs)
-        if fast is not None and len(operands) == len(args) and all(
-            k is _SLOT for k in key[1][1]
-        ):  # arrays alone, options that are scalars
-            plain_keys.setdefault(fast, key)
+        arrays_alone = len(operands) == len(args) and all(k is _SLOT for k in key[1][1])
+        if fast is not None and arrays_alone and len(plain_keys) < FAST_KEYS:
+            plain_keys.setdefault(fast, key)  # options that are scalars, if any
             _CONCRETE.update(type(x) for x in args)
         try:
             return program(*operands)
