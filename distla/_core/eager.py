@@ -216,19 +216,15 @@ def one_program(fn: Callable[..., Any]) -> Callable[..., Any]:
             return fn(*args, **kwargs)
         fast = _fast_key(len(args), kwargs) if kwargs else len(args)
         key = None if fast is None else plain_keys.get(fast)
-        if key is not None:
-            for x in args:  # one pass, no calls: this is _on_one_device, inlined
-                if type(x) not in _CONCRETE or x.sharding.num_devices != 1 or not x.size:
-                    break
-            else:
-                program = _TABLE.get(key)
-                if isinstance(program, _Program):
-                    try:
-                        if program.statics is None:  # a trace that changes it raises
-                            return program.jitted(*args)
-                        return program(*args)
-                    except (_Unstable, *_TRACE_NEEDS_VALUES):
-                        pass  # the path below marks the key eager
+        if key is not None and all(type(x) in _CONCRETE and _on_one_device(x) for x in args):
+            program = _TABLE.get(key)
+            if isinstance(program, _Program):
+                try:
+                    if program.statics is None:  # a trace that changes it raises
+                        return program.jitted(*args)
+                    return program(*args)
+                except (_Unstable, *_TRACE_NEEDS_VALUES):
+                    pass  # the path below marks the key eager
         operands: list = []
         try:
             key = (_freeze(args, operands),
