@@ -52,6 +52,7 @@ import jax
 import jax.numpy as jnp
 
 from ._axes import axis_size, round_up
+from .local_fft import fft_last
 from .transpose import (
     xminor_to_xslabs,
     xpencils_to_ypencils,
@@ -76,19 +77,6 @@ def _pad_axis(x: jax.Array, axis: int, length: int) -> jax.Array:
     widths = [(0, 0)] * x.ndim
     widths[axis] = (0, length - n)
     return jnp.pad(x, widths)
-
-
-def _irfft_rows(f: jax.Array, n: int, norm: str | None) -> jax.Array:
-    """``irfft`` along the last axis of ``f``, on ``f`` seen as a matrix of rows.
-
-    XLA's CPU FFT needs a row-major operand (newer releases check it at run
-    time). Where the result is all-gathered along its second axis, jax
-    0.10.2's GSPMD lays the 3-D irfft out with that axis outermost
-    (``{2,0,1}``) and its operand with it; a 2-D irfft cannot take that
-    layout, so XLA copies its result instead.
-    """
-    rows = jnp.fft.irfft(f.reshape(-1, f.shape[-1]), n=n, axis=-1, norm=norm)
-    return rows.reshape(f.shape[:-1] + (n,))
 
 
 def _fit(x: jax.Array, shape: tuple[int, ...]) -> jax.Array:
@@ -131,7 +119,7 @@ def slab_pencil_forward(
     xg, yg, _ = sizes
     pa, pb = axis_size(row_axis), axis_size(col_axis)
     p = pa * pb
-    f = jnp.fft.rfft(x, axis=-1, norm=norm) if real else jnp.fft.fft(x, axis=-1, norm=norm)
+    f = fft_last(x, "rfft" if real else "fft", norm)
     zt = f.shape[-1]
     f = _pad_axis(f, 2, round_up(zt, p))
     axes = dict(row_axis=row_axis, col_axis=col_axis)
@@ -183,8 +171,8 @@ def slab_pencil_inverse(
     s = _fit(s, (s.shape[0], round_up(xg, pa), round_up(yg, pb)))
     f = zslabs_to_zpencils(s, tile=tile[0], **axes)[..., :zt]  # (Xp/pa, Yp/pb, Zt)
     if real:
-        return _irfft_rows(f, zg, norm)
-    return jnp.fft.ifft(f, axis=-1, norm=norm)
+        return fft_last(f, "irfft", norm, zg)
+    return fft_last(f, "ifft", norm)
 
 
 def slab_forward(
@@ -212,7 +200,7 @@ def slab_forward(
     f = jnp.fft.rfft2(x, axes=(1, 2), norm=norm) if real else jnp.fft.fft2(x, norm=norm)
     f = _pad_axis(f, split, round_up(f.shape[split], p))
     u = xslabs_to_xminor(f, axis=axis, split=split, tile=tile)[..., :xg]
-    u = jnp.fft.fft(u, axis=-1, norm=norm)  # X-minor: (Yq/p, Zt, X) or (Y, Zq/p, X)
+    u = fft_last(u, "fft", norm)  # X-minor: (Yq/p, Zt, X) or (Y, Zq/p, X)
     return u.transpose(2, 0, 1) if split == 1 else u
 
 
@@ -231,7 +219,7 @@ def slab_inverse(
     p = axis_size(axis)
     zt = zg // 2 + 1 if real else zg
     u = x.transpose(1, 2, 0) if split == 1 else x  # X-minor
-    u = _pad_axis(jnp.fft.ifft(u, axis=-1, norm=norm), 2, round_up(xg, p))
+    u = _pad_axis(fft_last(u, "ifft", norm), 2, round_up(xg, p))
     f = xminor_to_xslabs(u, axis=axis, split=split, tile=tile)[:, :yg, :zt]
     if real:
         return jnp.fft.irfft2(f, s=(yg, zg), axes=(1, 2), norm=norm)
@@ -261,12 +249,12 @@ def pencil_forward(
     """
     xg, yg, _ = sizes
     pa, pb = axis_size(row_axis), axis_size(col_axis)
-    f = jnp.fft.rfft(x, axis=-1, norm=norm) if real else jnp.fft.fft(x, axis=-1, norm=norm)
+    f = fft_last(x, "rfft" if real else "fft", norm)
     f = _pad_axis(f, 2, round_up(f.shape[-1], pb))
     g = zpencils_to_ypencils(f, col_axis=col_axis, tile=tile)[..., :yg]  # (Xp/pa, Zq/pb, Y)
-    g = _pad_axis(jnp.fft.fft(g, axis=-1, norm=norm), 2, round_up(yg, pa))
+    g = _pad_axis(fft_last(g, "fft", norm), 2, round_up(yg, pa))
     h = ypencils_to_xpencils(g, row_axis=row_axis, tile=tile)[..., :xg]  # (Yq/pa, Zq/pb, X)
-    h = jnp.fft.fft(h, axis=-1, norm=norm)
+    h = fft_last(h, "fft", norm)
     return h if out == "yzx" else h.transpose(2, 0, 1)
 
 
@@ -286,10 +274,10 @@ def pencil_inverse(
     pa, pb = axis_size(row_axis), axis_size(col_axis)
     zt = zg // 2 + 1 if real else zg
     h = x if inp == "yzx" else x.transpose(1, 2, 0)  # (Yq/pa, Zq/pb, X)
-    h = _pad_axis(jnp.fft.ifft(h, axis=-1, norm=norm), 2, round_up(xg, pa))
+    h = _pad_axis(fft_last(h, "ifft", norm), 2, round_up(xg, pa))
     g = xpencils_to_ypencils(h, row_axis=row_axis, tile=tile)[..., :yg]  # (Xp/pa, Zq/pb, Y)
-    g = _pad_axis(jnp.fft.ifft(g, axis=-1, norm=norm), 2, round_up(yg, pb))
+    g = _pad_axis(fft_last(g, "ifft", norm), 2, round_up(yg, pb))
     f = ypencils_to_zpencils(g, col_axis=col_axis, tile=tile)[..., :zt]  # (Xp/pa, Yp/pb, Zt)
     if real:
-        return _irfft_rows(f, zg, norm)
-    return jnp.fft.ifft(f, axis=-1, norm=norm)
+        return fft_last(f, "irfft", norm, zg)
+    return fft_last(f, "ifft", norm)

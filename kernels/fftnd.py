@@ -29,6 +29,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from .fft3d import _pad_axis
+from .local_fft import fft_along
 
 
 class FftStep(NamedTuple):
@@ -71,11 +72,9 @@ def fftnd_local(x: jax.Array, *, steps: tuple, norm: str | None) -> jax.Array:
 
 
 def _local_fft(x: jax.Array, step: FftStep, norm: str | None) -> jax.Array:
-    if step.op == "fft":
-        return jnp.fft.fftn(x, axes=step.axes, norm=norm)
-    if step.op == "ifft":
-        return jnp.fft.ifftn(x, axes=step.axes, norm=norm)
-    (axis,) = step.axes
-    if step.op == "rfft":
-        return jnp.fft.rfft(x, axis=axis, norm=norm)
-    return jnp.fft.irfft(x, n=step.n, axis=axis, norm=norm)
+    # The last (most minor) axis goes through fft_along, whose operand is a matrix of rows
+    # (local_fft.py says why); an fft/ifft over several axes transforms the others first.
+    *others, last = sorted(step.axes)
+    if others:
+        x = (jnp.fft.fftn if step.op == "fft" else jnp.fft.ifftn)(x, axes=others, norm=norm)
+    return fft_along(x, step.op, last, norm, step.n)

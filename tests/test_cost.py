@@ -203,6 +203,42 @@ def test_reader_async_pair_counts_the_done_shape():
     assert op.bytes == 8 * 4 * F32 * 3 // 4
 
 
+@pytest.mark.parametrize(
+    "groups, size",
+    [
+        ("mesh['x'=2,'y'=4] {'y'}", 4),  # a psum over y on 2x4, as jax 0.11.2 printed it
+        ("mesh['x'=2,'y'=4] {'x'}", 2),
+        ("mesh['x'=2,'y'=4] {'x','y'}", 8),
+        ("mesh['x'=2,'y'=4] {}", 1),
+        ("mesh['x'=8] {'x':(1)2}", 2),
+        ("mesh['x'=8] {'x':(2)4}", 4),
+        ("mesh['x'=2,'y'=4], device_ids=([4,2]T(1,0)) {'y'}", 4),
+        ("mesh[x=2,y=4] {y}", 4),
+        ("maximal_mesh[device_id=0] {}", 1),
+    ],
+)
+def test_reader_mesh_axes_replica_groups(groups, size):
+    # Shardy's programs on jax 0.11.2 name their groups by mesh axes (XLA's
+    # MeshAxesReplicaGroupList); each group is the devices along the axes in braces.
+    # Read as a number of partitions, every group here was 8 there, and 26 tests of
+    # collective bytes failed
+    text = "\n".join(
+        [
+            "HloModule m, num_partitions=8",
+            "",
+            "ENTRY %main (p: f32[2,4]) -> f32[2,4] {",
+            "  %p = f32[2,4]{1,0} parameter(0)",
+            f"  ROOT %ar = f32[2,4]{{1,0}} all-reduce(%p), channel_id=1, replica_groups={groups}, "
+            "use_global_device_ids=true, to_apply=%add",
+            "}",
+            "",
+        ]
+    )
+    (op,) = cost_of_compiled(_Saved(text)).collectives
+    assert (op.kind, op.group_size) == ("all-reduce", size)
+    assert op.bytes == 2 * 2 * 4 * F32 * (size - 1) // size
+
+
 # --------------------------------------------------------------------------- live programs
 
 

@@ -1,11 +1,11 @@
-"""Every FFT in the compiled program gets a row-major operand.
+"""Every FFT in the compiled program gets a row-major operand and result.
 
 XLA's CPU FFT accepts only an operand whose layout is the default descending one
 (``{n-1,...,0}``: the transformed axes contiguous and innermost); a newer XLA
 stops with ``RET_CHECK ... IsMonotonicWithDim0Major`` at run time where a
 transpose is folded into the operand's layout instead. This reads the optimised
 HLO of each FFT plan, under both partitioners, and checks the layout of every
-``fft`` instruction's operand.
+``fft`` instruction and of its operand.
 """
 
 import jax
@@ -20,8 +20,8 @@ from distla._core import hlo as _hlo
 F = distla.fft
 
 
-def fft_operand_layouts(compiled_text: str) -> list[tuple[str, str, str]]:
-    """``(fft name, operand shape with layout, default layout)`` for every fft instruction."""
+def fft_operand_layouts(compiled_text: str) -> list[tuple[str, str, str, str]]:
+    """``(fft name, "operand"/"result", shape with layout, default layout)`` of every fft."""
     module = _hlo.parse(compiled_text)
     found = []
     for instructions in module.computations.values():
@@ -29,19 +29,20 @@ def fft_operand_layouts(compiled_text: str) -> list[tuple[str, str, str]]:
             if ins.opcode != "fft":
                 continue
             operand = instructions[ins.operands[0]]
-            rank = len(_hlo.arrays_in(operand.shape)[0].dims)
-            default = ",".join(str(d) for d in reversed(range(rank)))
-            found.append((ins.name, operand.shape, default))
+            for role, shape in (("operand", operand.shape), ("result", ins.shape)):
+                rank = len(_hlo.arrays_in(shape)[0].dims)
+                default = ",".join(str(d) for d in reversed(range(rank)))
+                found.append((ins.name, role, shape, default))
     return found
 
 
 def not_row_major(compiled_text: str) -> list[str]:
-    """The fft instructions whose operand is not in the default layout."""
+    """The fft instructions whose operand or result is not in the default layout."""
     bad = []
-    for name, shape, default in fft_operand_layouts(compiled_text):
+    for name, role, shape, default in fft_operand_layouts(compiled_text):
         layout = shape[shape.index("{") + 1 : shape.index("}")] if "{" in shape else default
         if layout.split(":")[0] != default:
-            bad.append(f"{name}: operand {shape}, want {{{default}}}")
+            bad.append(f"{name}: {role} {shape}, want {{{default}}}")
     return bad
 
 
@@ -56,6 +57,10 @@ ENTRY %main (p: c64[4,8]) -> c64[4,8] {
 """
     assert not_row_major(text) == ["fft.1: operand c64[4,8]{0,1}, want {1,0}"]
     assert not not_row_major(text.replace("{0,1}", "{1,0}"))
+    result = text.replace("%p = c64[4,8]{0,1}", "%p = c64[4,8]{1,0}").replace(
+        "%fft.1 = c64[4,8]{1,0}", "%fft.1 = c64[4,8]{0,1}"
+    )
+    assert not_row_major(result) == ["fft.1: result c64[4,8]{0,1}, want {1,0}"]
 
 
 def _c(rng, shape):
@@ -73,6 +78,15 @@ PLANS = [
     ("rank3-axes-20", (2, 4), "explicit", (12, 16, 10), P("y", None, "x"),
      lambda v: F.fftn(v, axes=(2, 0))),
     ("pfft3d", (4, 2), "auto", (16, 8, 12), None, lambda v: F.pifft3d(F.pfft3d(v))),
+    # the inverses of an N-D crop, and 3-D plans on prime sizes: under GSPMD their last
+    # FFT was laid out {2,0,1} (the axis the output is gathered along outermost)
+    ("rank3-s-ifftn", (4, 2), "explicit", (9, 16, 10), P(None, "x", "y"),
+     lambda v: F.ifftn(v, s=(7, 12))),
+    ("rank3-s-irfftn", (4, 2), "explicit", (9, 16, 10), P(None, "x", "y"),
+     lambda v: F.irfftn(v, s=(7, 12))),
+    ("prime-pifft3d", (2, 4), "auto", (7, 7, 7), None, F.pifft3d),
+    ("prime-pfft3d-grad", (4, 2), "auto", (29, 19, 17), P(),
+     jax.grad(lambda v: (abs(F.pfft3d(v)) ** 2).sum())),
 ]
 
 
