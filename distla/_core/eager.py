@@ -92,9 +92,21 @@ def _fast_key(count: int, kwargs: dict) -> Any:
     return tuple(items)
 
 
+_ONE_DEVICE: dict[Any, bool] = {}  # sharding -> on one device (a program has few shardings)
+_ONE_DEVICE_SIZE = 256
+
+
 def _on_one_device(x: jax.Array) -> bool:
     """A concrete operand the one-program path takes: on one device, not empty."""
-    return x.sharding.num_devices == 1 and x.size != 0
+    # A dict look-up of the sharding and a scan of the shape cost half of asking the sharding
+    # for num_devices and the array for its size, on every eager call.
+    sharding = x.sharding
+    one = _ONE_DEVICE.get(sharding)
+    if one is None:
+        if len(_ONE_DEVICE) >= _ONE_DEVICE_SIZE:
+            _ONE_DEVICE.clear()
+        one = _ONE_DEVICE[sharding] = sharding.num_devices == 1
+    return one and 0 not in x.shape
 
 
 def _freeze(value: Any, operands: list) -> Any:
@@ -216,7 +228,11 @@ def one_program(fn: Callable[..., Any]) -> Callable[..., Any]:
             return fn(*args, **kwargs)
         fast = _fast_key(len(args), kwargs) if kwargs else len(args)
         key = None if fast is None else plain_keys.get(fast)
-        if key is not None and all(type(x) in _CONCRETE and _on_one_device(x) for x in args):
+        for x in args:  # (a loop: a generator in all() costs more than its checks)
+            if key is None or type(x) not in _CONCRETE or not _on_one_device(x):
+                key = None
+                break
+        if key is not None:
             program = _TABLE.get(key)
             if isinstance(program, _Program):
                 try:
