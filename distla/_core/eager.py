@@ -92,21 +92,24 @@ def _fast_key(count: int, kwargs: dict) -> Any:
     return tuple(items)
 
 
-_ONE_DEVICE: dict[Any, bool] = {}  # sharding -> on one device (a program has few shardings)
+_ONE_DEVICE: set[Any] = set()  # shardings seen on one device (a program has few of them)
 _ONE_DEVICE_SIZE = 256
 
 
 def _on_one_device(x: jax.Array) -> bool:
-    """A concrete operand the one-program path takes: on one device, not empty."""
-    # A dict look-up of the sharding and a scan of the shape cost half of asking the sharding
-    # for num_devices and the array for its size, on every eager call.
+    """A concrete operand the one-program path takes: on one device, not empty.
+
+    Its one-device sharding is remembered, so that the fast look-up in
+    :func:`one_program` asks only whether the set holds it.
+    """
     sharding = x.sharding
-    one = _ONE_DEVICE.get(sharding)
-    if one is None:
+    if sharding not in _ONE_DEVICE:
+        if sharding.num_devices != 1:
+            return False
         if len(_ONE_DEVICE) >= _ONE_DEVICE_SIZE:
             _ONE_DEVICE.clear()
-        one = _ONE_DEVICE[sharding] = sharding.num_devices == 1
-    return one and 0 not in x.shape
+        _ONE_DEVICE.add(sharding)
+    return 0 not in x.shape
 
 
 def _freeze(value: Any, operands: list) -> Any:
@@ -226,21 +229,22 @@ def one_program(fn: Callable[..., Any]) -> Callable[..., Any]:
         # Python step costs several times what it costs in a loop of calls.
         if jax.sharding.get_abstract_mesh().size > 1:
             return fn(*args, **kwargs)
-        fast = _fast_key(len(args), kwargs) if kwargs else len(args)
-        key = None if fast is None else plain_keys.get(fast)
-        for x in args:  # (a loop: a generator in all() costs more than its checks)
-            if key is None or type(x) not in _CONCRETE or not _on_one_device(x):
-                key = None
-                break
+        # (after a wait every Python step costs several times what it costs in a loop of
+        # calls, so this is written out: no calls but the look-ups, a loop with no generator)
+        key = plain_keys.get(_fast_key(len(args), kwargs) if kwargs else len(args))
         if key is not None:
-            program = _TABLE.get(key)
-            if isinstance(program, _Program):
-                try:
-                    if program.statics is None:  # a trace that changes it raises
-                        return program.jitted(*args)
-                    return program(*args)
-                except (_Unstable, *_TRACE_NEEDS_VALUES):
-                    pass  # the path below marks the key eager
+            for x in args:  # concrete, on a sharding seen on one device (_on_one_device), not empty
+                if type(x) not in _CONCRETE or x.sharding not in _ONE_DEVICE or 0 in x.shape:
+                    break
+            else:
+                program = _TABLE.get(key)
+                if isinstance(program, _Program):
+                    try:
+                        if program.statics is None:  # a trace that changes it raises
+                            return program.jitted(*args)
+                        return program(*args)
+                    except (_Unstable, *_TRACE_NEEDS_VALUES):
+                        pass  # the path below marks the key eager
         operands: list = []
         try:
             key = (_freeze(args, operands),
