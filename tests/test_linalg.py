@@ -475,6 +475,49 @@ def test_unsharded_falls_back_to_jax():
     np.testing.assert_allclose(np.asarray(distla.matmul(da, da)), a @ a, rtol=1e-4, atol=1e-5)
 
 
+def test_second_eager_call_traces_no_custom_rule(monkeypatch):
+    """Eager calls on concrete operands run the distributed kernels, not their rules.
+
+    The derivative and batching rules (``custom_jvp``, ``custom_vmap``) act only
+    under a transformation, and jax traces a function that has them anew on every
+    concrete call: 0.5-2 ms of each eager call at n = 256 on 2x4, more than the
+    solve itself. A second eager call must reach neither.
+    """
+    mesh = build_mesh((2, 4), "explicit")
+    n = 48
+    rng = np.random.default_rng(4)
+    a = gaussian(n, np.float32, rng)
+    da, db = place(a, mesh), place(random_matrix(rng, (n, 3), np.float32), mesh)
+    spd = place(a @ a.T / n + np.eye(n, dtype=np.float32), mesh)
+    low = place(np.tril(a) + n * np.eye(n, dtype=np.float32), mesh)
+    families = {
+        "solve": lambda: linalg.solve(da, db),
+        "lu_factor": lambda: linalg.lu_factor(da),
+        "lu": lambda: linalg.lu(da),
+        "det": lambda: linalg.det(da),
+        "slogdet": lambda: linalg.slogdet(da),
+        "inv": lambda: linalg.inv(da),
+        "cholesky": lambda: linalg.cholesky(spd),
+        "solve_triangular": lambda: linalg.solve_triangular(low, db, lower=True),
+        "qr": lambda: linalg.qr(da),
+    }
+    rules = (jax.custom_jvp, jax.custom_batching.custom_vmap)
+    for name, call in families.items():
+        first = call()  # compiles
+        reached = []
+        for rule in rules:
+            def counted(self, *args, _call=rule.__call__, **kwargs):
+                reached.append(type(self).__name__)
+                return _call(self, *args, **kwargs)
+
+            monkeypatch.setattr(rule, "__call__", counted)
+        second = call()
+        monkeypatch.undo()
+        assert not reached, (name, reached)
+        for x, y in zip(jax.tree.leaves(first), jax.tree.leaves(second)):
+            np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+
+
 # --------------------------------------------------------------------------- errors
 
 

@@ -201,5 +201,11 @@ def canonical_precision(precision: Any, what: str = "distla") -> Any:
 
 
 def is_traced(*xs) -> bool:
-    """True when any of ``xs`` is a tracer (under jit, vmap or a derivative)."""
+    """True when any of ``xs`` is a tracer (under jit, vmap or a derivative).
+
+    The one-matrix drivers call their kernels directly when it is False: their
+    ``custom_jvp``/``custom_vmap`` rules act only under a transformation, and
+    jax traces a function with such rules anew on every concrete call (0.5-2 ms
+    of an eager call at n = 256 on 2x4).
+    """
     return any(isinstance(x, jax.core.Tracer) for x in xs)

@@ -86,7 +86,13 @@ def like(x: jax.Array, ref: jax.Array) -> jax.Array:
     ``lax.custom_linear_solve`` and a while loop's carry check that type.
     """
     sharding = explicit_sharding(ref)
-    return x if sharding is None else jax.sharding.reshard(x, sharding)
+    if sharding is None:
+        return x
+    # a concrete x already so: no reshard (eagerly each is a dispatch); under a
+    # transformation always (vmap's batched value is not the type it shows)
+    if not isinstance(x, jax.core.Tracer) and jax.typeof(x).sharding == sharding:
+        return x
+    return jax.sharding.reshard(x, sharding)
 
 
 def natural(x: jax.Array) -> jax.Array:

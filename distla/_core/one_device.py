@@ -236,10 +236,37 @@ def _on_one_device(
     return run_on_mesh(body, mesh, jax.tree.unflatten(treedef, spec_leaves), *args)
 
 
+def _results(fn: Callable[..., Any], args: tuple, options: tuple) -> tuple[list, Any]:
+    """``(operand structs, result structs)`` of ``fn(*args, **dict(options))``, shapes alone.
+
+    Each eager call chooses its plan from these, and tracing ``fn`` for them
+    costs more than the rest of a small call's Python: they are kept per
+    ``fn``, operand shapes and dtypes, options and the settings that change a
+    result's dtype.
+    """
+    structs = tuple((tuple(x.shape), np.dtype(x.dtype)) for x in args)
+    key = (fn, structs, options, bool(jax.config.jax_enable_x64),
+           jax.config.jax_numpy_dtype_promotion)
+    try:
+        return _results_of(*key)
+    except TypeError:  # an unhashable option
+        return _trace_results(fn, structs, options)
+
+
+@functools.lru_cache(maxsize=1024)
+def _results_of(fn, structs, options, x64, promotion):
+    del x64, promotion  # in the key only: read by the trace below
+    return _trace_results(fn, structs, options)
+
+
+def _trace_results(fn, structs, options):
+    operands = [jax.ShapeDtypeStruct(shape, dtype) for shape, dtype in structs]
+    return operands, jax.eval_shape(functools.partial(fn, **dict(options)), *operands)
+
+
 def moved_bytes(fn: Callable[..., Any], *args: Any, **options: Any) -> int:
     """Bytes the one-device plan of ``fn(*args, **options)`` moves: operands there, results back."""
-    structs = [jax.ShapeDtypeStruct(x.shape, x.dtype) for x in args]
-    out = jax.eval_shape(functools.partial(fn, **options), *structs)
+    structs, out = _results(fn, args, tuple(options.items()))
     return int(sum(math.prod(x.shape) * np.dtype(x.dtype).itemsize
                    for x in jax.tree.leaves((structs, out))))
 
@@ -284,8 +311,7 @@ def planned(
     """
     if choose_plan(family, plan, fn, *args, what=what, options=options) != "one_device":
         return None
-    structs = [jax.ShapeDtypeStruct(x.shape, x.dtype) for x in args]
-    outs = jax.tree.leaves(jax.eval_shape(functools.partial(fn, **dict(options)), *structs))
+    outs = jax.tree.leaves(_results(fn, args, tuple(options))[1])
     out_specs = tuple(block_layout(o.shape, mesh) if o.ndim == 2 else P() for o in outs)
     return on_one_device(fn, *args, mesh=mesh, in_specs=tuple(block_layout(x.shape, mesh)
                                                              for x in args),

@@ -26,7 +26,15 @@ from distla.kernels.cholesky import cholesky_block_cyclic
 from distla.kernels.cyclic import from_block_cyclic, relayout_fraction
 
 from .._core.eager import one_program
-from .._core.checks import as_array, empty_or_one_device, is_empty, result_dtype, rhs_core, square
+from .._core.checks import (
+    as_array,
+    empty_or_one_device,
+    is_empty,
+    is_traced,
+    result_dtype,
+    rhs_core,
+    square,
+)
 from .._core.mesh import (Grid, constrain, fitting_spec, rule_on_mesh, run_on_mesh, shard_map,
                           tangent_on_mesh)
 from .._core.one_device import block_layout, choose_plan, on_one_device
@@ -208,6 +216,8 @@ def chol_2d(a, *, call: Plan, upper, symmetrize, read_upper):
     def one(a):
         return factor(a, call=call, upper=upper, **flags)
 
+    if not is_traced(a):  # the rules act only under a transformation
+        return one(a)
     primal = jax.custom_jvp(vmappable(one, stacked))
 
     def rule(primals, tangents):

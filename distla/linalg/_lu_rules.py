@@ -20,6 +20,7 @@ from jax import lax
 from jax.custom_derivatives import SymbolicZero
 
 from . import _batched, _lu
+from .._core.checks import is_traced
 from .._core.matmul import matvec, product
 from .._core.matrix import like, natural, tril, triu
 from .._core.mesh import rule_on_mesh
@@ -43,6 +44,8 @@ def _factor(a, call: Plan):
     def factor(a):
         return tuple(_lu.lu_factor(a, call=call))
 
+    if not is_traced(a):  # the rules act only under a transformation
+        return factor(a)
     return _batched.with_vmap_rule("lu_factor", factor)(a)
 
 
@@ -110,6 +113,9 @@ def solve_2d(a, b, *, call: Plan):
     def fused(a, b):
         return _lu.solve(a, b, call=call)
 
+    if not is_traced(a, b):  # the rules act only under a transformation
+        return fused(a, b)
+
     def jvp(primals, tangents):
         (a, b), (da, db) = primals, tangents
         if da is None:  # linear in b
@@ -147,7 +153,8 @@ def _one_matrix_op(op: str, primal, jvp):
     where ``fn`` is the op itself (so that ``jvp`` can use its higher derivatives)."""
     fn = jax.custom_jvp(_batched.with_vmap_rule(op, primal))
     fn.defjvp(rule_on_mesh(lambda primals, tangents: jvp(fn, *primals, *tangents)))
-    return fn
+    # the rules act only under a transformation
+    return lambda a: fn(a) if is_traced(a) else primal(a)
 
 
 def slogdet_2d(a, *, call: Plan):
@@ -225,6 +232,8 @@ def plu_2d(a, *, call: Plan):
     def primal(a):
         return tuple(_lu.lu(a, call=call))
 
+    if not is_traced(a):  # the rules act only under a transformation
+        return primal(a)
     fn = jax.custom_jvp(primal)
 
     def rule(primals, tangents):
@@ -241,6 +250,8 @@ def plu_2d(a, *, call: Plan):
 
 def lu_factor_2d(a, *, call: Plan):
     """``(lu, piv)`` of one matrix with jax's LU derivative (square ``a``)."""
+    if not is_traced(a):  # the rules act only under a transformation
+        return _factor(a, call)  # (which also skips its batching rule)
     fn = jax.custom_jvp(lambda a: _factor(a, call))
 
     def rule(primals, tangents):

@@ -34,7 +34,7 @@ from distla.kernels.tsqr import tsqr_local
 from .._core.eager import one_program
 from . import _lu
 from .._core import batch_layout as layouts
-from .._core.checks import as_array, empty_or_one_device
+from .._core.checks import as_array, empty_or_one_device, is_traced
 from .._core.mesh import (
     Grid,
     constrain,
@@ -233,6 +233,9 @@ def qr_2d(a, *, mode, call: Plan):
         out = _qr_batched(a, mode=mode, call=call)
         return out, (True if mode == "r" else (True, True))
 
+    if not is_traced(a):  # the rules act only under a transformation
+        out = primal(a)
+        return out if mode == "r" else QRResult(*out)
     fn = jax.custom_batching.custom_vmap(primal)
     fn.def_vmap(vmap_rule)
     fn = jax.custom_jvp(fn)

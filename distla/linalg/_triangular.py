@@ -21,7 +21,15 @@ from distla.kernels.cyclic import from_block_cyclic, to_block_cyclic
 from distla.kernels.trsm import trsm_few, trsm_many
 
 from .._core.eager import one_program
-from .._core.checks import as_array, empty_or_one_device, is_empty, result_dtype, rhs_core, square
+from .._core.checks import (
+    as_array,
+    empty_or_one_device,
+    is_empty,
+    is_traced,
+    result_dtype,
+    rhs_core,
+    square,
+)
 from ._lu import blocking, result_spec, rhs_of
 from .._core.matmul import matvec
 from .._core.matrix import HIGHEST, diag_mask, like, pad_identity, tril, triu
@@ -155,6 +163,9 @@ def solve_2d(a, b, *, trans, lower, unit_diagonal, call: Plan):
     the same stacked calls under ``jax.vmap``.
     """
     flags = dict(trans=trans, lower=lower, unit_diagonal=unit_diagonal, call=call)
+    if not is_traced(a, b):  # the rules act only under a transformation
+        x = triangular_solve(a, b, call=call, trans=trans, lower=lower, unit_diagonal=unit_diagonal)
+        return like(x, b)
     kernel = _kernel(trans, lower=lower, unit_diagonal=unit_diagonal, call=call)
     primal = jax.custom_jvp(lambda a, b: like(kernel(a, b), b))
     primal.defjvp(
