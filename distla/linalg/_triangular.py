@@ -164,8 +164,7 @@ def solve_2d(a, b, *, trans, lower, unit_diagonal, call: Plan):
     """
     flags = dict(trans=trans, lower=lower, unit_diagonal=unit_diagonal, call=call)
     if not is_traced(a, b):  # the rules act only under a transformation
-        x = triangular_solve(a, b, call=call, trans=trans, lower=lower, unit_diagonal=unit_diagonal)
-        return like(x, b)
+        return like(triangular_solve(a, b, **flags), b)
     kernel = _kernel(trans, lower=lower, unit_diagonal=unit_diagonal, call=call)
     primal = jax.custom_jvp(lambda a, b: like(kernel(a, b), b))
     primal.defjvp(
