@@ -61,19 +61,24 @@ def test_lu_loops_are_few():
 def test_eager_eigh_compiles_each_step_once(monkeypatch):
     # the eager driver calls its compiled steps once per level: every call after the
     # first must find the first's program (same operand shardings), or the first eigh
-    # compiles its largest step twice
+    # compiles its largest step twice. The steps are cached per mesh and layout, so an
+    # earlier test in this process may have compiled them for other shapes: each step's
+    # programs are cleared the first time this call meets it.
     from distla.linalg import _eigh
 
     steps, on_mesh = {}, _eigh.on_mesh
 
     def spy(fn, *args):
-        steps[fn.__name__] = on_mesh(fn, *args)
-        return steps[fn.__name__]
+        step = on_mesh(fn, *args)
+        if step not in steps:
+            step.clear_cache()
+            steps[step] = fn.__name__
+        return step
 
     monkeypatch.setattr(_eigh, "on_mesh", spy)
     mesh = build_mesh((2, 4), "auto")
     a = jax.random.normal(jax.random.key(0), (40, 40))
     distla.linalg.eigvalsh(jax.device_put(a + a.T, NamedSharding(mesh, P("x", "y"))))
-    assert {"levels_going", "level_split"} <= set(steps)
-    sizes = {name: f._cache_size() for name, f in steps.items()}
-    assert all(size == 1 for size in sizes.values()), sizes
+    assert {"levels_going", "level_split"} <= set(steps.values())
+    sizes = [(name, step._cache_size()) for step, name in steps.items()]
+    assert all(size == 1 for _, size in sizes), sizes
