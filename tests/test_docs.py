@@ -135,7 +135,7 @@ if __name__ == "__main__":
 # --------------------------------------------------------------------------
 
 import pytest  # noqa: E402
-from conftest import CACHE_SETTINGS  # noqa: E402
+from conftest import CACHE_SETTINGS, FUSION_EMITTERS  # noqa: E402
 
 
 def _page_id(path: Path) -> str:
@@ -171,10 +171,11 @@ def block_results(tmp_path_factory):
     env.pop("DISTLA_SIMULATED_DEVICES", None)
     # the one-device budget as readers have it (the suite sets 0 for its own tests)
     env.pop("DISTLA_PLAN_BUDGET", None)
-    # The pages run at XLA's default optimisation, as readers run them (tests/conftest.py
-    # can set level 0 for the suite's own compiles).
+    # The pages run at XLA's default optimisation and emitters, as readers run them
+    # (tests/conftest.py sets other ones for the suite's own compiles).
     flags = os.environ.get("XLA_FLAGS", "").split()
-    env["XLA_FLAGS"] = " ".join(f for f in flags if not f.startswith("--xla_backend_optimization_level"))
+    suite_only = ("--xla_backend_optimization_level", FUSION_EMITTERS)
+    env["XLA_FLAGS"] = " ".join(f for f in flags if not f.startswith(suite_only))
     # Under pytest-xdist another worker already keeps a core busy: one runner at a time,
     # so that the simulated devices' collectives are not starved of CPU.
     one_at_a_time = "PYTEST_XDIST_WORKER" in os.environ

@@ -25,7 +25,7 @@ from jax.sharding import PartitionSpec as P
 
 from distla.kernels._axes import round_up as round_up  # the kernels pad with the same rule
 
-from .mesh import fitting_spec, grid_of, is_explicit, natural_spec, run_on_mesh
+from .mesh import fitting_spec, grid_of, is_explicit, named_shardings, natural_spec, run_on_mesh
 
 #: The precision of every product a factorisation's error bound rests on
 #: (TPU and TF32 defaults would otherwise dominate the error).
@@ -187,4 +187,15 @@ def on_mesh(
     Cached, so calls with the same body, mesh and layouts share one program.
     """
     kw = dict(static)
-    return jax.jit(lambda *args: run_on_mesh(functools.partial(fn, **kw), mesh, out_specs, *args))
+
+    def step(*args):
+        return run_on_mesh(functools.partial(fn, **kw), mesh, out_specs, *args)
+
+    # named after its body, so that compile logs and profiles say which step compiles
+    step.__name__ = step.__qualname__ = getattr(fn, "__name__", step.__name__)
+    # The result shardings are fixed here as well as inside: on an Explicit mesh they are
+    # in the types, and naming them on an Auto mesh too makes the two programs one, so
+    # that jax's persistent cache (when switched on) compiles a step once for both kinds.
+    # The operands are kept even where the body reads only their shapes: they name the
+    # devices that the mesh of those shardings stands for.
+    return jax.jit(step, out_shardings=named_shardings(mesh, out_specs), keep_unused=True)

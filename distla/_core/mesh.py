@@ -197,6 +197,11 @@ def constrain(x: jax.Array, spec: P) -> jax.Array:
     )
 
 
+def named_shardings(mesh: AbstractMesh, specs: Any) -> Any:
+    """``NamedSharding(mesh, spec)`` for every ``PartitionSpec`` in the tree ``specs``."""
+    return jax.tree.map(lambda s: NamedSharding(mesh, s), specs, is_leaf=lambda s: isinstance(s, P))
+
+
 def run_on_mesh(body: Callable[..., Any], mesh: AbstractMesh, out_specs: Any, *args: Any) -> Any:
     """Trace ``body(*args)`` with ``mesh`` in context and return ``out_specs`` layouts.
 
@@ -207,9 +212,7 @@ def run_on_mesh(body: Callable[..., Any], mesh: AbstractMesh, out_specs: Any, *a
     result comes back with the ``Explicit`` sharding ``out_specs`` names.
     Must be called while tracing (inside ``jax.jit``).
     """
-    shardings = jax.tree.map(
-        lambda s: NamedSharding(mesh, s), out_specs, is_leaf=lambda s: isinstance(s, P)
-    )
+    shardings = named_shardings(mesh, out_specs)
     with jax.sharding.use_abstract_mesh(mesh):
         if is_explicit(mesh):
             return jax.sharding.auto_axes(body, out_sharding=shardings)(*args)
