@@ -8,6 +8,8 @@ module). Subprocesses that the tests start inherit ``JAX_NUM_CPU_DEVICES``.
 import importlib.util
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 
 SIMULATED_DEVICES = 8
@@ -37,12 +39,26 @@ if os.environ.get("DISTLA_TESTS_FAST_COMPILE") == "1" and _LLVM_LEVEL not in os.
 # compile; tests/test_spectral_dropin.py with tests/test_geneig.py side by side with a
 # default run: 231 s against 298 s). The docs pages run at XLA's defaults, as readers
 # run them (tests/test_docs.py); DISTLA_TESTS_FUSION_EMITTERS=1 keeps the default here.
+# jaxlib 0.11.2's XLA no longer has the flag, and an unknown XLA flag aborts the
+# process, so a child process tries it first (once: the workers inherit the outcome).
 # Subprocesses inherit it.
 FUSION_EMITTERS = "--xla_cpu_use_fusion_emitters"
-if os.environ.get("DISTLA_TESTS_FUSION_EMITTERS") != "1" and FUSION_EMITTERS not in os.environ.get(
-    "XLA_FLAGS", ""
-):
-    os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {FUSION_EMITTERS}=false".strip()
+_EMITTERS_ENV = "DISTLA_TESTS_FUSION_EMITTERS"
+
+
+def _xla_accepts(flag: str) -> bool:
+    """Whether this jaxlib's XLA starts with ``flag`` in ``XLA_FLAGS``."""
+    env = dict(os.environ, JAX_PLATFORMS="cpu")
+    env["XLA_FLAGS"] = f"{env.get('XLA_FLAGS', '')} {flag}".strip()
+    probe = "import jax.numpy as jnp; jnp.zeros(1).block_until_ready()"
+    return subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True).returncode == 0
+
+
+if os.environ.get(_EMITTERS_ENV) != "1" and FUSION_EMITTERS not in os.environ.get("XLA_FLAGS", ""):
+    if _xla_accepts(f"{FUSION_EMITTERS}=false"):
+        os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {FUSION_EMITTERS}=false".strip()
+    else:
+        os.environ[_EMITTERS_ENV] = "1"
 
 import jax  # noqa: E402
 import pytest  # noqa: E402
