@@ -51,7 +51,11 @@ def _xla_accepts(flag: str) -> bool:
     env = dict(os.environ, JAX_PLATFORMS="cpu")
     env["XLA_FLAGS"] = f"{env.get('XLA_FLAGS', '')} {flag}".strip()
     probe = "import jax.numpy as jnp; jnp.zeros(1).block_until_ready()"
-    return subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True).returncode == 0
+    try:
+        run = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, timeout=120)
+    except subprocess.TimeoutExpired:  # never seen; the suite then keeps XLA's default
+        return False
+    return run.returncode == 0
 
 
 if os.environ.get(_EMITTERS_ENV) != "1" and FUSION_EMITTERS not in os.environ.get("XLA_FLAGS", ""):
