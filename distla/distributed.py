@@ -15,6 +15,7 @@ from __future__ import annotations
 import atexit
 import os
 import sys
+import time
 import traceback
 from collections.abc import Sequence
 from typing import NamedTuple
@@ -26,6 +27,9 @@ import jax
 ENV_COORDINATOR = "JAX_COORDINATOR_ADDRESS"
 ENV_NUM_PROCESSES = "JAX_NUM_PROCESSES"
 ENV_PROCESS_ID = "JAX_PROCESS_ID"
+# A folder where a failing process notes when it failed (set by ``python -m distla
+# launch``, which reports the process that failed first, not the first to exit).
+ENV_FAILURES = "DISTLA_LAUNCH_FAILURES"
 
 # MPI launchers: (process count, rank, local rank) variables.
 _MPI_ENVS = {
@@ -337,3 +341,12 @@ def _leaving(process_id: int, why: str) -> None:
     )
     sys.stdout.flush()
     sys.stderr.flush()
+    folder = os.environ.get(ENV_FAILURES)
+    if folder:
+        # Written before the process ends, so before its peers can see it gone (a closed
+        # connection) and fail in turn: the launcher orders the failures by these times.
+        try:
+            with open(os.path.join(folder, str(process_id)), "w") as f:
+                f.write(str(time.monotonic_ns()))
+        except OSError:
+            pass

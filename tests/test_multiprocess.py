@@ -202,6 +202,32 @@ def test_launch_stops_the_others_when_one_fails(tmp_path, capfd):
     assert "[launch] process 1 exited with status 3; stopping processes 0" in err
 
 
+def test_launch_reports_the_first_failure_not_the_first_exit(tmp_path, capfd):
+    # Process 1 fails first and is slow to leave; process 0 fails after it (as it does
+    # when a peer's connections close under it) and exits at once. The launcher reports
+    # process 1, from the failure times that failing processes note (distla.distributed).
+    script = _script(
+        tmp_path,
+        """
+        import os, sys, time
+        from distla.distributed import _leaving
+        me = int(os.environ["JAX_PROCESS_ID"])
+        folder = os.environ["DISTLA_LAUNCH_FAILURES"]
+        if me == 1:
+            _leaving(1, "sys.exit(3)")
+            time.sleep(1)  # a large process takes a while to end
+            os._exit(3)
+        while not os.path.exists(os.path.join(folder, "1")):
+            time.sleep(0.01)
+        _leaving(0, "uncaught RuntimeError")
+        os._exit(1)
+        """,
+    )
+    status, out, err, _ = launch_here(capfd, "-n", "2", "--grace", "5", script)
+    assert status == 3, err
+    assert "[launch] process 1 exited with status 3" in err
+
+
 def test_launch_timeout(tmp_path, capfd):
     script = _script(tmp_path, "import time\ntime.sleep(120)\n")
     status, out, err, seconds = launch_here(capfd, "-n", "2", "--timeout", "1", script)

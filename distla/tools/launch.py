@@ -21,12 +21,13 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Sequence
 from typing import IO
 
-from distla.distributed import ENV_COORDINATOR, ENV_NUM_PROCESSES, ENV_PROCESS_ID
+from distla.distributed import ENV_COORDINATOR, ENV_FAILURES, ENV_NUM_PROCESSES, ENV_PROCESS_ID
 
 from .devices import ENV as _DEVICES_ENV
 
@@ -73,7 +74,13 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 
 def child_env(
-    base: dict[str, str], *, coordinator: str, num_processes: int, process_id: int, devices: int
+    base: dict[str, str],
+    *,
+    coordinator: str,
+    num_processes: int,
+    process_id: int,
+    devices: int,
+    failures: str | None = None,
 ) -> dict[str, str]:
     """The environment of process ``process_id`` (see the module docstring)."""
     env = dict(base)
@@ -89,6 +96,8 @@ def child_env(
     env[ENV_NUM_PROCESSES] = str(num_processes)
     env[ENV_PROCESS_ID] = str(process_id)
     env["PYTHONUNBUFFERED"] = "1"
+    if failures is not None:
+        env[ENV_FAILURES] = failures
     return env
 
 
@@ -244,6 +253,7 @@ def launch(
     lock = threading.Lock()
     procs: list[subprocess.Popen] = []
     pumps: list[threading.Thread] = []
+    failures = tempfile.TemporaryDirectory(prefix="distla-launch-")
     try:
         for i in range(num_processes):
             env = child_env(
@@ -252,6 +262,7 @@ def launch(
                 num_processes=num_processes,
                 process_id=i,
                 devices=devices_per_process,
+                failures=failures.name,
             )
             p = subprocess.Popen(
                 [sys.executable, "-u", *command],
@@ -269,7 +280,7 @@ def launch(
                 )
                 t.start()
                 pumps.append(t)
-        status = _wait(procs, timeout=timeout, grace=grace)
+        status = _wait(procs, timeout=timeout, grace=grace, failures=failures.name)
     except KeyboardInterrupt:
         _say("interrupted; stopping every process")
         _stop(procs, grace=0.5)
@@ -283,11 +294,20 @@ def launch(
         raise
     for t in pumps:
         t.join(timeout=5)
+    failures.cleanup()
     return status
 
 
-def _wait(procs: Sequence[subprocess.Popen], *, timeout: float | None, grace: float) -> int:
-    """Wait for every process; on the first failure (in exit order) stop the rest."""
+def _wait(
+    procs: Sequence[subprocess.Popen], *, timeout: float | None, grace: float, failures: str
+) -> int:
+    """Wait for every process; on the first failure stop the rest.
+
+    The process reported is the one that failed first by the times that failing
+    processes note in ``failures`` (``distla.distributed``), not the first to
+    exit: a failing process's peers see its connections close and may fail and
+    exit before it has.
+    """
     exits: queue.Queue[tuple[int, int]] = queue.Queue()
     for i, p in enumerate(procs):
         threading.Thread(target=lambda i=i, p=p: exits.put((i, p.wait())), daemon=True).start()
@@ -304,12 +324,36 @@ def _wait(procs: Sequence[subprocess.Popen], *, timeout: float | None, grace: fl
             return TIMEOUT_STATUS
         done += 1
         if code != 0:
+            i, code = _first_failure(procs, i, code, failures, grace)
             running = [j for j, p in enumerate(procs) if p.poll() is None]
             stopping = f"; stopping processes {', '.join(map(str, running))}" if running else ""
             _say(f"process {i} exited with status {_status(code)}{stopping}")
             _stop(procs, grace)
             return _status(code) or 1
     return 0
+
+
+def _first_failure(
+    procs: Sequence[subprocess.Popen], i: int, code: int, failures: str, grace: float
+) -> tuple[int, int]:
+    """``(process, status)`` of the first failure, given that process ``i`` exited with
+    ``code``: the process that noted the earliest failure time, once it has exited (it
+    is on its way out; waited for at most ``grace`` seconds), else ``i``."""
+    noted = {}
+    for name in os.listdir(failures):
+        try:
+            with open(os.path.join(failures, name)) as f:
+                noted[int(name)] = int(f.read())
+        except (OSError, ValueError):  # a note being written: that process is not first
+            continue
+    first = min(noted, key=noted.get, default=i)
+    if first == i or not 0 <= first < len(procs):
+        return i, code
+    try:
+        first_code = procs[first].wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        return i, code
+    return (first, first_code) if first_code != 0 else (i, code)
 
 
 def main(args: argparse.Namespace) -> int:
