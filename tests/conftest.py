@@ -5,6 +5,7 @@ before anything starts jax's backend (pytest imports conftest before any test
 module). Subprocesses that the tests start inherit ``JAX_NUM_CPU_DEVICES``.
 """
 
+import gc
 import importlib.util
 import os
 import shutil
@@ -18,55 +19,74 @@ os.environ.setdefault("JAX_NUM_CPU_DEVICES", str(SIMULATED_DEVICES))
 # The suites of the distributed algorithms test those algorithms: plan="auto"
 # stays distributed unless a test sets the one-device budget itself (test_plans).
 os.environ.setdefault("DISTLA_PLAN_BUDGET", "0")
-# XLA's CPU backend at LLVM optimisation level 0, on request only
-# (DISTLA_TESTS_FAST_COMPILE=1): the suite's programs are small and compile-bound (eigh
-# at n = 64 on 2x4: 14 CPU s to compile, 0.2 s to run), and level 0 cuts their compile
-# time by a third to a half (eigh 14 -> 7.6 CPU s, solve 5.4 -> 3.7). It is off by
-# default because one CI run's worker died of a segmentation fault inside XLA's compile
-# of eigh's derivative at level 0 (never seen at the default level). Level 0 also made a
-# hang of jaxlib's batched LAPACK calls likelier (1 run in 3 of docs/batched.md's batched
-# solve, against 1 CI run in several at the default level); distla._core.lapack_batch
-# now keeps those calls from hanging at any level.
-# Subprocesses inherit it (the docs pages' runner drops it).
-_LLVM_LEVEL = "--xla_backend_optimization_level"
-if os.environ.get("DISTLA_TESTS_FAST_COMPILE") == "1" and _LLVM_LEVEL not in os.environ.get(
-    "XLA_FLAGS", ""
-):
-    os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {_LLVM_LEVEL}=0".strip()
-# XLA's CPU backend emits the suite's fusions through its older elemental emitter, not
-# the MLIR fusion emitters (on by default since 2025): the same programs, compiled in
-# about two thirds of the time (eager eigh at n = 37 on 2x4: 5.8-6.7 -> 4.0-4.8 s of
-# compile; tests/test_spectral_dropin.py with tests/test_geneig.py side by side with a
-# default run: 231 s against 298 s). The docs pages run at XLA's defaults, as readers
-# run them (tests/test_docs.py); DISTLA_TESTS_FUSION_EMITTERS=1 keeps the default here.
-# jaxlib 0.11.2's XLA no longer has the flag, and an unknown XLA flag aborts the
-# process, so a child process tries it first (once: the workers inherit the outcome).
-# Subprocesses inherit it.
-FUSION_EMITTERS = "--xla_cpu_use_fusion_emitters"
-_EMITTERS_ENV = "DISTLA_TESTS_FUSION_EMITTERS"
 
 
-def _xla_accepts(flag: str) -> bool:
-    """Whether this jaxlib's XLA starts with ``flag`` in ``XLA_FLAGS``."""
+def _with_flags(flags: str, *more: str) -> str:
+    """``XLA_FLAGS`` text ``flags`` with ``more`` appended."""
+    return " ".join([flags, *more]).strip()
+
+
+def _xla_accepts(*flags: str) -> bool:
+    """Whether this jaxlib's XLA starts with ``flags`` in ``XLA_FLAGS``."""
     env = dict(os.environ, JAX_PLATFORMS="cpu")
-    env["XLA_FLAGS"] = f"{env.get('XLA_FLAGS', '')} {flag}".strip()
+    env["XLA_FLAGS"] = _with_flags(env.get("XLA_FLAGS", ""), *flags)
     probe = "import jax.numpy as jnp; jnp.zeros(1).block_until_ready()"
     try:
         run = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, timeout=120)
-    except subprocess.TimeoutExpired:  # never seen; the suite then keeps XLA's default
+    except subprocess.TimeoutExpired:  # never seen; the suite then keeps XLA's defaults
         return False
     return run.returncode == 0
 
 
-if os.environ.get(_EMITTERS_ENV) != "1" and FUSION_EMITTERS not in os.environ.get("XLA_FLAGS", ""):
-    if _xla_accepts(f"{FUSION_EMITTERS}=false"):
-        os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {FUSION_EMITTERS}=false".strip()
-    else:
-        os.environ[_EMITTERS_ENV] = "1"
+# The suite's programs are small and compile-bound (eigh at n = 64 on 2x4: 14 CPU s to
+# compile at XLA's defaults, 0.2 s to run), so the suite has XLA's CPU backend compile
+# them quickly rather than make them fast; what they compute is the same. The docs
+# pages run at XLA's defaults, as readers run them (tests/test_docs.py), and so do the
+# benchmarks. Subprocesses inherit the flags.
+#
+# LLVM optimisation level 0 (DISTLA_TESTS_FAST_COMPILE=0 keeps XLA's level): half the
+# CPU time of compiling (solve, eigh and eigh's derivative at n = 64 on 2x4: 15.7 ->
+# 7.9 CPU s), and the whole suite in 570-605 s instead of 820-940 s. It was once off:
+# one CI run's worker died of a segmentation fault inside XLA's compile of eigh's
+# derivative at level 0 (test_spectral::test_eigh_jvp), with the fusion emitters below
+# still on. Not seen since: that test alone 12 times in fresh processes without a
+# compilation cache, and the whole suite at level 0 with the emitters off, passed
+# (docs/benchmarks.md, "The suite's time"). Level 0 also made a hang of jaxlib's
+# batched LAPACK calls likelier, which distla._core.lapack_batch now prevents at any
+# level.
+LLVM_LEVEL = "--xla_backend_optimization_level"
+# Fusions through XLA's older elemental emitter, not the MLIR fusion emitters (on by
+# default since 2025; DISTLA_TESTS_FUSION_EMITTERS=1 keeps them): the same programs,
+# compiled in about two thirds of the time (eager eigh at n = 37 on 2x4: 5.8-6.7 ->
+# 4.0-4.8 s of compile).
+FUSION_EMITTERS = "--xla_cpu_use_fusion_emitters"
+# An XLA that does not know a flag aborts the process at start (jaxlib 0.11.2's has no
+# FUSION_EMITTERS), so a child process tries the flags first, once: the first process
+# sets DISTLA_TESTS_XLA_FLAGS_CHECKED and the workers inherit its outcome.
+_CHECKED = "DISTLA_TESTS_XLA_FLAGS_CHECKED"
+if os.environ.get(_CHECKED) != "1":
+    _have = os.environ.get("XLA_FLAGS", "")
+    _wanted = [
+        flag
+        for flag, on in (
+            (f"{LLVM_LEVEL}=0", os.environ.get("DISTLA_TESTS_FAST_COMPILE") != "0"),
+            (f"{FUSION_EMITTERS}=false", os.environ.get("DISTLA_TESTS_FUSION_EMITTERS") != "1"),
+        )
+        if on and flag.split("=")[0] not in _have
+    ]
+    if _wanted and not _xla_accepts(*_wanted):
+        _wanted = [flag for flag in _wanted if _xla_accepts(flag)]
+    os.environ["XLA_FLAGS"] = _with_flags(_have, *_wanted)
+    os.environ[_CHECKED] = "1"
 
 import jax  # noqa: E402
 import pytest  # noqa: E402
 from jax.sharding import AxisType  # noqa: E402
+
+# Tracing and lowering make many short-lived objects; collecting them less often saves
+# about 5% of a worker's time (tests/test_spectral_dropin.py's eigh and svd cases: 48.8
+# -> 46.3 s) at the same peak memory.
+gc.set_threshold(50_000, 20, 100)
 
 jax.config.update("jax_num_cpu_devices", SIMULATED_DEVICES)
 jax.config.update("jax_numpy_rank_promotion", "raise")
@@ -97,6 +117,28 @@ CACHE_SETTINGS = (
 )
 for _name, _value in CACHE_SETTINGS.items():
     jax.config.update(_name, _value)
+
+
+# The slowest files first (seconds of one worker at the flags above, largest first: 125,
+# 117, 87, 85, 68, 66, 63, 56, 45; the rest take 35 s or less). `--dist loadfile` hands
+# the workers whole files in collection order, so a slow file collected last kept one
+# worker busy for a minute or more after the other had finished.
+SLOWEST_FILES = (
+    "test_edges.py",
+    "test_linalg.py",
+    "test_docs.py",
+    "test_spectral_dropin.py",
+    "test_dropin_linalg.py",
+    "test_spectral.py",
+    "test_geneig.py",
+    "test_edge_sweep.py",
+    "test_batched.py",
+)
+
+
+def pytest_collection_modifyitems(items):
+    first = {name: i for i, name in enumerate(SLOWEST_FILES)}
+    items.sort(key=lambda item: first.get(item.path.name, len(first)))  # stable: files stay whole
 
 
 def pytest_sessionfinish(session):

@@ -135,7 +135,7 @@ if __name__ == "__main__":
 # --------------------------------------------------------------------------
 
 import pytest  # noqa: E402
-from conftest import CACHE_SETTINGS, FUSION_EMITTERS  # noqa: E402
+from conftest import CACHE_SETTINGS, FUSION_EMITTERS, LLVM_LEVEL  # noqa: E402
 
 
 def _page_id(path: Path) -> str:
@@ -174,7 +174,7 @@ def block_results(tmp_path_factory):
     # The pages run at XLA's default optimisation and emitters, as readers run them
     # (tests/conftest.py sets other ones for the suite's own compiles).
     flags = os.environ.get("XLA_FLAGS", "").split()
-    suite_only = ("--xla_backend_optimization_level", FUSION_EMITTERS)
+    suite_only = (LLVM_LEVEL, FUSION_EMITTERS)
     env["XLA_FLAGS"] = " ".join(f for f in flags if not f.startswith(suite_only))
     # Under pytest-xdist another worker already keeps a core busy: one runner at a time,
     # so that the simulated devices' collectives are not starved of CPU.
