@@ -8,6 +8,8 @@ stages), which n = 4096 already fills, so n = 16384 adds nothing; n = 512
 has fewer. Lowering only (no XLA compile), so the whole file stays cheap.
 """
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import pytest
@@ -20,13 +22,16 @@ from distla.kernels import lu as lu_kernel
 
 # (op, while loops in the lowered program, ceiling on its text in characters):
 # today's loop counts (4 LU phases + 1 loop per substitution + the pivot
-# helpers'; 4 cholesky segments; 4 QR stages for R and again for Q + helpers),
+# helpers'; 4 cholesky segments; 4 QR stages for R and again for Q + helpers;
+# eigvalsh's 4 reduction phases of a panel loop and a column loop each, and the
+# bisection's halvings around its Sturm recurrence),
 # and about 1.15x today's text at n = 4096. One loop per block column would be
 # 32 to 128 loops.
 CASES = [
     pytest.param("solve", 12, 240_000, id="solve"),
     pytest.param("cholesky", 4, 170_000, id="cholesky"),
     pytest.param("qr", 12, 215_000, id="qr"),
+    pytest.param("eigvalsh", 10, 170_000, id="eigvalsh"),
 ]
 
 
@@ -39,7 +44,10 @@ def _lowered(op: str, n: int) -> str:
     args = [arg((n, n), P("x", "y"))]
     if op == "solve":
         args.append(arg((n,), P("x")))
-    return jax.jit(getattr(distla.linalg, op)).lower(*args).as_text()
+    fn = getattr(distla.linalg, op)
+    if op == "eigvalsh":  # the tridiagonal reduction, whatever the one-device budget
+        fn = functools.partial(fn, plan="distributed")
+    return jax.jit(fn).lower(*args).as_text()
 
 
 @pytest.mark.parametrize("op, loops, chars", CASES)
@@ -78,7 +86,7 @@ def test_eager_eigh_compiles_each_step_once(monkeypatch):
     monkeypatch.setattr(_eigh, "on_mesh", spy)
     mesh = build_mesh((2, 4), "auto")
     a = jax.random.normal(jax.random.key(0), (40, 40))
-    distla.linalg.eigvalsh(jax.device_put(a + a.T, NamedSharding(mesh, P("x", "y"))))
+    distla.linalg.eigh(jax.device_put(a + a.T, NamedSharding(mesh, P("x", "y"))))
     assert {"levels_going", "level_split"} <= set(steps.values())
     sizes = [(name, step._cache_size()) for step, name in steps.items()]
     assert all(size == 1 for _, size in sizes), sizes

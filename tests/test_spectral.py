@@ -15,6 +15,7 @@ from helpers import (
     check_eigh,
     check_svd,
     eps,
+    hermitian,
     has_layout,
     place,
     random_matrix,
@@ -29,27 +30,6 @@ from distla.linalg import _eigh, _polar
 from distla import linalg
 
 N = 40  # the 2x4 mesh's size for most tests (divides 8: the even layout)
-
-
-def hermitian(rng, n, dtype, kind="random"):
-    """Hermitian test matrices with the spectra LAPACK's tests use."""
-    g = random_matrix(rng, (n, n), dtype)
-    if kind == "random":
-        return (g + g.conj().T) / 2
-    q, _ = np.linalg.qr(g)
-    if kind == "clustered":  # two tight clusters and a few outliers
-        lam = np.concatenate([1 + 1e-6 * rng.standard_normal(n // 2),
-                              -1 + 1e-6 * rng.standard_normal(n - n // 2 - 3), [5.0, 7.0, -9.0]])
-    elif kind == "repeated":  # three eigenvalues, each repeated
-        lam = np.repeat([-2.0, 0.5, 3.0], [n // 3, n // 3, n - 2 * (n // 3)])
-    elif kind == "graded":  # 1 .. eps, alternating signs
-        lam = np.logspace(0, np.log10(eps(dtype)), n) * np.where(np.arange(n) % 2, -1, 1)
-    elif kind == "ill":  # cond 1/sqrt(eps)
-        lam = np.logspace(0, np.log10(np.sqrt(eps(dtype))), n)
-    else:
-        raise ValueError(kind)
-    a = (q * lam) @ q.conj().T
-    return ((a + a.conj().T) / 2).astype(dtype)
 
 
 # ----------------------------------------------------------------------- meshes

@@ -1,0 +1,205 @@
+"""Hermitian to real tridiagonal by Householder reflections, and its eigenvalues by bisection.
+
+The two halves of LAPACK's ``xHEEVX`` without eigenvectors: ``xHETRD``'s
+reduction ``Qᴴ A Q = T`` and ``xSTEBZ``'s bisection on Sturm counts. About
+``4n³/3`` flops in all, LAPACK's count (the QDWH divide and conquer of
+``distla/linalg/_eigh.py`` does several times that).
+
+**Reduction** (:func:`reduce_columns`). ``A`` is in the 2D block layout (device
+``(i, j)`` holds rows ``[i·mloc, (i+1)·mloc)`` and columns
+``[j·nloc, (j+1)·nloc)``). Column ``j`` is reduced by ``H = I − τ v vᴴ``
+(LAPACK's ``xLARFG``: ``Hᴴ [α; x] = [β; 0]`` with ``β`` real) applied from
+both sides, ``A ← Hᴴ A H = A − v wᴴ − w vᴴ`` with ``p = τ A v`` and
+``w = p − ½ τ (pᴴ v) v``. As in ``xLATRD`` (Dongarra, Hammarling & Sorensen,
+"Block reduction of matrices to condensed forms", 1989) the rank-2 updates of
+``nb`` columns are kept as ``V, W`` (``m x nb``, on every device) and applied
+to ``A`` at once, one local GEMM per panel; in between, a column of the
+updated matrix is ``A[:, j] − V W[j]ᴴ − W V[j]ᴴ`` and ``A v`` is corrected the
+same way. A step's communication is one psum of two ``m``-vectors over the
+mesh: this device's share of ``A v`` and of the next column (zeros from the
+devices that do not hold it). The reflectors, the vectors ``V, W`` and the
+tridiagonal ``(d, e)`` are computed on every device alike.
+
+The kernel reduces the first ``steps`` columns of the ``m x m`` matrix it is
+given and returns the trailing matrix updated; the caller cuts that matrix
+down to its trailing part between calls (a few phases, so that the local
+matrix-vector products shrink with the trailing matrix).
+
+**Eigenvalues** (:func:`bisect`). The Sturm count ``#{λ(T) < x}`` is the
+number of negative pivots of ``T − x I`` (``q₀ = d₀ − x``,
+``qᵢ = dᵢ − x − eᵢ₋₁²/qᵢ₋₁``, a pivot smaller than ``pivmin`` replaced by
+``−pivmin``, as ``xLAEBZ``). Each device bisects its own ``k`` of the ``n``
+eigenvalues from Gershgorin's interval for ``mantissa bits + 2`` halvings,
+to within a few ``eps·‖T‖``.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+from ._axes import axis_index, axis_size
+
+
+def _live(*names: str | None) -> tuple[str, ...]:
+    return tuple(n for n in names if n is not None)
+
+
+def _reflector(a_j: jax.Array, j: jax.Array, idx: jax.Array):
+    """``(v, τ, β)`` with ``Hᴴ a_j[j+1:] = β e₁``, ``H = I − τ v vᴴ``, ``v[j+1] = 1``,
+    ``v[:j+1] = 0`` (LAPACK's ``xLARFG``; ``τ = 0`` when nothing is below ``α``)."""
+    m = a_j.shape[0]
+    alpha = a_j[jnp.minimum(j + 1, m - 1)]
+    below = jnp.where(idx > j + 1, a_j, 0)
+    sigma = jnp.sum(jnp.real(below * jnp.conj(below)))
+    norm = jnp.sqrt(jnp.real(alpha * jnp.conj(alpha)) + sigma)
+    beta = jnp.where(jnp.real(alpha) >= 0, -norm, norm)
+    trivial = (sigma == 0) & (jnp.imag(alpha) == 0)
+    beta_c = beta.astype(a_j.dtype)
+    tau = jnp.where(trivial, 0, (beta_c - alpha) / jnp.where(trivial, 1, beta_c))
+    scale = jnp.where(trivial, 1, alpha - beta_c)
+    v = jnp.where(idx == j + 1, 1, below / scale)
+    return v.astype(a_j.dtype), tau.astype(a_j.dtype), jnp.where(trivial, jnp.real(alpha), beta)
+
+
+def reduce_columns(
+    a_blk: jax.Array,
+    *,
+    steps: int,
+    nb: int,
+    row_axis: str | None,
+    col_axis: str | None,
+) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """Reduce the first ``steps`` columns of the Hermitian ``m x m`` matrix held as ``a_blk``.
+
+    Args:
+      a_blk: this device's ``mloc x nloc`` block of the ``m x m`` matrix
+        (``m = mloc·pr = nloc·pc``), both triangles.
+      steps: columns to reduce, a multiple of ``nb``, at most ``m``.
+      nb: the panel width (columns per deferred update).
+
+    Returns:
+      ``(a_blk, d, e)``: the block of the trailing matrix after the
+      reductions (rows and columns ``>= steps`` are the ones to carry on
+      with), and the real ``d[:steps]`` (diagonal of ``T``) and
+      ``e[:steps]`` (``e[i] = T[i+1, i]``), the same on every device.
+    """
+    mloc, nloc = a_blk.shape
+    pr, pc = axis_size(row_axis), axis_size(col_axis)
+    m = mloc * pr
+    assert nloc * pc == m and steps % nb == 0 and steps <= m, (a_blk.shape, pr, pc, steps, nb)
+    dtype = a_blk.dtype
+    real = jnp.finfo(dtype).dtype
+    every = _live(row_axis, col_axis)
+    row0 = jnp.asarray(axis_index(row_axis) * mloc, jnp.int32)
+    col0 = jnp.asarray(axis_index(col_axis) * nloc, jnp.int32)
+    idx = jnp.arange(m, dtype=jnp.int32)
+    zero = jnp.int32(0)
+
+    def spread(piece):  # this device's rows of an m-vector, zeros elsewhere
+        return lax.dynamic_update_slice(jnp.zeros((m,), dtype), piece, (row0,))
+
+    def my_column(a_blk, j):  # this device's rows of column j, or zeros if it holds none
+        jl = jnp.clip(j - col0, 0, nloc - 1)
+        mine = (j >= col0) & (j < col0 + nloc)
+        return jnp.where(mine, lax.dynamic_slice(a_blk, (zero, jl), (mloc, 1))[:, 0], 0)
+
+    def mine(x):  # this device's columns of an m-vector
+        return lax.dynamic_slice(x, (col0,), (nloc,))
+
+    def panel(k, carry):
+        a_blk, d, e = carry
+        k0 = (k * nb).astype(jnp.int32)
+
+        def step(i, carry):
+            v_all, w_all, d, e, col = carry
+            i = i.astype(jnp.int32)
+            j = k0 + i
+            # column j of the matrix with the panel's earlier updates applied
+            a_j = col - v_all @ jnp.conj(w_all[j]) - w_all @ jnp.conj(v_all[j])
+            v, tau, beta = _reflector(a_j, j, idx)
+            d = lax.dynamic_update_slice(d, jnp.real(a_j[j])[None], (j,))
+            e = lax.dynamic_update_slice(e, beta[None].astype(real), (j,))
+            both = lax.psum(jnp.stack([spread(a_blk @ mine(v)), spread(my_column(a_blk, j + 1))]),
+                            every)
+            av, col = both[0], both[1]
+            av = av - v_all @ (jnp.conj(w_all.T) @ v) - w_all @ (jnp.conj(v_all.T) @ v)
+            p = tau * av
+            w = p - 0.5 * tau * jnp.vdot(p, v) * v
+            w = jnp.where(idx > j, w, 0)
+            v_all = lax.dynamic_update_slice(v_all, v[:, None], (zero, i))
+            w_all = lax.dynamic_update_slice(w_all, w[:, None], (zero, i))
+            return v_all, w_all, d, e, col
+
+        col = lax.psum(spread(my_column(a_blk, k0)), every)
+        empty = jnp.zeros((m, nb), dtype)
+        v_all, w_all, d, e, _ = lax.fori_loop(0, nb, step, (empty, empty, d, e, col))
+        # the deferred rank-2nb update, local: A ← A − V Wᴴ − W Vᴴ
+        v_r, w_r = (lax.dynamic_slice(x, (row0, zero), (mloc, nb)) for x in (v_all, w_all))
+        v_c, w_c = (lax.dynamic_slice(x, (col0, zero), (nloc, nb)) for x in (v_all, w_all))
+        a_blk = a_blk - v_r @ jnp.conj(w_c.T) - w_r @ jnp.conj(v_c.T)
+        return a_blk, d, e
+
+    d = jnp.zeros((steps,), real)
+    e = jnp.zeros((steps,), real)
+    return lax.fori_loop(0, steps // nb, panel, (a_blk, d, e))
+
+
+def sturm_count(d: jax.Array, e2: jax.Array, pivmin: jax.Array, x: jax.Array) -> jax.Array:
+    """``#{λ(T) < x}`` for each shift in ``x`` (``T`` with diagonal ``d``, ``e2 = e²``)."""
+
+    def pivot(q):
+        return jnp.where(jnp.abs(q) < pivmin, -pivmin, q)
+
+    q = pivot(d[0] - x)
+    count = (q < 0).astype(jnp.int32)
+
+    def body(i, carry):
+        q, count = carry
+        q = pivot(d[i] - x - e2[i - 1] / q)
+        return q, count + (q < 0).astype(jnp.int32)
+
+    _, count = lax.fori_loop(1, d.shape[0], body, (q, count), unroll=8)
+    return count
+
+
+def bisect(d: jax.Array, e: jax.Array, *, k: int, axis_names: tuple[str | None, ...]) -> jax.Array:
+    """This device's ``k`` eigenvalues of the real symmetric tridiagonal ``T``, ascending.
+
+    Args:
+      d: the ``n`` diagonal entries, the same on every device.
+      e: ``n`` entries: the ``n - 1`` off-diagonal ones and one that is not
+        read, the same on every device.
+      k: eigenvalues per device; device ``r`` (row-major over ``axis_names``)
+        computes those of index ``[r·k, (r+1)·k)`` (clamped to ``n - 1``).
+      axis_names: the mesh axes the devices are laid on (``None``: size 1).
+
+    Returns:
+      ``[k]`` eigenvalues.
+    """
+    n = d.shape[0]
+    finfo = jnp.finfo(d.dtype)
+    rank = jnp.int32(0)
+    for name in axis_names:
+        rank = rank * axis_size(name) + axis_index(name)
+    target = jnp.minimum(rank * k + jnp.arange(k, dtype=jnp.int32), n - 1)
+    e = jnp.where(jnp.arange(n) < n - 1, e, 0)
+    e2 = e * e
+    ae = jnp.abs(e)
+    radius = ae + jnp.pad(ae[:-1], (1, 0))  # Gershgorin: |e_{i-1}| + |e_i|
+    lo, hi = jnp.min(d - radius), jnp.max(d + radius)
+    t_norm = jnp.maximum(jnp.abs(lo), jnp.abs(hi))
+    pivmin = finfo.tiny * jnp.maximum(1, jnp.max(e2))
+    slack = 2.1 * n * finfo.eps * t_norm + 4 * pivmin
+    lo = jnp.full((k,), lo - slack)
+    hi = jnp.full((k,), hi + slack)
+
+    def halve(_, bounds):
+        lo, hi = bounds
+        mid = 0.5 * (lo + hi)
+        below = sturm_count(d, e2, pivmin, mid) <= target  # λ_target >= mid
+        return jnp.where(below, mid, lo), jnp.where(below, hi, mid)
+
+    lo, hi = lax.fori_loop(0, finfo.nmant + 2, halve, (lo, hi))
+    return 0.5 * (lo + hi)

@@ -1,0 +1,120 @@
+"""Distributed eigvalsh by reduction to tridiagonal form (distla/linalg/_tridiagonal.py).
+
+LAPACK's eigenvalue ratio ``max|w − w_LAPACK| / (n·eps·‖A‖₂)`` on the hard
+spectra of the eigh tests, every dtype and mesh, sizes the mesh does not
+divide and several reduction phases; the two kernels on their own; and the
+communication: no collective carries more than a panel or a piece of the
+trailing matrix.
+"""
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from conftest import build_mesh
+from helpers import THRESHOLD, eps, has_layout, hermitian, place, wide
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+
+import distla
+from distla.kernels import tridiagonal
+from distla.linalg import _tridiagonal
+
+from distla import linalg
+
+
+def value_ratio(a, w):
+    a64 = wide(a)
+    ref = np.linalg.eigvalsh(a64)
+    scale = np.linalg.norm(a64, 2) or 1.0
+    return np.max(np.abs(np.asarray(w, np.float64) - ref)) / (a.shape[0] * eps(a.dtype) * scale)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.complex64])
+@pytest.mark.parametrize("kind", ["random", "clustered", "repeated", "graded", "ill"])
+def test_hard_spectra(kind, dtype):
+    mesh = build_mesh((2, 4), "explicit")
+    a = hermitian(np.random.default_rng(3), 45, dtype, kind)  # 45: the mesh does not divide it
+    w = linalg.eigvalsh(place(a, mesh), plan="distributed")
+    assert w.dtype == jnp.linalg.eigvalsh(a).dtype and w.shape == (45,)
+    assert np.all(np.diff(np.asarray(w)) >= 0)
+    assert value_ratio(a, w) <= THRESHOLD
+
+
+def test_every_mesh(mesh):
+    a = hermitian(np.random.default_rng(4), 37, np.float32)
+    w = linalg.eigvalsh(place(a, mesh), plan="distributed")
+    assert has_layout(w, mesh, P())  # replicated, as jnp's on a sharded matrix
+    assert value_ratio(a, w) <= THRESHOLD
+
+
+def test_phases_float64_and_upper_triangle(x64):
+    # 600 rows: two phases of the reduction, the trailing matrix cut down in between
+    assert len(_tridiagonal.phase_bounds(600)) == 3
+    mesh = build_mesh((2, 4), "auto")
+    rng = np.random.default_rng(5)
+    a = hermitian(rng, 600, np.float64, "graded")
+    junk = np.tril(rng.standard_normal((600, 600)), -1)  # never read with UPLO="U"
+    w = linalg.eigvalsh(place(a + junk, mesh), "U", symmetrize_input=False, plan="distributed")
+    assert value_ratio(a, w) <= THRESHOLD
+
+
+def test_non_finite_input_gives_nan():
+    mesh = build_mesh((2, 4), "auto")
+    a = hermitian(np.random.default_rng(6), 16, np.float32)
+    a[3, 5] = a[5, 3] = np.nan
+    assert np.all(np.isnan(np.asarray(linalg.eigvalsh(place(a, mesh), plan="distributed"))))
+
+
+def test_kernels_alone(x64):
+    # bisection on T = tridiag(−1, 2, −1): λ_k = 2 − 2cos(kπ/(n+1))
+    n = 50
+    d, e = jnp.full((n,), 2.0), jnp.full((n,), -1.0)
+    w = jax.jit(functools.partial(tridiagonal.bisect, k=n, axis_names=()))(d, e)
+    exact = 2 - 2 * np.cos(np.arange(1, n + 1) * np.pi / (n + 1))
+    assert np.max(np.abs(np.asarray(w) - exact)) <= 4 * n * eps(np.float64)
+    # Sturm counts between the eigenvalues
+    mid = (exact[:-1] + exact[1:]) / 2
+    count = tridiagonal.sturm_count(d, e * e, jnp.float64(1e-300), jnp.asarray(mid))
+    np.testing.assert_array_equal(np.asarray(count), np.arange(1, n))
+    # the reduction on one device keeps the spectrum: T's eigenvalues are A's
+    a = hermitian(np.random.default_rng(7), 64, np.complex128)
+    reduce = functools.partial(tridiagonal.reduce_columns, steps=64, nb=16,
+                               row_axis=None, col_axis=None)
+    _, d, e = jax.jit(reduce)(jnp.asarray(a))
+    t = np.diag(np.asarray(d)) + np.diag(np.asarray(e)[:-1], -1) + np.diag(np.asarray(e)[:-1], 1)
+    assert value_ratio(a, np.linalg.eigvalsh(t)) <= THRESHOLD
+
+
+def test_no_collective_carries_a_matrix():
+    # n = 2048 on 2x4: four phases; the largest collectives are the steps' psum of two
+    # m-vectors and the moves of the trailing matrix between phases (under a local
+    # block); peak memory per device a few local blocks
+    mesh = build_mesh((2, 4), "explicit")
+    n = 2048
+    x = jax.ShapeDtypeStruct((n, n), jnp.float32, sharding=NamedSharding(mesh, P("x", "y")))
+    fn = functools.partial(_tridiagonal.eigvalsh_2d, mesh=mesh.abstract_mesh,
+                           symmetrize=True, lower=True)
+    c = distla.cost(fn, x)
+    block = n * n * 4 // 8
+    assert 0 < c.largest() <= block, (c.largest(), block)
+    assert c.peak_memory_bytes <= 8 * block, c.peak_memory_bytes
+    # per reduced column one psum of two m-vectors (m <= n; an all-reduce counts twice
+    # its bytes at most), and a few moves of at most a local block besides
+    assert c.total_collective_bytes <= n * 2 * 2 * n * 4 + 8 * block, c.total_collective_bytes
+
+
+def test_derivatives_follow_eigh():
+    mesh = build_mesh((2, 4), "explicit")
+    a = hermitian(np.random.default_rng(8), 24, np.float32)
+    da = hermitian(np.random.default_rng(9), 24, np.float32)
+
+    def values(x):
+        return linalg.eigvalsh(x, plan="distributed")
+
+    w, dw = jax.jvp(values, (place(a, mesh),), (place(da, mesh),))
+    w_ref, dw_ref = jax.jvp(jnp.linalg.eigvalsh, (a,), (da,))
+    np.testing.assert_allclose(np.asarray(w), np.asarray(w_ref), atol=1e-4)
+    np.testing.assert_allclose(np.asarray(dw), np.asarray(dw_ref), atol=1e-3)
