@@ -3,7 +3,7 @@
 Each case runs in its own subprocess (no in-memory or persistent cache shared
 with an earlier case) on a 2x4 mesh of 8 simulated CPU devices:
 
-- jittable functions (solve, lu_factor, cholesky, qr, matmul, fftn, eigvalsh):
+- jittable functions (solve, lu_factor, cholesky, qr, matmul, fftn, eigvalsh, svdvals):
   ``jax.jit(f).lower(*ShapeDtypeStructs with NamedShardings).compile()``, so no
   ``n x n`` data is allocated even at n = 16384; the lower and compile phases
   are timed apart.
@@ -46,6 +46,7 @@ SWEEP = {
     "matmul": (1024, 2048, 4096, 8192, 16384),
     "fftn": (64, 128, 256),
     "eigvalsh": (1024, 2048, 4096, 8192, 16384),
+    "svdvals": (1024, 2048, 4096, 8192),
     "eigh": (512, 1024, 2048),
     "svd": (512, 1024, 2048),
     "polar": (512, 1024, 2048),

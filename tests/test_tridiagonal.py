@@ -14,7 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from conftest import build_mesh
-from helpers import THRESHOLD, eps, has_layout, hermitian, place, wide
+from helpers import THRESHOLD, eps, has_layout, hermitian, place, random_matrix, wide
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
@@ -118,3 +118,32 @@ def test_derivatives_follow_eigh():
     w_ref, dw_ref = jax.jvp(jnp.linalg.eigvalsh, (a,), (da,))
     np.testing.assert_allclose(np.asarray(w), np.asarray(w_ref), atol=1e-4)
     np.testing.assert_allclose(np.asarray(dw), np.asarray(dw_ref), atol=1e-3)
+
+
+# ------------------------------------------------ svdvals: [[0, r], [rᴴ, 0]]
+
+
+@pytest.mark.parametrize("shape, dtype", [
+    ((37, 37), np.float32), ((60, 24), np.complex64), ((24, 60), np.float32),
+])
+def test_svdvals_square_tall_and_wide(shape, dtype):
+    mesh = build_mesh((4, 2), "explicit")
+    rng = np.random.default_rng(11)
+    a = random_matrix(rng, shape, dtype)
+    a[:, :5] = 0  # rank-deficient: zero singular values come back as zeros
+    s = linalg.svdvals(place(a, mesh), plan="distributed")
+    ref = np.linalg.svd(wide(a), compute_uv=False)
+    assert s.dtype == jnp.linalg.svdvals(a).dtype and has_layout(s, mesh, P())
+    assert np.all(np.diff(np.asarray(s)) <= 0) and np.all(np.asarray(s) >= 0)
+    ratio = np.max(np.abs(np.asarray(s, np.float64) - ref)) / (max(shape) * eps(dtype) * ref[0])
+    assert ratio <= THRESHOLD
+
+
+def test_svdvals_near_the_top_of_float32():
+    # the QR of a tall matrix near 1e38 squares its column norms: scaled first
+    mesh = build_mesh((2, 4), "auto")
+    a = random_matrix(np.random.default_rng(12), (48, 16), np.float32) * np.float32(1e37)
+    s = np.asarray(linalg.svdvals(place(a, mesh), plan="distributed"), np.float64)
+    ref = np.linalg.svd(a.astype(np.float64), compute_uv=False)
+    assert np.all(np.isfinite(s))
+    assert np.max(np.abs(s - ref)) <= THRESHOLD * 48 * eps(np.float32) * ref[0]

@@ -331,12 +331,8 @@ def _svd_finish(u_p, w, v, *, wide, full_matrices):
     return u, s, jnp.conj(v.T)
 
 
-def _singular_values(w):
-    return jnp.flip(jnp.maximum(w, 0))
-
-
-@functools.partial(jax.jit, static_argnames=("full_matrices", "compute_uv"))
-def _svd_2d(a, *, full_matrices, compute_uv):
+@functools.partial(jax.jit, static_argnames=("full_matrices",))
+def _svd_2d(a, *, full_matrices):
     """Traced SVD of one matrix (for callers under ``jax.jit``)."""
     mesh = operand_mesh(a, names=("a",))
     spec = block_spec(mesh)
@@ -347,24 +343,19 @@ def _svd_2d(a, *, full_matrices, compute_uv):
         x = jnp.conj(a.T) if wide else a  # tall: x = u_p h
         u_p, h = _polar.polar_body(x, mesh=mesh, side="right")
         h = put(h, fitting_spec(h.shape, mesh, spec))
-        if not compute_uv:
-            return _singular_values(_eigh.eigh_body(h, mesh=mesh, vectors=False))
         w, v = _eigh.eigh_body(h, mesh=mesh, vectors=True)
         return _svd_finish(u_p, w, v, wide=wide, full_matrices=full_matrices)
 
-    return run_on_mesh(body, mesh, _svd_specs(mesh, a.shape, full_matrices, compute_uv), a)
+    return run_on_mesh(body, mesh, _svd_specs(mesh, a.shape, full_matrices, True), a)
 
 
-def _svd_eager(a, *, full_matrices, compute_uv):
+def _svd_eager(a, *, full_matrices):
     """SVD of a concrete matrix: the eager polar and eigh (compiled steps shared)."""
     mesh = operand_mesh(a, names=("a",))
     m, n = a.shape
     wide = m < n
     x = ct_on(a, mesh=mesh) if wide else a
     u_p, h = _polar.polar_eager(x, side="right")
-    if not compute_uv:
-        w = _eigh.eigh_eager(h, mesh=mesh, vectors=False)
-        return on_mesh(_singular_values, mesh, P())(w)
     w, v = _eigh.eigh_eager(h, mesh=mesh, vectors=True)
     finish = on_mesh(_svd_finish, mesh, _svd_specs(mesh, a.shape, full_matrices, True),
                             (("wide", wide), ("full_matrices", full_matrices)))
@@ -412,9 +403,10 @@ def _svd_diff(a, *, full_matrices, compute_uv):
     """The SVD of one matrix with jax's JVP rule (``full_matrices=False`` or values only)."""
 
     def primal(a):
+        if not compute_uv:  # the eigenvalues of [[0, r], [rᴴ, 0]] by tridiagonal reduction
+            return _tridiagonal.svdvals_2d(a, mesh=operand_mesh(a, names=("a",)))
         run = _svd_2d if is_traced(a) else _svd_eager
-        out = run(a, full_matrices=full_matrices, compute_uv=compute_uv)
-        return tuple(out) if compute_uv else out
+        return tuple(run(a, full_matrices=full_matrices))
 
     fn = jax.custom_jvp(primal)
 
@@ -514,10 +506,26 @@ def svd(
 
 @one_program
 def svdvals(x: jax.typing.ArrayLike, /, *, plan: str = "auto") -> jax.Array:
-    """Singular values, descending, as ``jnp.linalg.svdvals`` (see :func:`svd`).
+    """Singular values, descending, as ``jnp.linalg.svdvals``.
 
-    Returns ``[min(m, n)]`` real, replicated (stacks: sharded along the batch).
-    ``plan`` as :func:`svd`'s.
+    One ``m x n`` matrix sharded over a mesh: the eigenvalues of the
+    Hermitian ``[[0, r], [rᴴ, 0]]`` (order ``2k``, ``k = min(m, n)``) by
+    :func:`eigvalsh`'s tridiagonal reduction and bisection, whose top ``k``
+    are the singular values of ``r``: ``a`` itself when square, else the
+    triangle of distla's QR of ``a`` (or ``aᴴ``), which has ``a``'s. No
+    device holds more than its blocks. Below the one-device budget
+    ``plan="auto"`` runs ``jnp.linalg.svd`` on one device; stacks sharded
+    along the batch run jnp's on each device.
+
+    Args:
+      x: ``[m, n]`` matrix sharded on a 1- or 2-axis mesh, or a ``[..., m, n]``
+        stack; integers and bools promote to the default float.
+      plan: ``"auto"``, ``"distributed"`` or ``"one_device"``, as :func:`svd`.
+
+    Returns:
+      ``[min(m, n)]`` real, non-negative, descending, replicated (stacks:
+      sharded along the batch); within a few ``k·eps·σ₁`` of LAPACK's; NaN
+      for a non-finite matrix. Differentiable (:func:`svd`'s rule).
     """
     return svd(x, compute_uv=False, plan=plan)
 
