@@ -35,6 +35,8 @@ to within a few ``eps·‖T‖``.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import jax
 import jax.numpy as jnp
 from jax import lax
@@ -42,11 +44,54 @@ from jax import lax
 from ._axes import axis_index, axis_size
 
 
-def _live(*names: str | None) -> tuple[str, ...]:
-    return tuple(n for n in names if n is not None)
+class Local(NamedTuple):
+    """Where a device's ``mloc x nloc`` block of an ``m x n`` matrix sits (2D block layout)."""
+
+    row0: jax.Array  # its first global row
+    col0: jax.Array  # its first global column
+    mloc: int
+    nloc: int
+    m: int
+    n: int
+    every: tuple[str, ...]  # the mesh axes, for a psum over all devices
 
 
-def _reflector(a_j: jax.Array, j: jax.Array, idx: jax.Array):
+def local(a_blk: jax.Array, row_axis: str | None, col_axis: str | None) -> Local:
+    mloc, nloc = a_blk.shape
+    return Local(jnp.asarray(axis_index(row_axis) * mloc, jnp.int32),
+                 jnp.asarray(axis_index(col_axis) * nloc, jnp.int32),
+                 mloc, nloc, mloc * axis_size(row_axis), nloc * axis_size(col_axis),
+                 tuple(x for x in (row_axis, col_axis) if x is not None))
+
+
+def spread(piece: jax.Array, start: jax.Array, length: int) -> jax.Array:
+    """A ``length``-vector that is ``piece`` from ``start`` and zero elsewhere."""
+    return lax.dynamic_update_slice(jnp.zeros((length,), piece.dtype), piece, (start,))
+
+
+def column_piece(a_blk: jax.Array, j: jax.Array, at: Local) -> jax.Array:
+    """This device's rows of global column ``j``, zeros unless it holds that column."""
+    jl = jnp.clip(j - at.col0, 0, at.nloc - 1)
+    held = (j >= at.col0) & (j < at.col0 + at.nloc)
+    return jnp.where(held, lax.dynamic_slice(a_blk, (jnp.int32(0), jl), (at.mloc, 1))[:, 0], 0)
+
+
+def row_piece(a_blk: jax.Array, j: jax.Array, at: Local) -> jax.Array:
+    """This device's columns of global row ``j``, zeros unless it holds that row."""
+    jl = jnp.clip(j - at.row0, 0, at.mloc - 1)
+    held = (j >= at.row0) & (j < at.row0 + at.mloc)
+    return jnp.where(held, lax.dynamic_slice(a_blk, (jl, jnp.int32(0)), (1, at.nloc))[0], 0)
+
+
+def rank_2k_update(a_blk, left1, right1, left2, right2, at: Local) -> jax.Array:
+    """``a − L₁ R₁ᴴ − L₂ R₂ᴴ`` on this device's block (``L``: ``m x nb``, ``R``: ``n x nb``)."""
+    zero = jnp.int32(0)
+    rows = [lax.dynamic_slice(x, (at.row0, zero), (at.mloc, x.shape[1])) for x in (left1, left2)]
+    cols = [lax.dynamic_slice(x, (at.col0, zero), (at.nloc, x.shape[1])) for x in (right1, right2)]
+    return a_blk - rows[0] @ jnp.conj(cols[0].T) - rows[1] @ jnp.conj(cols[1].T)
+
+
+def reflector(a_j: jax.Array, j: jax.Array, idx: jax.Array):
     """``(v, τ, β)`` with ``Hᴴ a_j[j+1:] = β e₁``, ``H = I − τ v vᴴ``, ``v[j+1] = 1``,
     ``v[:j+1] = 0`` (LAPACK's ``xLARFG``; ``τ = 0`` when nothing is below ``α``)."""
     m = a_j.shape[0]
@@ -85,28 +130,13 @@ def reduce_columns(
       with), and the real ``d[:steps]`` (diagonal of ``T``) and
       ``e[:steps]`` (``e[i] = T[i+1, i]``), the same on every device.
     """
-    mloc, nloc = a_blk.shape
-    pr, pc = axis_size(row_axis), axis_size(col_axis)
-    m = mloc * pr
-    assert nloc * pc == m and steps % nb == 0 and steps <= m, (a_blk.shape, pr, pc, steps, nb)
+    at = local(a_blk, row_axis, col_axis)
+    m = at.m
+    assert at.n == m and steps % nb == 0 and steps <= m, (a_blk.shape, m, at.n, steps, nb)
     dtype = a_blk.dtype
     real = jnp.finfo(dtype).dtype
-    every = _live(row_axis, col_axis)
-    row0 = jnp.asarray(axis_index(row_axis) * mloc, jnp.int32)
-    col0 = jnp.asarray(axis_index(col_axis) * nloc, jnp.int32)
     idx = jnp.arange(m, dtype=jnp.int32)
     zero = jnp.int32(0)
-
-    def spread(piece):  # this device's rows of an m-vector, zeros elsewhere
-        return lax.dynamic_update_slice(jnp.zeros((m,), dtype), piece, (row0,))
-
-    def my_column(a_blk, j):  # this device's rows of column j, or zeros if it holds none
-        jl = jnp.clip(j - col0, 0, nloc - 1)
-        mine = (j >= col0) & (j < col0 + nloc)
-        return jnp.where(mine, lax.dynamic_slice(a_blk, (zero, jl), (mloc, 1))[:, 0], 0)
-
-    def mine(x):  # this device's columns of an m-vector
-        return lax.dynamic_slice(x, (col0,), (nloc,))
 
     def panel(k, carry):
         a_blk, d, e = carry
@@ -118,11 +148,13 @@ def reduce_columns(
             j = k0 + i
             # column j of the matrix with the panel's earlier updates applied
             a_j = col - v_all @ jnp.conj(w_all[j]) - w_all @ jnp.conj(v_all[j])
-            v, tau, beta = _reflector(a_j, j, idx)
+            v, tau, beta = reflector(a_j, j, idx)
             d = lax.dynamic_update_slice(d, jnp.real(a_j[j])[None], (j,))
             e = lax.dynamic_update_slice(e, beta[None].astype(real), (j,))
-            both = lax.psum(jnp.stack([spread(a_blk @ mine(v)), spread(my_column(a_blk, j + 1))]),
-                            every)
+            mine = lax.dynamic_slice(v, (at.col0,), (at.nloc,))
+            both = lax.psum(jnp.stack([spread(a_blk @ mine, at.row0, m),
+                                       spread(column_piece(a_blk, j + 1, at), at.row0, m)]),
+                            at.every)
             av, col = both[0], both[1]
             av = av - v_all @ (jnp.conj(w_all.T) @ v) - w_all @ (jnp.conj(v_all.T) @ v)
             p = tau * av
@@ -132,13 +164,11 @@ def reduce_columns(
             w_all = lax.dynamic_update_slice(w_all, w[:, None], (zero, i))
             return v_all, w_all, d, e, col
 
-        col = lax.psum(spread(my_column(a_blk, k0)), every)
+        col = lax.psum(spread(column_piece(a_blk, k0, at), at.row0, m), at.every)
         empty = jnp.zeros((m, nb), dtype)
         v_all, w_all, d, e, _ = lax.fori_loop(0, nb, step, (empty, empty, d, e, col))
         # the deferred rank-2nb update, local: A ← A − V Wᴴ − W Vᴴ
-        v_r, w_r = (lax.dynamic_slice(x, (row0, zero), (mloc, nb)) for x in (v_all, w_all))
-        v_c, w_c = (lax.dynamic_slice(x, (col0, zero), (nloc, nb)) for x in (v_all, w_all))
-        a_blk = a_blk - v_r @ jnp.conj(w_c.T) - w_r @ jnp.conj(v_c.T)
+        a_blk = rank_2k_update(a_blk, v_all, w_all, w_all, v_all, at)
         return a_blk, d, e
 
     d = jnp.zeros((steps,), real)
@@ -164,7 +194,9 @@ def sturm_count(d: jax.Array, e2: jax.Array, pivmin: jax.Array, x: jax.Array) ->
     return count
 
 
-def bisect(d: jax.Array, e: jax.Array, *, k: int, axis_names: tuple[str | None, ...]) -> jax.Array:
+def bisect(
+    d: jax.Array, e: jax.Array, *, k: int, axis_names: tuple[str | None, ...], first: int = 0
+) -> jax.Array:
     """This device's ``k`` eigenvalues of the real symmetric tridiagonal ``T``, ascending.
 
     Args:
@@ -172,8 +204,9 @@ def bisect(d: jax.Array, e: jax.Array, *, k: int, axis_names: tuple[str | None, 
       e: ``n`` entries: the ``n - 1`` off-diagonal ones and one that is not
         read, the same on every device.
       k: eigenvalues per device; device ``r`` (row-major over ``axis_names``)
-        computes those of index ``[r·k, (r+1)·k)`` (clamped to ``n - 1``).
+        computes those of index ``first + [r·k, (r+1)·k)`` (clamped to ``n - 1``).
       axis_names: the mesh axes the devices are laid on (``None``: size 1).
+      first: the index of the first eigenvalue wanted (0: the smallest).
 
     Returns:
       ``[k]`` eigenvalues.
@@ -183,7 +216,7 @@ def bisect(d: jax.Array, e: jax.Array, *, k: int, axis_names: tuple[str | None, 
     rank = jnp.int32(0)
     for name in axis_names:
         rank = rank * axis_size(name) + axis_index(name)
-    target = jnp.minimum(rank * k + jnp.arange(k, dtype=jnp.int32), n - 1)
+    target = jnp.minimum(first + rank * k + jnp.arange(k, dtype=jnp.int32), n - 1)
     e = jnp.where(jnp.arange(n) < n - 1, e, 0)
     e2 = e * e
     ae = jnp.abs(e)

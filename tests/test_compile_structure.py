@@ -23,8 +23,8 @@ from distla.kernels import lu as lu_kernel
 # (op, while loops in the lowered program, ceiling on its text in characters):
 # today's loop counts (4 LU phases + 1 loop per substitution + the pivot
 # helpers'; 4 cholesky segments; 4 QR stages for R and again for Q + helpers;
-# eigvalsh's 4 reduction phases of a panel loop and a column loop each, and the
-# bisection's halvings around its Sturm recurrence),
+# eigvalsh's and svdvals' 4 reduction phases of a panel loop and a column loop
+# each, and the bisection's halvings around its Sturm recurrence),
 # and about 1.15x today's text at n = 4096. One loop per block column would be
 # 32 to 128 loops.
 CASES = [
@@ -32,6 +32,7 @@ CASES = [
     pytest.param("cholesky", 4, 170_000, id="cholesky"),
     pytest.param("qr", 12, 215_000, id="qr"),
     pytest.param("eigvalsh", 10, 170_000, id="eigvalsh"),
+    pytest.param("svdvals", 10, 240_000, id="svdvals"),
 ]
 
 
@@ -45,7 +46,7 @@ def _lowered(op: str, n: int) -> str:
     if op == "solve":
         args.append(arg((n,), P("x")))
     fn = getattr(distla.linalg, op)
-    if op == "eigvalsh":  # the tridiagonal reduction, whatever the one-device budget
+    if op in ("eigvalsh", "svdvals"):  # the reductions, whatever the one-device budget
         fn = functools.partial(fn, plan="distributed")
     return jax.jit(fn).lower(*args).as_text()
 

@@ -19,7 +19,7 @@ from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 import distla
-from distla.kernels import tridiagonal
+from distla.kernels import bidiagonal, tridiagonal
 from distla.linalg import _tridiagonal
 
 from distla import linalg
@@ -120,7 +120,7 @@ def test_derivatives_follow_eigh():
     np.testing.assert_allclose(np.asarray(dw), np.asarray(dw_ref), atol=1e-3)
 
 
-# ------------------------------------------------ svdvals: [[0, r], [rᴴ, 0]]
+# ------------------------------------------- svdvals: bidiagonal reduction
 
 
 @pytest.mark.parametrize("shape, dtype", [
@@ -130,7 +130,7 @@ def test_svdvals_square_tall_and_wide(shape, dtype):
     mesh = build_mesh((4, 2), "explicit")
     rng = np.random.default_rng(11)
     a = random_matrix(rng, shape, dtype)
-    a[:, :5] = 0  # rank-deficient: zero singular values come back as zeros
+    a[:, :5] = 0  # rank-deficient: zero singular values come back as (near) zeros
     s = linalg.svdvals(place(a, mesh), plan="distributed")
     ref = np.linalg.svd(wide(a), compute_uv=False)
     assert s.dtype == jnp.linalg.svdvals(a).dtype and has_layout(s, mesh, P())
@@ -140,10 +140,22 @@ def test_svdvals_square_tall_and_wide(shape, dtype):
 
 
 def test_svdvals_near_the_top_of_float32():
-    # the QR of a tall matrix near 1e38 squares its column norms: scaled first
+    # the reflectors' norms square the entries: the matrix is scaled first
     mesh = build_mesh((2, 4), "auto")
     a = random_matrix(np.random.default_rng(12), (48, 16), np.float32) * np.float32(1e37)
     s = np.asarray(linalg.svdvals(place(a, mesh), plan="distributed"), np.float64)
     ref = np.linalg.svd(a.astype(np.float64), compute_uv=False)
     assert np.all(np.isfinite(s))
     assert np.max(np.abs(s - ref)) <= THRESHOLD * 48 * eps(np.float32) * ref[0]
+
+
+def test_bidiagonal_kernel_alone(x64):
+    # one device, a tall complex matrix: B = Qᴴ A P has A's singular values
+    a = random_matrix(np.random.default_rng(13), (80, 48), np.complex128)
+    reduce = functools.partial(bidiagonal.reduce_to_bidiagonal, steps=48, nb=16,
+                               row_axis=None, col_axis=None)
+    _, d, e = jax.jit(reduce)(jnp.asarray(a))
+    b = np.diag(np.asarray(d)) + np.diag(np.asarray(e)[:-1], 1)
+    ref = np.linalg.svd(a, compute_uv=False)
+    got = np.linalg.svd(b, compute_uv=False)
+    assert np.max(np.abs(got - ref)) <= THRESHOLD * 80 * eps(np.float64) * ref[0]

@@ -508,12 +508,13 @@ def svd(
 def svdvals(x: jax.typing.ArrayLike, /, *, plan: str = "auto") -> jax.Array:
     """Singular values, descending, as ``jnp.linalg.svdvals``.
 
-    One ``m x n`` matrix sharded over a mesh: the eigenvalues of the
-    Hermitian ``[[0, r], [rᴴ, 0]]`` (order ``2k``, ``k = min(m, n)``) by
-    :func:`eigvalsh`'s tridiagonal reduction and bisection, whose top ``k``
-    are the singular values of ``r``: ``a`` itself when square, else the
-    triangle of distla's QR of ``a`` (or ``aᴴ``), which has ``a``'s. No
-    device holds more than its blocks. Below the one-device budget
+    One ``m x n`` matrix sharded over a mesh is reduced to real bidiagonal
+    form by Householder reflections from both sides on its 2D block layout
+    (LAPACK's ``xGEBRD``, blocked as ``xLABRD``: two psums of vectors per
+    column, ``distla.kernels.bidiagonal``); the singular values are the top
+    ``min(m, n)`` eigenvalues of the Golub–Kahan tridiagonal, bisected by
+    each device for its share as in :func:`eigvalsh`. No device holds more
+    than its block of the matrix. Below the one-device budget
     ``plan="auto"`` runs ``jnp.linalg.svd`` on one device; stacks sharded
     along the batch run jnp's on each device.
 
