@@ -47,7 +47,7 @@ def _xla_accepts(*flags: str) -> bool:
 # LLVM optimisation level 0 (DISTLA_TESTS_FAST_COMPILE=0 keeps XLA's level): half the
 # CPU time of compiling (solve, eigh and eigh's derivative at n = 64 on 2x4: 15.7 ->
 # 7.9 CPU s); with the file order below, the whole suite in 490-690 s on fresh clones
-# (median 590 s of five) instead of 820-1010 s. It was once off:
+# (median 600 s of six; docs/benchmarks.md) instead of 820-1010 s. It was once off:
 # one CI run's worker died of a segmentation fault inside XLA's compile of eigh's
 # derivative at level 0 (test_spectral::test_eigh_jvp), with the fusion emitters below
 # still on. Not seen since: that test alone 12 times in fresh processes without a
