@@ -31,7 +31,7 @@ from distla.kernels.tridiagonal import bisect, reduce_columns
 from ._eigh import hermitian_from, unit_scaled
 
 #: Columns per deferred update (LAPACK's ``xLATRD`` block).
-PANEL = 32
+PANEL = 16
 #: Most reduction phases (each its own loop body); one per ``PHASE_ORDER`` rows below that.
 PHASES = 4
 PHASE_ORDER = 256
