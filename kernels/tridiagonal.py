@@ -110,25 +110,31 @@ def reflector(a_j: jax.Array, j: jax.Array, idx: jax.Array):
 
 def reduce_columns(
     a_blk: jax.Array,
+    q_blk: jax.Array | None = None,
     *,
     steps: int,
     nb: int,
     row_axis: str | None,
     col_axis: str | None,
-) -> tuple[jax.Array, jax.Array, jax.Array]:
+) -> tuple[jax.Array, ...]:
     """Reduce the first ``steps`` columns of the Hermitian ``m x m`` matrix held as ``a_blk``.
 
     Args:
       a_blk: this device's ``mloc x nloc`` block of the ``m x m`` matrix
         (``m = mloc·pr = nloc·pc``), both triangles.
+      q_blk: optional, this device's block of an ``N x m`` matrix ``Q``
+        (rows over ``row_axis``, columns laid out as ``a_blk``'s): returned
+        times the reflectors, ``Q H₀ H₁ ⋯`` (the columns of ``Q`` that the
+        reductions touch are those of the trailing matrix).
       steps: columns to reduce, a multiple of ``nb``, at most ``m``.
       nb: the panel width (columns per deferred update).
 
     Returns:
-      ``(a_blk, d, e)``: the block of the trailing matrix after the
-      reductions (rows and columns ``>= steps`` are the ones to carry on
-      with), and the real ``d[:steps]`` (diagonal of ``T``) and
-      ``e[:steps]`` (``e[i] = T[i+1, i]``), the same on every device.
+      ``(a_blk, d, e)``, or ``(a_blk, q_blk, d, e)`` with ``q_blk``: the block
+      of the trailing matrix after the reductions (rows and columns
+      ``>= steps`` are the ones to carry on with), and the real ``d[:steps]``
+      (diagonal of ``T``) and ``e[:steps]`` (``e[i] = T[i+1, i]``), the same
+      on every device.
     """
     at = local(a_blk, row_axis, col_axis)
     m = at.m
@@ -139,11 +145,11 @@ def reduce_columns(
     zero = jnp.int32(0)
 
     def panel(k, carry):
-        a_blk, d, e = carry
+        a_blk, q_blk, d, e = carry
         k0 = (k * nb).astype(jnp.int32)
 
         def step(i, carry):
-            v_all, w_all, d, e, col = carry
+            v_all, w_all, taus, d, e, col = carry
             i = i.astype(jnp.int32)
             j = k0 + i
             # column j of the matrix with the panel's earlier updates applied
@@ -162,18 +168,48 @@ def reduce_columns(
             w = jnp.where(idx > j, w, 0)
             v_all = lax.dynamic_update_slice(v_all, v[:, None], (zero, i))
             w_all = lax.dynamic_update_slice(w_all, w[:, None], (zero, i))
-            return v_all, w_all, d, e, col
+            taus = lax.dynamic_update_slice(taus, tau[None], (i,))
+            return v_all, w_all, taus, d, e, col
 
         col = lax.psum(spread(column_piece(a_blk, k0, at), at.row0, m), at.every)
         empty = jnp.zeros((m, nb), dtype)
-        v_all, w_all, d, e, _ = lax.fori_loop(0, nb, step, (empty, empty, d, e, col))
+        v_all, w_all, taus, d, e, _ = lax.fori_loop(
+            0, nb, step, (empty, empty, jnp.zeros((nb,), dtype), d, e, col))
         # the deferred rank-2nb update, local: A ← A − V Wᴴ − W Vᴴ
         a_blk = rank_2k_update(a_blk, v_all, w_all, w_all, v_all, at)
-        return a_blk, d, e
+        if q_blk is not None:
+            q_blk = times_reflectors(q_blk, v_all, taus, at, col_axis)
+        return a_blk, q_blk, d, e
 
     d = jnp.zeros((steps,), real)
     e = jnp.zeros((steps,), real)
-    return lax.fori_loop(0, steps // nb, panel, (a_blk, d, e))
+    a_blk, q_blk, d, e = lax.fori_loop(0, steps // nb, panel, (a_blk, q_blk, d, e))
+    return (a_blk, d, e) if q_blk is None else (a_blk, q_blk, d, e)
+
+
+def block_reflector(v_all: jax.Array, taus: jax.Array) -> jax.Array:
+    """Upper-triangular ``T`` with ``H₀ H₁ ⋯ H_{nb−1} = I − V T Vᴴ`` (LAPACK's ``xLARFT``,
+    forward, columnwise): ``T[i, i] = τᵢ``, ``T[:i, i] = −τᵢ T[:i, :i] V[:, :i]ᴴ vᵢ``."""
+    nb = taus.shape[0]
+    gram = jnp.conj(v_all.T) @ v_all
+    pos = jnp.arange(nb)
+
+    def column(i, t):
+        above = jnp.where(pos < i, gram[:, i], 0)  # V[:, :i]ᴴ vᵢ, zero from row i on
+        c = jnp.where(pos == i, taus[i], -taus[i] * (t @ above))
+        return lax.dynamic_update_slice(t, c[:, None], (jnp.int32(0), i.astype(jnp.int32)))
+
+    return lax.fori_loop(0, nb, column, jnp.zeros((nb, nb), v_all.dtype))
+
+
+def times_reflectors(q_blk, v_all, taus, at: Local, col_axis: str | None) -> jax.Array:
+    """``Q (I − V T Vᴴ)`` on this device's block of ``Q`` (LAPACK's ``xLARFB``): one
+    local GEMM, a psum of ``Q V`` over the column axis, another local GEMM."""
+    v_loc = lax.dynamic_slice(v_all, (at.col0, jnp.int32(0)), (at.nloc, v_all.shape[1]))
+    qv = q_blk @ v_loc
+    if col_axis is not None:
+        qv = lax.psum(qv, col_axis)
+    return q_blk - (qv @ block_reflector(v_all, taus)) @ jnp.conj(v_loc.T)
 
 
 def sturm_count(d: jax.Array, e2: jax.Array, pivmin: jax.Array, x: jax.Array) -> jax.Array:

@@ -24,7 +24,9 @@ from distla.kernels import lu as lu_kernel
 # today's loop counts (4 LU phases + 1 loop per substitution + the pivot
 # helpers'; 4 cholesky segments; 4 QR stages for R and again for Q + helpers;
 # eigvalsh's and svdvals' 4 reduction phases of a panel loop and a column loop
-# each, and the bisection's halvings around its Sturm recurrence),
+# each, and the bisection's halvings around its Sturm recurrence; eigh's
+# reduction also forms each panel's block reflector, then inverse iteration and
+# the Cholesky QR (factor and solve loops) that repairs clusters across devices),
 # and about 1.15x today's text at n = 4096. One loop per block column would be
 # 32 to 128 loops.
 CASES = [
@@ -33,6 +35,7 @@ CASES = [
     pytest.param("qr", 12, 215_000, id="qr"),
     pytest.param("eigvalsh", 10, 170_000, id="eigvalsh"),
     pytest.param("svdvals", 10, 240_000, id="svdvals"),
+    pytest.param("eigh", 26, 540_000, id="eigh"),
 ]
 
 
@@ -46,7 +49,7 @@ def _lowered(op: str, n: int) -> str:
     if op == "solve":
         args.append(arg((n,), P("x")))
     fn = getattr(distla.linalg, op)
-    if op in ("eigvalsh", "svdvals"):  # the reductions, whatever the one-device budget
+    if op in ("eigvalsh", "svdvals", "eigh"):  # the reductions, whatever the one-device budget
         fn = functools.partial(fn, plan="distributed")
     return jax.jit(fn).lower(*args).as_text()
 
@@ -68,7 +71,7 @@ def test_lu_loops_are_few():
 
 
 def test_eager_eigh_compiles_each_step_once(monkeypatch):
-    # the eager driver calls its compiled steps once per level: every call after the
+    # svd's eager eigh of H calls its compiled steps once per level: every call after the
     # first must find the first's program (same operand shardings), or the first eigh
     # compiles its largest step twice. The steps are cached per mesh and layout, so an
     # earlier test in this process may have compiled them for other shapes: each step's
@@ -87,7 +90,7 @@ def test_eager_eigh_compiles_each_step_once(monkeypatch):
     monkeypatch.setattr(_eigh, "on_mesh", spy)
     mesh = build_mesh((2, 4), "auto")
     a = jax.random.normal(jax.random.key(0), (40, 40))
-    distla.linalg.eigh(jax.device_put(a + a.T, NamedSharding(mesh, P("x", "y"))))
+    distla.linalg.svd(jax.device_put(a + a.T, NamedSharding(mesh, P("x", "y"))))
     assert {"levels_going", "level_split"} <= set(steps.values())
     sizes = [(name, step._cache_size()) for step, name in steps.items()]
     assert all(size == 1 for _, size in sizes), sizes

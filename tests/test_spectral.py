@@ -55,16 +55,17 @@ def test_eigh_hard_spectra(mesh24, kind):
 
 
 def test_eigh_blocked_recursion(mesh24, monkeypatch):
-    # the eager driver of large orders (recursion on the diagonal blocks, leaf blocks
-    # on one device each), forced at n = 40: a level at 40, levels at the halves'
-    # padded order, leaves; repeated eigenvalues make some block split arbitrarily
+    # svd's eager divide and conquer of H (recursion on the diagonal blocks, leaf
+    # blocks on one device each), forced at n = 40: a level at 40, levels at the
+    # halves' padded order, leaves; repeated eigenvalues make some block split
+    # arbitrarily
     monkeypatch.setattr(_eigh, "BLOCKED_MIN", 8)
     rng = np.random.default_rng(12)
     for kind in ("random", "repeated"):
         a = hermitian(rng, N, np.float32, kind)
         x = place(a, mesh24)
         _polar.STEPS.clear()
-        w, v = linalg.eigh(x)
+        w, v = _eigh.eigh_eager(x, mesh=x.sharding.mesh.abstract_mesh, vectors=True)
         check_eigh(a, w, v)
         assert _polar.STEPS["level"] >= 2 and _polar.STEPS["leaf"] >= 3, _polar.STEPS
         assert has_layout(v, mesh24, P("x", "y"))

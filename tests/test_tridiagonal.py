@@ -14,7 +14,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from conftest import build_mesh
-from helpers import THRESHOLD, eps, has_layout, hermitian, place, random_matrix, wide
+from helpers import (THRESHOLD, check_eigh, eps, has_layout, hermitian, place, random_matrix,
+                     wide)
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
@@ -159,3 +160,49 @@ def test_bidiagonal_kernel_alone(x64):
     ref = np.linalg.svd(a, compute_uv=False)
     got = np.linalg.svd(b, compute_uv=False)
     assert np.max(np.abs(got - ref)) <= THRESHOLD * 80 * eps(np.float64) * ref[0]
+
+
+# ------------------------------------------------------------- eigh with vectors
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.complex64])
+@pytest.mark.parametrize("kind", ["random", "clustered", "repeated", "graded", "ill"])
+def test_eigh_hard_spectra(kind, dtype):
+    # clustered and repeated spectra put one cluster across several devices' ranges:
+    # the check finds their vectors non-orthogonal (or parallel) and repairs them
+    mesh = build_mesh((2, 4), "explicit")
+    a = hermitian(np.random.default_rng(13), 45, dtype, kind)
+    w, v = linalg.eigh(place(a, mesh), plan="distributed")
+    assert v.dtype == dtype
+    check_eigh(a, w, v)
+
+
+def test_eigh_every_mesh_and_phases(mesh):
+    a = hermitian(np.random.default_rng(14), 300, np.float32, "clustered")
+    w, v = linalg.eigh(place(a, mesh), plan="distributed")
+    check_eigh(a, w, v)
+
+
+def test_eigh_float64_two_phases_identity_and_zero(x64):
+    mesh = build_mesh((2, 4), "auto")
+    rng = np.random.default_rng(15)
+    for a in (hermitian(rng, 600, np.float64, "graded"), np.eye(64), np.zeros((64, 64)),
+              hermitian(rng, 64, np.complex128, "repeated")):
+        w, v = linalg.eigh(place(a, mesh), plan="distributed")
+        check_eigh(a, w, v)
+
+
+def test_tridiagonal_vectors_ranges_meet_at_wide_gaps():
+    from distla.kernels import tridiagonal_vectors as tv
+    w = jnp.asarray([0.0, 1, 1.001, 5, 5.001, 5.002, 9, 9.001], jnp.float32)
+    bounds = tv.cuts(w, devices=4, block=2, guard=1)
+    # nominal 2, 4, 6; each moved to the widest gap within one: 3 (1.001 → 5), 3, 6
+    assert bounds.tolist() == [0, 3, 3, 6, 8]
+    z = tv.window_vectors(jnp.asarray([1.0, 2, 3, 4]), jnp.asarray([0.5, 0.5, 0.5, 0]),
+                          jnp.linalg.eigvalsh(jnp.diag(jnp.asarray([1.0, 2, 3, 4]))
+                                              + jnp.diag(jnp.full(3, 0.5), 1)
+                                              + jnp.diag(jnp.full(3, 0.5), -1)), 0, width=4)
+    t = np.diag([1.0, 2, 3, 4]) + np.diag([0.5] * 3, 1) + np.diag([0.5] * 3, -1)
+    ref_w, _ = np.linalg.eigh(t)
+    assert np.allclose(t @ np.asarray(z), np.asarray(z) * ref_w, atol=1e-5)
+    assert np.allclose(np.asarray(z).T @ np.asarray(z), np.eye(4), atol=1e-5)

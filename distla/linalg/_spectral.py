@@ -83,17 +83,9 @@ def _eigh_tangent(w, v, da, *, mesh):
     return run_on_mesh(body, mesh, out, w, v, da)
 
 
-def _eigh_any(a, *, mesh, symmetrize, lower, vectors):
-    """Traced: one compiled program; concrete: host loops over cached compiled steps."""
-    if is_traced(a):
-        return _eigh.eigh_2d(a, mesh=mesh, vectors=vectors, symmetrize=symmetrize, lower=lower)
-    h = _hermitian(a, mesh=mesh, symmetrize=symmetrize, lower=lower)
-    return _eigh.eigh_eager(h, mesh=mesh, vectors=vectors)
-
-
 def _eigh_2d(a, *, mesh, symmetrize, lower):
     def primal(a):
-        return tuple(_eigh_any(a, mesh=mesh, symmetrize=symmetrize, lower=lower, vectors=True))
+        return tuple(_tridiagonal.eigh_2d(a, mesh=mesh, symmetrize=symmetrize, lower=lower))
 
     def stacked(a):  # jax.vmap of eigh: the stack path, batch-sharded as jnp's
         return tuple(_eigh_stack(a, uplo="L" if lower else "U", symmetrize=symmetrize))
@@ -151,13 +143,17 @@ def eigh(
 ) -> EighResult:
     """Eigenvalues and eigenvectors of a Hermitian matrix, as ``jnp.linalg.eigh``.
 
-    One matrix sharded over a mesh is solved by spectral divide and conquer
-    on the distributed QDWH polar decomposition (Nakatsukasa & Higham 2013):
-    no device holds the whole matrix and peak memory per device is
-    ``O(n²/p)``. A stack sharded along its batch dimensions runs
-    ``jnp.linalg.eigh`` on each device with no collective.
+    One matrix sharded over a mesh takes LAPACK's route: Householder
+    reduction to real tridiagonal form ``Qᴴ A Q = T`` on the 2D block layout
+    with ``Q`` accumulated, bisection for the eigenvalues, inverse iteration
+    for ``T``'s eigenvectors (each device a contiguous range, ranges cut at
+    wide gaps; vectors of a cluster that spans devices are re-orthonormalized
+    by distributed Cholesky QR), and ``V = Q Z`` by SUMMA. No device holds
+    the whole matrix; peak memory per device is ``O(n²/p)``. A stack sharded
+    along its batch dimensions runs ``jnp.linalg.eigh`` on each device with
+    no collective.
 
-    The divide and conquer does about 7x LAPACK's flops; below the one-device
+    The distributed route is slower than LAPACK on one device; below the one-device
     budget (``distla.linalg.set_plan_budget``) ``plan="auto"`` moves the
     matrix to one device instead, runs ``jnp.linalg.eigh`` (LAPACK) there and
     shards the result back in the same layouts (``distla.cost`` reports the

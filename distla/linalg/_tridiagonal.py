@@ -23,11 +23,18 @@ import jax
 import jax.numpy as jnp
 from jax.sharding import PartitionSpec as P
 
-from .._core.matrix import pad_to
-from .._core.mesh import constrain, grid_of, run_on_mesh, shard_map
+from jax import lax
+
+from .._core.matmul import mm
+from .._core.matrix import block_spec, ct, diagonal, eye, pad_to, put
+from .._core.mesh import constrain, fitting_spec, grid_of, run_on_mesh, shard_map
+from .._core.plan import plan_here
 from distla.kernels._axes import round_up
 from distla.kernels.bidiagonal import reduce_to_bidiagonal
 from distla.kernels.tridiagonal import bisect, reduce_columns
+from distla.kernels.tridiagonal_vectors import (cuts, inverse_iteration, rank_of, start_vectors,
+                                                to_columns, window_vectors)
+from . import _cholesky, _triangular
 from ._eigh import hermitian_from, unit_scaled
 
 #: Columns per deferred update (LAPACK's ``xLATRD`` block).
@@ -44,33 +51,45 @@ def phase_bounds(n: int) -> tuple[int, ...]:
     return tuple(sorted({round_up(total * t // phases, PANEL) for t in range(phases + 1)}))
 
 
-def _reduce_in_phases(x, reduce, *, grid, bounds, multiples):
+def _reduce_in_phases(x, reduce, *, grid, bounds, multiples, vectors=False):
     """``(d, e)`` of ``reduce`` (a kernel) over the columns ``bounds`` in phases.
 
     ``x`` (at least as many rows as columns) is padded to multiples of
     ``multiples`` (rows, columns), keeping rows >= columns; after each phase
-    the trailing matrix is cut out and laid out evenly again.
+    the trailing matrix is cut out and laid out evenly again. With
+    ``vectors``, also ``Q`` (padded order) with ``Qᴴ x Q = T``: its columns
+    that a phase no longer touches are cut off with the trailing matrix's.
     """
     spec = grid.block_spec
 
-    def even(x):
+    def even(x, rows=None):
         cols = round_up(x.shape[1], multiples[1])
-        rows = round_up(max(x.shape[0], cols), multiples[0])
+        rows = round_up(max(x.shape[0], cols), multiples[0]) if rows is None else rows
         return constrain(pad_to(x, (rows, cols)), spec)
 
     x = even(x)
-    ds, es = [], []
+    order = x.shape[0]
+    q = eye(order, order, x.dtype, spec) if vectors else None
+    ds, es, done = [], [], []
     for start, stop in zip(bounds, bounds[1:]):
         steps = stop - start
         kernel = functools.partial(reduce, steps=steps, nb=PANEL,
                                    row_axis=grid.row, col_axis=grid.col)
-        x, d, e = shard_map(kernel, in_specs=spec, out_specs=(spec, P(), P()),
-                            check_vma=False)(x)
+        if vectors:
+            x, q, d, e = shard_map(kernel, in_specs=(spec, spec),
+                                   out_specs=(spec, spec, P(), P()), check_vma=False)(x, q)
+        else:
+            x, d, e = shard_map(kernel, in_specs=spec, out_specs=(spec, P(), P()),
+                                check_vma=False)(x)
         ds.append(d)
         es.append(e)
         if stop < bounds[-1]:  # the trailing matrix, laid out evenly again
             x = even(x[steps:, steps:])
-    return jnp.concatenate(ds), jnp.concatenate(es)
+            if vectors:
+                done.append(q[:, :steps])
+                q = even(q[:, steps:], rows=order)
+    d, e = jnp.concatenate(ds), jnp.concatenate(es)
+    return (d, e, jnp.concatenate(done + [q], axis=1)) if vectors else (d, e)
 
 
 def _bisect(d, e, *, grid, count, first=0):
@@ -116,6 +135,140 @@ def eigvalsh_2d(a: jax.Array, *, mesh, symmetrize: bool, lower: bool) -> jax.Arr
         return eigenvalues_body(h, mesh=mesh)
 
     return run_on_mesh(body, mesh, P(), a)
+
+
+def _vectors_of_tridiagonal(d, e, w, *, grid, spec):
+    """The ``n x n`` eigenvectors of ``T`` (columns, ascending ``w``), laid out as ``spec``:
+    each device's range by inverse iteration (``distla.kernels.tridiagonal_vectors``)."""
+    n = d.shape[0]
+    # device ranges column-major over the grid: a grid column's devices hold its
+    # columns, so the 2D layout is one all-to-all within each grid column away
+    axes = tuple(name for name in (grid.col, grid.row) if name is not None)
+    block = -(-n // grid.size)
+    guard = block // 4
+
+    def kernel(d, e, w):
+        bounds = cuts(w, devices=grid.size, block=block, guard=guard)
+        window = window_vectors(d, e, w, bounds[rank_of(axes)], width=block + 2 * guard)
+        return to_columns(window, bounds, block=block, axis_names=axes)
+
+    z = shard_map(kernel, in_specs=(P(), P(), P()), out_specs=P(None, axes),
+                  check_vma=False)(d, e, w)
+    return constrain(z[:, :n], spec)
+
+
+def _orthonormalized(z, d, e, w, *, grid, spec):
+    """``z`` (``n x n``, columns: eigenvectors of ``T`` for ``w``) with orthonormal columns.
+
+    Unchanged if a probe ``‖zᴴz r − r‖`` finds them orthonormal to about
+    ``√n·eps``. The ranges of different devices meet at wide gaps; only a
+    cluster wider than the guard there (repeated or nearly repeated
+    eigenvalues: identity-like or low-rank matrices) leaves vectors from the
+    two sides non-orthogonal, or nearly parallel. Then: shifted Cholesky QR
+    three times (Fukaya et al. 2020: orthonormal columns for ``z``'s
+    condition once a pseudo-random nudge of ``eps^¼`` has made the columns of
+    degenerate clusters independent), then two rounds of an inverse-iteration sweep on
+    every column (back into its eigenvalue's invariant subspace, the nudge
+    gone) and Cholesky QR twice. Mixing vectors of one cluster keeps their
+    residuals.
+    """
+    n = z.shape[1]
+    eps = jnp.finfo(z.dtype).eps
+    probe = start_vectors(jnp.zeros((1,), jnp.int32), n, z.dtype)[0]
+    off = jnp.conj(z.T) @ (z @ probe) - probe
+    loose = jnp.linalg.norm(off) > 10 * jnp.sqrt(float(n)) * eps * jnp.linalg.norm(probe)
+    axes = tuple(name for name in (grid.col, grid.row) if name is not None)
+    cols = -(-n // grid.size) * grid.size
+
+    # Degenerate clusters: eigenvalues within 8·eps·‖T‖ of a neighbour (repeated to
+    # bisection's accuracy). Only their
+    # columns can be nearly parallel, so only they are nudged; and the sweep gives them
+    # one shift, their width below the cluster (a well-conditioned map on the cluster's
+    # columns that damps every other eigenvector), every other column its eigenvalue.
+    idx = jnp.arange(n)
+    t_norm = jnp.max(jnp.abs(w))
+    new = jnp.concatenate([jnp.ones((1,), bool), w[1:] - w[:-1] > 8 * eps * t_norm])
+    first = lax.cummax(jnp.where(new, idx, 0))
+    last = jnp.flip(lax.cummin(jnp.flip(jnp.where(jnp.roll(new, -1) | (idx == n - 1), idx, n))))
+    degenerate = last > first
+    width = w[last] - w[first]
+    sweep_shift = jnp.where(degenerate, w[first] - width, w)
+
+    def sweep(z):  # each device its columns, all rows
+        def kernel(d, e, shift, x):
+            return inverse_iteration(d, e, shift, x.T).T
+
+        x = constrain(pad_to(z, (n, cols)), P(None, axes))
+        shift = pad_to(sweep_shift, (cols,))
+        x = shard_map(kernel, in_specs=(P(), P(), P(axes), P(None, axes)),
+                      out_specs=P(None, axes), check_vma=False)(d, e, shift, x)
+        return put(x[:, :n], spec)
+
+    def cholesky_qr(k, z):  # Z = Q R, R = Lᴴ with L Lᴴ = Zᴴ Z + s I: Q = (L⁻¹ Zᴴ)ᴴ
+        z = lax.cond((k == 3) | (k == 5), sweep, lambda z: z, z)
+        call = plan_here(z.dtype)
+        zh = ct(z, spec)
+        gram = mm(zh, z, spec)
+        shift = jnp.where(k == 0, n * eps * jnp.max(jnp.abs(diagonal(gram))), 0)
+        gram = put(gram + shift * eye(n, n, z.dtype, spec), spec)
+        low = put(_cholesky.factor(gram, call=call, upper=False), spec)
+        y = _triangular.triangular_solve(low, zh, call=call, trans=0, lower=True,
+                                         unit_diagonal=False)
+        return ct(put(y, spec), spec)
+
+    def repair(z):
+        # a pseudo-random nudge of eps^¼ makes nearly parallel columns independent
+        # (smallest singular value about eps^¼/n); the sweeps take it out again
+        nudge = start_vectors(jnp.arange(n, dtype=jnp.int32), n, z.dtype) / jnp.sqrt(float(n))
+        nudge = jnp.where(degenerate[None, :], nudge, 0)
+        z = put(z + jnp.sqrt(jnp.sqrt(eps)).astype(z.dtype) * put(nudge, spec), spec)
+        return lax.fori_loop(0, 7, cholesky_qr, z)
+
+    return lax.cond(loose, repair, lambda z: z, z)
+
+
+def eigenpairs_body(h: jax.Array, *, mesh):
+    """``(w, v)`` of the Hermitian ``h`` (``n x n``): ``w`` ascending, replicated; ``v``
+    in the 2D block layout that fits.
+
+    Traced inside ``run_on_mesh``. ``Qᴴ h Q = T`` by the reduction (``Q``
+    accumulated), ``T``'s eigenvalues by bisection, its eigenvectors ``Z`` by
+    inverse iteration on each device's range, ``v = Q Z`` by SUMMA. A
+    non-finite ``h`` gives NaN.
+    """
+    grid = grid_of(mesh, what="distla.linalg.eigh")
+    n = h.shape[0]
+    spec = fitting_spec((n, n), mesh, grid.block_spec)
+    bounds = phase_bounds(n)
+    h, scale = unit_scaled(h)
+    h = pad_to(h, (bounds[-1], bounds[-1]))
+    even = math.lcm(grid.pr, grid.pc)
+    d, e, q = _reduce_in_phases(h, reduce_columns, grid=grid, bounds=bounds,
+                                multiples=(even, even), vectors=True)
+    d, e = d[:n], e[:n]
+    w = d if n == 1 else _bisect(d, e, grid=grid, count=n)
+    z = _vectors_of_tridiagonal(d, e, w, grid=grid, spec=spec)
+    z = _orthonormalized(z, d, e, w, grid=grid, spec=spec)
+    v = put(mm(put(q[:n, :n], spec), z.astype(q.dtype), spec), spec)
+    finite = jnp.isfinite(jnp.sum(d) + jnp.sum(e))
+    return jnp.where(finite, w / scale, jnp.nan), jnp.where(finite, v, jnp.nan)
+
+
+@functools.partial(jax.jit, static_argnames=("mesh", "symmetrize", "lower"))
+def eigh_2d(a: jax.Array, *, mesh, symmetrize: bool, lower: bool):
+    """``(w, v)`` of the Hermitian ``a`` on a 1- or 2-axis mesh (:func:`eigenpairs_body`).
+
+    ``a`` is read as ``eigh`` reads it (``symmetrize``, else the ``lower`` or
+    upper triangle).
+    """
+    n = a.shape[0]
+    out = (P(), fitting_spec((n, n), mesh, block_spec(mesh)))
+
+    def body(a):
+        h = hermitian_from(a, symmetrize=symmetrize, lower=lower)
+        return eigenpairs_body(h, mesh=mesh)
+
+    return run_on_mesh(body, mesh, out, a)
 
 
 @functools.partial(jax.jit, static_argnames=("mesh",))

@@ -1,0 +1,169 @@
+"""Eigenvectors of a real symmetric tridiagonal matrix, each device its own block.
+
+LAPACK's ``xSTEIN`` (inverse iteration) spread over the devices as ScaLAPACK's
+``PxSTEIN`` spreads it: every device holds ``T`` (``n``-vectors ``d, e``) and
+all its eigenvalues, and computes the eigenvectors of one contiguous range of
+them, ``n x W`` numbers.
+
+- **Ranges** (:func:`cuts`). Device ``r`` would take indices ``[r·b, (r+1)·b)``
+  (``b = ⌈n/p⌉``); each cut between two devices moves, within ``±g``, to the
+  widest eigenvalue gap there, so that vectors of close eigenvalues are
+  computed, and orthogonalized, together. Every device computes every cut
+  from the same eigenvalues, alike.
+- **Inverse iteration** (:func:`window_vectors`). ``W = b + 2g`` vectors from
+  pseudo-random starts: ``(T − λᵢ I) xᵢ ← xᵢ`` (jax's batched tridiagonal
+  solve, a singular pivot perturbed), normalized, and the window
+  orthonormalized in order (Cholesky QR) after every solve. LAPACK
+  orthogonalizes within each cluster only; vectors of well-separated
+  eigenvalues are orthogonal to about ``eps·‖T‖/gap`` already, so the whole
+  window's orthonormalization moves them by rounding and keeps their
+  residuals. A fixed number of sweeps, one loop body.
+- **Layout** (:func:`to_columns`). The ranges are then laid out as the 1D
+  column blocks ``[r·b, (r+1)·b)``: each device takes the columns it lacks
+  from its two neighbours (two collective-permutes of ``n x W``).
+
+A cluster wider than the guard ``g`` can still straddle a cut; its vectors
+from the two sides are then orthogonal only to about ``eps·‖T‖/gap``. The
+caller checks and, if need be, orthonormalizes the whole basis.
+"""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+from ._axes import axis_index, axis_size
+
+#: Inverse-iteration sweeps (LAPACK's ``xSTEIN`` stops after at most five).
+SWEEPS = 3
+
+
+def rank_of(axis_names: tuple[str, ...]) -> jax.Array:
+    """This device's row-major index over ``axis_names``."""
+    rank = jnp.int32(0)
+    for name in axis_names:
+        rank = rank * axis_size(name) + axis_index(name)
+    return rank
+
+
+def ppermute_index(axis_names: tuple[str, ...]) -> list[int]:
+    """For each rank of :func:`rank_of`, the device's index in ``lax.ppermute``'s
+    numbering over ``axis_names``, which is row-major in the mesh's axis order
+    whatever the order of ``axis_names``."""
+    sizes = [axis_size(name) for name in axis_names]
+    mesh_order = [name for name in jax.sharding.get_abstract_mesh().axis_names
+                  if name in axis_names]
+    out = []
+    for rank in range(math.prod(sizes)):
+        where, rest = {}, rank
+        for name, size in zip(reversed(axis_names), reversed(sizes)):
+            where[name], rest = rest % size, rest // size
+        linear = 0
+        for name in mesh_order:
+            linear = linear * sizes[axis_names.index(name)] + where[name]
+        out.append(linear)
+    return out
+
+
+def cuts(w: jax.Array, *, devices: int, block: int, guard: int) -> jax.Array:
+    """``devices + 1`` ascending range bounds over the ``n`` ascending eigenvalues ``w``.
+
+    Bound ``s`` (``0 < s < devices``) is the index ``j`` within ``guard`` of
+    ``s·block`` with the widest gap ``w[j] − w[j−1]``; bound 0 is 0, the last
+    is ``n``.
+    """
+    n = w.shape[0]
+    nominal = jnp.arange(1, devices, dtype=jnp.int32)[:, None] * block
+    cand = nominal + jnp.arange(-guard, guard + 1, dtype=jnp.int32)[None, :]
+    inside = (cand >= 1) & (cand <= n - 1)
+    at = jnp.clip(cand, 1, max(n - 1, 1))
+    gaps = jnp.where(inside, w[at] - w[at - 1], -jnp.inf)
+    best = jnp.take_along_axis(cand, jnp.argmax(gaps, axis=1)[:, None], axis=1)[:, 0]
+    inner = jnp.where(jnp.any(inside, axis=1), best, jnp.minimum(nominal[:, 0], n))
+    return jnp.concatenate([jnp.zeros((1,), jnp.int32), inner, jnp.full((1,), n, jnp.int32)])
+
+
+def start_vectors(index: jax.Array, n: int, dtype) -> jax.Array:
+    """Pseudo-random ``len(index) x n`` starts in ``[−½, ½)``, a function of the
+    eigenvalue's global index alone (an integer hash; ``jax.random`` inside
+    ``shard_map`` does not partition on every jax release)."""
+    h = (index.astype(jnp.uint32)[:, None] * jnp.uint32(0x9E3779B1)
+         + jnp.arange(n, dtype=jnp.uint32)[None, :] * jnp.uint32(0x85EBCA77))
+    for shift, mult in ((16, 0x7FEB352D), (15, 0x846CA68B), (16, 1)):
+        h = (h ^ (h >> shift)) * jnp.uint32(mult)
+    return (h >> 8).astype(dtype) / (1 << 24) - 0.5
+
+
+def inverse_iteration(d, e, shift, x) -> jax.Array:
+    """Rows ``xᵢ ← (T − σᵢ I)⁻¹ xᵢ`` normalized (``σᵢ`` a few ulps of ``‖T‖`` below
+    ``shift[i]``, so that ``T − σᵢ I`` is never exactly singular, ``T = λI`` included)."""
+    n = d.shape[0]
+    k = x.shape[0]
+    off = jnp.where(jnp.arange(n) < n - 1, e, 0)
+    t_norm = jnp.max(jnp.abs(d)) + 2 * jnp.max(jnp.abs(off))
+    sigma = shift - 4 * jnp.finfo(d.dtype).eps * jnp.where(t_norm > 0, t_norm, 1)
+    lower = jnp.broadcast_to(jnp.pad(off[:-1], (1, 0)), (k, n))
+    upper = jnp.broadcast_to(off, (k, n))
+    x = lax.linalg.tridiagonal_solve(lower, d[None, :] - sigma[:, None], upper, x[:, :, None],
+                                     perturb_singular=True)[:, :, 0]
+    x = x / jnp.max(jnp.abs(x), axis=1, keepdims=True)  # then no square overflows
+    x = x / jnp.linalg.norm(x, axis=1, keepdims=True)
+    return jnp.where(jnp.isfinite(x), x, 0)
+
+
+def window_vectors(d, e, w, first, *, width: int) -> jax.Array:
+    """``n x width`` orthonormal eigenvectors of ``T`` for eigenvalues ``w[first:first+width]``.
+
+    Indices past ``n − 1`` repeat the last eigenvalue (the columns there are
+    not eigenvectors of anything new; the caller ignores them). They come
+    after the real ones, so orthonormalizing in order leaves those alone.
+    """
+    n = d.shape[0]
+    index = first + jnp.arange(width, dtype=jnp.int32)
+    shift = w[jnp.minimum(index, n - 1)]
+
+    def sweep(_, x):
+        return orthonormal_rows(inverse_iteration(d, e, shift, x))
+
+    x = start_vectors(index, n, d.dtype)
+    return orthonormal_rows(lax.fori_loop(0, SWEEPS, sweep, x)).T
+
+
+def orthonormal_rows(x: jax.Array) -> jax.Array:
+    """``L⁻¹ x`` with ``x xᵀ + δI = L Lᵀ``: the rows of ``x`` orthonormalized in order
+    (Cholesky QR, GEMM-rich; ``jnp.linalg.qr`` inside ``shard_map`` is far slower
+    on the CPU backend). The shift ``δ = width·eps`` keeps the factor finite for
+    nearly dependent rows; a second pass then orthonormalizes to rounding."""
+    width = x.shape[0]
+    gram = jnp.dot(x, x.T, precision=lax.Precision.HIGHEST)
+    gram = gram + width * jnp.finfo(x.dtype).eps * jnp.eye(width, dtype=x.dtype)
+    low = jnp.linalg.cholesky(gram)
+    return lax.linalg.triangular_solve(low, x, left_side=True, lower=True)
+
+
+def to_columns(z_win, bounds, *, block: int, axis_names: tuple[str, ...]) -> jax.Array:
+    """This device's ``n x block`` columns ``[r·block, (r+1)·block)`` of the basis.
+
+    ``z_win`` holds the columns ``[bounds[r], bounds[r+1])`` from its first
+    column on; a bound moves at most ``block`` from its nominal place, so a
+    device's columns come from itself and its two neighbours.
+    """
+    n, width = z_win.shape
+    devices = bounds.shape[0] - 1
+    r = rank_of(axis_names)
+    if devices > 1:
+        lin = ppermute_index(axis_names)
+        left = lax.ppermute(z_win, axis_names, [(lin[s], lin[s + 1]) for s in range(devices - 1)])
+        right = lax.ppermute(z_win, axis_names, [(lin[s + 1], lin[s]) for s in range(devices - 1)])
+        near = jnp.concatenate([left, z_win, right], axis=1)
+    else:
+        near = jnp.concatenate([z_win, z_win, z_win], axis=1)
+    j = r * block + jnp.arange(block, dtype=jnp.int32)
+    src = jnp.clip(jnp.searchsorted(bounds, j, side="right") - 1, 0, devices - 1)
+    pos = (src - r + 1) * width + (j - bounds[src])
+    ok = (j < n) & (jnp.abs(src - r) <= 1) & (j - bounds[src] < width)
+    cols = jnp.take(near, jnp.clip(pos, 0, 3 * width - 1), axis=1)
+    return jnp.where(ok[None, :], cols, 0)
