@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import jax
 from jax import lax
 
@@ -46,6 +48,22 @@ def add_block(x: jax.Array, start: tuple[int, ...], value: jax.Array) -> jax.Arr
     start = tuple(start) + (0,) * (x.ndim - len(start))
     stop = tuple(s + d for s, d in zip(start, value.shape))
     return lax.dynamic_update_slice(x, lax.slice(x, start, stop) + value.astype(x.dtype), start)
+
+
+def highest_precision(kernel):
+    """``kernel`` traced with every ``@`` / ``jnp.matmul`` at ``Precision.HIGHEST``.
+
+    jax's default matmul precision follows ``jax_default_matmul_precision``
+    (on GPUs, TF32 for float32 by default): a two-sided reduction or an
+    inverse iteration at that precision loses about three digits.
+    """
+
+    @functools.wraps(kernel)
+    def traced(*args, **kwargs):
+        with jax.default_matmul_precision("highest"):
+            return kernel(*args, **kwargs)
+
+    return traced
 
 
 def fori(lower: int, upper: int, body, init):

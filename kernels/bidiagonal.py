@@ -24,9 +24,11 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+from ._axes import highest_precision
 from .tridiagonal import column_piece, local, rank_2k_update, reflector, row_piece, spread
 
 
+@highest_precision
 def reduce_to_bidiagonal(
     a_blk: jax.Array,
     *,

@@ -41,7 +41,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from ._axes import axis_index, axis_size
+from ._axes import axis_index, axis_size, highest_precision
 
 
 class Local(NamedTuple):
@@ -108,6 +108,7 @@ def reflector(a_j: jax.Array, j: jax.Array, idx: jax.Array):
     return v.astype(a_j.dtype), tau.astype(a_j.dtype), jnp.where(trivial, jnp.real(alpha), beta)
 
 
+@highest_precision
 def reduce_columns(
     a_blk: jax.Array,
     q_blk: jax.Array | None = None,
@@ -187,6 +188,7 @@ def reduce_columns(
     return (a_blk, d, e) if q_blk is None else (a_blk, q_blk, d, e)
 
 
+@highest_precision
 def block_reflector(v_all: jax.Array, taus: jax.Array) -> jax.Array:
     """Upper-triangular ``T`` with ``H₀ H₁ ⋯ H_{nb−1} = I − V T Vᴴ`` (LAPACK's ``xLARFT``,
     forward, columnwise): ``T[i, i] = τᵢ``, ``T[:i, i] = −τᵢ T[:i, :i] V[:, :i]ᴴ vᵢ``."""
@@ -202,6 +204,7 @@ def block_reflector(v_all: jax.Array, taus: jax.Array) -> jax.Array:
     return lax.fori_loop(0, nb, column, jnp.zeros((nb, nb), v_all.dtype))
 
 
+@highest_precision
 def times_reflectors(q_blk, v_all, taus, at: Local, col_axis: str | None) -> jax.Array:
     """``Q (I − V T Vᴴ)`` on this device's block of ``Q`` (LAPACK's ``xLARFB``): one
     local GEMM, a psum of ``Q V`` over the column axis, another local GEMM."""

@@ -35,10 +35,10 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from ._axes import axis_index, axis_size
+from ._axes import axis_index, axis_size, highest_precision
 
 #: Inverse-iteration sweeps (LAPACK's ``xSTEIN`` stops after at most five).
-SWEEPS = 3
+SWEEPS = 2
 
 
 def rank_of(axis_names: tuple[str, ...]) -> jax.Array:
@@ -97,6 +97,7 @@ def start_vectors(index: jax.Array, n: int, dtype) -> jax.Array:
     return (h >> 8).astype(dtype) / (1 << 24) - 0.5
 
 
+@highest_precision
 def inverse_iteration(d, e, shift, x) -> jax.Array:
     """Rows ``xᵢ ← (T − σᵢ I)⁻¹ xᵢ`` normalized (``σᵢ`` a few ulps of ``‖T‖`` below
     ``shift[i]``, so that ``T − σᵢ I`` is never exactly singular, ``T = λI`` included)."""
@@ -114,6 +115,7 @@ def inverse_iteration(d, e, shift, x) -> jax.Array:
     return jnp.where(jnp.isfinite(x), x, 0)
 
 
+@highest_precision
 def window_vectors(d, e, w, first, *, width: int) -> jax.Array:
     """``n x width`` orthonormal eigenvectors of ``T`` for eigenvalues ``w[first:first+width]``.
 
@@ -128,10 +130,11 @@ def window_vectors(d, e, w, first, *, width: int) -> jax.Array:
     def sweep(_, x):
         return orthonormal_rows(inverse_iteration(d, e, shift, x))
 
-    x = start_vectors(index, n, d.dtype)
-    return orthonormal_rows(lax.fori_loop(0, SWEEPS, sweep, x)).T
+    x = lax.fori_loop(0, SWEEPS, sweep, start_vectors(index, n, d.dtype))
+    return orthonormal_rows(x).T
 
 
+@highest_precision
 def orthonormal_rows(x: jax.Array) -> jax.Array:
     """``L⁻¹ x`` with ``x xᵀ + δI = L Lᵀ``: the rows of ``x`` orthonormalized in order
     (Cholesky QR, GEMM-rich; ``jnp.linalg.qr`` inside ``shard_map`` is far slower

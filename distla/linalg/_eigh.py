@@ -1,4 +1,4 @@
-"""Distributed Hermitian eigensolver: spectral divide and conquer on QDWH (docs/spectral.md).
+"""Spectral divide and conquer on QDWH (docs/spectral.md): the eigh of svd and of large subsets.
 
 Nakatsukasa & Higham (2013). The matrix ``B`` (``N x N``, 2D block layout)
 is kept block diagonal with contiguous diagonal blocks whose boundaries are
@@ -46,7 +46,7 @@ from jax import lax
 from jax.sharding import PartitionSpec as P
 
 from . import _qr
-from .._core.mesh import fitting_spec, grid_of, run_on_mesh, shard_map
+from .._core.mesh import fitting_spec, grid_of, shard_map
 from .._core.matmul import mm, product_here
 from .._core.plan import plan_here
 from .._core.matrix import (
@@ -229,26 +229,6 @@ def hermitian_from(a, *, symmetrize: bool, lower: bool):
         return (a + jnp.conj(a.T)) / 2
     tri = tril(a, -1) if lower else triu(a, 1)
     return tri + jnp.conj(tri.T) + jnp.where(diag_mask(a), jnp.real(a), 0).astype(a.dtype)
-
-
-@functools.partial(jax.jit, static_argnames=("mesh", "vectors", "symmetrize", "lower"))
-def eigh_2d(a, *, mesh, vectors=True, symmetrize=False, lower=True):
-    """``(w, v)`` (or ``w``) of a Hermitian matrix on a mesh (the caller symmetrized it).
-
-    ``w`` ascending and replicated; ``v`` in the 2D block layout (largest even
-    layout that fits). ``mesh`` is ``a``'s, read by the caller. Explicit meshes
-    run the body under ``auto_axes``.
-    """
-    spec = block_spec(mesh)
-    n = a.shape[0]
-    out = (P(), fitting_spec((n, n), mesh, spec)) if vectors else P()
-
-    def body(a):
-        h = hermitian_from(a, symmetrize=symmetrize, lower=lower)
-        h = put(h, fitting_spec(a.shape, mesh, spec))
-        return eigh_body(h, mesh=mesh, vectors=vectors)
-
-    return run_on_mesh(body, mesh, out, a)
 
 
 def _sizes(n, mesh):

@@ -1,13 +1,18 @@
-"""Distributed ``eigvalsh`` and ``svdvals``: Householder reduction to tridiagonal form, then bisection.
+"""Distributed ``eigh``, ``eigvalsh`` and ``svdvals`` by Householder reduction to condensed form.
 
-LAPACK's route for eigenvalues alone (``xHETRD`` + ``xSTEBZ``), about
-``4n³/3`` flops, on the 2D block layout (``kernels/tridiagonal.py``): no
-device holds more than its block of the matrix, a few ``m x nb`` panels and
-the ``n``-vectors of ``T``. The reduction runs in ``PHASES`` calls of the
-kernel; between them the trailing matrix is cut out and laid out evenly
-again (collective-permutes, no gather), so that the matrix-vector product of
-each step shrinks with it. Each device then bisects its ``n/p`` of the
+LAPACK's route for eigenvalues (``xHETRD`` + ``xSTEBZ``), about ``4n³/3``
+flops, on the 2D block layout (``kernels/tridiagonal.py``): no device holds
+more than its block of the matrix, a few ``m x nb`` panels and the
+``n``-vectors of ``T``. The reduction runs in ``PHASES`` calls of the kernel;
+between them the trailing matrix is cut out and laid out evenly again
+(collective-permutes, no gather), so that the matrix-vector product of each
+step shrinks with it. Each device then bisects its ``n/p`` of the
 eigenvalues; they are gathered into the replicated result.
+
+``eigh`` (``xHEEVX``'s route) also accumulates ``Q`` during the reduction,
+computes ``T``'s eigenvectors by inverse iteration, each device a range of
+them (``kernels/tridiagonal_vectors.py``), checks and if need be repairs
+their orthogonality across devices, and multiplies ``Q Z`` by SUMMA.
 
 ``svdvals`` reduces to real bidiagonal form instead (LAPACK's ``xGEBRD``,
 ``kernels/bidiagonal.py``) and bisects the Golub–Kahan tridiagonal, whose
@@ -26,7 +31,7 @@ from jax.sharding import PartitionSpec as P
 from jax import lax
 
 from .._core.matmul import mm
-from .._core.matrix import block_spec, ct, diagonal, eye, pad_to, put
+from .._core.matrix import HIGHEST, block_spec, ct, diagonal, eye, pad_to, put
 from .._core.mesh import constrain, fitting_spec, grid_of, run_on_mesh, shard_map
 from .._core.plan import plan_here
 from distla.kernels._axes import round_up
@@ -175,7 +180,8 @@ def _orthonormalized(z, d, e, w, *, grid, spec):
     n = z.shape[1]
     eps = jnp.finfo(z.dtype).eps
     probe = start_vectors(jnp.zeros((1,), jnp.int32), n, z.dtype)[0]
-    off = jnp.conj(z.T) @ (z @ probe) - probe
+    zr = jnp.matmul(z, probe, precision=HIGHEST)
+    off = jnp.matmul(jnp.conj(z.T), zr, precision=HIGHEST) - probe
     loose = jnp.linalg.norm(off) > 10 * jnp.sqrt(float(n)) * eps * jnp.linalg.norm(probe)
     axes = tuple(name for name in (grid.col, grid.row) if name is not None)
     cols = -(-n // grid.size) * grid.size
