@@ -298,12 +298,12 @@ def svdvals_2d(a: jax.Array, *, mesh) -> jax.Array:
         d, e = _reduce_in_phases(x, reduce_to_bidiagonal, grid=grid, bounds=bounds,
                                  multiples=(grid.pr, grid.pc))
         d, e = d[:k], e[:k]
-        # Golub–Kahan: zero diagonal, off-diagonal d₀, e₀, d₁, e₁, …, d_{k−1} (and one unread)
-        off = jnp.stack([d, jnp.where(jnp.arange(k) < k - 1, e, 0)], axis=1).reshape(2 * k)
-        w = _bisect(jnp.zeros((2 * k,), d.dtype), off, grid=grid, count=k, first=k)
-        s = jnp.maximum(jnp.flip(w), 0) / scale
-        if k == 1:
+        if k == 1:  # one value: |d₀| exactly
             s = jnp.abs(d) / scale
+        else:  # Golub–Kahan: zero diagonal, off-diagonal d₀, e₀, d₁, …, d_{k−1} (one unread)
+            off = jnp.stack([d, jnp.where(jnp.arange(k) < k - 1, e, 0)], axis=1).reshape(2 * k)
+            w = _bisect(jnp.zeros((2 * k,), d.dtype), off, grid=grid, count=k, first=k)
+            s = jnp.maximum(jnp.flip(w), 0) / scale
         finite = jnp.isfinite(jnp.sum(d) + jnp.sum(e))
         return jnp.where(finite, s, jnp.nan)
 
