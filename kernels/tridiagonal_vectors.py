@@ -130,8 +130,9 @@ def window_vectors(d, e, w, first, *, width: int) -> jax.Array:
     def sweep(_, x):
         return orthonormal_rows(inverse_iteration(d, e, shift, x))
 
-    x = lax.fori_loop(0, SWEEPS, sweep, start_vectors(index, n, d.dtype))
-    return orthonormal_rows(x).T
+    x = orthonormal_rows(lax.fori_loop(0, SWEEPS, sweep, start_vectors(index, n, d.dtype)))
+    # the shift leaves each row's norm² about 1/(1 + δ): unit rows again
+    return (x / jnp.linalg.norm(x, axis=1, keepdims=True)).T
 
 
 @highest_precision

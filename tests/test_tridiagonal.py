@@ -206,3 +206,16 @@ def test_tridiagonal_vectors_ranges_meet_at_wide_gaps():
     ref_w, _ = np.linalg.eigh(t)
     assert np.allclose(t @ np.asarray(z), np.asarray(z) * ref_w, atol=1e-5)
     assert np.allclose(np.asarray(z).T @ np.asarray(z), np.eye(4), atol=1e-5)
+
+
+def test_window_vectors_are_unit_to_rounding():
+    # the Cholesky QR's shift leaves norms of 1/√(1 + width·eps); the kernel restores
+    # them, or the orthogonality probe fires at large n on every matrix
+    from distla.kernels import tridiagonal_vectors as tv
+    rng = np.random.default_rng(16)
+    d = jnp.asarray(rng.standard_normal(128), jnp.float32)
+    e = jnp.asarray(rng.standard_normal(128), jnp.float32)
+    t = np.diag(np.asarray(d, np.float64)) + np.diag(np.asarray(e[:-1], np.float64), 1)
+    w = jnp.asarray(np.linalg.eigvalsh(t + np.triu(t, 1).T), jnp.float32)
+    z = np.asarray(tv.window_vectors(d, e, w, 32, width=64), np.float64)
+    assert np.abs(np.linalg.norm(z, axis=0) - 1).max() <= 4 * eps(np.float32)
