@@ -145,8 +145,10 @@ def reduce_columns(
     idx = jnp.arange(m, dtype=jnp.int32)
     zero = jnp.int32(0)
 
+    panels = steps // nb
+
     def panel(k, carry):
-        a_blk, q_blk, d, e = carry
+        a_blk, q, d, e = carry
         k0 = (k * nb).astype(jnp.int32)
 
         def step(i, carry):
@@ -178,14 +180,26 @@ def reduce_columns(
             0, nb, step, (empty, empty, jnp.zeros((nb,), dtype), d, e, col))
         # the deferred rank-2nb update, local: A ← A − V Wᴴ − W Vᴴ
         a_blk = rank_2k_update(a_blk, v_all, w_all, w_all, v_all, at)
-        if q_blk is not None:
-            q_blk = times_reflectors(q_blk, v_all, taus, at, col_axis)
-        return a_blk, q_blk, d, e
+        if q is not None:
+            # Q takes two panels' reflectors at once (one block reflector of 2nb
+            # columns): reading Q's local block is the cost, so half as many reads
+            q_blk, v_two, t_two = q
+            half = (k % 2).astype(jnp.int32)
+            v_two = lax.dynamic_update_slice(
+                jnp.where(half == 0, 0, v_two), v_all, (zero, half * nb))
+            t_two = lax.dynamic_update_slice(jnp.where(half == 0, 0, t_two), taus, (half * nb,))
+            q_blk = lax.cond((half == 1) | (k == panels - 1),
+                             lambda q: times_reflectors(q, v_two, t_two, at, col_axis),
+                             lambda q: q, q_blk)
+            q = (q_blk, v_two, t_two)
+        return a_blk, q, d, e
 
     d = jnp.zeros((steps,), real)
     e = jnp.zeros((steps,), real)
-    a_blk, q_blk, d, e = lax.fori_loop(0, steps // nb, panel, (a_blk, q_blk, d, e))
-    return (a_blk, d, e) if q_blk is None else (a_blk, q_blk, d, e)
+    q = None if q_blk is None else (q_blk, jnp.zeros((m, 2 * nb), dtype),
+                                    jnp.zeros((2 * nb,), dtype))
+    a_blk, q, d, e = lax.fori_loop(0, panels, panel, (a_blk, q, d, e))
+    return (a_blk, d, e) if q is None else (a_blk, q[0], d, e)
 
 
 @highest_precision
