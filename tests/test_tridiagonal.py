@@ -192,6 +192,22 @@ def test_eigh_float64_two_phases_identity_and_zero(x64):
         check_eigh(a, w, v)
 
 
+
+def test_eigh_moves_no_matrix():
+    # n = 1024 on 2x4: the largest collective is the layout change of the vectors
+    # (a grid column's ranges, two local blocks), nothing gathers the matrix; peak
+    # memory per device is a fixed number of local blocks (windows of n x 1.5n/p,
+    # their neighbours', the inverse iteration's n x 1.5n/p operands)
+    mesh = build_mesh((2, 4), "explicit")
+    n = 1024
+    x = jax.ShapeDtypeStruct((n, n), jnp.float32, sharding=NamedSharding(mesh, P("x", "y")))
+    fn = functools.partial(_tridiagonal.eigh_2d, mesh=mesh.abstract_mesh,
+                           symmetrize=True, lower=True)
+    c = distla.cost(fn, x)
+    block = n * n * 4 // 8
+    assert 0 < c.largest() <= 2 * block, (c.largest(), block)
+    assert c.peak_memory_bytes <= 20 * block, c.peak_memory_bytes
+
 def test_tridiagonal_vectors_ranges_meet_at_wide_gaps():
     from distla.kernels import tridiagonal_vectors as tv
     w = jnp.asarray([0.0, 1, 1.001, 5, 5.001, 5.002, 9, 9.001], jnp.float32)

@@ -172,8 +172,8 @@ def _orthonormalized(z, d, e, w, *, grid, spec):
     two sides non-orthogonal, or nearly parallel. Then: shifted Cholesky QR
     three times (Fukaya et al. 2020: orthonormal columns for ``z``'s
     condition once a pseudo-random nudge of ``eps^¼`` has made the columns of
-    degenerate clusters independent), then two rounds of an inverse-iteration sweep on
-    every column (back into its eigenvalue's invariant subspace, the nudge
+    degenerate clusters independent), then two rounds of an inverse-iteration
+    sweep on every column (back into its eigenvalue's invariant subspace, the nudge
     gone) and Cholesky QR twice. Mixing vectors of one cluster keeps their
     residuals.
     """
@@ -187,10 +187,10 @@ def _orthonormalized(z, d, e, w, *, grid, spec):
     cols = -(-n // grid.size) * grid.size
 
     # Degenerate clusters: eigenvalues within 8·eps·‖T‖ of a neighbour (repeated to
-    # bisection's accuracy). Only their
-    # columns can be nearly parallel, so only they are nudged; and the sweep gives them
-    # one shift, their width below the cluster (a well-conditioned map on the cluster's
-    # columns that damps every other eigenvector), every other column its eigenvalue.
+    # bisection's accuracy). Only their columns can be nearly parallel, so only they
+    # are nudged; and the sweep gives them one shift, their width below the cluster
+    # (a well-conditioned map on the cluster's columns that damps every other
+    # eigenvector), every other column its eigenvalue.
     idx = jnp.arange(n)
     t_norm = jnp.max(jnp.abs(w))
     new = jnp.concatenate([jnp.ones((1,), bool), w[1:] - w[:-1] > 8 * eps * t_norm])
