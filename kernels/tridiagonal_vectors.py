@@ -49,13 +49,13 @@ def rank_of(axis_names: tuple[str, ...]) -> jax.Array:
     return rank
 
 
-def ppermute_index(axis_names: tuple[str, ...]) -> list[int]:
-    """For each rank of :func:`rank_of`, the device's index in ``lax.ppermute``'s
-    numbering over ``axis_names``, which is row-major in the mesh's axis order
-    whatever the order of ``axis_names``."""
+def ppermute_index(axis_names: tuple[str, ...]) -> tuple[tuple[str, ...], list[int]]:
+    """``axis_names`` in the mesh's order, which ``lax.ppermute`` requires (jax
+    0.11 raises on any other), and for each rank of :func:`rank_of` the device's
+    index in ``lax.ppermute``'s numbering over them (row-major in that order)."""
     sizes = [axis_size(name) for name in axis_names]
-    mesh_order = [name for name in jax.sharding.get_abstract_mesh().axis_names
-                  if name in axis_names]
+    mesh_order = tuple(name for name in jax.sharding.get_abstract_mesh().axis_names
+                       if name in axis_names)
     out = []
     for rank in range(math.prod(sizes)):
         where, rest = {}, rank
@@ -65,7 +65,7 @@ def ppermute_index(axis_names: tuple[str, ...]) -> list[int]:
         for name in mesh_order:
             linear = linear * sizes[axis_names.index(name)] + where[name]
         out.append(linear)
-    return out
+    return mesh_order, out
 
 
 def cuts(w: jax.Array, *, devices: int, block: int, guard: int) -> jax.Array:
@@ -159,9 +159,9 @@ def to_columns(z_win, bounds, *, block: int, axis_names: tuple[str, ...]) -> jax
     devices = bounds.shape[0] - 1
     r = rank_of(axis_names)
     if devices > 1:
-        lin = ppermute_index(axis_names)
-        left = lax.ppermute(z_win, axis_names, [(lin[s], lin[s + 1]) for s in range(devices - 1)])
-        right = lax.ppermute(z_win, axis_names, [(lin[s + 1], lin[s]) for s in range(devices - 1)])
+        names, lin = ppermute_index(axis_names)
+        left = lax.ppermute(z_win, names, [(lin[s], lin[s + 1]) for s in range(devices - 1)])
+        right = lax.ppermute(z_win, names, [(lin[s + 1], lin[s]) for s in range(devices - 1)])
         near = jnp.concatenate([left, z_win, right], axis=1)
     else:
         near = jnp.concatenate([z_win, z_win, z_win], axis=1)

@@ -6,7 +6,9 @@ operands. ``x.at[static slices].set(...)`` makes such a constant (an ``int32[0]`
 scatter index). Tracing alone shows it: every public function is traced with
 ``jax.make_jaxpr`` (no compile) and every ``shard_map`` equation, at any depth
 (jit, cond branches, loop bodies, custom derivative rules, nested ``shard_map``),
-is checked.
+is checked. Every ``ppermute`` inside them must name its mesh axes in the mesh's
+order too: jax 0.11 refuses any other order when it lowers the program (not when it
+traces it), so only this walk shows the fault on the jax CI has.
 
 To cover a new public function, add a row to ``CASES`` (traced on every mesh and
 size below) or, if it never runs a ``shard_map`` of its own, name it in
@@ -31,24 +33,32 @@ F = distla.fft
 
 
 def empty_shard_map_operands(closed) -> list[str]:
-    """Every zero-size operand of every ``shard_map`` in ``closed``, at any depth."""
+    """Every zero-size operand of every ``shard_map`` in ``closed``, at any depth, and every
+    ``ppermute`` whose axis names are not in its mesh's order."""
     found = []
 
-    def walk(jaxpr, where):
+    def walk(jaxpr, where, mesh_axes):
         if isinstance(jaxpr, jcore.ClosedJaxpr):
             jaxpr = jaxpr.jaxpr
         for eqn in jaxpr.eqns:
             here = f"{where}/{eqn.primitive.name}"
+            inner = mesh_axes
             if eqn.primitive.name == "shard_map":
+                inner = tuple(eqn.params["mesh"].axis_names)
                 found.extend(
                     f"{here} operand {i}: {v.aval.str_short()}"
                     for i, v in enumerate(eqn.invars)
                     if getattr(v.aval, "size", 1) == 0
                 )
+            if eqn.primitive.name == "ppermute":
+                names = eqn.params["axis_name"]
+                names = tuple(names) if isinstance(names, (tuple, list)) else (names,)
+                if names != tuple(a for a in mesh_axes if a in names):
+                    found.append(f"{here} over {names}, not in the mesh's order {mesh_axes}")
             for sub in jcore.jaxprs_in_params(eqn.params):
-                walk(sub, here)
+                walk(sub, here, inner)
 
-    walk(closed, "")
+    walk(closed, "", ())
     return found
 
 
@@ -70,7 +80,7 @@ def count_shard_maps(closed) -> int:
 def assert_no_empty_operands(fn, *args):
     closed = jax.make_jaxpr(fn)(*args)
     bad = empty_shard_map_operands(closed)
-    assert not bad, "zero-size shard_map operands:\n" + "\n".join(bad)
+    assert not bad, "zero-size shard_map operands or misordered ppermutes:\n" + "\n".join(bad)
     return closed
 
 
@@ -96,6 +106,22 @@ def test_walker_finds_a_zero_size_operand():
             assert_no_empty_operands(fn, x)
     assert_no_empty_operands(fine, x)
     assert count_shard_maps(jax.make_jaxpr(nested)(x)) == 1
+
+
+def test_walker_finds_a_misordered_ppermute():
+    """A ``ppermute`` over ``("y", "x")`` on an ``("x", "y")`` mesh is found (jax 0.11 raises
+    when it lowers one); the same shift over ``("x", "y")`` passes."""
+    mesh = build_mesh((2, 4), "auto")
+    x = jnp.ones((8, 8), jnp.float32)
+    shift = [(i, (i + 1) % 8) for i in range(8)]
+
+    def sm(names):
+        body = lambda b: jax.lax.ppermute(b, names, shift)  # noqa: E731
+        return jax.shard_map(body, mesh=mesh, in_specs=P("x", "y"), out_specs=P("x", "y"))
+
+    bad = empty_shard_map_operands(jax.make_jaxpr(jax.jit(sm(("y", "x"))))(x))
+    assert len(bad) == 1 and "not in the mesh's order" in bad[0], bad
+    assert_no_empty_operands(sm(("x", "y")), x)
 
 
 # --- the public functions ------------------------------------------------------------------
