@@ -5,9 +5,29 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 from jax import lax
+from jax.sharding import NamedSharding
 
 from ._core.eager import one_program
 from ._core.matmul import Algorithm, checked_product
+
+# An eager call on a mesh as one jax.jit of the whole call: its checks, promotion and
+# the mesh look-up run once, when the call is traced, and every later call with the
+# same shapes, dtypes, shardings and options is jax's own dispatch (about 0.2 ms of
+# Python a call otherwise: n = 256 on 2x4 took 1.28 ms eagerly, 1.09 ms under jit).
+_compiled_product = jax.jit(
+    checked_product, static_argnames=("algorithm", "precision", "panels", "what"))
+
+
+def _on_one_mesh(a, b) -> bool:
+    """Both concrete jax arrays on the same mesh, neither empty: the compiled call's case
+    (the rest, and every traced call, take :func:`checked_product` as written)."""
+    if not (isinstance(a, jax.Array) and isinstance(b, jax.Array)):
+        return False
+    if isinstance(a, jax.core.Tracer) or isinstance(b, jax.core.Tracer):
+        return False
+    sa, sb = a.sharding, b.sharding
+    return (type(sa) is NamedSharding and type(sb) is NamedSharding and sa.mesh == sb.mesh
+            and 0 not in a.shape and 0 not in b.shape)
 
 
 @one_program
@@ -35,7 +55,9 @@ def matmul(
         meshes only), ``"xla"`` (XLA's own partitioning of ``jnp.matmul`` on
         the 2D block layout: it all-gathers block rows of A and block columns
         of B, never a whole operand; faster than SUMMA for small products)
-        or ``"auto"`` (SUMMA; see ``docs/matmul.md`` for why); ``distla.cost``
+        or ``"auto"`` (SUMMA, in one step while A's block row and B's block
+        column together take at most 4 MiB per device, which is then XLA's
+        own partitioning; see ``docs/matmul.md`` for why); ``distla.cost``
         reports the choice.
       precision: ``lax.Precision`` of the local products, as in
         ``jnp.matmul``. ``None`` follows ``jax.default_matmul_precision`` and
@@ -44,7 +66,8 @@ def matmul(
         products). The factorisations in ``distla.linalg`` do not take this
         default: they use ``HIGHEST`` for the products their error bounds need.
       panels: SUMMA only: number of steps over the contraction dimension
-        (``None``: chosen from the operand sizes). More panels, less memory.
+        (``None``: chosen from the operand sizes and the algorithm). More
+        panels, less memory.
 
     Integer and bool operands stay integer/bool as in ``jnp.matmul`` (bool:
     logical and/or); zero-size operands give jnp's result.
@@ -76,6 +99,14 @@ def matmul(
       >>> c.shape, c.sharding.spec
       ((512, 128), PartitionSpec('rows', 'cols'))
     """
+    if _on_one_mesh(a, b):
+        try:
+            hash(precision)
+        except TypeError:  # a list of precisions: not a static argument
+            pass
+        else:
+            return _compiled_product(a, b, algorithm=algorithm, precision=precision,
+                                     panels=panels)
     return checked_product(a, b, algorithm=algorithm, precision=precision, panels=panels)
 
 

@@ -45,6 +45,22 @@ Algorithm = Literal["auto", "summa", "cannon", "xla"]
 ALGORITHMS = ("auto", "summa", "cannon", "xla")
 
 
+#: ``algorithm="auto"`` gathers A's whole block row and B's whole block column in one
+#: step (SUMMA with one panel, which is also XLA's own partitioning) while the two
+#: together hold at most this many bytes per device: below it, each further step
+#: costs a rendezvous of every device that the smaller panels do not win back (n = 256
+#: on 2x4: 1.28 ms in 4 steps, 0.91 ms in one, jnp on the same sharded input 0.73 ms
+#: with the eager call's Python; docs/benchmarks.md).
+ONE_STEP_BYTES = 4 * 2**20
+
+
+def auto_panels(grid: Grid, m: int, k: int, n: int, itemsize: int) -> int | None:
+    """``algorithm="auto"``'s SUMMA steps: one while the gathered panels are small
+    (:data:`ONE_STEP_BYTES`), else ``None`` (:func:`default_panels`)."""
+    gathered = (-(-m // grid.pr) + -(-n // grid.pc)) * k * itemsize
+    return 1 if gathered <= ONE_STEP_BYTES else None
+
+
 def default_panels(grid: Grid, k: int) -> int:
     """SUMMA steps: one block of A per step, as in textbook SUMMA.
 
@@ -197,6 +213,9 @@ def checked_product(
         )
     if algorithm == "auto":
         algorithm = "summa"
+        if panels is None:
+            panels = auto_panels(grid, a.shape[0], a.shape[1], b.shape[1],
+                                 max(np.dtype(dtype).itemsize, 4))
     if dtype == np.dtype(bool):  # logical and/or, as jnp.matmul: counted in int32
         a, b = a.astype(np.int32), b.astype(np.int32)
         return product(a, b, mesh, algorithm=algorithm, precision=precision, panels=panels) != 0
