@@ -281,3 +281,39 @@ class TestCost:
             distla.cost(distla.matmul, da, db, panels=p).peak_memory_bytes for p in (1, 2, 4, 8)
         ]
         assert peaks == sorted(peaks, reverse=True) and peaks[-1] < peaks[0]
+
+
+def test_auto_takes_one_step_while_the_panels_are_small():
+    """``algorithm="auto"``: one gather per operand (no loop) while A's block row and B's
+    block column fit ONE_STEP_BYTES per device; above it, SUMMA's steps in a loop. The
+    bytes are the model's either way."""
+    mesh = build_mesh((2, 4), "explicit")
+    _, _, da, db = _operands(mesh, 256, 256, 256)
+    small = distla.cost(distla.matmul, da, db)
+    assert {k: v for k, v in small.collective_counts.items() if v} == {"all-gather": 2}
+    assert small.total_collective_bytes == model_bytes((256, 256, 256), (2, 4), np.float32)
+
+    def lowered(n):
+        spec = NamedSharding(mesh, P("x", "y"))
+        x = jax.ShapeDtypeStruct((n, n), jnp.float32, sharding=spec)
+        return jax.jit(distla.matmul).lower(x, x).as_text()
+
+    assert "stablehlo.while" not in lowered(1024)  # 3 MiB of panels: one step
+    assert "stablehlo.while" in lowered(2048)  # 12 MiB: max(pr, pc) steps
+
+
+def test_eager_calls_on_a_mesh_are_one_program(mesh24):
+    """An eager call on a mesh is one compiled program, traced once per shapes and
+    options, with the same result and layout as the call under ``jax.jit``."""
+    from distla.matmul import _compiled_product
+
+    _, _, da, db = _operands(mesh24, 96, 64, 80)
+    first = distla.matmul(da, db, panels=3)
+    traced = _compiled_product._cache_size()
+    again = distla.matmul(da, db, panels=3)
+    assert _compiled_product._cache_size() == traced
+    distla.matmul(da, db, panels=2)  # other options: another program
+    assert _compiled_product._cache_size() == traced + 1
+    jitted = jax.jit(functools.partial(distla.matmul, panels=3))(da, db)
+    assert again.sharding == jitted.sharding == first.sharding
+    np.testing.assert_array_equal(np.asarray(again), np.asarray(jitted))
