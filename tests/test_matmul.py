@@ -305,15 +305,15 @@ def test_auto_takes_one_step_while_the_panels_are_small():
 def test_eager_calls_on_a_mesh_are_one_program(mesh24):
     """An eager call on a mesh is one compiled program, traced once per shapes and
     options, with the same result and layout as the call under ``jax.jit``."""
-    from distla.matmul import _compiled_product
+    from distla._core.eager import _TABLE
 
     _, _, da, db = _operands(mesh24, 96, 64, 80)
     first = distla.matmul(da, db, panels=3)
-    traced = _compiled_product._cache_size()
+    traced = _TABLE.traces
     again = distla.matmul(da, db, panels=3)
-    assert _compiled_product._cache_size() == traced
+    assert _TABLE.traces == traced
     distla.matmul(da, db, panels=2)  # other options: another program
-    assert _compiled_product._cache_size() == traced + 1
+    assert _TABLE.traces == traced + 1
     jitted = jax.jit(functools.partial(distla.matmul, panels=3))(da, db)
     assert again.sharding == jitted.sharding == first.sharding
     np.testing.assert_array_equal(np.asarray(again), np.asarray(jitted))
