@@ -301,3 +301,71 @@ def test_the_table_is_bounded():
     assert list(table.entries) == [3, 4]
     assert table.get(3) == "3" and list(table.entries) == [4, 3]
     assert table.get(0) is None
+
+
+# Public functions whose eager calls on a mesh of several devices are one program too
+# (one_program(on_a_mesh=True)): every step of theirs on a mesh traces. The spectral
+# family, lstsq, expm and eig keep eager steps or plans read from values there.
+ON_A_MESH = {
+    "matmul", "linalg.matmul", "lu_factor", "lu_solve", "lu", "solve", "solve_pos",
+    "batched_solve", "det",
+    "slogdet", "inv", "cholesky", "cho_factor", "cho_solve", "solve_triangular", "qr",
+    "matrix_norm", "matrix_power", "multi_dot", "tensordot", "tensorinv", "tensorsolve",
+    "fftn", "fftn_axes", "ifftn", "rfftn", "irfftn", "fft", "rfft2", "ifft", "rfft", "irfft",
+    "fft2", "ifft2", "irfft2", "hfft", "ihfft", "pfft3d", "pifft3d",
+}
+
+
+@pytest.fixture(scope="module")
+def on_2x4():
+    mesh = build_mesh((2, 4), "explicit")
+    return mesh, _inputs(mesh, 8)
+
+
+def test_the_functions_on_a_mesh_are_those_named(one):
+    _, x = one
+    marked = {name for name, row in ONE_CALL.items() if getattr(row(x)[0], "on_a_mesh", False)}
+    assert marked == ON_A_MESH
+
+
+# (tensorsolve's row slices a sharded operand, which an Explicit 2x4 mesh refuses without
+# out_sharding; tensorinv runs the same solve)
+@pytest.mark.parametrize("name", sorted(ON_A_MESH - {"tensorsolve"}))
+def test_eager_call_on_a_mesh_is_one_program(name, on_2x4, monkeypatch):
+    """On a 2x4 mesh a repeated eager call is traced once, then runs as one compiled
+    program with no primitive bound in Python; its result is the first call's."""
+    mesh, x = on_2x4
+    fn, args, kwargs = ONE_CALL[name](x)
+    written = fn(*args, **kwargs)  # the first call runs as written
+    first = fn(*args, **kwargs)  # traced here
+    counts = _Counts(monkeypatch)
+    before = counts.traces()
+    second = fn(*args, **kwargs)
+    monkeypatch.undo()
+    assert counts.traces() == before, f"{name}: the second eager call traced again"
+    assert counts.programs == 1, (name, counts.programs)
+    assert counts.binds == 0, (name, counts.binds)
+    for w, u, v in zip(*map(jax.tree.leaves, (written, first, second)), strict=True):
+        if not isinstance(u, jax.Array):
+            assert u is v and w == u
+            continue
+        assert w.dtype == u.dtype == v.dtype and w.sharding == u.sharding == v.sharding
+        np.testing.assert_array_equal(np.asarray(u), np.asarray(v))
+        np.testing.assert_allclose(np.asarray(u), np.asarray(w), rtol=2e-5, atol=2e-5)
+
+
+def test_a_new_plan_budget_takes_effect_at_the_next_eager_call(on_2x4):
+    """The one-device budget is part of an eager call's key on a mesh: after
+    set_plan_budget the calls are a new key, planned by the new budget."""
+    mesh, x = on_2x4
+    L.solve(x["a"], x["b"]), L.solve(x["a"], x["b"])
+    before = eager._TABLE.traces
+    previous = L.set_plan_budget(0 if L.plan_budget() else 2**30)
+    try:
+        L.solve(x["a"], x["b"])  # a new key: runs as written
+        got = L.solve(x["a"], x["b"])
+        assert eager._TABLE.traces == before + 1
+    finally:
+        L.set_plan_budget(previous)
+    ref = np.linalg.solve(np.asarray(x["a"], np.float64), np.asarray(x["b"], np.float64))
+    np.testing.assert_allclose(np.asarray(got), ref, rtol=1e-4, atol=1e-4)

@@ -42,7 +42,7 @@ from collections.abc import Callable
 from typing import Any
 
 import jax
-from jax.sharding import NamedSharding
+from jax.sharding import AxisType, NamedSharding
 
 from .plan import plan_budget
 
@@ -225,6 +225,35 @@ class _Program:
         return jax.tree.unflatten(treedef, [next(arrays) if s is None else s[1] for s in leaves])
 
 
+class _MeshProgram(_Program):
+    """One key's compiled callable on a mesh of several devices, made from the key's
+    first call, which ran as written: its results' layouts become the program's
+    ``out_shardings`` (on an ``Auto`` mesh XLA would otherwise choose them), and an
+    ``Explicit`` mesh is put in context around each call (jax needs it to trace
+    one)."""
+
+    def __init__(self, fn, args_key, kwargs_key, first: Any, mesh):
+        super().__init__(fn, args_key, kwargs_key)
+        arrays = [x for x in jax.tree.leaves(first) if isinstance(x, jax.Array)]
+        shardings = [x.sharding for x in arrays]
+        if len(arrays) == len(jax.tree.leaves(first)):
+            shardings = jax.tree.unflatten(jax.tree.structure(first), shardings)
+        self.jitted = jax.jit(self._trace, out_shardings=shardings)
+        self.mesh = mesh if any(t == AxisType.Explicit for t in mesh.axis_types) else None
+
+    @staticmethod
+    def fits(first: Any, mesh) -> bool:
+        """Whether every array of a first result is laid out on ``mesh``."""
+        return all(type(x.sharding) is NamedSharding and x.sharding.mesh == mesh
+                   for x in jax.tree.leaves(first) if isinstance(x, jax.Array))
+
+    def __call__(self, *operands: jax.Array) -> Any:
+        if self.mesh is None or jax.sharding.get_abstract_mesh().size > 1:
+            return super().__call__(*operands)
+        with jax.set_mesh(self.mesh):
+            return super().__call__(*operands)
+
+
 def _one_mesh(operands: list) -> bool:
     """Whether every operand is on one device, or every one on the same mesh (an operand
     on one device beside operands on a mesh runs as written: distla moves it there)."""
@@ -287,7 +316,16 @@ def one_program(fn: Callable[..., Any] | None = None, *, on_a_mesh: bool = False
         if on_a_mesh and not all(x.sharding.num_devices == 1 for x in operands):
             if not _one_mesh(operands):
                 return fn(*args, **kwargs)
-            key = (*key, plan_budget())
+            # the first call's layouts hold for its shapes, shardings and context only
+            key = (*key, plan_budget(), jax.sharding.get_abstract_mesh(),
+                   tuple((x.shape, x.dtype, x.sharding) for x in operands))
+            program = _TABLE.get(key)
+            if program is None:  # the first call runs as written and lays out the program's
+                first = fn(*args, **kwargs)
+                mesh = next(x.sharding.mesh for x in operands if x.sharding.num_devices > 1)
+                fits = _MeshProgram.fits(first, mesh)
+                _TABLE.put(key, _MeshProgram(fn, key[1], key[2], first, mesh) if fits else _EAGER)
+                return first
         program = _TABLE.get(key)
         if program is _EAGER:
             return fn(*args, **kwargs)
@@ -307,4 +345,5 @@ def one_program(fn: Callable[..., Any] | None = None, *, on_a_mesh: bool = False
             _TABLE.put(key, _EAGER)
             return fn(*args, **kwargs)
 
+    public.on_a_mesh = on_a_mesh  # read by the tests
     return public
