@@ -304,19 +304,16 @@ def test_auto_takes_one_step_while_the_panels_are_small():
 
 def test_eager_calls_on_a_mesh_are_one_program(mesh24):
     """An eager call on a mesh is one compiled program, traced once per shapes and
-    options (at the second call: the first runs as written and gives the layout), with
-    the same result and layout as the call under ``jax.jit``."""
-    from distla._core.eager import _TABLE
+    options, with the same result and layout as the call under ``jax.jit``."""
+    from distla.matmul import _compiled_product
 
     _, _, da, db = _operands(mesh24, 96, 64, 80)
-    first = distla.matmul(da, db, panels=3)  # as written: its layout is the program's
-    distla.matmul(da, db, panels=3)  # traced
-    traced = _TABLE.traces
+    first = distla.matmul(da, db, panels=3)
+    traced = _compiled_product._cache_size()
     again = distla.matmul(da, db, panels=3)
-    assert _TABLE.traces == traced
-    for _ in range(2):  # other options: another program
-        distla.matmul(da, db, panels=2)
-    assert _TABLE.traces == traced + 1
+    assert _compiled_product._cache_size() == traced
+    distla.matmul(da, db, panels=2)  # other options: another program
+    assert _compiled_product._cache_size() == traced + 1
     jitted = jax.jit(functools.partial(distla.matmul, panels=3))(da, db)
     assert again.sharding == jitted.sharding == first.sharding
     np.testing.assert_array_equal(np.asarray(again), np.asarray(jitted))

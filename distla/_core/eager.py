@@ -19,15 +19,11 @@ dispatch instead, as ``jnp``'s own functions are:
   ``default_matmul_precision``, the mesh in context), so the checks and the
   promotion run once, when the program is traced, and bad input raises the
   same ``ValueError``/``TypeError`` there;
-- functions marked ``on_a_mesh`` (their every step on a mesh traces) take
-  the same path for operands on one mesh of several devices, with the mesh
-  in context or not; as written, their checks, promotion and mesh look-up
-  cost 0.3-1.1 ms of Python per call at n = 256 on 2x4, 7-22% of the call;
 - anything else goes the way it always went, with the function called as
   written: tracers (inside a user's ``jax.jit``, ``grad``, ``vmap``), an
-  operand on more than one device or a mesh of more than one device in
-  context (unless marked ``on_a_mesh``), zero-size operands (their results
-  are built with no mesh), non-jax arrays (numpy, lists) and unhashable options. A call whose trace
+  operand on more than one device, a mesh of more than one device in
+  context, zero-size operands (their results are built with no mesh),
+  non-jax arrays (numpy, lists) and unhashable options. A call whose trace
   needs concrete values (a selection by value) is remembered and runs
   eagerly from then on.
 
@@ -42,9 +38,6 @@ from collections.abc import Callable
 from typing import Any
 
 import jax
-from jax.sharding import AxisType, NamedSharding
-
-from .plan import plan_budget
 
 CACHE_SIZE = 512
 """Compiled callables kept, over all public functions (least recently used go first)."""
@@ -119,23 +112,16 @@ def _on_one_device(x: jax.Array) -> bool:
     return 0 not in x.shape
 
 
-def _on_a_mesh(x: jax.Array) -> bool:
-    """A concrete, non-empty operand on a mesh of several devices (a ``NamedSharding``)."""
-    return type(x.sharding) is NamedSharding and 0 not in x.shape
-
-
-def _freeze(value: Any, operands: list, on_a_mesh: bool = False) -> Any:
-    """``value`` as a hashable key, its jax arrays moved to ``operands`` (on one device,
-    or with ``on_a_mesh`` also on a mesh)."""
+def _freeze(value: Any, operands: list) -> Any:
+    """``value`` as a hashable key, its jax arrays moved to ``operands``."""
     if isinstance(value, jax.Array):
-        if isinstance(value, jax.core.Tracer) or not (
-                _on_one_device(value) or (on_a_mesh and _on_a_mesh(value))):
+        if isinstance(value, jax.core.Tracer) or not _on_one_device(value):
             raise _NotOneDevice
         operands.append(value)
         return _SLOT
     kind = type(value)
     if kind is tuple or kind is list:
-        return (kind, tuple(_freeze(v, operands, on_a_mesh) for v in value))
+        return (kind, tuple(_freeze(v, operands) for v in value))
     try:
         hash(value)
     except TypeError:
@@ -225,57 +211,12 @@ class _Program:
         return jax.tree.unflatten(treedef, [next(arrays) if s is None else s[1] for s in leaves])
 
 
-class _MeshProgram(_Program):
-    """One key's compiled callable on a mesh of several devices, made from the key's
-    first call, which ran as written: its results' layouts become the program's
-    ``out_shardings`` (on an ``Auto`` mesh XLA would otherwise choose them), and an
-    ``Explicit`` mesh is put in context around each call (jax needs it to trace
-    one)."""
-
-    def __init__(self, fn, args_key, kwargs_key, first: Any, mesh):
-        super().__init__(fn, args_key, kwargs_key)
-        arrays = [x for x in jax.tree.leaves(first) if isinstance(x, jax.Array)]
-        shardings = [x.sharding for x in arrays]
-        if len(arrays) == len(jax.tree.leaves(first)):
-            shardings = jax.tree.unflatten(jax.tree.structure(first), shardings)
-        self.jitted = jax.jit(self._trace, out_shardings=shardings)
-        self.mesh = mesh if any(t == AxisType.Explicit for t in mesh.axis_types) else None
-
-    @staticmethod
-    def fits(first: Any, mesh) -> bool:
-        """Whether every array of a first result is laid out on ``mesh``."""
-        return all(type(x.sharding) is NamedSharding and x.sharding.mesh == mesh
-                   for x in jax.tree.leaves(first) if isinstance(x, jax.Array))
-
-    def __call__(self, *operands: jax.Array) -> Any:
-        if self.mesh is None or jax.sharding.get_abstract_mesh().size > 1:
-            return super().__call__(*operands)
-        with jax.set_mesh(self.mesh):
-            return super().__call__(*operands)
-
-
-def _one_mesh(operands: list) -> bool:
-    """Whether every operand is on one device, or every one on the same mesh (an operand
-    on one device beside operands on a mesh runs as written: distla moves it there)."""
-    meshes = {x.sharding.mesh for x in operands if x.sharding.num_devices > 1}
-    if not meshes:
-        return True
-    return len(meshes) == 1 and all(type(x.sharding) is NamedSharding for x in operands)
-
-
-def one_program(fn: Callable[..., Any] | None = None, *, on_a_mesh: bool = False) -> Any:
+def one_program(fn: Callable[..., Any]) -> Callable[..., Any]:
     """``fn`` whose eager calls on one device are one compiled ``jax.jit`` program.
 
     Decorates a public function; see the module's docstring for when the
-    call is compiled and when it runs as written. With ``on_a_mesh=True``
-    (``@one_program(on_a_mesh=True)``) eager calls on a mesh of several
-    devices are one program too: for functions whose every step on a mesh
-    traces (no eager steps, no plan read from values). The one-device plan's
-    budget is part of the key, so ``set_plan_budget`` takes effect at the
-    next call.
+    call is compiled and when it runs as written.
     """
-    if fn is None:
-        return functools.partial(one_program, on_a_mesh=on_a_mesh)
 
     # the full key of a call whose arguments are arrays alone and whose options are
     # scalars, by _fast_key
@@ -286,7 +227,7 @@ def one_program(fn: Callable[..., Any] | None = None, *, on_a_mesh: bool = False
         # The common call, jax arrays and scalar options, is looked up with as little Python as
         # possible: it runs right after the caller last waited on a result, where each
         # Python step costs several times what it costs in a loop of calls.
-        if jax.sharding.get_abstract_mesh().size > 1 and not on_a_mesh:
+        if jax.sharding.get_abstract_mesh().size > 1:
             return fn(*args, **kwargs)
         # (after a wait every Python step costs several times what it costs in a loop of
         # calls, so this is written out: no calls but the look-ups, a loop with no generator)
@@ -306,35 +247,20 @@ def one_program(fn: Callable[..., Any] | None = None, *, on_a_mesh: bool = False
                         pass  # the path below marks the key eager
         operands: list = []
         try:
-            key = (_freeze(args, operands, on_a_mesh),
-                   tuple((name, _freeze(v, operands, on_a_mesh)) for name, v in kwargs.items()))
+            key = (_freeze(args, operands),
+                   tuple((name, _freeze(v, operands)) for name, v in kwargs.items()))
         except _NotOneDevice:
             return fn(*args, **kwargs)
         if not operands:
             return fn(*args, **kwargs)
         key = (fn, *key)
-        if on_a_mesh and not all(x.sharding.num_devices == 1 for x in operands):
-            if not _one_mesh(operands):
-                return fn(*args, **kwargs)
-            # the first call's layouts hold for its shapes, shardings and context only
-            key = (*key, plan_budget(), jax.sharding.get_abstract_mesh(),
-                   tuple((x.shape, x.dtype, x.sharding) for x in operands))
-            program = _TABLE.get(key)
-            if program is None:  # the first call runs as written and lays out the program's
-                first = fn(*args, **kwargs)
-                mesh = next(x.sharding.mesh for x in operands if x.sharding.num_devices > 1)
-                fits = _MeshProgram.fits(first, mesh)
-                _TABLE.put(key, _MeshProgram(fn, key[1], key[2], first, mesh) if fits else _EAGER)
-                return first
         program = _TABLE.get(key)
         if program is _EAGER:
             return fn(*args, **kwargs)
         if program is None:
-            program = _Program(fn, key[1], key[2])
+            program = _Program(fn, *key[1:])
             _TABLE.put(key, program)
         fast = _fast_key(len(args), kwargs)
-        if len(key) > 3:  # on a mesh: the fast look-up is for one device only
-            fast = None
         arrays_alone = len(operands) == len(args) and all(k is _SLOT for k in key[1][1])
         if fast is not None and arrays_alone and len(plain_keys) < FAST_KEYS:
             plain_keys.setdefault(fast, key)  # options that are scalars, if any
@@ -345,5 +271,4 @@ def one_program(fn: Callable[..., Any] | None = None, *, on_a_mesh: bool = False
             _TABLE.put(key, _EAGER)
             return fn(*args, **kwargs)
 
-    public.on_a_mesh = on_a_mesh  # read by the tests
     return public

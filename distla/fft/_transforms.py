@@ -38,7 +38,7 @@ _SHAPES = """
 """
 
 
-@one_program(on_a_mesh=True)
+@one_program
 def fftn(
     a: jax.typing.ArrayLike,
     s: Sequence[int] | None = None,
@@ -76,7 +76,7 @@ def fftn(
     return _public(a, "fftn", "fft", s, axes, norm, algorithm)
 
 
-@one_program(on_a_mesh=True)
+@one_program
 def ifftn(
     a: jax.typing.ArrayLike,
     s: Sequence[int] | None = None,
@@ -97,7 +97,7 @@ def ifftn(
     return _public(a, "ifftn", "ifft", s, axes, norm, algorithm)
 
 
-@one_program(on_a_mesh=True)
+@one_program
 def rfftn(
     a: jax.typing.ArrayLike,
     s: Sequence[int] | None = None,
@@ -126,7 +126,7 @@ def rfftn(
     return _public(a, "rfftn", "rfft", s, axes, norm, algorithm)
 
 
-@one_program(on_a_mesh=True)
+@one_program
 def irfftn(
     a: jax.typing.ArrayLike,
     s: Sequence[int] | None = None,
@@ -154,55 +154,55 @@ for _f in (fftn, ifftn, rfftn, irfftn):
     _f.__doc__ = _f.__doc__.replace("\n\n    Returns:", "\n" + _SHAPES + "\n    Returns:", 1)
 
 
-@one_program(on_a_mesh=True)
+@one_program
 def fft(a: jax.typing.ArrayLike, n: int | None = None, axis: int = -1, norm: str | None = None):
     """``jnp.fft.fft``: :func:`fftn` over the one axis ``axis`` (``n``: its length)."""
     return fftn(a, None if n is None else (n,), (axis,), norm)
 
 
-@one_program(on_a_mesh=True)
+@one_program
 def ifft(a: jax.typing.ArrayLike, n: int | None = None, axis: int = -1, norm: str | None = None):
     """``jnp.fft.ifft``: :func:`ifftn` over the one axis ``axis``."""
     return ifftn(a, None if n is None else (n,), (axis,), norm)
 
 
-@one_program(on_a_mesh=True)
+@one_program
 def rfft(a: jax.typing.ArrayLike, n: int | None = None, axis: int = -1, norm: str | None = None):
     """``jnp.fft.rfft``: :func:`rfftn` over the one axis ``axis``."""
     return rfftn(a, None if n is None else (n,), (axis,), norm)
 
 
-@one_program(on_a_mesh=True)
+@one_program
 def irfft(a: jax.typing.ArrayLike, n: int | None = None, axis: int = -1, norm: str | None = None):
     """``jnp.fft.irfft``: :func:`irfftn` over the one axis ``axis`` (``n``: output length)."""
     return irfftn(a, None if n is None else (n,), (axis,), norm)
 
 
-@one_program(on_a_mesh=True)
+@one_program
 def fft2(a: jax.typing.ArrayLike, s=None, axes: Sequence[int] = (-2, -1), norm=None):
     """``jnp.fft.fft2``: :func:`fftn` over two axes (default the last two)."""
     return fftn(a, s, axes, norm)
 
 
-@one_program(on_a_mesh=True)
+@one_program
 def ifft2(a: jax.typing.ArrayLike, s=None, axes: Sequence[int] = (-2, -1), norm=None):
     """``jnp.fft.ifft2``: :func:`ifftn` over two axes."""
     return ifftn(a, s, axes, norm)
 
 
-@one_program(on_a_mesh=True)
+@one_program
 def rfft2(a: jax.typing.ArrayLike, s=None, axes: Sequence[int] = (-2, -1), norm=None):
     """``jnp.fft.rfft2``: :func:`rfftn` over two axes."""
     return rfftn(a, s, axes, norm)
 
 
-@one_program(on_a_mesh=True)
+@one_program
 def irfft2(a: jax.typing.ArrayLike, s=None, axes: Sequence[int] = (-2, -1), norm=None):
     """``jnp.fft.irfft2``: :func:`irfftn` over two axes."""
     return irfftn(a, s, axes, norm)
 
 
-@one_program(on_a_mesh=True)
+@one_program
 def pfft3d(
     x: jax.typing.ArrayLike,
     norm: str | None = "backward",
@@ -249,7 +249,7 @@ def pfft3d(
     )  # fmt: skip
 
 
-@one_program(on_a_mesh=True)
+@one_program
 def pifft3d(
     y: jax.typing.ArrayLike,
     norm: str | None = "backward",
@@ -520,7 +520,7 @@ def _swapped(norm, what):
     return _SWAPPED_NORM[norm]
 
 
-@one_program(on_a_mesh=True)
+@one_program
 def hfft(a: jax.typing.ArrayLike, n: int | None = None, axis: int = -1,
          norm: str | None = None) -> jax.Array:
     """FFT of a Hermitian-symmetric signal, as ``jnp.fft.hfft``.
@@ -544,7 +544,7 @@ def hfft(a: jax.typing.ArrayLike, n: int | None = None, axis: int = -1,
     return irfft(jnp.conj(a), n, axis, _swapped(norm, what))
 
 
-@one_program(on_a_mesh=True)
+@one_program
 def ihfft(a: jax.typing.ArrayLike, n: int | None = None, axis: int = -1,
           norm: str | None = None) -> jax.Array:
     """Inverse of :func:`hfft`, as ``jnp.fft.ihfft``: ``conj(rfft(a))``, norm swapped.

@@ -242,7 +242,7 @@ def chol_2d(a, *, call: Plan, upper, symmetrize, read_upper):
     return primal(a)
 
 
-@one_program(on_a_mesh=True)
+@one_program
 def cholesky(
     a: jax.typing.ArrayLike,
     *,
@@ -307,7 +307,7 @@ def cholesky(
     return chol_2d(a, call=call, upper=upper, symmetrize=symmetrize_input, read_upper=False)
 
 
-@one_program(on_a_mesh=True)
+@one_program
 def cho_factor(
     a: jax.typing.ArrayLike,
     lower: bool = False,

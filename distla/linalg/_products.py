@@ -44,7 +44,7 @@ def _batch_only(a, b) -> bool:
     return all(lay is not None and not any(lay[-2:]) for lay in layouts)
 
 
-@one_program(on_a_mesh=True)
+@one_program
 def matmul(
     x1: jax.typing.ArrayLike,
     x2: jax.typing.ArrayLike,
@@ -131,7 +131,7 @@ def chain_order(shapes: Sequence[tuple[int, int]]) -> list[list[int]]:
     return split
 
 
-@one_program(on_a_mesh=True)
+@one_program
 def multi_dot(
     arrays: Sequence[jax.typing.ArrayLike], *, precision: lax.PrecisionLike = None
 ) -> jax.Array:
@@ -237,7 +237,7 @@ def _free_axes_sharding(a, b, free_a, free_b):
     return jax.typeof(x).sharding.update(spec=P(*entries))
 
 
-@one_program(on_a_mesh=True)
+@one_program
 def tensordot(
     x1: jax.typing.ArrayLike,
     x2: jax.typing.ArrayLike,
@@ -298,7 +298,7 @@ def tensordot(
     return out
 
 
-@one_program(on_a_mesh=True)
+@one_program
 def matrix_norm(x: jax.typing.ArrayLike, /, *, keepdims: bool = False,
                 ord: str | int = "fro") -> jax.Array:  # noqa: A002  (jnp's name)
     """Norm over the last two axes, as ``jnp.linalg.matrix_norm``.
@@ -318,7 +318,7 @@ def matrix_norm(x: jax.typing.ArrayLike, /, *, keepdims: bool = False,
     return norm(x, ord=ord, axis=(-2, -1), keepdims=keepdims)
 
 
-@one_program(on_a_mesh=True)
+@one_program
 def matrix_power(a: jax.typing.ArrayLike, n: int) -> jax.Array:
     """``a`` to the integer power ``n``, as ``jnp.linalg.matrix_power``.
 

@@ -323,7 +323,7 @@ def _promoted_under(dtype, x64, promotion):
     return s.dtype
 
 
-@one_program(on_a_mesh=True)
+@one_program
 def qr(
     a: jax.typing.ArrayLike, mode: str = "reduced", *, block_size: int | None = None
 ) -> QRResult | jax.Array:

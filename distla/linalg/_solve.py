@@ -89,7 +89,7 @@ def _check_scipy_flags(what, **flags):
                             f"{value!r}")
 
 
-@one_program(on_a_mesh=True)
+@one_program
 def lu_factor(
     a: jax.typing.ArrayLike,
     overwrite_a: bool = False,
@@ -150,7 +150,7 @@ def lu_factor(
     return one if one is not None else lu_factor_2d(a, call=call)
 
 
-@one_program(on_a_mesh=True)
+@one_program
 def lu_solve(
     lu_and_piv: tuple[jax.typing.ArrayLike, jax.typing.ArrayLike],
     b: jax.typing.ArrayLike,
@@ -294,7 +294,7 @@ class LUResult(NamedTuple):
     u: jax.Array
 
 
-@one_program(on_a_mesh=True)
+@one_program
 def lu(
     a: jax.typing.ArrayLike,
     permute_l: bool = False,
@@ -371,7 +371,7 @@ def _solve_shapes(a: jax.Array, b: jax.Array, what: str) -> bool:
 _ASSUME_A = ("gen", "sym", "her", "pos")
 
 
-@one_program(on_a_mesh=True)
+@one_program
 def solve(
     a: jax.typing.ArrayLike,
     b: jax.typing.ArrayLike,
@@ -485,7 +485,7 @@ def _symmetrize(a, *, lower):
     return tri + like(jnp.conj(jnp.swapaxes(strict, -1, -2)), tri)
 
 
-@one_program(on_a_mesh=True)
+@one_program
 def det(
     a: jax.typing.ArrayLike, *, block_size: int | None = None, plan: str = "auto"
 ) -> jax.Array:
@@ -518,7 +518,7 @@ def det(
     return one if one is not None else det_2d(a, call=call)
 
 
-@one_program(on_a_mesh=True)
+@one_program
 def slogdet(
     a: jax.typing.ArrayLike,
     *,
@@ -563,7 +563,7 @@ def slogdet(
     return SlogdetResult(*(one if one is not None else slogdet_2d(a, call=call)))
 
 
-@one_program(on_a_mesh=True)
+@one_program
 def inv(
     a: jax.typing.ArrayLike, *, block_size: int | None = None, plan: str = "auto"
 ) -> jax.Array:
@@ -589,7 +589,7 @@ def inv(
 
 
 
-@one_program(on_a_mesh=True)
+@one_program
 def tensorinv(a: jax.typing.ArrayLike, ind: int = 2) -> jax.Array:
     """Tensor inverse, as ``jnp.linalg.tensorinv``: :func:`inv` of ``a`` as a matrix.
 
@@ -623,7 +623,7 @@ def tensorinv(a: jax.typing.ArrayLike, ind: int = 2) -> jax.Array:
     return out if a.ndim == 2 else out.reshape(cols + rows)
 
 
-@one_program(on_a_mesh=True)
+@one_program
 def tensorsolve(
     a: jax.typing.ArrayLike, b: jax.typing.ArrayLike, axes: tuple[int, ...] | None = None
 ) -> jax.Array:
@@ -661,7 +661,7 @@ def tensorsolve(
     return x.reshape(out_shape)
 
 
-@one_program(on_a_mesh=True)
+@one_program
 def cho_solve(
     c_and_lower: tuple[jax.typing.ArrayLike, bool],
     b: jax.typing.ArrayLike,

@@ -185,7 +185,7 @@ def checked_solve_operands(what: str, a, b):
     return a.astype(dtype), b.astype(dtype), dtype
 
 
-@one_program(on_a_mesh=True)
+@one_program
 def solve_triangular(
     a: jax.typing.ArrayLike,
     b: jax.typing.ArrayLike,
