@@ -89,17 +89,21 @@ def test_kernels_alone(x64):
     assert value_ratio(a, np.linalg.eigvalsh(t)) <= THRESHOLD
 
 
+def _cost_on_2x4(fn_2d, n):
+    """``distla.cost`` of ``fn_2d`` (``eigvalsh_2d`` or ``eigh_2d``) on an ``n x n`` float32
+    matrix in 2D blocks on 2x4 Explicit (lowered, not run), and one local block's bytes."""
+    mesh = build_mesh((2, 4), "explicit")
+    x = jax.ShapeDtypeStruct((n, n), jnp.float32, sharding=NamedSharding(mesh, P("x", "y")))
+    fn = functools.partial(fn_2d, mesh=mesh.abstract_mesh, symmetrize=True, lower=True)
+    return distla.cost(fn, x), n * n * 4 // 8
+
+
 def test_no_collective_carries_a_matrix():
     # n = 2048 on 2x4: four phases; the largest collectives are the steps' psum of two
     # m-vectors and the moves of the trailing matrix between phases (under a local
     # block); peak memory per device a few local blocks
-    mesh = build_mesh((2, 4), "explicit")
     n = 2048
-    x = jax.ShapeDtypeStruct((n, n), jnp.float32, sharding=NamedSharding(mesh, P("x", "y")))
-    fn = functools.partial(_tridiagonal.eigvalsh_2d, mesh=mesh.abstract_mesh,
-                           symmetrize=True, lower=True)
-    c = distla.cost(fn, x)
-    block = n * n * 4 // 8
+    c, block = _cost_on_2x4(_tridiagonal.eigvalsh_2d, n)
     assert 0 < c.largest() <= block, (c.largest(), block)
     assert c.peak_memory_bytes <= 8 * block, c.peak_memory_bytes
     # per reduced column one psum of two m-vectors (m <= n; an all-reduce counts twice
@@ -198,13 +202,7 @@ def test_eigh_moves_no_matrix():
     # (a grid column's ranges, two local blocks), nothing gathers the matrix; peak
     # memory per device is a fixed number of local blocks (windows of n x 1.5n/p,
     # their neighbours', the inverse iteration's n x 1.5n/p operands)
-    mesh = build_mesh((2, 4), "explicit")
-    n = 1024
-    x = jax.ShapeDtypeStruct((n, n), jnp.float32, sharding=NamedSharding(mesh, P("x", "y")))
-    fn = functools.partial(_tridiagonal.eigh_2d, mesh=mesh.abstract_mesh,
-                           symmetrize=True, lower=True)
-    c = distla.cost(fn, x)
-    block = n * n * 4 // 8
+    c, block = _cost_on_2x4(_tridiagonal.eigh_2d, 1024)
     assert 0 < c.largest() <= 2 * block, (c.largest(), block)
     assert c.peak_memory_bytes <= 20 * block, c.peak_memory_bytes
 
