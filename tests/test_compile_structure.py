@@ -93,15 +93,16 @@ def test_lu_loops_are_few():
     assert len(lu_kernel.phases(88, 2, 4)) == lu_kernel.MAX_PHASES
 
 
-def test_eager_eigh_compiles_each_step_once(monkeypatch):
-    # svd's eager eigh of H calls its compiled steps once per level: every call after the
-    # first must find the first's program (same operand shardings), or the first eigh
-    # compiles its largest step twice. The steps are cached per mesh and layout, so an
-    # earlier test in this process may have compiled them for other shapes: each step's
-    # programs are cleared the first time this call meets it.
-    from distla.linalg import _eigh
+def test_eager_svd_compiles_each_step_once(monkeypatch):
+    # svd's eager polar calls its compiled QDWH steps once per iteration: every call
+    # after the first must find the first's program (same operand shardings), or the
+    # first svd compiles its largest step twice. The steps are cached per mesh and
+    # layout, so an earlier test in this process may have compiled them for other
+    # shapes: each step's programs are cleared the first time this call meets it, and
+    # so are those of the tridiagonal eigh of H (one program).
+    from distla.linalg import _polar, _tridiagonal
 
-    steps, on_mesh = {}, _eigh.on_mesh
+    steps, on_mesh = {}, _polar.on_mesh
 
     def spy(fn, *args):
         step = on_mesh(fn, *args)
@@ -110,10 +111,12 @@ def test_eager_eigh_compiles_each_step_once(monkeypatch):
             steps[step] = fn.__name__
         return step
 
-    monkeypatch.setattr(_eigh, "on_mesh", spy)
+    monkeypatch.setattr(_polar, "on_mesh", spy)
+    _tridiagonal.eigh_2d.clear_cache()
     mesh = build_mesh((2, 4), "auto")
     a = jax.random.normal(jax.random.key(0), (40, 40))
-    distla.linalg.svd(jax.device_put(a + a.T, NamedSharding(mesh, P("x", "y"))))
-    assert {"levels_going", "level_split"} <= set(steps.values())
+    distla.linalg.svd(jax.device_put(a, NamedSharding(mesh, P("x", "y"))), plan="distributed")
+    assert {"qdwh_qr_step", "qdwh_chol_step", "polar_finish"} <= set(steps.values())
     sizes = [(name, step._cache_size()) for step, name in steps.items()]
+    sizes.append(("eigh_2d", _tridiagonal.eigh_2d._cache_size()))
     assert all(size == 1 for _, size in sizes), sizes

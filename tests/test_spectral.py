@@ -25,7 +25,7 @@ from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 import distla
-from distla.linalg import _eigh, _polar
+from distla.linalg import _eigh, _geneig, _polar
 
 from distla import linalg
 
@@ -55,17 +55,17 @@ def test_eigh_hard_spectra(mesh24, kind):
 
 
 def test_eigh_blocked_recursion(mesh24, monkeypatch):
-    # svd's eager divide and conquer of H (recursion on the diagonal blocks, leaf
-    # blocks on one device each), forced at n = 40: a level at 40, levels at the
-    # halves' padded order, leaves; repeated eigenvalues make some block split
-    # arbitrarily
-    monkeypatch.setattr(_eigh, "BLOCKED_MIN", 8)
+    # the blocked divide and conquer that eigh's subsets take (recursion on the
+    # diagonal blocks, leaf blocks on one device each), forced at n = 40 for the
+    # whole spectrum: a level at 40, levels at the halves' padded order, leaves;
+    # repeated eigenvalues make some block split arbitrarily
+    monkeypatch.setattr(_geneig, "PARTIAL_MIN", 8)
     rng = np.random.default_rng(12)
     for kind in ("random", "repeated"):
         a = hermitian(rng, N, np.float32, kind)
         x = place(a, mesh24)
         _polar.STEPS.clear()
-        w, v = _eigh.eigh_eager(x, mesh=x.sharding.mesh.abstract_mesh, vectors=True)
+        w, v = linalg.eigh(x, subset_by_index=(0, N - 1), plan="distributed")
         check_eigh(a, w, v)
         assert _polar.STEPS["level"] >= 2 and _polar.STEPS["leaf"] >= 3, _polar.STEPS
         assert has_layout(v, mesh24, P("x", "y"))
@@ -252,18 +252,15 @@ def test_cost_no_collective_carries_a_matrix():
     steps = {
         "qr": (_polar.on_mesh(_polar.qdwh_qr_step, amesh, specs, (("spec", spec),)), (state,)),
         "chol": (_polar.on_mesh(_polar.qdwh_chol_step, amesh, specs, (("spec", spec),)), (state,)),
-        "split": (_polar.on_mesh(_eigh.level_split, amesh, (P(), spec, spec, P()),
-                                 (("spec", spec), ("leaf", n // 8))),
-                  (state[0], x, x, start, x)),
-        "leaf": (_polar.on_mesh(_eigh.eigh_finish, amesh, (P(), spec),
-                                (("mesh", amesh), ("n", n), ("vectors", True))),
-                 (x, x, start, scalar)),
+        "prep": (_polar.on_mesh(_eigh.level_prep, amesh, spec, (("spec", spec), ("leaf", 1))),
+                 (x, start)),
+        "basis": (_polar.on_mesh(_eigh.split_basis, amesh, (spec, P()),
+                                 (("spec", spec), ("leaf", 1))), (state[0], start, x)),
     }
-    # the blocked eager driver's steps: columns of Q, a diagonal block, the join of
-    # two halves, the final sort
+    # the blocked eager driver's steps (eigh's subsets): columns of Q, a diagonal
+    # block, the join of two halves
     half = jax.ShapeDtypeStruct((n, n // 2), jnp.float32, sharding=NamedSharding(mesh, spec))
     w_half = jax.ShapeDtypeStruct((n // 2,), jnp.float32, sharding=rep)
-    w_all = jax.ShapeDtypeStruct((n,), jnp.float32, sharding=rep)
     index = state[0]
     rows = P(("x", "y"), None)
     steps.update({
@@ -274,8 +271,6 @@ def test_cost_no_collective_carries_a_matrix():
         "join": (_polar.on_mesh(_eigh.join, amesh, (P(), spec),
                                 (("total", n), ("rows", rows), ("spec", spec))),
                  (w_half, w_half, index, index, half, half)),
-        "finish": (_polar.on_mesh(_eigh.blocked_finish, amesh, (P(), spec),
-                                  (("n", n), ("rows", rows))), (w_all, x)),
     })
     from distla.linalg import _qr
     from distla._core.mesh import grid_of

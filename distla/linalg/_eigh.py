@@ -1,38 +1,28 @@
-"""Spectral divide and conquer on QDWH (docs/spectral.md): the eigh of svd and of large subsets.
+"""Spectral divide and conquer on QDWH (docs/spectral.md): the steps of eigh's subsets.
 
-Nakatsukasa & Higham (2013). The matrix ``B`` (``N x N``, 2D block layout)
-is kept block diagonal with contiguous diagonal blocks whose boundaries are
-data (the replicated vector ``start``: the first index of each index's
-block), so every shape is static and one ``lax.while_loop`` runs the levels:
+Nakatsukasa & Higham (2013), run by ``distla/linalg/_geneig.py`` for
+``subset_by_index`` / ``subset_by_value`` on large concrete matrices, where it
+descends only into the halves that hold the wanted eigenvalues (the whole
+spectrum goes by tridiagonal reduction, ``distla/linalg/_tridiagonal.py``).
+One divide step on a Hermitian block ``B`` (2D block layout, padded with
+singleton blocks that ``start``, the replicated vector of each index's block
+start, keeps apart):
 
-1. each active block (larger than the leaf ``L``) is shifted by ``σ`` (the
-   median of its diagonal) and scaled to unit Frobenius norm; inactive
-   blocks are replaced by the identity;
-2. ``U = polar(X)`` by QDWH (``distla.linalg._polar.qdwh``): for Hermitian ``X``,
-   ``U = sign(X)``, so ``P = (I − U)/2`` projects on the eigenvalues below
-   ``σ``; ``r = trace(P)`` per block;
-3. a random block-diagonal ``Ω`` gives ``Y = PΩ₁ + (I − P)Ω₂`` (the first
-   ``r`` columns of each block from ``range(P)``, the others from its
-   complement); its QR (``distla.linalg.qr``) is block diagonal and its ``Q``
-   is an orthonormal basis adapted to the split;
-4. ``B ← Qᴴ B Q`` (cut to the new blocks), ``V ← V Q``.
-
-Once every block has at most ``L = K·N/p`` rows (``K = round(√p) − 1``), each
-device takes the ``(K+1)N/p``-square diagonal window starting at its row slab
-(its slab plus the next ``K`` devices' rows, ``K`` ppermutes), finishes the
-blocks that start in its slab
-with ``jnp.linalg.eigh`` (other indices get a sentinel above the spectrum),
-and ``V`` is multiplied by the resulting block-diagonal ``Z``. No device
-holds more than ``O(N²/p)`` elements.
-
-Called on concrete arrays of padded order ``BLOCKED_MIN`` or more, the host
-knows each split point and recurses on the diagonal blocks instead (``_Blocked``:
-one level on the block, then each half ``QₖᴴBQₖ`` as its own smaller problem,
-leaves of at most ``L`` rows on one device each), so a level costs the cube
-of its block's order, not of ``N``.
+1. the block is shifted by ``σ`` (the median of its diagonal) and scaled to
+   unit Frobenius norm (:func:`level_prep`);
+2. ``U = polar(X)`` by QDWH (``distla.linalg._polar.qdwh_eager``): for
+   Hermitian ``X``, ``U = sign(X)``, so ``P = (I − U)/2`` projects on the
+   eigenvalues below ``σ``; ``r = trace(P)``;
+3. a random ``Ω`` gives ``Y = PΩ₁ + (I − P)Ω₂`` (the first ``r`` columns from
+   ``range(P)``, the others from its complement); its QR (``distla.linalg.qr``)
+   is an orthonormal basis ``Q`` adapted to the split (:func:`split_basis`);
+4. each half ``QₖᴴBQₖ`` is its own smaller problem (``_Blocked``: the host
+   knows each split point), down to leaves of at most ``L`` rows, each solved
+   by ``jnp.linalg.eigh`` on one device (``L² ≤ N²/p`` elements there). A
+   level on a block of order ``s`` costs ``O(s³)``.
 
 Names: ``start`` (``[N]`` int32, replicated) block of each index;
-``_slab`` a device's rows in the row layout ``P((r, c), None)``.
+``rows`` the row layout ``P((r, c), None)``.
 """
 
 from __future__ import annotations
@@ -42,12 +32,11 @@ import functools
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax import lax
 from jax.sharding import PartitionSpec as P
 
 from . import _qr
-from .._core.mesh import fitting_spec, grid_of, shard_map
-from .._core.matmul import mm, product_here
+from .._core.mesh import grid_of
+from .._core.matmul import mm
 from .._core.plan import plan_here
 from .._core.matrix import (
     block_spec,
@@ -61,7 +50,7 @@ from .._core.matrix import (
     tril,
     triu,
 )
-from ._polar import count, pow2_scale, qdwh, qdwh_eager
+from ._polar import count, pow2_scale, qdwh_eager
 
 # a fraction of a block's diagonal spread added to the median shift, so that a
 # shift rarely lands on a repeated diagonal value that is an eigenvalue
@@ -150,79 +139,6 @@ def split_basis(lvl, start, u, *, spec, leaf):
     return q, jnp.where(active & ~first, start + rank, start)
 
 
-def level_split(lvl, b, v, start, u, *, spec, leaf):
-    """Split every active block along ``sign(X) = u``; rotate ``b`` and ``v``."""
-    q, new_start = split_basis(lvl, start, u, spec=spec, leaf=leaf)
-    b = mm(ct(q, spec), mm(b, q, spec), spec)
-    same = _same_block(new_start, spec)
-    b = put(jnp.where(same, b, 0), spec)
-    b = put((b + ct(b, spec)) / 2, spec)
-    v = mm(v, q, spec)
-    return lvl + 1, b, v, new_start
-
-
-def _level(state, *, spec, leaf):
-    """One divide step, traced."""
-    lvl, b, v, start = state
-    u, _ = qdwh(level_prep(b, start, spec=spec, leaf=leaf), spec)
-    return level_split(lvl, b, v, start, u, spec=spec, leaf=leaf)
-
-
-def _leaf(b, start, *, mesh, leaf, sentinel):
-    """Finish blocks of at most ``leaf = K·m`` rows (``m = N/p``): each device solves the
-    blocks that start in its row slab inside the ``(K+1)m`` diagonal window there (its
-    slab and the next ``K`` devices' rows, ``K`` ppermutes). Returns ``(w [N], z)``,
-    ``z`` ``[N, N]`` in row slabs: the block-diagonal matrix of the leaves' vectors."""
-    g = grid_of(mesh, what="distla.linalg.eigh")
-    axes = tuple(a for a in (g.row, g.col) if a is not None)
-    p = g.size
-    n = b.shape[0]
-    m = n // p
-    k = leaf // m
-    ws = (k + 1) * m
-    rows = P(axes, None)
-    b_rows = put(b, rows)
-    real = jnp.finfo(b.dtype).dtype
-
-    def kernel(b_slab, start, sentinel):
-        d = lax.axis_index(axes)
-        lo = d * m
-        bp = jnp.pad(b_slab, ((0, 0), (k * m, ws)))  # global column c at c + k·m
-        parts = [lax.dynamic_slice_in_dim(bp, lo + k * m, ws, axis=1)]
-        for j in range(1, k + 1):
-            # device e sends its rows, columns [(e - j)m, (e - j)m + ws), to device e - j
-            send = lax.dynamic_slice_in_dim(bp, lo + (k - j) * m, ws, axis=1)
-            got = lax.ppermute(send, axes, [(e, (e - j) % p) for e in range(p)])
-            parts.append(jnp.where(d + j >= p, jnp.zeros_like(got), got))
-        w_mat = jnp.concatenate(parts, axis=0)  # [ws, ws] diagonal window at lo
-        idx = lo + jnp.arange(ws, dtype=jnp.int32)
-        st = jnp.pad(start, (0, ws), constant_values=-1)[jnp.minimum(idx, n + ws - 1)]
-        st = jnp.where(idx < n, st, -1)
-        own = (st >= lo) & (st < lo + m)  # blocks that start in this slab
-        keep = own[:, None] & own[None, :] & (st[:, None] == st[None, :])
-        w_mat = jnp.where(keep, w_mat, 0)
-        w_mat = w_mat + jnp.diag(jnp.where(own, 0, sentinel).astype(w_mat.dtype))
-        w, z = jnp.linalg.eigh(w_mat, symmetrize_input=True)
-        count = jnp.sum(own, dtype=jnp.int32)
-        origin = jnp.minimum(jnp.min(jnp.where(own, idx, n)), n).astype(jnp.int32)
-        col = jnp.arange(ws, dtype=jnp.int32)
-        z = jnp.where(col[None, :] < count, z, 0)  # sentinels sort last
-        w = jnp.where(col < count, w, 0)
-        # the owned vectors go to global columns [origin, origin + count)
-        buf = jnp.zeros((ws, n + ws), z.dtype)
-        buf = lax.dynamic_update_slice(buf, z, (jnp.int32(0), origin))
-        wv = lax.dynamic_update_slice(jnp.zeros(n + ws, real), w.astype(real), (origin,))
-        w_all = lax.psum(wv[:n], axes)
-        out = buf[:m]
-        for j in range(1, k + 1):  # rows [lo + jm, lo + (j+1)m) belong to device d + j
-            down = lax.ppermute(buf[j * m:(j + 1) * m], axes, [(e, (e + j) % p) for e in range(p)])
-            out = out + jnp.where(d - j < 0, jnp.zeros_like(down), down)
-        return w_all, out[:, :n]
-
-    fn = shard_map(kernel, in_specs=(rows, P(), P()), out_specs=(P(), rows), check_vma=False)
-    return fn(b_rows, start, sentinel)
-
-
 def hermitian_from(a, *, symmetrize: bool, lower: bool):
     """The Hermitian matrix ``eigh`` reads: ``(a + aᴴ)/2``, or one triangle of ``a`` mirrored."""
     if symmetrize:
@@ -242,45 +158,6 @@ def _sizes(n, mesh):
     return big, leaf, 4 * max(1, (big // leaf).bit_length()) + 8
 
 
-def eigh_prep(a, *, mesh):
-    """``(b, v, start, sentinel)``: ``a`` padded with singleton blocks, ``v = I``."""
-    spec = block_spec(mesh)
-    n = a.shape[0]
-    big, _, _ = _sizes(n, mesh)
-    real = jnp.finfo(a.dtype).dtype
-    idx = jnp.arange(big, dtype=jnp.int32)
-    # padding: singleton blocks (never split) with a diagonal above the spectrum, so
-    # that their eigenvalues sort after every real one wherever a leaf meets them
-    top = 2 * jnp.max(put(jnp.sum(jnp.abs(a), axis=1), P())) + 1
-    pad_diag = jnp.where(idx >= n, top, 0).astype(a.dtype)
-    b = put(jnp.pad(a, ((0, big - n), (0, big - n))), spec)
-    b = put(b + eye(big, big, a.dtype, spec) * pad_diag[None, :], spec)
-    start = jnp.where(idx < n, 0, idx)
-    v = eye(big, big, a.dtype, spec)
-    bound = jnp.max(put(jnp.sum(jnp.abs(b), axis=1), P()))
-    sentinel = jnp.where(bound > 0, 2 * bound, 1.0).astype(real) + 1
-    return b, v, start, sentinel
-
-
-def levels_going(lvl, start, *, leaf, max_levels):
-    _, size = _blocks(start)
-    return (lvl < max_levels) & jnp.any(size > leaf)
-
-
-def eigh_finish(b, v, start, sentinel, *, mesh, n, vectors):
-    """Leaf blocks per device, eigenvalues sorted, ``v`` times the leaves' vectors."""
-    g = grid_of(mesh, what="distla.linalg.eigh")
-    _, leaf, _ = _sizes(n, mesh)
-    w, z = _leaf(b, start, mesh=mesh, leaf=leaf, sentinel=sentinel)
-    order = jnp.argsort(w)[:n]  # the padding's eigenvalues sort last (eigh_prep)
-    w = put(w[order], P())
-    if not vectors:
-        return w
-    z = put(z[:, order], P(tuple(a for a in (g.row, g.col) if a), None))
-    vec = product_here(v, z)[:n]
-    return w, vec
-
-
 def unit_scaled(a):
     """``(a·s, s)``: ``a`` scaled by a power of two ``s`` to max-norm in ``[½, 1)`` (exact;
     ``s = 1`` for zero ``a``), so that no square in QDWH under- or overflows."""
@@ -295,34 +172,13 @@ def unscaled(out, s):
     return out / s
 
 
-def eigh_body(a, *, mesh, vectors):
-    """``eigh`` of Hermitian ``a`` traced inside ``run_on_mesh`` (Auto axes in context)."""
-    a, s = unit_scaled(a)
-    return unscaled(_eigh_body(a, mesh=mesh, vectors=vectors), s)
-
-
-def _eigh_body(a, *, mesh, vectors):
-    spec = block_spec(mesh)
-    n = a.shape[0]
-    _, leaf, max_levels = _sizes(n, mesh)
-    b, v, start, sentinel = eigh_prep(a, mesh=mesh)
-    state = (jnp.zeros((), jnp.int32), b, v, start)
-    state = lax.while_loop(
-        lambda st: levels_going(st[0], st[3], leaf=leaf, max_levels=max_levels),
-        functools.partial(_level, spec=spec, leaf=leaf), state)
-    _, b, v, start = state
-    return eigh_finish(b, v, start, sentinel, mesh=mesh, n=n, vectors=vectors)
-
-
 # ------------------------------------------------ eager: divide and conquer on blocks
-# Called on concrete arrays at padded order at least BLOCKED_MIN, eigh recurses on
-# the diagonal blocks instead of dividing the whole N x N matrix at every level:
-# after a split at r, the blocks Q₀ᴴBQ₀ (r x r) and Q₁ᴴBQ₁ ((n−r) x (n−r)) are
+# After a split at r, the blocks Q₀ᴴBQ₀ (r x r) and Q₁ᴴBQ₁ ((n−r) x (n−r)) are
 # independent problems, each padded to a multiple of a grain (about N/16) so the
 # compiled steps of one padded size serve every block of that size. Blocks of
 # at most the leaf size L = max(K·N/p, N/√p rounded down to the grain) finish
-# with jnp.linalg.eigh on one device each (L² ≤ N²/p elements there). A level on a block of order s costs
-# O(s³), so the levels below the first cost a quarter, a sixteenth, ... of it.
+# with jnp.linalg.eigh on one device each. _geneig takes this route from a padded
+# order of BLOCKED_MIN.
 
 BLOCKED_MIN = 256
 
@@ -485,57 +341,3 @@ class _Blocked:
 def blocked_prep(a, *, big):
     n = a.shape[0]
     return jnp.pad(a, ((0, big - n), (0, big - n)))
-
-
-def blocked_finish(w, z=None, *, n, rows):
-    order = jnp.argsort(w)[:n]
-    if z is None:
-        return w[order]
-    return w[order], jnp.take(put(z, rows), order, axis=1)[:n]
-
-
-def eigh_blocked(a, *, mesh, vectors):
-    """``eigh`` of a concrete Hermitian ``a`` by recursion on the diagonal blocks."""
-    n = a.shape[0]
-    big, _, _ = _sizes(n, mesh)
-    run = _Blocked(mesh, big, vectors)
-    b = on_mesh(blocked_prep, mesh, run.spec, (("big", big),))(a)
-    out = run.solve(b, n)
-    specs = (P(), fitting_spec((n, n), mesh, run.spec)) if vectors else P()
-    finish = on_mesh(blocked_finish, mesh, specs, (("n", n), ("rows", run.rows)))
-    return finish(*out) if vectors else finish(out)
-
-
-def eigh_eager(a, *, mesh, vectors):
-    """``eigh`` of a concrete Hermitian ``a``: host loops over compiled steps (shared with
-    ``polar`` and ``svd`` of the same size through ``distla.linalg._polar.on_mesh``)."""
-    spec = block_spec(mesh)
-    n = a.shape[0]
-    a, s = on_mesh(unit_scaled, mesh, (fitting_spec((n, n), mesh, spec), P()))(a)
-    out = _eigh_eager(a, mesh=mesh, vectors=vectors)
-    if not vectors:
-        return on_mesh(unscaled, mesh, P())(out, s)
-    return on_mesh(unscaled, mesh, P())(out[0], s), out[1]
-
-
-def _eigh_eager(a, *, mesh, vectors):
-    spec = block_spec(mesh)
-    n = a.shape[0]
-    _, leaf, max_levels = _sizes(n, mesh)
-    if round_up(n, grid_of(mesh, what="distla.linalg.eigh").size) >= BLOCKED_MIN:
-        return eigh_blocked(a, mesh=mesh, vectors=vectors)
-    b, v, start, sentinel = on_mesh(eigh_prep, mesh, (spec, spec, P(), P()),
-                                    (("mesh", mesh),))(a)
-    going = on_mesh(levels_going, mesh, P(), (("leaf", leaf), ("max_levels", max_levels)))
-    prep = on_mesh(level_prep, mesh, spec, (("spec", spec), ("leaf", leaf)))
-    split = on_mesh(level_split, mesh, (P(), spec, spec, P()), (("spec", spec), ("leaf", leaf)))
-    # the level counter replicated on the mesh as split returns it: one program each
-    # for going and split, not a second one for a first call with a one-device counter
-    lvl = replicated_int(a, 0)
-    while bool(going(lvl, start)):
-        u, _ = qdwh_eager(prep(b, start), mesh, spec)
-        lvl, b, v, start = split(lvl, b, v, start, u)
-        count("level", b.shape[0])
-    out = (P(), fitting_spec((n, n), mesh, spec)) if vectors else P()
-    finish = on_mesh(eigh_finish, mesh, out, (("mesh", mesh), ("n", n), ("vectors", vectors)))
-    return finish(b, v, start, sentinel)
