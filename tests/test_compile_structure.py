@@ -99,7 +99,8 @@ def test_eager_svd_compiles_each_step_once(monkeypatch):
     # first svd compiles its largest step twice. The steps are cached per mesh and
     # layout, so an earlier test in this process may have compiled them for other
     # shapes: each step's programs are cleared the first time this call meets it, and
-    # so are those of the tridiagonal eigh of H (one program).
+    # so are those of the tridiagonal eigh of H (one program, and no repair program
+    # for this matrix, whose singular values are apart).
     from distla.linalg import _polar, _tridiagonal
 
     steps, on_mesh = {}, _polar.on_mesh
@@ -112,11 +113,13 @@ def test_eager_svd_compiles_each_step_once(monkeypatch):
         return step
 
     monkeypatch.setattr(_polar, "on_mesh", spy)
-    _tridiagonal.eigh_2d.clear_cache()
+    _tridiagonal._eigh_unrepaired.clear_cache()
+    _tridiagonal._eigh_repair.clear_cache()
     mesh = build_mesh((2, 4), "auto")
     a = jax.random.normal(jax.random.key(0), (40, 40))
     distla.linalg.svd(jax.device_put(a, NamedSharding(mesh, P("x", "y"))), plan="distributed")
     assert {"qdwh_qr_step", "qdwh_chol_step", "polar_finish"} <= set(steps.values())
     sizes = [(name, step._cache_size()) for step, name in steps.items()]
-    sizes.append(("eigh_2d", _tridiagonal.eigh_2d._cache_size()))
+    sizes.append(("eigh_2d", _tridiagonal._eigh_unrepaired._cache_size()))
+    assert _tridiagonal._eigh_repair._cache_size() == 0
     assert all(size == 1 for _, size in sizes), sizes

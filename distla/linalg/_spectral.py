@@ -17,6 +17,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import jax.scipy.linalg as jsl
+import numpy as np
 from jax import lax
 from jax.sharding import PartitionSpec as P
 
@@ -282,30 +283,32 @@ def _svd_specs(mesh, shape, full_matrices, compute_uv):
     return (fitting_spec(us, mesh, spec), P(), fitting_spec(vs, mesh, spec))
 
 
-def _complete(u, s):
-    """``u`` with its columns for ``s ≈ 0`` (``s ≤ max(m, k)·eps·s₀``) replaced by an
-    orthonormal basis of the complement of the others, as LAPACK's any completion.
+def _kept(s, rows):
+    """Which singular values keep their ``u = u_p v`` column: ``s > max(rows, k)·eps·s₀``.
 
-    ``u = u_p v`` has those columns from the polar factor of a singular matrix, which
-    is not unitary on the null space. Only when some ``s`` is that small (``lax.cond``):
-    ``[u_good | filler] = QR`` by distla's QR, ``u = Q·diag(phase(R_jj))`` (the good
-    columns come back as they were, ``s`` descending puts them first)."""
+    ``u_p`` is the polar factor of ``x``; for a singular ``x`` it is not unitary on
+    the null space, so the columns of the values below are replaced
+    (:func:`_completed`), as LAPACK's any completion."""
+    k = s.shape[0]
+    eps = float(jnp.finfo(s.dtype).eps)
+    return s > s[0] * (max(rows, k) * eps)
+
+
+def _completed(u, kept):
+    """``u`` with its columns not ``kept`` replaced by an orthonormal basis of the
+    complement of the others: ``[u_kept | filler] = QR`` by distla's QR,
+    ``u = Q·diag(phase(R_jj))`` (the kept columns come back as they were, ``s``
+    descending puts them first)."""
     rows, k = u.shape
     mesh = jax.sharding.get_abstract_mesh()
     spec = fitting_spec(u.shape, mesh, block_spec(mesh))
-    eps = float(jnp.finfo(s.dtype).eps)
-    good = s > s[0] * (max(rows, k) * eps)
-
-    def fix(u):
-        filler = jax.random.normal(jax.random.key(1), (rows, k), s.dtype).astype(u.dtype)
-        y = put(jnp.where(good[None, :], u, put(filler, spec)), spec)
-        q, r = _qr.qr_2d(y, mode="reduced", call=plan_here(y.dtype))
-        d = diagonal(r)
-        mag = jnp.abs(d)
-        phase = jnp.where(mag > 0, d / jnp.where(mag > 0, mag, 1).astype(d.dtype), 1)
-        return put(q * phase[None, :].astype(q.dtype), spec)
-
-    return lax.cond(jnp.all(good), lambda u: put(u, spec), fix, u)
+    filler = jax.random.normal(jax.random.key(1), (rows, k), jnp.finfo(u.dtype).dtype)
+    y = put(jnp.where(kept[None, :], u, put(filler.astype(u.dtype), spec)), spec)
+    q, r = _qr.qr_2d(y, mode="reduced", call=plan_here(y.dtype))
+    d = diagonal(r)
+    mag = jnp.abs(d)
+    phase = jnp.where(mag > 0, d / jnp.where(mag > 0, mag, 1).astype(d.dtype), 1)
+    return put(q * phase[None, :].astype(q.dtype), spec)
 
 
 def _rayleigh_quotients(h, v):
@@ -315,8 +318,8 @@ def _rayleigh_quotients(h, v):
     eigenvectors rather than the bisected eigenvalues of ``h``: a vector's error
     enters its quotient squared, so what is left is the product's rounding. On a
     rank-9 float32 matrix of order 37 the values that are zero in exact arithmetic
-    come out at 0.3-0.6·eps·σ₁, below LAPACK's xGESDD (0.76) and the bisected
-    eigenvalues of the reduction (up to 2, as LAPACK's own xSYEVD on the same ``h``:
+    come out at 0.15·eps·σ₁, below LAPACK's xGESDD (0.76) and the bisected
+    eigenvalues of the reduction (1.96; LAPACK's own xSYEVD on the same ``h``, 2.56:
     a Householder reduction's backward error is ``O(eps·‖h‖)`` on every eigenvalue),
     so a rank cut at ``eps·σ₁`` sees what LAPACK sees (docs/spectral.md).
     """
@@ -325,28 +328,43 @@ def _rayleigh_quotients(h, v):
     return jnp.real(jnp.sum(jnp.conj(v) * hv, axis=0)) / scale
 
 
-def _svd_finish(u_p, h, w, v, *, wide, full_matrices):
-    """``(U, S, Vh)`` from ``x = u_p h`` (``x`` tall: ``a`` or ``aᴴ``) and ``h = v diag(w) vᴴ``.
-
-    ``S`` are the Rayleigh quotients of ``v`` (:func:`_rayleigh_quotients`), sorted
-    descending. Quotients that leave the bisection's order do so within their
-    rounding, so ``v`` keeps its order."""
+def _svd_vectors(u_p, h, w, v):
+    """``(u, s, v, kept)`` from ``x = u_p h`` (``x`` tall: ``a`` or ``aᴴ``) and
+    ``h = v diag(w) vᴴ`` (``w`` ascending): ``v`` reversed, ``u = u_p v``, ``s`` the
+    Rayleigh quotients of ``v`` (:func:`_rayleigh_quotients`) sorted descending.
+    Quotients that leave the bisection's order do so within their rounding, so ``v``
+    keeps its order."""
     v = jnp.flip(v, axis=1)
     s = jnp.maximum(_rayleigh_quotients(h, v), 0)
     s = jnp.where(jnp.isnan(jnp.sum(w)), jnp.nan, -jnp.sort(-s))
-    u = _complete(product_here(u_p, v), s)  # x = u diag(s) vᴴ
-    rows, k = u_p.shape
+    mesh = jax.sharding.get_abstract_mesh()
+    u = product_here(u_p, v)
+    u = put(u, fitting_spec(u.shape, mesh, block_spec(mesh)))
+    return u, s, v, _kept(s, u_p.shape[0])
+
+
+def _svd_assemble(u, s, v, *, wide, full_matrices):
+    """``(U, S, Vh)``: ``u`` completed to ``m x m`` for ``full_matrices``, NaN vectors
+    for a NaN input (as LAPACK's), and ``a = xᴴ`` undone for a wide ``a``."""
+    rows, k = u.shape
     if full_matrices and rows > k:
         # q[:, :k] = u·diag(±1): keep u, add the rest
         q, _ = _qr.qr_2d(u, mode="complete", call=plan_here(u.dtype))
         u = jnp.concatenate([u, q[:, k:]], axis=1)
-    # NaN input: NaN singular vectors as LAPACK's (the completion would make u finite)
     bad = jnp.isnan(jnp.sum(s))
     u = jnp.where(bad, jnp.asarray(jnp.nan, u.dtype), u)
     v = jnp.where(bad, jnp.asarray(jnp.nan, v.dtype), v)
     if wide:  # a = xᴴ = v s uᴴ
         return v, s, jnp.conj(u.T)
     return u, s, jnp.conj(v.T)
+
+
+def _svd_finish(u_p, h, w, v, *, wide, full_matrices):
+    """``(U, S, Vh)`` traced: :func:`_svd_vectors`, the completion under ``lax.cond``
+    (only when some value is not kept), :func:`_svd_assemble`."""
+    u, s, v, kept = _svd_vectors(u_p, h, w, v)
+    u = lax.cond(jnp.all(kept), lambda u: u, lambda u: _completed(u, kept), u)
+    return _svd_assemble(u, s, v, wide=wide, full_matrices=full_matrices)
 
 
 @functools.partial(jax.jit, static_argnames=("full_matrices",))
@@ -368,16 +386,23 @@ def _svd_2d(a, *, full_matrices):
 
 
 def _svd_eager(a, *, full_matrices):
-    """SVD of a concrete matrix: the eager polar and eigh (compiled steps shared)."""
+    """SVD of a concrete matrix: the eager polar and eigh (compiled steps shared), then
+    the completion's program only for a matrix that needs it (a singular one)."""
     mesh = operand_mesh(a, names=("a",))
     m, n = a.shape
     wide = m < n
     x = ct_on(a, mesh=mesh) if wide else a
     u_p, h = _polar.polar_eager(x, side="right")
     w, v = _tridiagonal.eigh_2d(h, mesh=mesh, symmetrize=False, lower=True)
-    finish = on_mesh(_svd_finish, mesh, _svd_specs(mesh, a.shape, full_matrices, True),
-                            (("wide", wide), ("full_matrices", full_matrices)))
-    return finish(u_p, h, w, v)
+    rows, k = u_p.shape
+    spec = block_spec(mesh)
+    u_spec, v_spec = fitting_spec((rows, k), mesh, spec), fitting_spec((k, k), mesh, spec)
+    u, s, v, kept = on_mesh(_svd_vectors, mesh, (u_spec, P(), v_spec, P()))(u_p, h, w, v)
+    if not np.all(np.asarray(kept)):  # on the host: no program for the test
+        u = on_mesh(_completed, mesh, u_spec)(u, kept)
+    assemble = on_mesh(_svd_assemble, mesh, _svd_specs(mesh, a.shape, full_matrices, True),
+                       (("wide", wide), ("full_matrices", full_matrices)))
+    return assemble(u, s, v)
 
 
 @jax.jit

@@ -12,7 +12,9 @@ eigenvalues; they are gathered into the replicated result.
 ``eigh`` (``xHEEVX``'s route) also accumulates ``Q`` during the reduction,
 computes ``T``'s eigenvectors by inverse iteration, each device a range of
 them (``kernels/tridiagonal_vectors.py``), checks and if need be repairs
-their orthogonality across devices, and multiplies ``Q Z`` by SUMMA.
+their orthogonality across devices, and multiplies ``Q Z`` by SUMMA. An
+eager call compiles the repair as a second program, only when a matrix needs
+it (:func:`eigh_2d`).
 
 ``svdvals`` reduces to real bidiagonal form instead (LAPACK's ``xGEBRD``,
 ``kernels/bidiagonal.py``) and bisects the Golub–Kahan tridiagonal, whose
@@ -30,6 +32,7 @@ from jax.sharding import PartitionSpec as P
 
 from jax import lax
 
+from .._core.checks import is_traced
 from .._core.matmul import mm
 from .._core.matrix import HIGHEST, block_spec, ct, diagonal, eye, pad_to, put
 from .._core.mesh import constrain, fitting_spec, grid_of, run_on_mesh, shard_map
@@ -162,12 +165,23 @@ def _vectors_of_tridiagonal(d, e, w, *, grid, spec):
     return constrain(z[:, :n], spec)
 
 
-def _orthonormalized(z, d, e, w, *, grid, spec):
-    """``z`` (``n x n``, columns: eigenvectors of ``T`` for ``w``) with orthonormal columns.
+def _loose(z):
+    """Whether a probe ``‖zᴴz r − r‖`` finds ``z``'s columns further from orthonormal
+    than about ``√n·eps`` (then :func:`_repaired`)."""
+    n = z.shape[1]
+    eps = jnp.finfo(z.dtype).eps
+    probe = start_vectors(jnp.zeros((1,), jnp.int32), n, z.dtype)[0]
+    zr = jnp.matmul(z, probe, precision=HIGHEST)
+    off = jnp.matmul(jnp.conj(z.T), zr, precision=HIGHEST) - probe
+    return jnp.linalg.norm(off) > 10 * jnp.sqrt(float(n)) * eps * jnp.linalg.norm(probe)
 
-    Unchanged if a probe ``‖zᴴz r − r‖`` finds them orthonormal to about
-    ``√n·eps``. The ranges of different devices meet at wide gaps; only a
-    cluster wider than the guard there (repeated or nearly repeated
+
+def _repaired(z, d, e, w, *, grid, spec):
+    """``z`` (``n x n``, columns: eigenvectors of ``T`` for ``w``) with orthonormal columns,
+    run when :func:`_loose` finds them not.
+
+    The ranges of different devices meet at wide gaps; only a cluster wider
+    than the guard there (repeated or nearly repeated
     eigenvalues: identity-like or low-rank matrices) leaves vectors from the
     two sides non-orthogonal, or nearly parallel. Then: shifted Cholesky QR
     three times (Fukaya et al. 2020: orthonormal columns for ``z``'s
@@ -179,10 +193,6 @@ def _orthonormalized(z, d, e, w, *, grid, spec):
     """
     n = z.shape[1]
     eps = jnp.finfo(z.dtype).eps
-    probe = start_vectors(jnp.zeros((1,), jnp.int32), n, z.dtype)[0]
-    zr = jnp.matmul(z, probe, precision=HIGHEST)
-    off = jnp.matmul(jnp.conj(z.T), zr, precision=HIGHEST) - probe
-    loose = jnp.linalg.norm(off) > 10 * jnp.sqrt(float(n)) * eps * jnp.linalg.norm(probe)
     axes = tuple(name for name in (grid.col, grid.row) if name is not None)
     cols = -(-n // grid.size) * grid.size
 
@@ -222,25 +232,21 @@ def _orthonormalized(z, d, e, w, *, grid, spec):
                                          unit_diagonal=False)
         return ct(put(y, spec), spec)
 
-    def repair(z):
-        # a pseudo-random nudge of eps^¼ makes nearly parallel columns independent
-        # (smallest singular value about eps^¼/n); the sweeps take it out again
-        nudge = start_vectors(jnp.arange(n, dtype=jnp.int32), n, z.dtype) / jnp.sqrt(float(n))
-        nudge = jnp.where(degenerate[None, :], nudge, 0)
-        z = put(z + jnp.sqrt(jnp.sqrt(eps)).astype(z.dtype) * put(nudge, spec), spec)
-        return lax.fori_loop(0, 7, cholesky_qr, z)
-
-    return lax.cond(loose, repair, lambda z: z, z)
+    # a pseudo-random nudge of eps^¼ makes nearly parallel columns independent
+    # (smallest singular value about eps^¼/n); the sweeps take it out again
+    nudge = start_vectors(jnp.arange(n, dtype=jnp.int32), n, z.dtype) / jnp.sqrt(float(n))
+    nudge = jnp.where(degenerate[None, :], nudge, 0)
+    z = put(z + jnp.sqrt(jnp.sqrt(eps)).astype(z.dtype) * put(nudge, spec), spec)
+    return lax.fori_loop(0, 7, cholesky_qr, z)
 
 
-def eigenpairs_body(h: jax.Array, *, mesh):
-    """``(w, v)`` of the Hermitian ``h`` (``n x n``): ``w`` ascending, replicated; ``v``
-    in the 2D block layout that fits.
+def _eigenpairs_parts(h: jax.Array, *, mesh):
+    """``(w, z, q, d, e, scale, loose)`` of the Hermitian ``h`` (``n x n``) before any repair.
 
-    Traced inside ``run_on_mesh``. ``Qᴴ h Q = T`` by the reduction (``Q``
-    accumulated), ``T``'s eigenvalues by bisection, its eigenvectors ``Z`` by
-    inverse iteration on each device's range, ``v = Q Z`` by SUMMA. A
-    non-finite ``h`` gives NaN.
+    ``Qᴴ (scale·h) Q = T`` by the reduction (``Q`` accumulated, cut to ``n x n``),
+    ``T = (d, e)``'s eigenvalues ``w`` by bisection, its eigenvectors ``z`` by
+    inverse iteration on each device's range, and whether the probe finds ``z``
+    in need of :func:`_repaired`.
     """
     grid = grid_of(mesh, what="distla.linalg.eigh")
     n = h.shape[0]
@@ -254,27 +260,93 @@ def eigenpairs_body(h: jax.Array, *, mesh):
     d, e = d[:n], e[:n]
     w = d if n == 1 else _bisect(d, e, grid=grid, count=n)
     z = _vectors_of_tridiagonal(d, e, w, grid=grid, spec=spec)
-    z = _orthonormalized(z, d, e, w, grid=grid, spec=spec)
-    v = put(mm(put(q[:n, :n], spec), z.astype(q.dtype), spec), spec)
+    return w, z, put(q[:n, :n], spec), d, e, scale, _loose(z)
+
+
+def _eigenpairs_finish(w, z, q, d, e, scale, *, spec):
+    """``(w, v = Q Z)`` by SUMMA, eigenvalues scaled back; NaN for a non-finite ``T``."""
+    v = put(mm(q, z.astype(q.dtype), spec), spec)
     finite = jnp.isfinite(jnp.sum(d) + jnp.sum(e))
     return jnp.where(finite, w / scale, jnp.nan), jnp.where(finite, v, jnp.nan)
 
 
-@functools.partial(jax.jit, static_argnames=("mesh", "symmetrize", "lower"))
-def eigh_2d(a: jax.Array, *, mesh, symmetrize: bool, lower: bool):
-    """``(w, v)`` of the Hermitian ``a`` on a 1- or 2-axis mesh (:func:`eigenpairs_body`).
+def eigenpairs_body(h: jax.Array, *, mesh):
+    """``(w, v)`` of the Hermitian ``h`` (``n x n``): ``w`` ascending, replicated; ``v``
+    in the 2D block layout that fits.
 
-    ``a`` is read as ``eigh`` reads it (``symmetrize``, else the ``lower`` or
-    upper triangle).
+    Traced inside ``run_on_mesh``: :func:`_eigenpairs_parts`, the repair under
+    ``lax.cond`` (only when the probe fires), ``v = Q Z``. A non-finite ``h``
+    gives NaN.
     """
-    n = a.shape[0]
-    out = (P(), fitting_spec((n, n), mesh, block_spec(mesh)))
+    grid = grid_of(mesh, what="distla.linalg.eigh")
+    spec = fitting_spec(h.shape, mesh, grid.block_spec)
+    w, z, q, d, e, scale, loose = _eigenpairs_parts(h, mesh=mesh)
+    z = lax.cond(loose, functools.partial(_repaired, d=d, e=e, w=w, grid=grid, spec=spec),
+                 lambda z: z, z)
+    return _eigenpairs_finish(w, z, q, d, e, scale, spec=spec)
+
+
+def _pair_specs(mesh, n):
+    return (P(), fitting_spec((n, n), mesh, block_spec(mesh)))
+
+
+@functools.partial(jax.jit, static_argnames=("mesh", "symmetrize", "lower"))
+def _eigh_program(a: jax.Array, *, mesh, symmetrize: bool, lower: bool):
+    """:func:`eigh_2d` as one program (a traced ``a``)."""
 
     def body(a):
         h = hermitian_from(a, symmetrize=symmetrize, lower=lower)
         return eigenpairs_body(h, mesh=mesh)
 
+    return run_on_mesh(body, mesh, _pair_specs(mesh, a.shape[0]), a)
+
+
+@functools.partial(jax.jit, static_argnames=("mesh", "symmetrize", "lower"))
+def _eigh_unrepaired(a: jax.Array, *, mesh, symmetrize: bool, lower: bool):
+    """The eager call's first program: ``(w, v)`` as if no repair were needed, ``loose``,
+    and what :func:`_eigh_repair` needs when it is."""
+    n = a.shape[0]
+    spec = fitting_spec((n, n), mesh, block_spec(mesh))
+
+    def body(a):
+        h = hermitian_from(a, symmetrize=symmetrize, lower=lower)
+        w, z, q, d, e, scale, loose = _eigenpairs_parts(h, mesh=mesh)
+        return _eigenpairs_finish(w, z, q, d, e, scale, spec=spec), loose, (w, z, q, d, e, scale)
+
+    out = (_pair_specs(mesh, n), P(), (P(), spec, spec, P(), P(), P()))
     return run_on_mesh(body, mesh, out, a)
+
+
+@functools.partial(jax.jit, static_argnames=("mesh",))
+def _eigh_repair(w, z, q, d, e, scale, *, mesh):
+    """The eager call's second program, run only when the probe fired: repair, ``Q Z``."""
+    n = z.shape[0]
+    grid = grid_of(mesh, what="distla.linalg.eigh")
+    spec = fitting_spec((n, n), mesh, grid.block_spec)
+
+    def body(w, z, q, d, e, scale):
+        z = _repaired(z, d, e, w, grid=grid, spec=spec)
+        return _eigenpairs_finish(w, z, q, d, e, scale, spec=spec)
+
+    return run_on_mesh(body, mesh, _pair_specs(mesh, n), w, z, q, d, e, scale)
+
+
+def eigh_2d(a: jax.Array, *, mesh, symmetrize: bool, lower: bool):
+    """``(w, v)`` of the Hermitian ``a`` on a 1- or 2-axis mesh (:func:`eigenpairs_body`).
+
+    ``a`` is read as ``eigh`` reads it (``symmetrize``, else the ``lower`` or
+    upper triangle). A traced ``a`` gives one program. A concrete one runs the
+    program without the repair first and the repair's program (Cholesky QR and
+    inverse-iteration sweeps, about a third of the compile) only when the probe
+    fires: clusters wider than a device's guard (repeated or nearly repeated
+    eigenvalues), so a first call compiles it only for such a matrix.
+    """
+    if is_traced(a):
+        return _eigh_program(a, mesh=mesh, symmetrize=symmetrize, lower=lower)
+    pair, loose, parts = _eigh_unrepaired(a, mesh=mesh, symmetrize=symmetrize, lower=lower)
+    if bool(loose):
+        return _eigh_repair(*parts, mesh=mesh)
+    return pair
 
 
 @functools.partial(jax.jit, static_argnames=("mesh",))
