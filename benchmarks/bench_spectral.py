@@ -81,8 +81,7 @@ def _step_flops(mesh, n, p):
     specs = (P(), spec, P(), P())
     on = _polar.on_mesh
     fns = {
-        "qdwh_qr": [(on(_polar.qdwh_qr_step, amesh, specs, (("spec", spec),)), (state,))],
-        "qdwh_chol": [(on(_polar.qdwh_chol_step, amesh, specs, (("spec", spec),)), (state,))],
+        "qdwh": [(on(_polar.qdwh_qr_step, amesh, specs, (("spec", spec),)), (state,))],
         "level": [
             (on(_eigh.split_basis, amesh, (spec, P()), (("spec", spec), ("leaf", 1))),
              (index, start, x)),

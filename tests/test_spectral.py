@@ -251,7 +251,6 @@ def test_cost_no_collective_carries_a_matrix():
     specs = (P(), spec, P(), P())
     steps = {
         "qr": (_polar.on_mesh(_polar.qdwh_qr_step, amesh, specs, (("spec", spec),)), (state,)),
-        "chol": (_polar.on_mesh(_polar.qdwh_chol_step, amesh, specs, (("spec", spec),)), (state,)),
         "prep": (_polar.on_mesh(_eigh.level_prep, amesh, spec, (("spec", spec), ("leaf", 1))),
                  (x, start)),
         "basis": (_polar.on_mesh(_eigh.split_basis, amesh, (spec, P()),

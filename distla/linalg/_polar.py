@@ -2,20 +2,20 @@
 
 QDWH (Nakatsukasa, Bai & Gygi 2010) is a dynamically weighted Halley
 iteration ``X ← X (a I + b XᴴX)(I + c XᴴX)⁻¹`` on ``X₀ = A/α``
-(``α ≥ ‖A‖₂``) that converges to the unitary polar factor ``U``. Each
-iteration is built from distla's distributed pieces only:
+(``α ≥ ‖A‖₂``) that converges to the unitary polar factor ``U``. Every
+iteration takes the QR-based form ``[√c X; I] = [Q₁; Q₂] R``,
+``X ← (b/c) X + (a − b/c)/√c · Q₁Q₂ᴴ`` (``distla.linalg.qr`` and
+``distla.matmul``). Nakatsukasa & Higham switch to the Cholesky-based form
+(``I + c XᴴX = L Lᴴ`` and two triangular solves, half the flops) once
+``c ≤ 100``; distla does not: on 8 devices of the CPU test bed that step took
+as long as the QR-based one (polar at n = 2048: 4.43 s with it, 4.36 s
+without; 1.02 s against 1.15 s at 1024), and its program (a distributed
+Cholesky and two substitutions, three loops of their own) was 3.9 s of the
+first call's compile at n = 1024 (docs/benchmarks.md, "First call").
 
-- while ``c > 100`` (the lower bound ``l`` of ``σ_min(X)`` is small), the
-  QR-based form ``[√c X; I] = [Q₁; Q₂] R``,
-  ``X ← (b/c) X + (a − b/c)/√c · Q₁Q₂ᴴ`` (``distla.linalg.qr`` and
-  ``distla.matmul``);
-- after, the Cholesky-based form ``Z = I + c XᴴX = L Lᴴ``,
-  ``X ← (b/c) X + (a − b/c) · X Z⁻¹`` (``distla.linalg.cholesky`` and two
-  triangular solves).
-
-Both loops are ``lax.while_loop``s (compile size does not grow with n or
-with the iteration count). No device holds a whole matrix: every step is a
-distributed matmul, QR, Cholesky or triangular solve, or elementwise.
+One ``lax.while_loop`` (compile size does not grow with n or with the
+iteration count). No device holds a whole matrix: every step is a
+distributed matmul or QR, or elementwise.
 
 Naming: ``x`` an iterate (``[m, n]``, 2D block layout), ``l`` the lower
 bound of its singular values, ``(pa, pb, pc)`` the QDWH weights.
@@ -32,7 +32,7 @@ from jax import lax
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from . import _cholesky, _qr, _triangular
+from . import _qr
 from .._core.checks import as_array, empty_or_one_device, is_empty, is_traced, result_dtype
 from .._core.mesh import fitting_spec, grid_of, is_explicit, operand_mesh, run_on_mesh
 from .._core.matmul import mm
@@ -103,15 +103,11 @@ def qdwh_init(x: jax.Array, spec: P):
     return (jnp.zeros((), jnp.int32), x, jnp.asarray(eps, real), jnp.asarray(jnp.inf, real))
 
 
-def qdwh_going(state, *, qr_phase: bool, max_iterations: int):
+def qdwh_going(state, *, max_iterations: int):
     """Whether QDWH goes on: ``l`` not yet 1 or the last step not yet below ``(5 eps)^(1/3)``."""
     k, x, l, diff = state
     _, tol_l, tol_x = _tolerances(x.dtype)
-    more = (k < max_iterations) & ((jnp.abs(1.0 - l) > tol_l) | (diff > tol_x))
-    if qr_phase:
-        _, _, pc, _ = weights(l)
-        more = more & (pc > 100.0)
-    return more
+    return (k < max_iterations) & ((jnp.abs(1.0 - l) > tol_l) | (diff > tol_x))
 
 
 def qdwh_qr_step(state, *, spec: P):
@@ -130,37 +126,13 @@ def qdwh_qr_step(state, *, spec: P):
     return k + 1, new, l_next, jnp.linalg.norm(new - x) / jnp.sqrt(float(n))
 
 
-def qdwh_chol_step(state, *, spec: P):
-    """``Z = I + c XᴴX = L Lᴴ``, ``X ← (b/c) X + (a − b/c) X Z⁻¹``."""
-    k, x, l, _ = state
-    n = x.shape[1]
-    pa, pb, pc, l_next = weights(l)
-    eye_n = eye(n, n, x.dtype, spec)
-    xh = ct(x, spec)
-    z = put(eye_n + pc.astype(x.dtype) * mm(xh, x, spec), spec)
-    # the plain factorisation and solves: polar, eigh and svd differentiate the whole
-    # iteration by their own rules, so no step carries one
-    call = plan_here(x.dtype)
-    low = put(_cholesky.factor(z, call=call, upper=False, symmetrize=True), spec)
-    # X Z⁻¹ = (Z⁻¹ Xᴴ)ᴴ with Z⁻¹ = L⁻ᴴ L⁻¹ (Z Hermitian)
-    tri = dict(lower=True, unit_diagonal=False, call=call)
-    y = put(_triangular.triangular_solve(low, xh, trans=0, **tri), spec)
-    y = put(_triangular.triangular_solve(low, y, trans=2, **tri), spec)
-    new = (pb / pc).astype(x.dtype) * x + (pa - pb / pc).astype(x.dtype) * ct(y, spec)
-    new = put(new, spec)
-    return k + 1, new, l_next, jnp.linalg.norm(new - x) / jnp.sqrt(float(n))
-
-
 def qdwh(x: jax.Array, spec: P, *, max_iterations: int = 12):
-    """Unitary polar factor of ``x`` (``[m, n]``, ``m >= n``), traced (``lax.while_loop``s).
+    """Unitary polar factor of ``x`` (``[m, n]``, ``m >= n``), traced (``lax.while_loop``).
 
     ``x`` must split evenly in ``spec`` (the caller pads). Returns ``(u, iterations)``.
     """
-    state = qdwh_init(x, spec)
-    for qr_phase, step in ((True, qdwh_qr_step), (False, qdwh_chol_step)):
-        state = lax.while_loop(
-            functools.partial(qdwh_going, qr_phase=qr_phase, max_iterations=max_iterations),
-            functools.partial(step, spec=spec), state)
+    state = lax.while_loop(functools.partial(qdwh_going, max_iterations=max_iterations),
+                           functools.partial(qdwh_qr_step, spec=spec), qdwh_init(x, spec))
     k, x, _, _ = state
     return x, k
 
@@ -188,16 +160,14 @@ def count(kind: str, order: int = 0) -> None:
 
 
 def qdwh_eager(x: jax.Array, mesh, spec: P, *, max_iterations: int = 12):
-    """:func:`qdwh` on a concrete ``x``: the loops on the host, each step compiled once."""
+    """:func:`qdwh` on a concrete ``x``: the loop on the host, each step compiled once."""
     specs = _state_specs(spec)
     state = on_mesh(qdwh_init, mesh, specs, (("spec", spec),))(x)
-    for qr_phase, step in ((True, qdwh_qr_step), (False, qdwh_chol_step)):
-        going = on_mesh(qdwh_going, mesh, P(),
-                        (("qr_phase", qr_phase), ("max_iterations", max_iterations)))
-        run = on_mesh(step, mesh, specs, (("spec", spec),))
-        while bool(going(state)):
-            state = run(state)
-            count("qdwh_qr" if qr_phase else "qdwh_chol", x.shape[0])
+    going = on_mesh(qdwh_going, mesh, P(), (("max_iterations", max_iterations),))
+    run = on_mesh(qdwh_qr_step, mesh, specs, (("spec", spec),))
+    while bool(going(state)):
+        state = run(state)
+        count("qdwh", x.shape[0])
     return state[1], state[0]
 
 
@@ -329,10 +299,8 @@ def polar(
     """Polar decomposition ``a = u p`` (``side="right"``) or ``a = p u`` (``"left"``).
 
     As ``jax.scipy.linalg.polar``. One matrix sharded over a mesh runs the
-    distributed QDWH iteration (QR-based while its weight ``c > 100``, then
-    Cholesky-based), built from ``distla.linalg.qr``, ``cholesky``,
-    ``solve_triangular`` and ``distla.matmul``; no device holds the whole
-    matrix. Stacks and one-device inputs fall back to jax's function.
+    distributed QDWH iteration (QR-based), built from ``distla.linalg.qr`` and
+    ``distla.matmul``; no device holds the whole matrix. Stacks and one-device inputs fall back to jax's function.
 
     Args:
       a: ``[m, n]`` matrix sharded on a 1- or 2-axis mesh (any layout).
