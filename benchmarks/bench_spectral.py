@@ -9,17 +9,19 @@ float32, n x n on a 2x4 mesh (``P(rows, cols)``, Explicit), one session:
 - ``jnp.linalg.eigh`` / ``svd`` on the same sharded input (XLA gathers; about
   40 s / 130 s at n = 2048 here, so measured at the sizes in ``XLA_SIZES``).
 
-Flops executed: every eager step's per-device flops from ``distla.cost`` at
-order n, summed over devices, times the number of times it ran
-(counted by the library's polar step counters, by order), scaled by (order / n)³ for the smaller
-diagonal blocks, plus 9w³ per leaf block of order w, against LAPACK's count
-(syevd with vectors ≈ 9n³, gesdd with vectors ≈ 22n³).
+Flops executed, from ``distla.cost`` summed over devices: eigh's one program
+(the tridiagonal route, its repair under ``lax.cond`` left out: it runs only
+when the probe fires); for svd, QDWH's step times the iterations the library's
+step counter saw, the same eigh program at order n and the step that forms the
+singular values and ``U = U_p V``. Against LAPACK's count (syevd with vectors
+≈ 9n³, gesdd with vectors ≈ 22n³).
 
     python benchmarks/bench_spectral.py [n ...] > docs/data/spectral.json
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sys
@@ -33,7 +35,7 @@ from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 import distla
-from distla.linalg import _eigh, _polar
+from distla.linalg import _polar, _spectral, _tridiagonal
 
 from distla import linalg
 
@@ -60,51 +62,36 @@ def _first(fn, *args):
     return time.perf_counter() - t
 
 
-def _step_flops(mesh, n, p):
-    """Per-step flops at order ``big`` summed over devices, from the compiled eager steps
-    (distla.cost): QDWH's two iterations, and a divide level (split basis, two diagonal
-    blocks of half the order, two products of their vectors)."""
+def _flops(mesh, n, p):
+    """Flops summed over devices at order ``n`` (padded to a multiple of ``p`` for QDWH):
+    one QDWH step, eigh's program without its conditional repair, and svd's step
+    that forms ``S`` and ``U``."""
     amesh = mesh.abstract_mesh
     spec = P("rows", "cols")
     big = -(-n // p) * p
-    half = -(-(big // 2) // p) * p
 
     def mat(r, c):
         return jax.ShapeDtypeStruct((r, c), jnp.float32, sharding=NamedSharding(mesh, spec))
 
-    x = mat(big, big)
     rep = NamedSharding(mesh, P())
     sc = jax.ShapeDtypeStruct((), jnp.float32, sharding=rep)
     index = jax.ShapeDtypeStruct((), jnp.int32, sharding=rep)
-    state = (index, x, sc, sc)
-    start = jax.ShapeDtypeStruct((big,), jnp.int32, sharding=rep)
-    specs = (P(), spec, P(), P())
-    on = _polar.on_mesh
-    fns = {
-        "qdwh": [(on(_polar.qdwh_qr_step, amesh, specs, (("spec", spec),)), (state,))],
-        "level": [
-            (on(_eigh.split_basis, amesh, (spec, P()), (("spec", spec), ("leaf", 1))),
-             (index, start, x)),
-            (on(_eigh.sub_block, amesh, spec, (("spec", spec),)), (x, mat(big, half))),
-            (on(_eigh.sub_block, amesh, spec, (("spec", spec),)), (x, mat(big, half))),
-            (on(_eigh.times, amesh, spec, (("spec", spec),)), (mat(big, half), mat(half, half))),
-            (on(_eigh.times, amesh, spec, (("spec", spec),)), (mat(big, half), mat(half, half))),
-        ],
-    }
-    return big, {k: sum(distla.cost(f, *a).flops for f, a in parts) * p
-                 for k, parts in fns.items()}
+    vec = jax.ShapeDtypeStruct((n,), jnp.float32, sharding=rep)
+    qdwh = distla.cost(_polar.on_mesh(_polar.qdwh_qr_step, amesh, (P(), spec, P(), P()),
+                                      (("spec", spec),)), (index, mat(big, big), sc, sc))
+    eigh = distla.cost(functools.partial(_tridiagonal.eigh_2d, mesh=amesh, symmetrize=True,
+                                         lower=True), mat(n, n))
+    svd = distla.cost(_polar.on_mesh(_spectral._svd_vectors, amesh, (spec, P(), spec, P())),
+                      mat(n, n), mat(n, n), vec, mat(n, n))
+    return {"qdwh": qdwh.flops * p, "eigh": (eigh.flops - eigh.conditional_flops) * p,
+            "svd_vectors": svd.flops * p}
 
 
-def _executed(sized, big, flops):
-    """Flops of every step run: measured at ``big``, scaled by (order / big)³ for the
-    smaller diagonal blocks; a leaf block of order w on one device: LAPACK's 9w³."""
-    total = 0.0
-    for (kind, order), times in sized.items():
-        if kind == "leaf":
-            total += 9.0 * order**3 * times
-        elif kind in flops:
-            total += flops[kind] * (order / big) ** 3 * times
-    return total
+def _executed(op, steps, flops):
+    """Flops of one call: eigh's program; svd's QDWH steps, eigh of ``H`` and its last step."""
+    if op == "eigh":
+        return flops["eigh"]
+    return steps.get("qdwh", 0) * flops["qdwh"] + flops["eigh"] + flops["svd_vectors"]
 
 
 def run(n, mesh):
@@ -123,18 +110,15 @@ def run(n, mesh):
         _polar.STEPS.clear()
         compile_and_run = _first(dist, x)
         _polar.STEPS.clear()
-        _polar.SIZED.clear()
         t0 = time.perf_counter()
         jax.block_until_ready(dist(x))
         t_dist = time.perf_counter() - t0
         steps = dict(_polar.STEPS)
-        sized = {f"{k}@{o}": c for (k, o), c in _polar.SIZED.items()}
         print(json.dumps(dict(op=op, n=n, distla_s=t_dist, first=compile_and_run, steps=steps)),
               file=sys.stderr, flush=True)
         row = dict(op=op, n=n, dtype="float32", mesh="x".join(map(str, MESH)),
                    jax=jax.__version__, devices=jax.device_count(),
-                   distla_s=t_dist, distla_first_call_s=compile_and_run, steps=steps,
-                   steps_by_order=sized)
+                   distla_s=t_dist, distla_first_call_s=compile_and_run, steps=steps)
         x1 = jax.device_put(mat, jax.devices()[0])
         row["jnp_one_device_s"] = _timed(one, x1)
         row["scipy_s"] = _timed(sp, mat, repeat=1)
@@ -142,12 +126,11 @@ def run(n, mesh):
             auto = distla.make_mesh(MESH, ("rows", "cols"), axis_types=AxisType.Auto)
             xa = jax.device_put(mat, NamedSharding(auto, P("rows", "cols")))
             row["jnp_sharded_s"] = _first(jax.jit(getattr(jnp.linalg, op)), xa)
-        row["_sized"] = dict(_polar.SIZED)
         rows.append(row)
-    # after the timed calls: distla.cost compiles the steps again
-    big, flops = _step_flops(mesh, n, p)
+    # after the timed calls: distla.cost compiles the programs again
+    flops = _flops(mesh, n, p)
     for row in rows:
-        executed = _executed(row.pop("_sized"), big, flops)
+        executed = _executed(row["op"], row["steps"], flops)
         row["flops_executed"] = executed
         row["flops_lapack"] = LAPACK_FLOPS[row["op"]] * n**3
         row["flops_ratio"] = executed / row["flops_lapack"]

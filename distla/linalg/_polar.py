@@ -148,15 +148,13 @@ def _state_specs(spec):
     return (P(), spec, P(), P())
 
 
-# steps the eager drivers ran, by kind and by (kind, order) (read by
-# benchmarks/bench_spectral.py)
+# steps the eager drivers ran, by kind (read by tests and benchmarks/bench_spectral.py)
 STEPS: dict[str, int] = {}
-SIZED: dict[tuple[str, int], int] = {}
 
 
-def count(kind: str, order: int = 0) -> None:
+def count(kind: str) -> None:
+    """Count one step of ``kind`` (``"qdwh"``, ``"level"``, ``"leaf"``)."""
     STEPS[kind] = STEPS.get(kind, 0) + 1
-    SIZED[(kind, order)] = SIZED.get((kind, order), 0) + 1
 
 
 def qdwh_eager(x: jax.Array, mesh, spec: P, *, max_iterations: int = 12):
@@ -167,7 +165,7 @@ def qdwh_eager(x: jax.Array, mesh, spec: P, *, max_iterations: int = 12):
     run = on_mesh(qdwh_qr_step, mesh, specs, (("spec", spec),))
     while bool(going(state)):
         state = run(state)
-        count("qdwh", x.shape[0])
+        count("qdwh")
     return state[1], state[0]
 
 
