@@ -19,6 +19,15 @@ gathers the whole operand onto *every* device and repeats the work there.
 operand's bytes to one device and the result's bytes back. The other devices
 hold zero-filled receive buffers of the blocks they do not own, so this plan's
 peak memory per device is ``O(n²)``; the budget bounds ``n``.
+
+That is the plan's program, what a caller's ``jax.jit`` traces. An eager call on
+concrete arrays whose devices this process holds takes the same route as three
+dispatches instead (:func:`_eagerly`): ``jax.device_put`` of each operand onto
+the first device, the jitted one-device function there, ``jax.device_put`` of
+each result into its layout. Same bytes, no collective: on 8 CPU devices the
+program's ``2·(p-1)`` collective-permutes, each a rendezvous of every device,
+made ``slogdet`` at n = 256 take 4.9 ms against 1.9 ms this way (jnp on the
+sharded input: 4.6 ms).
 """
 
 from __future__ import annotations
@@ -38,7 +47,7 @@ from jax.sharding import PartitionSpec as P
 
 from . import plan as _plan
 from .checks import is_traced
-from .mesh import constrain, fitting_spec, grid_of, run_on_mesh, shard_map
+from .mesh import constrain, fitting_spec, grid_of, is_explicit, run_on_mesh, shard_map
 from .stacked import stack, vmappable
 
 
@@ -156,6 +165,9 @@ def on_one_device(
       (``distla._core.stacked.stack``), sharded along the batch.
     """
     if not is_traced(*args):
+        concrete = _held_mesh(args, mesh)
+        if concrete is not None:
+            return _eagerly(fn, args, concrete, out_specs, options)
         return _on_one_device(fn, *args, mesh=mesh, in_specs=in_specs, out_specs=out_specs,
                               options=options)
     # Under jax.vmap the batched plan would move every member to the first device
@@ -169,6 +181,65 @@ def on_one_device(
     )
     primal.defjvp(lambda primals, tangents: jax.jvp(call, primals, tangents))
     return primal(*args)
+
+
+def _held_mesh(args: tuple, mesh: AbstractMesh) -> jax.sharding.Mesh | None:
+    """The concrete mesh of ``args`` when every one is on it and this process holds all of
+    its devices (the eager route moves arrays with ``jax.device_put``); else ``None``."""
+    concrete = None
+    for x in args:
+        sharding = getattr(x, "sharding", None)
+        if not isinstance(sharding, jax.sharding.NamedSharding):
+            return None
+        m = sharding.mesh
+        if not isinstance(m, jax.sharding.Mesh) or m.abstract_mesh != mesh:
+            return None
+        if concrete is not None and m != concrete:
+            return None
+        concrete = m
+    if concrete is None or not all(d.process_index == jax.process_index()
+                                   for d in concrete.devices.flat):
+        return None
+    return concrete
+
+
+@functools.lru_cache(maxsize=256)
+def _one_device_program(fn: Callable[..., Any], options: tuple) -> Callable[..., Any]:
+    return jax.jit(functools.partial(fn, **dict(options)))
+
+
+def _as_jit_returns(spec: P, mesh: jax.sharding.Mesh) -> P:
+    """``spec`` as the plan's compiled program labels its results, so that an eager
+    result's ``sharding`` equals the program's: on an ``Auto`` mesh jax reads the
+    layout back from the compiled program, without trailing ``None`` entries; on an
+    ``Explicit`` mesh the results keep their types' specs as written
+    (tests/test_plans.py and tests/test_expm.py compare the two)."""
+    if is_explicit(mesh.abstract_mesh):
+        return spec
+    entries = list(spec)
+    while entries and entries[-1] is None:
+        entries.pop()
+    return P(*entries)
+
+
+def _eagerly(fn, args, mesh: jax.sharding.Mesh, out_specs, options):
+    """The plan for concrete operands: onto the mesh's first device, ``fn`` there, back
+    in ``out_specs`` (``jax.device_put`` each way; the same bytes as the program)."""
+    # a SingleDeviceSharding, not the device: the copy then drops an Explicit mesh's types
+    first = jax.sharding.SingleDeviceSharding(mesh.devices.flat[0])
+    try:
+        run = _one_device_program(fn, options)
+    except TypeError:  # an unhashable option: the program route
+        run = jax.jit(functools.partial(fn, **dict(options)))
+    # no context mesh while the operands sit on one of its devices (jax would refuse them)
+    with jax.set_mesh(None):
+        out = run(*(jax.device_put(x, first) for x in args))
+    leaves, treedef = jax.tree.flatten(out)
+    if len(leaves) != len(out_specs):
+        raise ValueError(f"{len(out_specs)} output specs for {len(leaves)} outputs of {fn}")
+    placed = [jax.device_put(y, jax.sharding.NamedSharding(mesh, _as_jit_returns(s, mesh)))
+              for y, s in zip(leaves, out_specs)]
+    return jax.tree.unflatten(treedef, placed)
 
 
 def _per_member(fn: Callable[..., Any], options: dict, mesh: AbstractMesh, *xs: jax.Array):
