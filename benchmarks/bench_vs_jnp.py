@@ -114,7 +114,10 @@ def _jnp_sharded(ref, mesh, explicit):
         return jax.jit(ref)
 
     def under_auto(*xs):  # what a user writes to run jnp on an Explicit mesh
-        return jax.sharding.auto_axes(ref, out_sharding=None)(*xs)
+        # auto_axes needs the results' layout: replicated, as XLA's gather leaves them
+        shapes = jax.eval_shape(ref, *(jax.ShapeDtypeStruct(x.shape, x.dtype) for x in xs))
+        out = jax.tree.map(lambda _: P(), shapes)
+        return jax.sharding.auto_axes(ref, out_sharding=out)(*xs)
 
     return jax.jit(under_auto)
 
@@ -141,7 +144,7 @@ def run(names, sizes, repeat, dist, kinds):
                 if dist and has_plan:
                     row["dist"], _ = _best(lambda *a: fn(*a, plan="distributed"), xs, repeat)
                 try:
-                    with jax.sharding.use_mesh(mesh) if kind == "Explicit" else _null():
+                    with jax.set_mesh(mesh) if kind == "Explicit" else _null():
                         row["jnp"], _ = _best(_jnp_sharded(ref, mesh, kind == "Explicit"),
                                               xs, repeat)
                 except Exception as e:  # noqa: BLE001
