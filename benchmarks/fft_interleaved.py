@@ -11,8 +11,6 @@ input (XLA's own partitioning). Ratios are to one device.
 
 import argparse
 import os
-import statistics
-import time
 
 os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
 
@@ -23,12 +21,8 @@ from jax.sharding import AxisType, NamedSharding  # noqa: E402
 from jax.sharding import PartitionSpec as P  # noqa: E402
 
 import distla  # noqa: E402
+from interleaved import medians  # noqa: E402
 
-
-def _waited(fn) -> float:
-    t = time.perf_counter()
-    jax.block_until_ready(fn())
-    return time.perf_counter() - t
 
 
 def _cases(n: int, shape: tuple[int, int]) -> dict:
@@ -68,13 +62,7 @@ def main() -> None:
         shape = tuple(int(s) for s in mesh.split("x"))
         for n in args.sizes:
             cases = _cases(n, shape)
-            for fn in cases.values():
-                _waited(fn), _waited(fn)
-            times = {name: [] for name in cases}
-            for _ in range(args.rounds):
-                for name, fn in cases.items():
-                    times[name].append(_waited(fn))
-            ms = {name: statistics.median(t) * 1e3 for name, t in times.items()}
+            ms = {name: s * 1e3 for name, s in medians(cases, args.rounds).items()}
             cells = [f"{ms[name]:.1f}" if name in ms else "-" for name in names]
             jd = f"{ms['distla Auto'] / ms['jaxdecomp']:.2f}x" if "jaxdecomp" in ms else "-"
             print(f"| {mesh} | {n} | " + " | ".join(cells)

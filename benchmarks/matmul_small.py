@@ -11,8 +11,6 @@ contracting dimension is sharded two ways), so only the ``Auto`` rows have a jnp
 
 import argparse
 import os
-import statistics
-import time
 
 os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
 
@@ -23,12 +21,8 @@ from jax.sharding import AxisType, NamedSharding  # noqa: E402
 from jax.sharding import PartitionSpec as P  # noqa: E402
 
 import distla  # noqa: E402
+from interleaved import medians  # noqa: E402
 
-
-def _waited(fn) -> float:
-    t = time.perf_counter()
-    jax.block_until_ready(fn())
-    return time.perf_counter() - t
 
 
 def main() -> None:
@@ -48,13 +42,7 @@ def main() -> None:
             cases = {"distla": lambda: distla.matmul(a, b), "jit": lambda: jitted(a, b)}
             if kind == AxisType.Auto:
                 cases["jnp"] = lambda: xla(a, b)
-            for fn in cases.values():
-                _waited(fn), _waited(fn)
-            times = {name: [] for name in cases}
-            for _ in range(args.rounds):
-                for name, fn in cases.items():
-                    times[name].append(_waited(fn))
-            ms = {name: statistics.median(t) * 1e3 for name, t in times.items()}
+            ms = {name: s * 1e3 for name, s in medians(cases, args.rounds).items()}
             jnp_ms = f"{ms['jnp']:.3f}" if "jnp" in ms else "-"
             ratio = f"{ms['distla'] / ms['jnp']:.2f}x" if "jnp" in ms else "-"
             print(f"| 2x4 {kind.name} | {n} | {ms['distla']:.3f} | {ms['jit']:.3f} | {jnp_ms} "

@@ -10,8 +10,6 @@ Cases, on the same float32 random matrix: ``jnp.linalg.svd`` (jitted) on one dev
 
 import argparse
 import os
-import statistics
-import time
 
 os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
 
@@ -22,12 +20,8 @@ from jax.sharding import AxisType, NamedSharding  # noqa: E402
 from jax.sharding import PartitionSpec as P  # noqa: E402
 
 import distla  # noqa: E402
+from interleaved import medians  # noqa: E402
 
-
-def _waited(fn) -> float:
-    t = time.perf_counter()
-    jax.block_until_ready(fn())
-    return time.perf_counter() - t
 
 
 def main() -> None:
@@ -35,7 +29,8 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[1024, 2048])
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
-    print("| n | one device | distributed, Auto | distributed, Explicit | Auto / one | Explicit / one |")
+    print("| n | one device | distributed, Auto | distributed, Explicit "
+          "| Auto / one | Explicit / one |")
     print("|---|---|---|---|---|---|")
     one_svd = jax.jit(lambda x: jnp.linalg.svd(x, full_matrices=False))
     for n in args.sizes:
@@ -47,13 +42,7 @@ def main() -> None:
             x = jax.device_put(a, NamedSharding(mesh, P("x", "y")))
             cases[kind.name] = (lambda x: lambda: distla.linalg.svd(
                 x, full_matrices=False, plan="distributed"))(x)
-        for fn in cases.values():
-            _waited(fn)
-        times = {name: [] for name in cases}
-        for _ in range(args.rounds):
-            for name, fn in cases.items():
-                times[name].append(_waited(fn))
-        s = {name: statistics.median(t) for name, t in times.items()}
+        s = medians(cases, args.rounds, warmups=1)
         print(f"| {n} | {s['one']:.2f} s | {s['Auto']:.2f} s | {s['Explicit']:.2f} s "
               f"| {s['Auto'] / s['one']:.2f}x | {s['Explicit'] / s['one']:.2f}x |", flush=True)
 

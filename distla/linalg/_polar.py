@@ -298,7 +298,8 @@ def polar(
 
     As ``jax.scipy.linalg.polar``. One matrix sharded over a mesh runs the
     distributed QDWH iteration (QR-based), built from ``distla.linalg.qr`` and
-    ``distla.matmul``; no device holds the whole matrix. Stacks and one-device inputs fall back to jax's function.
+    ``distla.matmul``; no device holds the whole matrix. Stacks and one-device
+    inputs fall back to jax's function.
 
     Args:
       a: ``[m, n]`` matrix sharded on a 1- or 2-axis mesh (any layout).

@@ -318,8 +318,8 @@ def _rayleigh_quotients(h, v):
     eigenvectors rather than the bisected eigenvalues of ``h``: a vector's error
     enters its quotient squared, so what is left is the product's rounding. On a
     rank-9 float32 matrix of order 37 the values that are zero in exact arithmetic
-    come out at 0.15·eps·σ₁, below LAPACK's xGESDD (0.76) and the bisected
-    eigenvalues of the reduction (1.96; LAPACK's own xSYEVR on the same ``h``, 2.56:
+    come out at 0.1-0.17·eps·σ₁ (runs differ), below LAPACK's xGESDD (0.76) and the
+    bisected eigenvalues of the reduction (1.96; LAPACK's own xSYEVR on the same ``h``, 2.56:
     a Householder reduction's backward error is ``O(eps·‖h‖)`` on every eigenvalue),
     so a rank cut at ``eps·σ₁`` sees what LAPACK sees (docs/spectral.md).
     """

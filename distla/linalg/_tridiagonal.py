@@ -306,29 +306,29 @@ def _eigh_unrepaired(a: jax.Array, *, mesh, symmetrize: bool, lower: bool):
     """The eager call's first program: ``(w, v)`` as if no repair were needed, ``loose``,
     and what :func:`_eigh_repair` needs when it is."""
     n = a.shape[0]
-    spec = fitting_spec((n, n), mesh, block_spec(mesh))
+    pair = _pair_specs(mesh, n)
+    spec = pair[1]
 
     def body(a):
         h = hermitian_from(a, symmetrize=symmetrize, lower=lower)
         w, z, q, d, e, scale, loose = _eigenpairs_parts(h, mesh=mesh)
         return _eigenpairs_finish(w, z, q, d, e, scale, spec=spec), loose, (w, z, q, d, e, scale)
 
-    out = (_pair_specs(mesh, n), P(), (P(), spec, spec, P(), P(), P()))
+    out = (pair, P(), (P(), spec, spec, P(), P(), P()))
     return run_on_mesh(body, mesh, out, a)
 
 
 @functools.partial(jax.jit, static_argnames=("mesh",))
 def _eigh_repair(w, z, q, d, e, scale, *, mesh):
     """The eager call's second program, run only when the probe fired: repair, ``Q Z``."""
-    n = z.shape[0]
     grid = grid_of(mesh, what="distla.linalg.eigh")
-    spec = fitting_spec((n, n), mesh, grid.block_spec)
+    pair = _pair_specs(mesh, z.shape[0])
 
     def body(w, z, q, d, e, scale):
-        z = _repaired(z, d, e, w, grid=grid, spec=spec)
-        return _eigenpairs_finish(w, z, q, d, e, scale, spec=spec)
+        z = _repaired(z, d, e, w, grid=grid, spec=pair[1])
+        return _eigenpairs_finish(w, z, q, d, e, scale, spec=pair[1])
 
-    return run_on_mesh(body, mesh, _pair_specs(mesh, n), w, z, q, d, e, scale)
+    return run_on_mesh(body, mesh, pair, w, z, q, d, e, scale)
 
 
 def eigh_2d(a: jax.Array, *, mesh, symmetrize: bool, lower: bool):
