@@ -6,7 +6,9 @@ every case alike), medians over the rounds (docs/benchmarks.md, "3D FFT, interle
 Cases, on the same complex64 volume: one device's ``jnp.fft.fftn`` (jitted), eager
 ``distla.fft.fftn`` on ``Auto`` and on ``Explicit`` meshes, jaxdecomp's ``pfft3d``
 (``Auto`` only; the pure-JAX backend) and ``jnp.fft.fftn`` on the ``Auto``-sharded
-input (XLA's own partitioning). Ratios are to one device.
+input (XLA's own partitioning). Ratios are to one device. ``--cases`` keeps some of
+them: XLA's partitioning gathers the volume onto every device, and the page faults of
+those allocations slow the call after it (docs/benchmarks.md, "3D FFT").
 """
 
 import argparse
@@ -53,21 +55,27 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[64, 128, 256])
     parser.add_argument("--meshes", nargs="+", default=["2x4", "4x2"])
     parser.add_argument("--rounds", type=int, default=15)
-    args = parser.parse_args()
     names = ["one device", "distla Auto", "distla Explicit", "jaxdecomp", "jnp sharded"]
+    parser.add_argument("--cases", nargs="+", default=names, choices=names)
+    args = parser.parse_args()
+    names = [name for name in names if name in args.cases]
     print("| mesh | n³ | " + " | ".join(f"{name} ms" for name in names)
           + " | distla Auto / one | distla Explicit / one | distla Auto / jaxdecomp |")
     print("|---" * (len(names) + 5) + "|")
     for mesh in args.meshes:
         shape = tuple(int(s) for s in mesh.split("x"))
         for n in args.sizes:
-            cases = _cases(n, shape)
+            cases = {k: v for k, v in _cases(n, shape).items() if k in names}
             ms = {name: s * 1e3 for name, s in medians(cases, args.rounds).items()}
-            cells = [f"{ms[name]:.1f}" if name in ms else "-" for name in names]
-            jd = f"{ms['distla Auto'] / ms['jaxdecomp']:.2f}x" if "jaxdecomp" in ms else "-"
-            print(f"| {mesh} | {n} | " + " | ".join(cells)
-                  + f" | {ms['distla Auto'] / ms['one device']:.2f}x"
-                  f" | {ms['distla Explicit'] / ms['one device']:.2f}x | {jd} |", flush=True)
+            cells = [f"{ms[name]:.1f}" for name in names]
+            ratios = [_ratio(ms, "distla Auto", "one device"),
+                      _ratio(ms, "distla Explicit", "one device"),
+                      _ratio(ms, "distla Auto", "jaxdecomp")]
+            print(f"| {mesh} | {n} | " + " | ".join(cells + ratios) + " |", flush=True)
+
+
+def _ratio(ms: dict, case: str, base: str) -> str:
+    return f"{ms[case] / ms[base]:.2f}x" if case in ms and base in ms else "-"
 
 
 if __name__ == "__main__":

@@ -56,7 +56,7 @@ def matmul(
         the 2D block layout: it all-gathers block rows of A and block columns
         of B, never a whole operand; faster than SUMMA for small products)
         or ``"auto"`` (SUMMA, in one step while A's block row and B's block
-        column together take at most 4 MiB per device, which is then XLA's
+        column together take at most 10 MiB per device, which is then XLA's
         own partitioning; see ``docs/matmul.md`` for why); ``distla.cost``
         reports the choice.
       precision: ``lax.Precision`` of the local products, as in

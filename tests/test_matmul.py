@@ -299,6 +299,7 @@ def test_auto_takes_one_step_while_the_panels_are_small():
         return jax.jit(distla.matmul).lower(x, x).as_text()
 
     assert "stablehlo.while" not in lowered(1024)  # 3 MiB of panels: one step
+    assert "stablehlo.while" not in lowered(1792)  # 9.2 MiB: still one step
     assert "stablehlo.while" in lowered(2048)  # 12 MiB: max(pr, pc) steps
 
 

@@ -50,8 +50,11 @@ ALGORITHMS = ("auto", "summa", "cannon", "xla")
 #: together hold at most this many bytes per device: below it, each further step
 #: costs a rendezvous of every device that the smaller panels do not win back (n = 256
 #: on 2x4: 1.28 ms in 4 steps, 0.91 ms in one, jnp on the same sharded input 0.73 ms
-#: with the eager call's Python; docs/benchmarks.md).
-ONE_STEP_BYTES = 4 * 2**20
+#: with the eager call's Python; docs/benchmarks.md). Up to n = 1792 for float32 on 2x4
+#: (9.2 MiB) one step times as XLA's own partitioning, where SUMMA's four steps took
+#: 1.02-1.25x in two runs; from n = 2048 (12 MiB) the steps are level or faster
+#: (0.82-0.99x jnp from 2048 to 4096; docs/benchmarks.md, "Large products").
+ONE_STEP_BYTES = 10 * 2**20
 
 
 def auto_panels(grid: Grid, m: int, k: int, n: int, itemsize: int) -> int | None:

@@ -92,7 +92,8 @@ DEFAULT_BUDGET = int(os.environ.get("DISTLA_PLAN_BUDGET", 512 * 2**20))
 #: family's call to one device, measured on the 2-core CPU test bed with 8
 #: simulated devices (docs/benchmarks.md, "Plans"): below it the one-device
 #: plan (transfer plus LAPACK) beat the distributed algorithm. The spectral
-#: family (QDWH divide and conquer, several times LAPACK's flops) loses to
+#: family (eigh by tridiagonal reduction, svd and polar on QDWH; 2.6-3x one
+#: device at n = 2048 here, where the transfer and LAPACK take 1.0x) loses to
 #: one device at every size measured; the LU and Cholesky drivers win from
 #: the crossover up (``"lu"``: lu_factor, det, slogdet, inv), and so does
 #: expm's Padé scaling and squaring on SUMMA and the LU.
