@@ -81,6 +81,8 @@ CASES = {
     "polar": (distla.linalg.polar, jsl.polar, (_general,), True),
     "fftn": (distla.fft.fftn, jnp.fft.fftn, ("volume",), False),
     "expm": (distla.linalg.expm, jsl.expm, (_norm10,), True),
+    "eig": (distla.linalg.eig, jnp.linalg.eig, (_general,), True),
+    "eigvals": (distla.linalg.eigvals, jnp.linalg.eigvals, (_general,), True),
 }
 FFT_SIZE = {256: 64, 1024: 128, 2048: 256, 4096: 256}
 

@@ -222,3 +222,35 @@ def test_polar_one_device_takes_every_side_and_eps(mesh24, shape):
             np.testing.assert_allclose(np.asarray(p), rp, atol=2e-5, err_msg=str((side, kw)))
     with pytest.raises(ValueError, match="method"):
         distla.linalg.polar(x, method="newton", plan="one_device")
+
+
+@pytest.mark.parametrize("kind", ["auto", "explicit"])
+def test_eig_takes_one_device_not_every_device(kind):
+    """eig/eigvals have no distributed algorithm: under the budget one sharded matrix
+    goes to one device and the results come back replicated, jnp's values bit for bit;
+    with no budget it is jnp's own call, which gathers onto every device."""
+    mesh = build_mesh((2, 4), kind)
+    a = np.random.default_rng(5).standard_normal((N, N)).astype(np.float32)
+    x = _put(a, mesh)
+    c = distla.cost(distla.linalg.eig, x)
+    assert c.plan == "one_device" and c.collective_counts.get("all-gather", 0) == 0
+    # the operand's blocks to one device, the complex results to every other one
+    results = (N + N * N) * np.dtype(np.complex64).itemsize
+    assert c.total_collective_bytes == a.nbytes * (P_DEVICES - 1) // P_DEVICES + (
+        P_DEVICES - 1) * results
+    with _plan.budget(0):
+        gather = distla.cost(distla.linalg.eig, x)
+    assert gather.plan == "distributed" and gather.collective_counts["all-gather"] > 0
+    one = jax.device_put(a, jax.devices()[0])
+    w_ref, v_ref = jnp.linalg.eig(one)
+    for w, v in (distla.linalg.eig(x), jax.jit(distla.linalg.eig)(x)):
+        assert w.sharding.is_fully_replicated and v.sharding.is_fully_replicated
+        np.testing.assert_array_equal(np.asarray(w), np.asarray(w_ref))
+        np.testing.assert_array_equal(np.asarray(v), np.asarray(v_ref))
+    w = distla.linalg.eigvals(x)
+    assert w.sharding.is_fully_replicated
+    np.testing.assert_array_equal(np.asarray(w), np.asarray(jnp.linalg.eigvals(one)))
+    np.testing.assert_array_equal(np.asarray(distla.linalg.eigvals(x, plan="distributed")),
+                                  np.asarray(w))
+    with pytest.raises(ValueError, match="plan must be one of"):
+        distla.linalg.eigvals(x, plan="gather")

@@ -105,6 +105,8 @@ CROSSOVER = {
     "solve": 512,
     "lu": 512,
     "expm": 512,
+    # no distributed algorithm: the alternative is jnp's gather onto every device
+    "eig": 2**62,
 }
 
 _budget: list[int] = [DEFAULT_BUDGET]
