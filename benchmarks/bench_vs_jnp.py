@@ -65,6 +65,16 @@ def _norm10(n, rng):
     return (x * (10.0 / np.abs(x).sum(axis=0).max())).astype(np.float32)
 
 
+def _upper(n, rng):
+    return np.triu(_general(n, rng))
+
+
+def _lower_chol(n, rng):
+    return np.linalg.cholesky(_spd(n, rng).astype(np.float64)).astype(np.float32)
+
+
+L, JL = distla.linalg, jnp.linalg
+
 # name: (distla function, jnp function, operand makers, has plan=)
 CASES = {
     "matmul": (distla.matmul, jnp.matmul, (_general, _general), False),
@@ -83,6 +93,29 @@ CASES = {
     "expm": (distla.linalg.expm, jsl.expm, (_norm10,), True),
     "eig": (distla.linalg.eig, jnp.linalg.eig, (_general,), True),
     "eigvals": (distla.linalg.eigvals, jnp.linalg.eigvals, (_general,), True),
+    # the rest of the namespace, on the families above
+    "det": (L.det, JL.det, (_general,), True),
+    "lu": (L.lu, jsl.lu, (_general,), False),
+    "lu_solve": (lambda a, b: L.lu_solve(L.lu_factor(a), b),
+                 lambda a, b: jsl.lu_solve(jsl.lu_factor(a), b), (_general, _general), False),
+    "cho_solve": (lambda c, b: L.cho_solve((c, True), b),
+                  lambda c, b: jsl.cho_solve((c, True), b), (_lower_chol, _general), False),
+    "solve_triangular": (L.solve_triangular, jsl.solve_triangular, (_upper, _general), False),
+    "lstsq": (lambda a, b: L.lstsq(a, b)[0], lambda a, b: JL.lstsq(a, b)[0],
+              (_general, _general), False),
+    "pinv": (L.pinv, JL.pinv, (_general,), False),
+    "matrix_rank": (L.matrix_rank, JL.matrix_rank, (_general,), False),
+    "cond": (L.cond, JL.cond, (_general,), False),
+    "norm2": (lambda a: L.norm(a, 2), lambda a: JL.norm(a, 2), (_general,), False),
+    "matrix_power": (lambda a: L.matrix_power(a, 3), lambda a: JL.matrix_power(a, 3),
+                     (_norm10,), False),
+    "multi_dot": (lambda a, b, c: L.multi_dot([a, b, c]),
+                  lambda a, b, c: JL.multi_dot([a, b, c]), (_general,) * 3, False),
+    "tensorinv": (lambda a: L.tensorinv(a, ind=1), lambda a: JL.tensorinv(a, ind=1),
+                  (_general,), False),
+    "expm_frechet": (lambda a, e: L.expm_frechet(a, e, compute_expm=False),
+                     lambda a, e: jsl.expm_frechet(a, e, compute_expm=False),
+                     (_norm10, _general), False),
 }
 FFT_SIZE = {256: 64, 1024: 128, 2048: 256, 4096: 256}
 

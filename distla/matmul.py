@@ -5,9 +5,8 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 from jax import lax
-from jax.sharding import NamedSharding
 
-from ._core.eager import one_program
+from ._core.eager import hashable, on_one_mesh, one_program
 from ._core.matmul import Algorithm, checked_product
 
 # An eager call on a mesh as one jax.jit of the whole call: its checks, promotion and
@@ -16,18 +15,6 @@ from ._core.matmul import Algorithm, checked_product
 # Python a call otherwise: n = 256 on 2x4 took 1.28 ms eagerly, 1.09 ms under jit).
 _compiled_product = jax.jit(
     checked_product, static_argnames=("algorithm", "precision", "panels", "what"))
-
-
-def _on_one_mesh(a, b) -> bool:
-    """Both concrete jax arrays on the same mesh, neither empty: the compiled call's case
-    (the rest, and every traced call, take :func:`checked_product` as written)."""
-    if not (isinstance(a, jax.Array) and isinstance(b, jax.Array)):
-        return False
-    if isinstance(a, jax.core.Tracer) or isinstance(b, jax.core.Tracer):
-        return False
-    sa, sb = a.sharding, b.sharding
-    return (type(sa) is NamedSharding and type(sb) is NamedSharding and sa.mesh == sb.mesh
-            and 0 not in a.shape and 0 not in b.shape)
 
 
 @one_program
@@ -99,14 +86,9 @@ def matmul(
       >>> c.shape, c.sharding.spec
       ((512, 128), PartitionSpec('rows', 'cols'))
     """
-    if _on_one_mesh(a, b):
-        try:
-            hash(precision)
-        except TypeError:  # a list of precisions: not a static argument
-            pass
-        else:
-            return _compiled_product(a, b, algorithm=algorithm, precision=precision,
-                                     panels=panels)
+    if on_one_mesh(a, b) and hashable(precision):
+        return _compiled_product(a, b, algorithm=algorithm, precision=precision,
+                                 panels=panels)
     return checked_product(a, b, algorithm=algorithm, precision=precision, panels=panels)
 
 

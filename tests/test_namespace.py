@@ -165,6 +165,31 @@ def test_matrix_power_and_matmul_derivatives():
         np.testing.assert_allclose(jax.grad(f)(a), jax.grad(g)(a), rtol=1e-4)
 
 
+@pytest.mark.parametrize("kind", ["auto", "explicit"])
+def test_eager_products_on_a_mesh_are_one_program(kind):
+    """Eager matrix_power and multi_dot on a mesh: one compiled program each, traced once
+    per shapes, with the value and layout of the call under ``jax.jit``."""
+    from distla.linalg._products import _compiled_chain, _compiled_power
+
+    mesh = build_mesh((2, 4), kind)
+    a_np = _rand((24, 24), 7) / 5
+    a = _put(jnp.asarray(a_np, jnp.float32), mesh, P("x", "y"))
+    calls = [(distla.linalg.matrix_power, (a, 3), _compiled_power,
+              np.linalg.matrix_power(a_np, 3)),
+             (distla.linalg.multi_dot, ([a, a.T, a],), _compiled_chain,
+              np.linalg.multi_dot([a_np, a_np.T, a_np]))]
+    for fn, args, program, want in calls:
+        first = fn(*args)
+        traced = program._cache_size()
+        again = fn(*args)
+        assert program._cache_size() == traced > 0
+        jitted = jax.jit(fn, static_argnums=(1,) if fn is distla.linalg.matrix_power
+                         else ())(*args)
+        assert again.sharding == jitted.sharding == first.sharding
+        np.testing.assert_allclose(np.asarray(again), want, rtol=1e-4, atol=1e-4)
+        np.testing.assert_array_equal(np.asarray(again), np.asarray(jitted))
+
+
 def test_multi_dot_order():
     split = distla.linalg._products.chain_order([(10, 100), (100, 5), (5, 50)])
     assert split[0][2] == 1  # (A B) C: 10*100*5 + 10*5*50 = 7500 flops, against 75000

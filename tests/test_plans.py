@@ -254,3 +254,24 @@ def test_eig_takes_one_device_not_every_device(kind):
                                   np.asarray(w))
     with pytest.raises(ValueError, match="plan must be one of"):
         distla.linalg.eigvals(x, plan="gather")
+
+
+@pytest.mark.parametrize("kind", ["auto", "explicit"])
+def test_lu_takes_the_lu_family_plan(kind):
+    """``lu`` (p, l, u) chooses as lu_factor does: one device below the crossover, in the
+    distributed plan's layouts, and ``permute_l`` both ways."""
+    mesh = build_mesh((2, 4), kind)
+    a = np.random.default_rng(6).standard_normal((N, N)).astype(np.float32)
+    x = _put(a, mesh)
+    assert distla.cost(distla.linalg.lu, x).plan == "one_device"
+    assert distla.cost(distla.linalg.lu, x, plan="distributed").plan == "distributed"
+    dist = distla.linalg.lu(x, plan="distributed")
+    for one in (distla.linalg.lu(x), jax.jit(distla.linalg.lu)(x)):
+        _same(one.p, dist.p)  # the same pivots: partial pivoting's choices are unambiguous
+        _same(one.l, dist.l, rtol=2e-4)
+        _same(one.u, dist.u, rtol=2e-4)
+    pl, u = distla.linalg.lu(x, permute_l=True)
+    pl_d, u_d = distla.linalg.lu(x, permute_l=True, plan="distributed")
+    _same(pl, pl_d, rtol=2e-4)
+    _same(u, u_d, rtol=2e-4)
+    np.testing.assert_allclose(np.asarray(pl) @ np.asarray(u), a, atol=1e-4)

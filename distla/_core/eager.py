@@ -272,3 +272,32 @@ def one_program(fn: Callable[..., Any]) -> Callable[..., Any]:
             return fn(*args, **kwargs)
 
     return public
+
+
+def on_one_mesh(*arrays: Any) -> bool:
+    """Concrete jax arrays on the same mesh, none empty: an eager call on a mesh that a
+    public function may run as one ``jax.jit`` of the whole call (``distla.matmul``,
+    ``matrix_power``, ``multi_dot``), so that its checks run once, when traced, and its
+    products are one dispatch. Tracers and anything else take the function as written."""
+    mesh = None
+    for x in arrays:
+        if not isinstance(x, jax.Array) or isinstance(x, jax.core.Tracer) or 0 in x.shape:
+            return False
+        sharding = x.sharding
+        if type(sharding) is not jax.sharding.NamedSharding:
+            return False
+        if mesh is None:
+            mesh = sharding.mesh
+        elif sharding.mesh != mesh:
+            return False
+    return mesh is not None
+
+
+def hashable(option: Any) -> bool:
+    """Whether ``option`` can be a static argument of ``jax.jit`` (a list of precisions
+    cannot)."""
+    try:
+        hash(option)
+    except TypeError:
+        return False
+    return True

@@ -95,7 +95,7 @@ DEFAULT_BUDGET = int(os.environ.get("DISTLA_PLAN_BUDGET", 512 * 2**20))
 #: family (eigh by tridiagonal reduction, svd and polar on QDWH; 2.6-3x one
 #: device at n = 2048 here, where the transfer and LAPACK take 1.0x) loses to
 #: one device at every size measured; the LU and Cholesky drivers win from
-#: the crossover up (``"lu"``: lu_factor, det, slogdet, inv), and so does
+#: the crossover up (``"lu"``: lu_factor, lu, det, slogdet, inv), and so does
 #: expm's Padé scaling and squaring on SUMMA and the LU.
 CROSSOVER = {
     "eigh": 4096,

@@ -18,7 +18,7 @@ import numpy as np
 from jax import lax
 from jax.sharding import PartitionSpec as P
 
-from .._core.eager import one_program
+from .._core.eager import hashable, on_one_mesh, one_program
 from .._core.batch_layout import source_layout
 from .._core.checks import as_array, is_empty, result_dtype
 from .._core.matmul import checked_product as _summa
@@ -158,6 +158,14 @@ def multi_dot(
     """
     what = "distla.linalg.multi_dot"
     arrays = [as_array(x, f"arrays[{i}]", what) for i, x in enumerate(arrays)]
+    if on_one_mesh(*arrays) and hashable(precision):
+        return _compiled_chain(arrays, precision=precision)
+    return _chain(arrays, precision=precision)
+
+
+def _chain(arrays: list[jax.Array], *, precision: lax.PrecisionLike) -> jax.Array:
+    """:func:`multi_dot` of jax arrays."""
+    what = "distla.linalg.multi_dot"
     if len(arrays) < 2:
         raise ValueError(f"{what}: needs at least two arrays; got {len(arrays)}")
     first_vec, last_vec = arrays[0].ndim == 1, arrays[-1].ndim == 1
@@ -194,6 +202,11 @@ def multi_dot(
     if last_vec:
         return out[:, 0]
     return out
+
+
+# An eager call on a mesh as one jax.jit of the whole chain (as distla.matmul's): one
+# dispatch, not one per product.
+_compiled_chain = jax.jit(_chain, static_argnames=("precision",))
 
 
 def _contraction_axes(a, b, axes, what):
@@ -349,6 +362,13 @@ def matrix_power(a: jax.typing.ArrayLike, n: int) -> jax.Array:
         raise ValueError(
             f"{what}: a must be a square matrix or a stack of them ([..., m, m]); got "
             f"shape {a.shape}")
+    if n != 0 and on_one_mesh(a):  # (n = 0 builds the identity: no product to compile)
+        return _compiled_power(a, n)
+    return _power(a, n)
+
+
+def _power(a: jax.Array, n: int) -> jax.Array:
+    """:func:`matrix_power` of a square jax array or stack and a Python int."""
     if n == 0:
         eye = jnp.eye(a.shape[-1], dtype=a.dtype)
         return jnp.zeros_like(a) + eye if not is_empty(a) else jnp.broadcast_to(eye, a.shape)
@@ -362,3 +382,7 @@ def matrix_power(a: jax.typing.ArrayLike, n: int) -> jax.Array:
         if not n:
             return result
         a = matmul(a, a)
+
+
+# An eager call on a mesh as one jax.jit of the whole powering (as distla.matmul's).
+_compiled_power = jax.jit(_power, static_argnums=1)

@@ -302,6 +302,7 @@ def lu(
     check_finite: bool = True,
     *,
     block_size: int | None = None,
+    plan: str = "auto",
 ) -> LUResult | tuple[jax.Array, jax.Array]:
     """``a == p @ l @ u``, as ``jax.scipy.linalg.lu``.
 
@@ -313,6 +314,8 @@ def lu(
       overwrite_a: accepted and ignored, as in ``jax.scipy``.
       check_finite: accepted and ignored, as in ``jax.scipy``.
       block_size: as in :func:`lu_factor`.
+      plan: ``"auto"``, ``"distributed"`` or ``"one_device"``, as
+        :func:`lu_factor`'s (the one-device plan runs ``jax.scipy.linalg.lu``).
 
     Returns:
       ``(p [m, m], l [m, k], u [k, n])`` with ``k = min(m, n)``: the
@@ -339,6 +342,10 @@ def lu(
     if call is None or is_empty(a):
         out = empty_or_one_device(lambda a: jsl.lu(a, permute_l=permute_l), a)
         return tuple(out) if permute_l else LUResult(*out)
+    one = planned("lu", plan, jsl.lu, a, mesh=call.mesh, what=what,
+                  options=(("permute_l", permute_l),))
+    if one is not None:
+        return tuple(one) if permute_l else LUResult(*one)
     p, l, u = plu_2d(a, call=call)
     if permute_l:
         return natural(product(p, l, call.mesh)), u
