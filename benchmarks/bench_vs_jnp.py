@@ -90,6 +90,19 @@ CASES = {
     "svdvals": (distla.linalg.svdvals, jnp.linalg.svdvals, (_general,), True),
     "polar": (distla.linalg.polar, jsl.polar, (_general,), True),
     "fftn": (distla.fft.fftn, jnp.fft.fftn, ("volume",), False),
+    "ifftn": (distla.fft.ifftn, jnp.fft.ifftn, ("volume",), False),
+    "rfftn": (distla.fft.rfftn, jnp.fft.rfftn, ("real volume",), False),
+    "irfftn": (distla.fft.irfftn, jnp.fft.irfftn, ("volume",), False),
+    "fft": (distla.fft.fft, jnp.fft.fft, ("volume",), False),
+    "ifft": (distla.fft.ifft, jnp.fft.ifft, ("volume",), False),
+    "rfft": (distla.fft.rfft, jnp.fft.rfft, ("real volume",), False),
+    "irfft": (distla.fft.irfft, jnp.fft.irfft, ("volume",), False),
+    "hfft": (distla.fft.hfft, jnp.fft.hfft, ("volume",), False),
+    "ihfft": (distla.fft.ihfft, jnp.fft.ihfft, ("real volume",), False),
+    "fft2": (distla.fft.fft2, jnp.fft.fft2, ("volume",), False),
+    "ifft2": (distla.fft.ifft2, jnp.fft.ifft2, ("volume",), False),
+    "rfft2": (distla.fft.rfft2, jnp.fft.rfft2, ("real volume",), False),
+    "irfft2": (distla.fft.irfft2, jnp.fft.irfft2, ("volume",), False),
     "expm": (distla.linalg.expm, jsl.expm, (_norm10,), True),
     "eig": (distla.linalg.eig, jnp.linalg.eig, (_general,), True),
     "eigvals": (distla.linalg.eigvals, jnp.linalg.eigvals, (_general,), True),
@@ -132,11 +145,16 @@ def _best(fn, args, repeat):
     return min(times), first
 
 
+VOLUMES = {"volume": np.complex64, "real volume": np.float32}  # (k, k, k), FFT_SIZE[n]
+
+
 def _operands(name, makers, n, mesh, rng):
-    if makers == ("volume",):
+    if makers[0] in VOLUMES:
         k = FFT_SIZE[n]
-        x = (rng.standard_normal((k, k, k)) + 1j * rng.standard_normal((k, k, k)))
-        host = [x.astype(np.complex64)]
+        x = rng.standard_normal((k, k, k))
+        if makers[0] == "volume":
+            x = x + 1j * rng.standard_normal((k, k, k))
+        host = [x.astype(VOLUMES[makers[0]])]
         spec = P(*mesh.axis_names, None)
     else:
         host = [m(n, rng) for m in makers]
@@ -168,7 +186,7 @@ def run(names, sizes, repeat, dist, kinds):
             fn, ref, makers, has_plan = CASES[name]
             for n in sizes:
                 host, xs = _operands(name, makers, n, mesh, rng)
-                row = {"function": name, "n": FFT_SIZE[n] if makers == ("volume",) else n,
+                row = {"function": name, "n": FFT_SIZE[n] if makers[0] in VOLUMES else n,
                        "mesh": f"2x4 {kind}", "dtype": str(host[0].dtype),
                        "jax": jax.__version__}
                 try:
