@@ -108,6 +108,8 @@ CASES = {
     "eigvals": (distla.linalg.eigvals, jnp.linalg.eigvals, (_general,), True),
     # the rest of the namespace, on the families above
     "det": (L.det, JL.det, (_general,), True),
+    "qr_raw": (lambda a: L.qr(a, mode="raw"), lambda a: JL.qr(a, mode="raw"), (_general,),
+               False),
     "lu": (L.lu, jsl.lu, (_general,), False),
     "lu_solve": (lambda a, b: L.lu_solve(L.lu_factor(a), b),
                  lambda a, b: jsl.lu_solve(jsl.lu_factor(a), b), (_general, _general), False),

@@ -275,3 +275,23 @@ def test_lu_takes_the_lu_family_plan(kind):
     _same(pl, pl_d, rtol=2e-4)
     _same(u, u_d, rtol=2e-4)
     np.testing.assert_allclose(np.asarray(pl) @ np.asarray(u), a, atol=1e-4)
+
+
+@pytest.mark.parametrize("kind", ["auto", "explicit"])
+def test_qr_raw_takes_one_device_not_every_device(kind):
+    """qr(mode="raw") is jax's one-device geqrf: one sharded matrix goes to one device
+    under the budget (jnp's values bit for bit, replicated), to every device above it."""
+    mesh = build_mesh((2, 4), kind)
+    a = np.random.default_rng(7).standard_normal((N, N // 2)).astype(np.float32)
+    x = _put(a, mesh)
+    raw = lambda m: distla.linalg.qr(m, mode="raw")  # noqa: E731
+    c = distla.cost(raw, x)
+    assert c.plans == (_plan.Chosen("qr_raw", "one_device", 2 * a.nbytes + 4 * (N // 2)),)
+    assert c.collective_counts.get("all-gather", 0) == 0
+    with _plan.budget(0):
+        assert distla.cost(raw, x).collective_counts["all-gather"] > 0
+    h_ref, tau_ref = jnp.linalg.qr(jax.device_put(a, jax.devices()[0]), mode="raw")
+    for h, tau in (raw(x), jax.jit(raw)(x)):
+        assert h.sharding.is_fully_replicated and tau.sharding.is_fully_replicated
+        np.testing.assert_array_equal(np.asarray(h), np.asarray(h_ref))
+        np.testing.assert_array_equal(np.asarray(tau), np.asarray(tau_ref))

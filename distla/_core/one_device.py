@@ -387,3 +387,31 @@ def planned(
     return on_one_device(fn, *args, mesh=mesh, in_specs=tuple(block_layout(x.shape, mesh)
                                                              for x in args),
                          out_specs=out_specs, options=options)
+
+
+def replicated_on_one_device(
+    family: str,
+    plan: str,
+    fn: Callable[..., Any],
+    a: jax.Array,
+    *,
+    what: str,
+    options: tuple[tuple[str, Any], ...] = (),
+) -> Any | None:
+    """``fn(a)`` by the one-device plan with replicated results, else ``None``.
+
+    For the functions with no distributed algorithm (``eig``, ``eigvals``,
+    ``qr(mode="raw")``), whose jnp call on a sharded matrix gathers it onto every
+    device and returns replicated results: one sharded, non-empty matrix goes to
+    one device instead when ``plan`` resolves to it (within the budget for
+    ``"auto"``), and the results come back replicated, as jnp's. ``None`` for a
+    stack, an unsharded or empty matrix, or the other plan: the caller's jnp call.
+    """
+    mesh = _plan.mesh_of(a, names=("a",))
+    if mesh is None or a.ndim != 2 or 0 in a.shape:
+        return None
+    if choose_plan(family, plan, fn, a, what=what, options=options) != "one_device":
+        return None
+    outs = jax.tree.leaves(_results(fn, (a,), tuple(options))[1])
+    return on_one_device(fn, a, mesh=mesh, in_specs=(block_layout(a.shape, mesh),),
+                         out_specs=(P(),) * len(outs), options=options)

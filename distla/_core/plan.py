@@ -105,8 +105,10 @@ CROSSOVER = {
     "solve": 512,
     "lu": 512,
     "expm": 512,
-    # no distributed algorithm: the alternative is jnp's gather onto every device
+    # no distributed algorithm (eig and eigvals; qr(mode="raw")): the alternative is
+    # jnp's gather onto every device, so the budget alone decides
     "eig": 2**62,
+    "qr_raw": 2**62,
 }
 
 _budget: list[int] = [DEFAULT_BUDGET]

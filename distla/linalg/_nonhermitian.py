@@ -12,27 +12,11 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
-from jax.sharding import PartitionSpec as P
 
-from .._core.checks import as_array, is_empty
+from .._core.checks import as_array
 from .._core.eager import one_program
 from .._core.mesh import replicated
-from .._core.one_device import block_layout, choose_plan, on_one_device
-from .._core.plan import mesh_of
-
-
-def _on_one_device(fn, a: jax.Array, plan: str, what: str):
-    """``fn(a)`` by the one-device plan for one sharded square matrix, else ``None``
-    (a stack, a matrix on one device, an empty one, or the budget exceeded: jnp's
-    own call, which gathers a sharded matrix onto every device)."""
-    mesh = mesh_of(a, names=("a",))
-    if mesh is None or a.ndim != 2 or is_empty(a) or a.shape[0] != a.shape[1]:
-        return None
-    if choose_plan("eig", plan, fn, a, what=what) != "one_device":
-        return None
-    leaves = len(jax.tree.leaves(jax.eval_shape(fn, jax.ShapeDtypeStruct(a.shape, a.dtype))))
-    return on_one_device(fn, a, mesh=mesh, in_specs=(block_layout(a.shape, mesh),),
-                         out_specs=(P(),) * leaves)
+from .._core.one_device import replicated_on_one_device
 
 
 @one_program
@@ -64,7 +48,7 @@ def eig(a: jax.typing.ArrayLike, *, plan: str = "auto") -> tuple[jax.Array, jax.
     """
     what = "distla.linalg.eig"
     a = as_array(a, "a", what)
-    one = _on_one_device(jnp.linalg.eig, a, plan, what)
+    one = replicated_on_one_device("eig", plan, jnp.linalg.eig, a, what=what)
     if one is not None:
         return one  # jnp's EigResult, as the one-device call returned it
     return jnp.linalg.eig(replicated(a))  # jnp refuses split matrix axes on Explicit meshes
@@ -84,7 +68,7 @@ def eigvals(a: jax.typing.ArrayLike, *, plan: str = "auto") -> jax.Array:
     """
     what = "distla.linalg.eigvals"
     a = as_array(a, "a", what)
-    one = _on_one_device(jnp.linalg.eigvals, a, plan, what)
+    one = replicated_on_one_device("eig", plan, jnp.linalg.eigvals, a, what=what)
     if one is not None:
         return one
     return jnp.linalg.eigvals(replicated(a))

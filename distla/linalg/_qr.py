@@ -45,6 +45,7 @@ from .._core.mesh import (
     shard_map,
 )
 from .._core.matrix import HIGHEST, round_up
+from .._core.one_device import replicated_on_one_device
 from .._core.plan import Plan, resolve
 
 # TSQR when every device holds at least this many times n rows: the gathered
@@ -345,8 +346,11 @@ def qr(
       mode: ``"reduced"`` (``Q [m, k]``, ``R [k, n]``, ``k = min(m, n)``),
         ``"complete"`` (``Q [m, m]``, ``R [m, n]``) or ``"r"`` (``R [k, n]``
         only; ``Q`` is never formed). ``"full"`` is ``"reduced"`` as in jnp;
-        ``"raw"`` (LAPACK's internal form) is passed to ``jnp.linalg.qr``,
-        whose partitioning gathers the matrix.
+        ``"raw"`` (LAPACK's internal form) is ``jnp.linalg.qr``'s: one sharded
+        matrix goes to one device within the plan budget
+        (``distla.linalg.set_plan_budget``) and its results come back
+        replicated, as jnp's; above it jnp's partitioning gathers the matrix
+        onto every device.
       block_size: the Householder kernel's panel width ``nb`` (``None``: the
         LU's choice, near 128).
 
@@ -380,13 +384,22 @@ def qr(
     call = resolve(a, names=("a",), dtype=dtype, block_size=block_size)
     if a.size == 0:
         return empty_or_one_device(lambda x: jnp.linalg.qr(x, mode=mode), a)
-    if call is None or mode == "raw":  # raw: jax's one-device geqrf on the whole matrix
+    if call is not None and mode == "raw":  # jax's one-device geqrf: on one device
+        one = replicated_on_one_device("qr_raw", "auto", _qr_raw, a, what=what)
+        if one is not None:
+            return one
+    if call is None or mode == "raw":  # above the budget: jnp's gather onto every device
         return jnp.linalg.qr(replicated(drop_trivial_sharding(a)), mode=mode)
     a = a.astype(dtype)  # ints and bools share the float programs
     if a.ndim > 2:
         out = _qr_batched(a, mode=mode, call=call)
         return out if mode == "r" else QRResult(*out)
     return qr_2d(a, mode=mode, call=call)
+
+
+def _qr_raw(a: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """``jnp.linalg.qr(a, mode="raw")`` (a module-level function: its program is cached)."""
+    return jnp.linalg.qr(a, mode="raw")
 
 
 # --------------------------------------------------------------------------- model
