@@ -1,8 +1,10 @@
-"""Distributed LU and the solve family: ``distla.linalg``.
+"""``jnp.linalg`` and the ``jax.scipy.linalg`` factorisations, distributed: ``distla.linalg``.
 
 Semantics follow ``jax.scipy.linalg`` and ``jnp.linalg``. Where the operands
-are one matrix sharded over a mesh, the work runs as a distributed blocked LU
-with partial pivoting (``distla/linalg/_lu.py``, ``kernels/lu.py``, ``kernels/trsm.py``).
+are one matrix sharded over a mesh, the work runs distributed (blocked LU with
+partial pivoting, Cholesky, Householder QR and TSQR, the tridiagonal eigh, QDWH
+polar and svd, SUMMA products), or, below a memory budget and where it is
+faster, on one device of the mesh (the one-device plan; ``set_plan_budget``).
 Where they are a stack of matrices (leading batch dimensions), each device
 factors and solves its own matrices with no communication
 (``distla/linalg/_batched.py``). Unsharded operands fall back to the one-device jax
