@@ -47,6 +47,7 @@ from jax.sharding import PartitionSpec as P
 
 from . import plan as _plan
 from .checks import is_traced
+from .eager import hashable
 from .mesh import constrain, fitting_spec, grid_of, is_explicit, run_on_mesh, shard_map
 from .stacked import stack, vmappable
 
@@ -227,9 +228,9 @@ def _eagerly(fn, args, mesh: jax.sharding.Mesh, out_specs, options):
     in ``out_specs`` (``jax.device_put`` each way; the same bytes as the program)."""
     # a SingleDeviceSharding, not the device: the copy then drops an Explicit mesh's types
     first = jax.sharding.SingleDeviceSharding(mesh.devices.flat[0])
-    try:
+    if hashable(options):
         run = _one_device_program(fn, options)
-    except TypeError:  # an unhashable option: the program route
+    else:  # an unhashable option: a jit of its own
         run = jax.jit(functools.partial(fn, **dict(options)))
     # no context mesh while the operands sit on one of its devices (jax would refuse them)
     with jax.set_mesh(None):

@@ -385,7 +385,8 @@ def qr(
     if a.size == 0:
         return empty_or_one_device(lambda x: jnp.linalg.qr(x, mode=mode), a)
     if call is not None and mode == "raw":  # jax's one-device geqrf: on one device
-        one = replicated_on_one_device("qr_raw", "auto", _qr_raw, a, what=what)
+        one = replicated_on_one_device("qr_raw", "auto", jnp.linalg.qr, a, what=what,
+                                       options=(("mode", "raw"),))
         if one is not None:
             return one
     if call is None or mode == "raw":  # above the budget: jnp's gather onto every device
@@ -395,11 +396,6 @@ def qr(
         out = _qr_batched(a, mode=mode, call=call)
         return out if mode == "r" else QRResult(*out)
     return qr_2d(a, mode=mode, call=call)
-
-
-def _qr_raw(a: jax.Array) -> tuple[jax.Array, jax.Array]:
-    """``jnp.linalg.qr(a, mode="raw")`` (a module-level function: its program is cached)."""
-    return jnp.linalg.qr(a, mode="raw")
 
 
 # --------------------------------------------------------------------------- model
