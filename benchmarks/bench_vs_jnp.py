@@ -12,7 +12,8 @@ times, after a warm-up call (compile apart):
   device). On ``Explicit`` meshes jnp refuses most sharded linear algebra
   (``ShardingTypeError``); there it runs under ``jax.sharding.auto_axes``,
   which is what a user has to write;
-- ``1dev``: the jnp function on one device.
+- ``1dev``: the jnp function on one device, with every BLAS thread (distla's
+  one-thread limit lifted for it, as a one-device user has it).
 
 Prints a table of ratios and writes JSON (every time, tagged with mesh,
 shape, dtype, plan and jax version)::
@@ -205,7 +206,11 @@ def run(names, sizes, repeat, dist, kinds):
                 except Exception as e:  # noqa: BLE001
                     row["jnp_error"] = f"{type(e).__name__}: {str(e)[:80]}"
                 ones = [jax.device_put(h, dev0) for h in host]
-                row["1dev"], _ = _best(jax.jit(ref), ones, repeat)
+                distla.limit_cpu_blas(False)  # one device alone: every BLAS thread
+                try:
+                    row["1dev"], _ = _best(jax.jit(ref), ones, repeat)
+                finally:
+                    distla.limit_cpu_blas(True)
                 rows.append(row)
                 print(_line(row), flush=True)
     return rows

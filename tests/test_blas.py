@@ -54,3 +54,45 @@ def test_distla_still_runs_without_the_limit():
     finally:
         distla.limit_cpu_blas(True)
     assert _blas_threads() == {1}
+
+
+def test_every_blas_thread_gives_the_threads_back_until_the_last_block_ends():
+    distla.limit_cpu_blas(True)
+    assert _blas_threads() == {1}
+    original = _blas._limiter.get_original_num_threads()["blas"]
+    with _blas.every_blas_thread():
+        assert _blas_threads() == {original}
+        with _blas.every_blas_thread():  # nested (or another thread's): one lift
+            assert _blas_threads() == {original}
+        assert _blas_threads() == {original}
+    assert _blas_threads() == {1}
+    distla.limit_cpu_blas(False)  # no limit: a no-op
+    try:
+        before = _blas_threads()
+        with _blas.every_blas_thread():
+            assert _blas_threads() == before
+        assert _blas_threads() == before
+    finally:
+        distla.limit_cpu_blas(True)
+
+
+def test_the_eager_one_device_plan_runs_with_every_blas_thread(monkeypatch):
+    """Called eagerly, the one-device plan computes on one device while the others wait:
+    its LAPACK call runs inside every_blas_thread, and the limit is back afterwards."""
+    from distla._core import one_device
+    from distla._core import plan as _plan
+
+    seen = []
+    lift = _blas.every_blas_thread
+
+    def recording():
+        seen.append(_blas_threads())
+        return lift()
+
+    monkeypatch.setattr(one_device, "every_blas_thread", recording)
+    mesh = distla.make_mesh((2, 4))
+    a = (np.random.default_rng(0).standard_normal((48, 48)) + 48 * np.eye(48)).astype(np.float32)
+    with _plan.budget(2**20):
+        x = distla.linalg.solve(distla.shard(a, mesh), distla.shard(np.ones(48, np.float32), mesh))
+    np.testing.assert_allclose(a @ np.asarray(x), np.ones(48), rtol=1e-4, atol=1e-4)
+    assert seen == [{1}] and _blas_threads() == {1}

@@ -150,6 +150,23 @@ def test_other_ops_end_to_end(op, tmp_path, capsys):
     assert (tmp_path / "scaling.png").read_bytes().startswith(PNG_MAGIC)
 
 
+def test_rows_say_which_plan_ran_and_compare_only_the_distributed_one_with_the_model():
+    """Under the library's default budget a small solve takes the one-device plan: its row
+    says so and is not compared with the distributed LU's byte model; at budget 0 (the
+    harness's) the row is the distributed LU, compared with its model."""
+    from distla._core import plan as _plan
+    from distla.tools.run import RunSpec, run_cases
+
+    op = OPERATIONS["solve"]()
+    spec = RunSpec(op="solve", sizes=((24, 0),), meshes=((2, 2),), dtype="float32",
+                   rounds=1, baselines="reference", quiet=True)
+    for budget, plan in ((512 * 2**20, "one_device"), (0, "distributed")):
+        with _plan.budget(budget):
+            mine = next(r for r in run_cases(op, spec) if r["role"] == "distla")
+        assert mine["plan"] == plan and mine["error_ratio"] <= 30, mine
+        assert (mine["model_ratio"] is None) == (plan == "one_device"), mine
+
+
 def _ref_name(op):
     return OPERATIONS[op]().baselines[0].name
 

@@ -90,21 +90,26 @@ DEFAULT_BUDGET = int(os.environ.get("DISTLA_PLAN_BUDGET", 512 * 2**20))
 
 #: Largest ``n`` (of an ``n x n`` problem) at which ``"auto"`` moves a
 #: family's call to one device, measured on the 2-core CPU test bed with 8
-#: simulated devices (docs/benchmarks.md, "Plans"): below it the one-device
-#: plan (transfer plus LAPACK) beat the distributed algorithm. The spectral
-#: family (eigh by tridiagonal reduction, svd and polar on QDWH; 2.6-3x one
-#: device at n = 2048 here, where the transfer and LAPACK take 1.0x) loses to
-#: one device at every size measured; the LU and Cholesky drivers win from
-#: the crossover up (``"lu"``: lu_factor, lu, det, slogdet, inv), and so does
-#: expm's Padé scaling and squaring on SUMMA and the LU.
+#: simulated devices, nothing else running (docs/benchmarks.md, "The LU,
+#: Cholesky and expm crossovers"; ``benchmarks/plans_crossover.py``): the
+#: largest size at which the one-device plan beat the distributed algorithm
+#: both called eagerly (three dispatches: the transfer, LAPACK, the transfer
+#: back) and under ``jax.jit`` (one program, whose temporaries XLA:CPU maps
+#: afresh on every call: it loses where a whole ``n x n`` result goes back,
+#: ``lu_factor`` and ``cholesky`` from 2048). The spectral family (eigh by
+#: tridiagonal reduction, svd and polar on QDWH) took 2.6-3x one device at
+#: n = 2048, where the transfer and LAPACK take 1.0x. The 8 devices share the
+#: cores that one device's call already uses; on devices with their own
+#: compute the distributed plans win earlier, and ``plan="distributed"`` or
+#: ``set_plan_budget`` select them.
 CROSSOVER = {
     "eigh": 4096,
     "svd": 4096,
     "polar": 4096,
     "cholesky": 1024,
-    "solve": 512,
-    "lu": 512,
-    "expm": 512,
+    "solve": 4096,
+    "lu": 1024,
+    "expm": 4096,
     # no distributed algorithm (eig and eigvals; qr(mode="raw")): the alternative is
     # jnp's gather onto every device, so the budget alone decides
     "eig": 2**62,

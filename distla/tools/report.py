@@ -143,7 +143,8 @@ def markdown(doc: dict[str, Any]) -> str:
     for r in doc["rows"]:
         time_ms = None if r["time_s"] is None else r["time_s"] * 1e3
         cells.append([
-            r["impl"] + (f" (failed: {r['error']})" if r["error"] else ""),
+            r["impl"] + (" [one-device plan]" if r.get("plan") == "one_device" else "")
+            + (f" (failed: {r['error']})" if r["error"] else ""),
             r["shape_text"],
             r["mesh"],
             str(r["devices"]),

@@ -9,8 +9,6 @@ scaled ratios. Used by the scaling study and the demo.
 from __future__ import annotations
 
 import dataclasses
-import functools
-import os
 import sys
 import time
 import traceback
@@ -60,20 +58,15 @@ def to_host(x: Any) -> Any:
     return np.asarray(multihost_utils.process_allgather(x, tiled=True))
 
 
-@functools.cache
-def _blas():
-    import threadpoolctl
-
-    return threadpoolctl.ThreadpoolController()
-
-
 def all_blas_threads(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """``fn`` with every core given to the BLAS, whatever distla set for its CPU devices."""
+    """``fn`` with the BLAS threads back that distla took for its CPU devices."""
 
     def call(*args):
         import jax
 
-        with _blas().limit(limits=os.cpu_count(), user_api="blas"):
+        from distla._core.blas import every_blas_thread
+
+        with every_blas_thread():
             return jax.block_until_ready(fn(*args))
 
     return call
@@ -132,6 +125,7 @@ class _Case:
     fn: Callable[..., Any] | None = None
     args: tuple[Any, ...] = ()
     compiled: Any = None
+    plans: tuple[str, ...] = ()  # the plans its distla calls chose (distla.cost's ``plans``)
 
 
 def plan_cases(op: Operation, plan: RunSpec) -> list[tuple[tuple[int, ...], tuple[int, int], list]]:
@@ -272,6 +266,7 @@ def _run_group(op: Operation, plan: RunSpec, cases: list[_Case], progress) -> li
         try:
             try:
                 row["compile_s"] = _first_call(c, c.impl.on)
+                row["plan"] = "/".join(c.plans) or None
             except Exception as e:
                 if not (c.role == "distla" and c.grid == (1, 1)):
                     raise
@@ -320,12 +315,17 @@ def _first_call(c: _Case, on: str) -> float:
     """
     import jax
 
+    from distla._core.plan import recording
+
     c.args = c.group.args(on)
     t0 = time.perf_counter()
     if on == "host":
         c.fn = c.impl.fn
     else:
-        c.compiled = jax.jit(c.impl.fn).lower(*c.args).compile()
+        with recording() as chosen:
+            lowered = jax.jit(c.impl.fn).lower(*c.args)
+        c.plans = tuple(dict.fromkeys(ch.plan for ch in chosen))
+        c.compiled = lowered.compile()
         c.fn = c.compiled
     if on in ("host", "device"):
         c.fn = all_blas_threads(c.fn)
@@ -364,6 +364,7 @@ def _row(op: Operation, plan: RunSpec, c: _Case) -> dict[str, Any]:
         "collective_mib": 0.0 if impl.on == "device" else None,
         "model_mib": model,
         "model_ratio": None,
+        "plan": None,
         "peak_mib": None,
         "flops_per_device": None,
         "cost_exact": None,
@@ -395,5 +396,7 @@ def derive(rows: list[dict[str, Any]]) -> None:
             speed = (r["flops"] / r["time_s"]) / (base["flops"] / base["time_s"])
             r["speedup"] = speed
             r["efficiency"] = speed / ideal_speedup(r["devices"], plat)
+        if r["plan"] == "one_device":  # the model is the distributed algorithm's
+            r["model_mib"] = None
         if r["model_mib"] is not None and r["collective_mib"] is not None and r["model_mib"] > 0:
             r["model_ratio"] = r["collective_mib"] / r["model_mib"]
