@@ -147,7 +147,13 @@ def check_lu(mesh, rng) -> None:
     np.testing.assert_array_equal(piv_h, piv_ref)
     l_ = np.tril(lu_h, -1) + np.eye(n, dtype=lu_h.dtype)
     check("lu_factor 64 (pivots = scipy's)", lu_ratio(a[perm_of(piv_h)], l_, np.triu(lu_h), a))
-    check("solve 64x3", solve_ratio(a, gather(distla.linalg.solve(da, db)), b))
+    x = distla.linalg.solve(da, db, plan="distributed")
+    check("solve 64x3", solve_ratio(a, gather(x), b))
+    # the one-device plan across processes: the blocks travel to the first device's
+    # process and back (the program: not every device is this process's)
+    x1 = distla.linalg.solve(da, db, plan="one_device")
+    assert not x1.is_fully_addressable and x1.sharding.spec == x.sharding.spec, x1.sharding
+    check("solve 64x3, the one-device plan", solve_ratio(a, gather(x1), b))
 
 
 def check_lu_rest(mesh, rng) -> None:

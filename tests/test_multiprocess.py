@@ -77,7 +77,7 @@ def test_operations_on_global_arrays_across_two_processes():
                "fftn"):  # fmt: skip
         assert f"[p0]   {op}" in proc.stdout, _explain(proc)
     for p in (0, 1):
-        assert f"[p{p}] mp_worker: 7 checks passed" in proc.stdout, _explain(proc)
+        assert f"[p{p}] mp_worker: 8 checks passed" in proc.stdout, _explain(proc)
     assert "[Gloo] Rank" not in proc.stdout  # the launcher drops gloo's chatter
 
 
@@ -93,7 +93,7 @@ def test_every_public_function_across_two_processes():
     )  # fmt: skip
     assert proc.returncode == 0, _explain(proc)
     for p in (0, 1):  # 7 + 19 checks, on an Explicit and an Auto mesh
-        assert f"[p{p}] mp_worker: 52 checks passed" in proc.stdout, _explain(proc)
+        assert f"[p{p}] mp_worker: 54 checks passed" in proc.stdout, _explain(proc)
 
 
 @needs_gloo
