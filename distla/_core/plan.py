@@ -95,20 +95,23 @@ DEFAULT_BUDGET = int(os.environ.get("DISTLA_PLAN_BUDGET", 512 * 2**20))
 #: largest size at which the one-device plan beat the distributed algorithm
 #: both called eagerly (three dispatches: the transfer, LAPACK, the transfer
 #: back) and under ``jax.jit`` (one program, whose temporaries XLA:CPU maps
-#: afresh on every call: it loses where a whole ``n x n`` result goes back,
-#: ``lu_factor`` and ``cholesky`` from 2048). The spectral family (eigh by
-#: tridiagonal reduction, svd and polar on QDWH) took 2.6-3x one device at
-#: n = 2048, where the transfer and LAPACK take 1.0x. The 8 devices share the
-#: cores that one device's call already uses; on devices with their own
-#: compute the distributed plans win earlier, and ``plan="distributed"`` or
-#: ``set_plan_budget`` select them.
+#: afresh on every call: it loses where a whole ``n x n`` result goes back
+#: after a short LAPACK call, ``lu_factor``/``lu`` and ``cholesky`` from 2048;
+#: ``inv``'s longer call and ``det``/``slogdet``'s scalars still win). The
+#: spectral family (eigh by tridiagonal reduction, svd and polar on QDWH) took
+#: 2.6-3x one device at n = 2048, where the transfer and LAPACK take 1.0x. The
+#: 8 devices share the cores that one device's call already uses; on devices
+#: with their own compute the distributed plans win earlier, and
+#: ``plan="distributed"`` or ``set_plan_budget`` select them.
 CROSSOVER = {
     "eigh": 4096,
     "svd": 4096,
     "polar": 4096,
     "cholesky": 1024,
     "solve": 4096,
-    "lu": 1024,
+    "lu": 1024,  # lu_factor, lu
+    "det": 4096,  # det, slogdet
+    "inv": 4096,
     "expm": 4096,
     # no distributed algorithm (eig and eigvals; qr(mode="raw")): the alternative is
     # jnp's gather onto every device, so the budget alone decides

@@ -521,7 +521,7 @@ def det(
         return empty_or_one_device(jnp.linalg.det, a)
     if a.ndim > 2:
         return _batched.det(a, call=call)
-    one = planned("lu", plan, jnp.linalg.det, a, mesh=call.mesh, what="distla.linalg.det")
+    one = planned("det", plan, jnp.linalg.det, a, mesh=call.mesh, what="distla.linalg.det")
     return one if one is not None else det_2d(a, call=call)
 
 
@@ -565,7 +565,7 @@ def slogdet(
         return SlogdetResult(*empty_or_one_device(jnp.linalg.slogdet, a))
     if a.ndim > 2:
         return SlogdetResult(*_batched.slogdet(a, call=call))
-    one = planned("lu", plan, jnp.linalg.slogdet, a, mesh=call.mesh, what=what,
+    one = planned("det", plan, jnp.linalg.slogdet, a, mesh=call.mesh, what=what,
                   options=(("method", method),))
     return SlogdetResult(*(one if one is not None else slogdet_2d(a, call=call)))
 
@@ -591,7 +591,7 @@ def inv(
         return empty_or_one_device(_inv_one_device, a)
     if a.ndim > 2:
         return _batched.inv(a, call=call)
-    one = planned("lu", plan, jnp.linalg.inv, a, mesh=call.mesh, what="distla.linalg.inv")
+    one = planned("inv", plan, jnp.linalg.inv, a, mesh=call.mesh, what="distla.linalg.inv")
     return one if one is not None else inv_2d(a, call=call)
 
 
