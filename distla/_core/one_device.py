@@ -238,9 +238,12 @@ def _eagerly(fn, args, mesh: jax.sharding.Mesh, out_specs, options):
     else:  # an unhashable option: a jit of its own
         run = jax.jit(functools.partial(fn, **dict(options)))
     # no context mesh while the operands sit on one of its devices (jax would refuse
-    # them); the other devices wait, so this device's LAPACK may use every BLAS thread
-    with jax.set_mesh(None), every_blas_thread():
-        out = jax.block_until_ready(run(*(jax.device_put(x, first) for x in args)))
+    # them). Once they are there, the other devices wait, so this device's LAPACK may
+    # use every BLAS thread (the operands' producers have finished by then)
+    with jax.set_mesh(None):
+        moved = jax.block_until_ready([jax.device_put(x, first) for x in args])
+        with every_blas_thread():
+            out = jax.block_until_ready(run(*moved))
     leaves, treedef = jax.tree.flatten(out)
     if len(leaves) != len(out_specs):
         raise ValueError(f"{len(out_specs)} output specs for {len(leaves)} outputs of {fn}")
