@@ -102,6 +102,20 @@ def test_cholesky_and_solve_match_the_distributed_plan(mesh24):
     _same(pos, distla.linalg.solve(x, y, assume_a="pos", plan="distributed"), rtol=2e-4)
 
 
+@pytest.mark.parametrize("n", [N, 13], ids=["even", "uneven"])
+def test_the_lu_family_matches_the_distributed_plan_layouts_on_explicit_meshes(n):
+    """lu_factor's pivots, det and slogdet: the one-device plan returns the distributed
+    plan's shardings, spelled alike (P(None,) for the pivots, as jnp's), eager and jitted."""
+    mesh = build_mesh((2, 4), "explicit")
+    x = distla.shard(_spd(n), mesh)
+    for fn in (distla.linalg.lu_factor, distla.linalg.det, distla.linalg.slogdet):
+        dist = jax.tree.leaves(fn(x, plan="distributed"))
+        for one in (fn(x, plan="one_device"),
+                    jax.jit(lambda v, fn=fn: fn(v, plan="one_device"))(x)):
+            for o, d in zip(jax.tree.leaves(one), dist, strict=True):
+                _same(o, d, rtol=1e-3)
+
+
 def _eigh_ratios(a, w, v):
     n = a.shape[0]
     eps = np.finfo(np.float32).eps

@@ -393,7 +393,9 @@ def planned(
     if choose_plan(family, plan, fn, *args, what=what, options=options) != "one_device":
         return None
     outs = jax.tree.leaves(_results(fn, args, tuple(options))[1])
-    out_specs = tuple(block_layout(o.shape, mesh) if o.ndim == 2 else P() for o in outs)
+    # vectors (pivots) and scalars replicated, spelled as the distributed plan's (and jnp's)
+    out_specs = tuple(block_layout(o.shape, mesh) if o.ndim == 2 else P(*[None] * o.ndim)
+                      for o in outs)
     return on_one_device(fn, *args, mesh=mesh, in_specs=tuple(block_layout(x.shape, mesh)
                                                              for x in args),
                          out_specs=out_specs, options=options)
