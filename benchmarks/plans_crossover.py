@@ -1,4 +1,4 @@
-"""The two plans of the LU, Cholesky and expm families head to head: eager calls with
+"""The two plans of the LU, Cholesky, expm and triangular-solve families head to head: eager calls with
 ``plan="distributed"`` and ``plan="one_device"``, and the jnp function on one device, one
 call of each in turn per round, medians over the rounds (docs/benchmarks.md, "The LU,
 Cholesky and expm crossovers"). The matrix is symmetric positive definite (so that
@@ -36,6 +36,9 @@ FUNCTIONS = {
     "slogdet": (dl.slogdet, jnp.linalg.slogdet, False),
     "cholesky": (dl.cholesky, jnp.linalg.cholesky, False),
     "expm": (dl.expm, jsl.expm, False),
+    # the matrix's lower triangle (its diagonal is at least 1)
+    "solve_triangular": (functools.partial(dl.solve_triangular, lower=True),
+                         functools.partial(jsl.solve_triangular, lower=True), True),
 }
 
 

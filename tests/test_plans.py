@@ -67,6 +67,11 @@ def test_auto_keeps_large_problems_distributed():
         assert _plan.choose(family, "auto", n=n, nbytes=1, what="t") == "one_device"
         assert _plan.choose(family, "auto", n=n + 1, nbytes=1, what="t") == "distributed"
     assert _plan.choose("qr", "auto", n=8, nbytes=1, what="t") == "distributed"  # no crossover
+    for family, n in _plan.EAGER_CROSSOVER.items():  # eager calls only
+        assert _plan.choose(family, "auto", n=n, nbytes=1, what="t", eager=True) == "one_device"
+        assert _plan.choose(family, "auto", n=n + 1, nbytes=1, what="t",
+                            eager=True) == "distributed"
+        assert _plan.choose(family, "auto", n=8, nbytes=1, what="t") == "distributed"
 
 
 def test_one_device_moves_the_operand_once_each_way(mesh24):
@@ -114,6 +119,26 @@ def test_the_lu_family_matches_the_distributed_plan_layouts_on_explicit_meshes(n
                     jax.jit(lambda v, fn=fn: fn(v, plan="one_device"))(x)):
             for o, d in zip(jax.tree.leaves(one), dist, strict=True):
                 _same(o, d, rtol=1e-3)
+
+
+@pytest.mark.parametrize("kind", ["auto", "explicit"])
+@pytest.mark.parametrize("rhs", [(N, 3), (N,)], ids=["matrix", "vector"])
+def test_solve_triangular_takes_one_device_only_when_called_eagerly(kind, rhs):
+    """Eagerly, the one-device plan (three dispatches) beat the distributed solve; as a
+    compiled program it lost at every size, so jitted calls and distla.cost stay
+    distributed. Both give the distributed plan's layout and values."""
+    mesh = build_mesh((2, 4), kind)
+    rng = np.random.default_rng(3)
+    low = np.tril(rng.standard_normal((N, N))).astype(np.float32) + N * np.eye(N, dtype=np.float32)
+    a = distla.shard(low, mesh)
+    b = distla.shard(rng.standard_normal(rhs).astype(np.float32), mesh)
+    solve = distla.linalg.solve_triangular
+    with _plan.recording() as notes:
+        one = solve(a, b, lower=True, trans=1)
+    assert [c.plan for c in notes] == ["one_device"]
+    assert distla.cost(lambda a, b: solve(a, b, lower=True, trans=1), a, b).plan == "distributed"
+    _same(one, solve(a, b, lower=True, trans=1, plan="distributed"), rtol=1e-5)
+    np.testing.assert_allclose(low.T @ np.asarray(one), np.asarray(b), rtol=1e-4, atol=1e-4)
 
 
 def _eigh_ratios(a, w, v):

@@ -370,10 +370,19 @@ def choose_plan(
     what: str,
     options: tuple[tuple[str, Any], ...] = (),
 ) -> str:
-    """``_plan.choose`` for ``fn(*args)``: an ``n x n``-sized problem, its bytes moved."""
+    """``_plan.choose`` for ``fn(*args)``: an ``n x n``-sized problem, its bytes moved,
+    and whether the plan would take the eager route (:func:`_eagerly`)."""
     n = max(max(x.shape[-2:], default=0) for x in args)
     nbytes = moved_bytes(fn, *args, **dict(options))
-    return _plan.choose(family, plan, n=n, nbytes=nbytes, what=what)
+    return _plan.choose(family, plan, n=n, nbytes=nbytes, what=what, eager=_eager_route(args))
+
+
+def _eager_route(args: tuple) -> bool:
+    """Whether :func:`on_one_device` would run ``args`` by the eager route."""
+    if is_traced(*args):
+        return False
+    mesh = getattr(getattr(args[0], "sharding", None), "mesh", None)
+    return isinstance(mesh, jax.sharding.Mesh) and _held_mesh(args, mesh.abstract_mesh) is not None
 
 
 def planned(

@@ -119,6 +119,17 @@ CROSSOVER = {
     "qr_raw": 2**62,
 }
 
+#: Crossovers that apply to eager calls only (concrete operands whose devices the
+#: process holds: the plan's three dispatches). ``solve_triangular``'s one-device
+#: plan took 0.64-0.80x the distributed time eagerly at n = 256 to 2048 (1.13x at
+#: 4096 with one right-hand side), and 1.8-3.3x as a compiled program, whose
+#: 2·(p-1) collective-permutes cost more than the solve (docs/benchmarks.md, "The
+#: LU, Cholesky and expm crossovers"); under ``jax.jit`` (and in ``distla.cost``,
+#: which compiles) it stays distributed.
+EAGER_CROSSOVER = {
+    "solve_triangular": 2048,
+}
+
 _budget: list[int] = [DEFAULT_BUDGET]
 _notes: contextvars.ContextVar[list | None] = contextvars.ContextVar("distla_plans", default=None)
 
@@ -163,12 +174,15 @@ def budget(nbytes: int) -> Iterator[None]:
         _budget[0] = previous
 
 
-def choose(family: str, plan: str, *, n: int, nbytes: int, what: str) -> str:
+def choose(
+    family: str, plan: str, *, n: int, nbytes: int, what: str, eager: bool = False
+) -> str:
     """``"distributed"`` or ``"one_device"`` for a call of ``family`` on an ``n``-sized problem.
 
-    ``plan="auto"`` picks one device when ``n <= CROSSOVER[family]`` and the
-    ``nbytes`` moved fit the budget; an explicit ``"one_device"`` is honoured
-    whatever the budget. The choice is noted for ``distla.cost``.
+    ``plan="auto"`` picks one device when ``n <= CROSSOVER[family]`` (for an
+    ``eager`` call, or ``EAGER_CROSSOVER[family]``) and the ``nbytes`` moved
+    fit the budget; an explicit ``"one_device"`` is honoured whatever the
+    budget. The choice is noted for ``distla.cost``.
 
     Raises:
       ValueError: ``plan`` is not one of ``PLANS``.
@@ -176,7 +190,10 @@ def choose(family: str, plan: str, *, n: int, nbytes: int, what: str) -> str:
     if plan not in PLANS:
         raise ValueError(f"{what}: plan must be one of {PLANS}, got {plan!r}")
     if plan == "auto":
-        fits = nbytes <= _budget[0] and n <= CROSSOVER.get(family, 0)
+        crossover = CROSSOVER.get(family, 0)
+        if eager:
+            crossover = max(crossover, EAGER_CROSSOVER.get(family, 0))
+        fits = nbytes <= _budget[0] and n <= crossover
         plan = "one_device" if fits else "distributed"
     note(family, plan, nbytes if plan == "one_device" else 0)
     return plan

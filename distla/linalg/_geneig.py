@@ -172,7 +172,7 @@ def _shapes(a, b=None, *, kind, symmetrize, lower, sel, vectors):
 
 
 def _dist_trsm(low, y, trans):
-    return solve_triangular(low, y, trans=trans, lower=True)
+    return solve_triangular(low, y, trans=trans, lower=True, plan="distributed")
 
 
 def _dist_mm(x, y):

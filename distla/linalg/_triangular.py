@@ -34,6 +34,7 @@ from ._lu import blocking, result_spec, rhs_of
 from .._core.matmul import matvec
 from .._core.matrix import HIGHEST, diag_mask, like, pad_identity, tril, triu
 from .._core.mesh import Grid, constrain, run_on_mesh, shard_map
+from .._core.one_device import block_layout, choose_plan, on_one_device
 from .._core.plan import Plan, resolve
 from .._core.stacked import stack, vmappable
 
@@ -195,6 +196,8 @@ def solve_triangular(
     overwrite_b: bool = False,
     debug: object = None,
     check_finite: bool = True,
+    *,
+    plan: str = "auto",
 ) -> jax.Array:
     """Solve ``op(a) x = b`` for triangular ``a``, as ``jax.scipy.linalg.solve_triangular``.
 
@@ -214,6 +217,10 @@ def solve_triangular(
       overwrite_b: accepted and ignored, as in jax.
       debug: accepted and ignored, as in jax.
       check_finite: accepted and ignored, as in jax.
+      plan: ``"auto"``, ``"distributed"`` or ``"one_device"`` for one sharded
+        matrix, as ``distla.linalg.solve``'s (the one-device plan runs
+        ``jax.scipy.linalg.solve_triangular`` and shards ``x`` back in the
+        same layout).
 
     Returns:
       ``x`` with ``b``'s shape: ``[n, k]`` in the mesh's 2D block layout,
@@ -239,4 +246,10 @@ def solve_triangular(
             functools.partial(jsl.solve_triangular, **flags), (a, b), (2, core), core,
             mesh=call.mesh,
         )
+    options = tuple(flags.items())
+    if choose_plan("solve_triangular", plan, jsl.solve_triangular, a, b, what=what,
+                   options=options) == "one_device":
+        specs = (block_layout(a.shape, call.mesh), result_spec(call.grid, b.shape))
+        return on_one_device(jsl.solve_triangular, a, b, mesh=call.mesh, in_specs=specs,
+                             out_specs=specs[1:], options=options)
     return solve_2d(a, b, call=call, **flags)
