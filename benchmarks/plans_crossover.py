@@ -39,6 +39,9 @@ FUNCTIONS = {
     # the matrix's lower triangle (its diagonal is at least 1)
     "solve_triangular": (functools.partial(dl.solve_triangular, lower=True),
                          functools.partial(jsl.solve_triangular, lower=True), True),
+    # the matrix as its own lower Cholesky factor (a triangle with a positive diagonal)
+    "cho_solve": (lambda c, b, **kw: dl.cho_solve((c, True), b, **kw),
+                  lambda c, b: jsl.cho_solve((c, True), b), True),
 }
 
 

@@ -141,6 +141,24 @@ def test_solve_triangular_takes_one_device_only_when_called_eagerly(kind, rhs):
     np.testing.assert_allclose(low.T @ np.asarray(one), np.asarray(b), rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("kind", ["auto", "explicit"])
+@pytest.mark.parametrize("rhs", [(N, 3), (N,)], ids=["matrix", "vector"])
+def test_cho_solve_takes_one_device_only_when_called_eagerly(kind, rhs):
+    """As solve_triangular: the eager call takes the one-device plan, a compiled one
+    stays distributed, with the distributed plan's layout and values."""
+    mesh = build_mesh((2, 4), kind)
+    a = _spd(N)
+    b = distla.shard(np.random.default_rng(4).standard_normal(rhs).astype(np.float32), mesh)
+    c = distla.linalg.cho_factor(distla.shard(a, mesh), lower=True)
+    with _plan.recording() as notes:
+        one = distla.linalg.cho_solve(c, b)
+    assert [n.family for n in notes if n.plan == "one_device"] == ["cho_solve"]
+    assert distla.cost(lambda c, b: distla.linalg.cho_solve((c, True), b), c[0], b).plans == (
+        _plan.Chosen("cho_solve", "distributed", 0),)
+    _same(one, distla.linalg.cho_solve(c, b, plan="distributed"), rtol=1e-4)
+    np.testing.assert_allclose(a @ np.asarray(one), np.asarray(b), rtol=1e-3, atol=1e-3)
+
+
 def _eigh_ratios(a, w, v):
     n = a.shape[0]
     eps = np.finfo(np.float32).eps

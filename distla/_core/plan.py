@@ -120,14 +120,16 @@ CROSSOVER = {
 }
 
 #: Crossovers that apply to eager calls only (concrete operands whose devices the
-#: process holds: the plan's three dispatches). ``solve_triangular``'s one-device
-#: plan took 0.64-0.80x the distributed time eagerly at n = 256 to 2048 (1.13x at
-#: 4096 with one right-hand side), and 1.8-3.3x as a compiled program, whose
-#: 2·(p-1) collective-permutes cost more than the solve (docs/benchmarks.md, "The
-#: LU, Cholesky and expm crossovers"); under ``jax.jit`` (and in ``distla.cost``,
-#: which compiles) it stays distributed.
+#: process holds: the plan's three dispatches). With one right-hand side,
+#: ``solve_triangular``'s one-device plan took 0.64-0.80x the distributed time
+#: eagerly at n = 256 to 2048 (1.13x at 4096) and ``cho_solve``'s 0.35-0.54x up to
+#: 4096; as a compiled program they took 1.0-3.3x, its 2·(p-1) collective-permutes
+#: costing more than the solves (docs/benchmarks.md, "The LU, Cholesky and expm
+#: crossovers"). Under ``jax.jit`` (and in ``distla.cost``, which compiles) they
+#: stay distributed.
 EAGER_CROSSOVER = {
     "solve_triangular": 2048,
+    "cho_solve": 4096,
 }
 
 _budget: list[int] = [DEFAULT_BUDGET]

@@ -676,6 +676,7 @@ def cho_solve(
     check_finite: bool = True,
     *,
     a: jax.typing.ArrayLike | None = None,
+    plan: str = "auto",
 ) -> jax.Array:
     """Solve ``a x = b`` from :func:`cho_factor`, as ``jax.scipy.linalg.cho_solve``.
 
@@ -695,6 +696,10 @@ def cho_solve(
         :func:`lu_solve` with ``a``; NaN where refinement does not converge).
         With a factor of any other dtype ``a`` is ignored; without ``a`` the
         semantics are jax's.
+      plan: ``"auto"``, ``"distributed"`` or ``"one_device"`` for one sharded
+        factor, as :func:`solve`'s; ``"auto"`` takes one device only when
+        called eagerly (as a compiled program the plan's collectives cost
+        more than the two triangular solves).
 
     Returns:
       ``x`` with ``b``'s shape: ``[n, k]`` in the mesh's 2D block layout,
@@ -712,4 +717,4 @@ def cho_solve(
         x = _refine.cho_solve_mixed(c, lower, b_checked, a=a)  # the factor's own dtype
         if x is not None:
             return x
-    return _cholesky.cho_solve(c_and_lower, b, overwrite_b, check_finite)
+    return _cholesky.cho_solve(c_and_lower, b, overwrite_b, check_finite, plan=plan)
