@@ -113,6 +113,7 @@ CROSSOVER = {
     "det": 4096,  # det, slogdet
     "inv": 4096,
     "expm": 4096,
+    "lu_solve": 1024,  # and 4096 eagerly (EAGER_CROSSOVER)
     # no distributed algorithm (eig and eigvals; qr(mode="raw")): the alternative is
     # jnp's gather onto every device, so the budget alone decides
     "eig": 2**62,
@@ -122,14 +123,16 @@ CROSSOVER = {
 #: Crossovers that apply to eager calls only (concrete operands whose devices the
 #: process holds: the plan's three dispatches). With one right-hand side,
 #: ``solve_triangular``'s one-device plan took 0.64-0.80x the distributed time
-#: eagerly at n = 256 to 2048 (1.13x at 4096) and ``cho_solve``'s 0.35-0.54x up to
-#: 4096; as a compiled program they took 1.0-3.3x, its 2·(p-1) collective-permutes
-#: costing more than the solves (docs/benchmarks.md, "The LU, Cholesky and expm
-#: crossovers"). Under ``jax.jit`` (and in ``distla.cost``, which compiles) they
-#: stay distributed.
+#: eagerly at n = 256 to 2048 (1.13x at 4096), ``cho_solve``'s 0.35-0.54x and
+#: ``lu_solve``'s 0.41-0.77x up to 4096; as a compiled program, whose 2·(p-1)
+#: collective-permutes cost about what the solves do, they took 1.0-3.3x
+#: (``lu_solve`` 0.90-0.92x up to 1024, its ``CROSSOVER``; docs/benchmarks.md,
+#: "The LU, Cholesky and expm crossovers"). Above ``CROSSOVER`` a call under
+#: ``jax.jit`` (and ``distla.cost``, which compiles) stays distributed.
 EAGER_CROSSOVER = {
     "solve_triangular": 2048,
     "cho_solve": 4096,
+    "lu_solve": 4096,
 }
 
 _budget: list[int] = [DEFAULT_BUDGET]

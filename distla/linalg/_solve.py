@@ -159,6 +159,7 @@ def lu_solve(
     check_finite: bool = True,
     *,
     a: jax.typing.ArrayLike | None = None,
+    plan: str = "auto",
 ) -> jax.Array:
     """Solve ``a x = b`` from ``lu_factor(a)``, as ``jax.scipy.linalg.lu_solve``.
 
@@ -182,6 +183,10 @@ def lu_solve(
         serves many right-hand sides. ``a`` must have ``lu``'s shape and
         ``b`` its batch dimensions. With a factor of any other dtype ``a``
         is ignored; without ``a`` the semantics are jax's.
+      plan: ``"auto"``, ``"distributed"`` or ``"one_device"`` for one sharded
+        factorisation and a 1- or 2-D ``b``, as :func:`solve`'s; ``"auto"``
+        takes one device only when called eagerly (as a compiled program the
+        plan's collectives cost more than the two triangular solves).
 
     Returns:
       ``x`` with the broadcast shape: ``[n, k]`` in the 2D block layout of
@@ -244,6 +249,13 @@ def lu_solve(
     lu, piv, b = onto_mesh(lu, piv, b)
     if lu.ndim == 2 and piv.ndim == 1:
         if b.ndim <= 2:
+            options = (("trans", trans),)
+            if choose_plan("lu_solve", plan, _lu_solve_one, lu, piv, b, what=what,
+                           options=options) == "one_device":
+                specs = (block_layout(lu.shape, call.mesh), P(None),
+                         result_spec(call.grid, b.shape))
+                return on_one_device(_lu_solve_one, lu, piv, b, mesh=call.mesh, in_specs=specs,
+                                     out_specs=specs[2:], options=options)
             return lu_solve_2d(lu, piv, b, trans=trans, call=call)
         cols = _fold_columns(b)  # [..., n, k] -> [n, (...) k]: one solve, many columns
         x = lu_solve_2d(lu, piv, cols, trans=trans, call=call)
@@ -254,6 +266,11 @@ def lu_solve(
     bb = _broadcast_batch(bb, batch, 2)
     x = _batched.lu_solve(lu, piv, bb, trans=trans, call=call)
     return x[..., 0] if vector else x
+
+
+def _lu_solve_one(lu, piv, b, *, trans):
+    """``jax.scipy.linalg.lu_solve`` with its operands apart (the one-device plan's)."""
+    return jsl.lu_solve((lu, piv), b, trans=trans)
 
 
 def _broadcast_batch(x, batch, core):
