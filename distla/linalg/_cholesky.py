@@ -40,7 +40,7 @@ from .._core.mesh import (Grid, constrain, fitting_spec, rule_on_mesh, run_on_me
 from .._core.one_device import block_layout, choose_plan, on_one_device
 from .._core.plan import Plan, resolve
 from .._core.stacked import stack, vmappable
-from ._lu import result_spec
+from ._lu import solved_on_one_device
 from ._triangular import checked_solve_operands, solve_2d, solve_linear, to_cyclic
 from .._core.matmul import matvec, product
 from .._core.matrix import HIGHEST, ct_on, like, pad_identity, tril_mask
@@ -385,13 +385,9 @@ def cho_solve(
     if c.ndim > 2 or b.ndim > 2:
         core = rhs_core(c, b)
         return stack(ref, (c, b), (2, core), core, mesh=call.mesh)
-    options = (("lower", bool(lower)),)
-    if choose_plan("cho_solve", plan, _cho_solve_one, c, b, what=what,
-                   options=options) == "one_device":
-        specs = (block_layout(c.shape, call.mesh), result_spec(call.grid, b.shape))
-        return on_one_device(_cho_solve_one, c, b, mesh=call.mesh, in_specs=specs,
-                             out_specs=specs[1:], options=options)
-    return cho_solve_2d(c, b, lower=bool(lower), call=call)
+    one = solved_on_one_device("cho_solve", plan, _cho_solve_one, c, b, call=call, what=what,
+                               options=(("lower", bool(lower)),))
+    return one if one is not None else cho_solve_2d(c, b, lower=bool(lower), call=call)
 
 
 def _cho_solve_one(c, b, *, lower):

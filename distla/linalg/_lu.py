@@ -27,6 +27,7 @@ from distla.kernels.trsm import lu_solve_block_cyclic
 
 from .._core.matrix import HIGHEST, diag_mask, pad_identity, tril_mask, triu
 from .._core.mesh import Grid, constrain, fitting_spec, run_on_mesh, shard_map
+from .._core.one_device import block_layout, choose_plan, on_one_device
 from .._core.plan import Plan
 
 # Panel widths the default block size aims at (the measurements behind them are
@@ -155,6 +156,23 @@ def rhs_of(grid: Grid, shape: tuple[int, ...], trans: int) -> Rhs:
 def result_spec(grid: Grid, shape: tuple[int, ...]) -> P:
     """Where a solution of ``shape`` comes back: the mesh's layout, or the largest even one."""
     return fitting_spec(shape, grid.mesh, _natural_rhs_spec(grid, len(shape)))
+
+
+def solved_on_one_device(family, plan, fn, *operands, call: Plan, what, options=()):
+    """``fn(*operands)`` by the one-device plan if ``plan`` resolves to it, else ``None``.
+
+    For the solves with a factor (``solve_triangular``, ``cho_solve``, ``lu_solve``):
+    the last operand is the right-hand side ``b``; the factor matrices arrive in the
+    2D block layout and pivot vectors replicated, and ``x`` comes back where the
+    distributed solves return it (:func:`result_spec`).
+    """
+    if choose_plan(family, plan, fn, *operands, what=what, options=options) != "one_device":
+        return None
+    *factors, b = operands
+    specs = (*(block_layout(f.shape, call.mesh) if f.ndim == 2 else P(None) for f in factors),
+             result_spec(call.grid, b.shape))
+    return on_one_device(fn, *operands, mesh=call.mesh, in_specs=specs, out_specs=specs[-1:],
+                         options=options)
 
 
 @functools.partial(jax.jit, static_argnames=("call", "trans"))

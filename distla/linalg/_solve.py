@@ -26,7 +26,7 @@ from jax.sharding import PartitionSpec as P
 from .._core.eager import one_program
 from . import _batched, _cholesky, _refine
 from ._cholesky import solve_pos
-from ._lu import result_spec
+from ._lu import result_spec, solved_on_one_device
 from ._lu_rules import (
     det_2d,
     inv_2d,
@@ -249,14 +249,9 @@ def lu_solve(
     lu, piv, b = onto_mesh(lu, piv, b)
     if lu.ndim == 2 and piv.ndim == 1:
         if b.ndim <= 2:
-            options = (("trans", trans),)
-            if choose_plan("lu_solve", plan, _lu_solve_one, lu, piv, b, what=what,
-                           options=options) == "one_device":
-                specs = (block_layout(lu.shape, call.mesh), P(None),
-                         result_spec(call.grid, b.shape))
-                return on_one_device(_lu_solve_one, lu, piv, b, mesh=call.mesh, in_specs=specs,
-                                     out_specs=specs[2:], options=options)
-            return lu_solve_2d(lu, piv, b, trans=trans, call=call)
+            one = solved_on_one_device("lu_solve", plan, _lu_solve_one, lu, piv, b, call=call,
+                                       what=what, options=(("trans", trans),))
+            return one if one is not None else lu_solve_2d(lu, piv, b, trans=trans, call=call)
         cols = _fold_columns(b)  # [..., n, k] -> [n, (...) k]: one solve, many columns
         x = lu_solve_2d(lu, piv, cols, trans=trans, call=call)
         return _unfold_columns(x, b.shape, mesh=call.mesh)

@@ -30,11 +30,10 @@ from .._core.checks import (
     rhs_core,
     square,
 )
-from ._lu import blocking, result_spec, rhs_of
+from ._lu import blocking, result_spec, rhs_of, solved_on_one_device
 from .._core.matmul import matvec
 from .._core.matrix import HIGHEST, diag_mask, like, pad_identity, tril, triu
 from .._core.mesh import Grid, constrain, run_on_mesh, shard_map
-from .._core.one_device import block_layout, choose_plan, on_one_device
 from .._core.plan import Plan, resolve
 from .._core.stacked import stack, vmappable
 
@@ -246,10 +245,6 @@ def solve_triangular(
             functools.partial(jsl.solve_triangular, **flags), (a, b), (2, core), core,
             mesh=call.mesh,
         )
-    options = tuple(flags.items())
-    if choose_plan("solve_triangular", plan, jsl.solve_triangular, a, b, what=what,
-                   options=options) == "one_device":
-        specs = (block_layout(a.shape, call.mesh), result_spec(call.grid, b.shape))
-        return on_one_device(jsl.solve_triangular, a, b, mesh=call.mesh, in_specs=specs,
-                             out_specs=specs[1:], options=options)
-    return solve_2d(a, b, call=call, **flags)
+    one = solved_on_one_device("solve_triangular", plan, jsl.solve_triangular, a, b,
+                               call=call, what=what, options=tuple(flags.items()))
+    return one if one is not None else solve_2d(a, b, call=call, **flags)
