@@ -23,6 +23,8 @@ PRIVATE = re.compile(
 JAX_SRC_ALLOWED = {
     # get_axis_env: the mesh axes a surrounding vmap(spmd_axis_name=...) took on
     # an Explicit mesh; shard_map reads the same field and jax has no public query.
+    # trace_state_clean: whether a trace runs while the operands at hand are
+    # concrete (a jitted function closing over them); no public query either.
     "distla/_core/mesh.py",
 }
 # Benchmarks that time or label an internal step import its private module;

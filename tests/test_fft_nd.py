@@ -142,6 +142,20 @@ def test_one_and_two_axis_wrappers():
         assert fft_ratio(y, ref) <= THRESHOLD
 
 
+@pytest.mark.parametrize("kind", ["auto", "explicit"])
+def test_a_sharded_vector_comes_back_in_its_layout(kind):
+    """A 1-D transform gathers the vector (no axis to swap with) and returns it laid out
+    as it came, as jnp does, so that ``fft(x) * x`` works on an Explicit mesh."""
+    mesh = build_mesh((2, 4), kind)
+    x = _data(np.random.default_rng(9), (16,), True)
+    for spec in (P("x"), P(("x", "y"))):
+        xs = place(x, mesh, spec)
+        for fn, ref in ((distla.fft.fft, np.fft.fft), (distla.fft.ifft, np.fft.ifft)):
+            y = fn(xs)
+            assert y.sharding.spec == spec, (fn, spec, y.sharding)
+            assert fft_ratio(y * xs, ref(x.astype(np.complex128)) * x) <= THRESHOLD
+
+
 # --- batch axes cost nothing; a batch of pencils moves B pencil FFTs' bytes ------------------
 
 

@@ -24,7 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from .mesh import drop_trivial_sharding
+from .mesh import drop_trivial_sharding, tracing
 
 # jnp.linalg's promotion of non-inexact dtypes (jax.dtypes.to_inexact_dtype).
 _TO_INEXACT = {
@@ -201,11 +201,13 @@ def canonical_precision(precision: Any, what: str = "distla") -> Any:
 
 
 def is_traced(*xs) -> bool:
-    """True when any of ``xs`` is a tracer (under jit, vmap or a derivative).
+    """True when any of ``xs`` is a tracer (under jit, vmap or a derivative), or
+    while a trace runs over concrete operands (a jitted function closing over them,
+    :func:`distla._core.mesh.tracing`).
 
     The one-matrix drivers call their kernels directly when it is False: their
     ``custom_jvp``/``custom_vmap`` rules act only under a transformation, and
     jax traces a function with such rules anew on every concrete call (0.5-2 ms
     of an eager call at n = 256 on 2x4).
     """
-    return any(isinstance(x, jax.core.Tracer) for x in xs)
+    return any(isinstance(x, jax.core.Tracer) for x in xs) or tracing()

@@ -39,6 +39,8 @@ from typing import Any
 
 import jax
 
+from .mesh import tracing
+
 CACHE_SIZE = 512
 """Compiled callables kept, over all public functions (least recently used go first)."""
 
@@ -250,7 +252,8 @@ def one_program(fn: Callable[..., Any]) -> Callable[..., Any]:
             key = (_freeze(args, operands),
                    tuple((name, _freeze(v, operands)) for name, v in kwargs.items()))
         except _NotOneDevice:
-            return fn(*args, **kwargs)
+            return fn(*on_their_meshes(args), **dict(zip(kwargs, on_their_meshes(
+                tuple(kwargs.values())))))
         if not operands:
             return fn(*args, **kwargs)
         key = (fn, *key)
@@ -272,6 +275,38 @@ def one_program(fn: Callable[..., Any]) -> Callable[..., Any]:
             return fn(*args, **kwargs)
 
     return public
+
+
+def on_their_meshes(values: tuple) -> tuple:
+    """``values``, with each concrete array on a multi-device ``Auto`` mesh pinned there
+    when a trace runs.
+
+    A jitted function that closes over sharded arrays hands them to distla as
+    concrete constants. With no argument on the mesh and no mesh in context, jax
+    would compile the call for one default device, which distla's programs over
+    the operands' mesh cannot run on (jnp's own functions then run on that one
+    device). A sharding constraint naming the array's own sharding puts the
+    program on the mesh. Arrays on ``Explicit`` meshes are left as given: jax
+    asks for the mesh in context there (``jax.set_mesh``), for jnp's functions
+    as for distla's. Tuples and lists (``lu_solve``'s factors, ``multi_dot``'s
+    matrices) are walked one level. Eager calls come back unchanged.
+    """
+    def on_a_mesh(x):
+        if not isinstance(x, jax.Array) or isinstance(x, jax.core.Tracer):
+            return False
+        sharding = x.sharding
+        return (type(sharding) is jax.sharding.NamedSharding and sharding.mesh.size > 1
+                and isinstance(sharding.mesh, jax.sharding.Mesh)
+                and all(t == jax.sharding.AxisType.Auto for t in sharding.mesh.axis_types))
+
+    def pin(x):
+        return jax.lax.with_sharding_constraint(x, x.sharding) if on_a_mesh(x) else x
+
+    if not any(on_a_mesh(w) for v in values
+               for w in (v if isinstance(v, (tuple, list)) else (v,))) or not tracing():
+        return values
+    return tuple(type(v)(pin(w) for w in v) if isinstance(v, (tuple, list)) else pin(v)
+                 for v in values)
 
 
 def on_one_mesh(*arrays: Any) -> bool:

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import jax
-from jax._src import core as jax_core  # get_axis_env: see _axes_taken_by_vmap
+from jax._src import core as jax_core  # get_axis_env, trace_state_clean: no public query
 from jax.sharding import AbstractMesh, AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 
@@ -60,6 +60,17 @@ def describe_mesh(mesh: AbstractMesh | jax.sharding.Mesh) -> str:
     """``"2x4 mesh ('rows', 'cols')"``-style text for error messages."""
     shape = "x".join(str(s) for s in mesh.axis_sizes) or "0-axis"
     return f"{shape} mesh {tuple(mesh.axis_names)}"
+
+
+def tracing() -> bool:
+    """True while jax traces a function (``jax.jit``, ``vmap``, a derivative).
+
+    Also where every operand at hand is a concrete array: a jitted function that
+    closes over sharded arrays passes them to distla as they are, yet the call is
+    being traced, so nothing may run eagerly (``jax.set_mesh``, ``device_put``
+    and waiting on results, a nested ``jit`` with compiler options).
+    """
+    return not jax_core.trace_state_clean()
 
 
 def _concrete_devices(x: Any):
@@ -212,10 +223,20 @@ def run_on_mesh(body: Callable[..., Any], mesh: AbstractMesh, out_specs: Any, *a
     result comes back with the ``Explicit`` sharding ``out_specs`` names.
     Must be called while tracing (inside ``jax.jit``).
     """
+    # A jitted function that closes over concrete operands, with no mesh in context, has
+    # no argument to take its devices from: the result's layouts name the operands'
+    # concrete mesh, so that the program runs on its devices (not on one default device).
+    where = mesh
+    for x in args:
+        m = getattr(getattr(x, "sharding", None), "mesh", None)
+        if isinstance(m, jax.sharding.Mesh) and not isinstance(x, jax.core.Tracer) \
+                and m.abstract_mesh == mesh:
+            where = m
+            break
     # written out, not named_shardings: one call fewer into this module per body
     # (tests/test_walk.py counts them)
     shardings = jax.tree.map(
-        lambda s: NamedSharding(mesh, s), out_specs, is_leaf=lambda s: isinstance(s, P)
+        lambda s: NamedSharding(where, s), out_specs, is_leaf=lambda s: isinstance(s, P)
     )
     with jax.sharding.use_abstract_mesh(mesh):
         if is_explicit(mesh):

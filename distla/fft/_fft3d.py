@@ -27,6 +27,7 @@ from distla.kernels.fft3d import (
     slab_pencil_inverse,
 )
 
+from .._core.checks import is_traced
 from .._core.matrix import pad_to, round_up
 from .._core.mesh import Grid, constrain, fitting_spec, run_on_mesh, shard_map
 
@@ -69,9 +70,10 @@ def cpu_compiler_options(
 
 
 def _on_cpu_outside_jit(x: jax.Array) -> bool:
-    """A concrete array on CPU devices (a jit inside a jit takes no compiler options)."""
+    """A concrete array on CPU devices, no trace running (a jit inside a jit takes no
+    compiler options)."""
     sharding = getattr(x, "sharding", None)
-    if isinstance(x, jax.core.Tracer) or not isinstance(sharding, jax.sharding.NamedSharding):
+    if is_traced(x) or not isinstance(sharding, jax.sharding.NamedSharding):
         return False
     return next(iter(sharding.mesh.devices.flat)).platform == "cpu"
 

@@ -142,16 +142,24 @@ def _jitted(kind, s, axes, norm):
 
 
 @functools.partial(
-    jax.jit, static_argnames=("plan", "kind", "s", "axes", "norm", "shape_in", "in_dtype")
+    jax.jit,
+    static_argnames=("plan", "kind", "s", "axes", "norm", "shape_in", "in_dtype", "spec"),
 )
-def transform(x, *, plan, kind, s, axes, norm, shape_in, in_dtype):
-    """Run ``plan`` (a :class:`_route.Route`) on ``x``; ``None``: gather, then jnp."""
+def transform(x, *, plan, kind, s, axes, norm, shape_in, in_dtype, spec):
+    """Run ``plan`` (a :class:`_route.Route`) on ``x``; ``None``: gather, then jnp.
+
+    ``spec`` is ``x``'s layout; a gathered transform returns its result in it,
+    where it fits the result's length, as jnp does (each device keeps its slice).
+    """
     mesh = jax.typeof(x).sharding.mesh
     if plan is None:  # a sharded 1-D transform: every device transforms the whole vector
-        def gathered(x):
-            return JNP[kind](constrain(x.astype(in_dtype), P()), s=s, axes=axes, norm=norm)
+        jnp_fn = functools.partial(JNP[kind], s=s, axes=axes, norm=norm)
 
-        return run_on_mesh(gathered, mesh, P(), x)
+        def gathered(x):
+            return jnp_fn(constrain(x.astype(in_dtype), P()))
+
+        out = jax.eval_shape(jnp_fn, jax.ShapeDtypeStruct(x.shape, in_dtype))
+        return run_on_mesh(gathered, mesh, fitting_spec(out.shape, mesh, spec), x)
     kernel = functools.partial(fftnd_local, steps=plan.steps, norm=norm)
     out_spec = fitting_spec(plan.out_shape, mesh, plan.spec_out)
 
@@ -172,6 +180,5 @@ def general(x, kind, s, axes, norm, mesh, in_dtype, spec):
     groups = _route.spread(groups, shape_in, axes, sizes)
     n_last = s[-1] if kind == "irfft" else None
     plan = _route.plan(shape_in, groups, axes, kind, sizes, n_last)
-    return transform(
-        x, plan=plan, kind=kind, s=s, axes=axes, norm=norm, shape_in=shape_in, in_dtype=in_dtype
-    )
+    return transform(x, plan=plan, kind=kind, s=s, axes=axes, norm=norm, shape_in=shape_in,
+                     in_dtype=in_dtype, spec=spec if plan is None else None)
