@@ -236,18 +236,18 @@ def test_every_op_jit_odd_batch(kind):
 # --------------------------------------------------------------------------- shapes
 
 
-@pytest.mark.parametrize(
-    "a_shape,b_shape",
-    [
-        pytest.param((16, N, N), (N,), id="b-vector"),
-        pytest.param((16, N, N), (16, N, 1), id="b-B-n-1"),
-        pytest.param((16, N, N), (16, N, 5), id="b-B-n-k"),
-        pytest.param((16, N, N), (N, 4), id="b-n-k-shared"),
-        pytest.param((N, N), (16, N, 3), id="a-shared"),
-        pytest.param((4, 1, N, N), (1, 8, N, 2), id="broadcast-4x1-1x8"),
-        pytest.param((8, N, N), (2, 8, N, 2), id="a-fewer-batch-dims"),
-    ],
-)
+SHAPES = [
+    pytest.param((16, N, N), (N,), id="b-vector"),
+    pytest.param((16, N, N), (16, N, 1), id="b-B-n-1"),
+    pytest.param((16, N, N), (16, N, 5), id="b-B-n-k"),
+    pytest.param((16, N, N), (N, 4), id="b-n-k-shared"),
+    pytest.param((N, N), (16, N, 3), id="a-shared"),
+    pytest.param((4, 1, N, N), (1, 8, N, 2), id="broadcast-4x1-1x8"),
+    pytest.param((8, N, N), (2, 8, N, 2), id="a-fewer-batch-dims"),
+]
+
+
+@pytest.mark.parametrize("a_shape,b_shape", SHAPES)
 def test_solve_shapes(a_shape, b_shape):
     mesh = build_mesh((2, 4), "explicit")
     rng = np.random.default_rng(5)
@@ -263,6 +263,26 @@ def test_solve_shapes(a_shape, b_shape):
     else:
         full_b = np.broadcast_to(b, ref.shape[:-2] + b.shape[-2:])
     assert solve_ratios(full_a, x, full_b, np.float32).max() <= THRESHOLD
+
+
+@pytest.mark.parametrize("kind", ["auto", "explicit"])
+@pytest.mark.parametrize("a_shape,b_shape", SHAPES)
+def test_triangular_and_cholesky_solve_shapes(kind, a_shape, b_shape):
+    """The stacked solves broadcast a part of the batch (a stack against fewer batch
+    dimensions, or size-1 ones) as jax.scipy does."""
+    mesh = build_mesh((2, 4), kind)
+    rng = np.random.default_rng(6)
+    low = np.tril(stack(rng, a_shape, np.float32))
+    b = random_matrix(rng, b_shape, np.float32)
+    put_a, put_b = put(low, mesh, P()), put(b, mesh, P())
+    with jax.numpy_rank_promotion("allow"):
+        x = distla.linalg.solve_triangular(put_a, put_b, lower=True)
+        y = distla.linalg.cho_solve((put_a, True), put_b)
+        want_x = jsl.solve_triangular(low, b, lower=True)
+        want_y = jsl.cho_solve((low, True), b)
+    assert x.shape == want_x.shape and y.shape == want_y.shape
+    np.testing.assert_allclose(np.asarray(x), np.asarray(want_x), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(np.asarray(y), np.asarray(want_y), rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.parametrize("kind", ["auto", "explicit"])

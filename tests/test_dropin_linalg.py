@@ -210,6 +210,23 @@ def test_scipy_and_numpy_arguments_are_accepted(m24):
             close(got, jsl.solve(given, b, assume_a=assume_a, lower=lower), 1e-4)
     with pytest.raises(ValueError, match="assume_a must be one of"):
         linalg.solve(A, B, assume_a="banded")
+    # scipy's positional order, and scipy's flags on inv and det
+    close(linalg.solve(put(np.tril(spd), m24), B, True, False, False, False, True, "pos"),
+          jsl.solve(np.tril(spd), b, True, assume_a="pos"), 1e-4)
+    close(linalg.inv(A, False, True), jsl.inv(spd, False, True), 1e-4)
+    close(linalg.det(A, overwrite_a=True, check_finite=False), jsl.det(spd), 1e-3)
+    # a stack of vectors for the Cholesky path, as jax.scipy reads it
+    stack = np.stack([spd, 2 * spd]).astype(np.float32)
+    vectors = rng.standard_normal((2, 8)).astype(np.float32)
+    got = linalg.solve(place(stack, m24, P("x")), place(vectors, m24, P("x")), assume_a="pos")
+    want = np.linalg.solve(stack.astype(np.float64), vectors[..., None].astype(np.float64))
+    close(got, want[..., 0], 1e-4)
+    # rectangular stacks: jax's own lu_factor, where they lie
+    tall = rng.standard_normal((2, 8, 4)).astype(np.float32)
+    lu, piv = linalg.lu_factor(place(tall, m24, P("x")))
+    want_lu, want_piv = jsl.lu_factor(tall)
+    close(lu, want_lu, 1e-5)
+    np.testing.assert_array_equal(np.asarray(piv), np.asarray(want_piv))
     for method in (None, "lu", "qr"):
         close(linalg.slogdet(A, method=method)[1], jnp.linalg.slogdet(spd)[1], 1e-4)
     with pytest.raises(ValueError, match="unknown method 'svd'"):
@@ -236,6 +253,26 @@ def test_batched_results_in_the_callers_layout():
     close(inv, np.linalg.inv(a), 1e-4)
     assert inv.sharding.spec == P("rows", None, None)
     assert linalg.det(A).sharding.spec == P("rows")
+    # the stacked Cholesky, eigvalsh and QR compute on every device, and return the
+    # caller's layout too
+    spd = jax.device_put(a @ np.swapaxes(a, -1, -2), row)
+    c = linalg.cholesky(spd)
+    w = linalg.eigvalsh(spd)
+    q = linalg.qr(A)[0]
+    assert c.sharding.spec == q.sharding.spec == P("rows", None, None)
+    assert w.sharding.spec == P("rows", None)
+    close(c - spd, np.linalg.cholesky(np.asarray(spd)) - np.asarray(spd), 1e-4)
+    replicated = jax.device_put(a @ np.swapaxes(a, -1, -2), NamedSharding(mesh, P()))
+    assert linalg.cholesky(replicated).sharding.spec == P(None, None, None)
+
+
+def test_tensorinv_of_a_higher_rank_array_on_an_explicit_mesh(m24):
+    """The matrix's inverse is reshaped back by XLA (no sharding rule splits its blocks)."""
+    rng = np.random.default_rng(10)
+    a = (rng.standard_normal((8, 8)) + 8 * np.eye(8)).astype(np.float32)
+    for shape, ind in (((2, 4, 2, 4), 2), ((8, 2, 4), 1)):
+        got = linalg.tensorinv(put(a.reshape(shape), m24), ind=ind)
+        close(got, jnp.linalg.tensorinv(a.reshape(shape), ind=ind), 1e-4)
 
 
 # ----------------------------------------------------------------- errors

@@ -111,6 +111,26 @@ def divides(shape: Sequence[int], layout: Sequence[Axes], mesh: AbstractMesh) ->
     return all(s % math.prod(mesh.shape[ax] for ax in e) == 0 for s, e in zip(shape, layout))
 
 
+def arrived_layout(
+    full: tuple[int, ...], source: Layout | None, replicated: bool, mesh: AbstractMesh
+) -> Layout | None:
+    """The batch layout a stacked call's results come back in, as jnp returns them.
+
+    ``source`` is the stack's batch layout (``None``: unseen) and ``replicated``
+    whether every operand arrived replicated. Sharded along the batch: back in
+    ``source``; every operand replicated: replicated; else (or where that does
+    not divide ``full``) ``None``, the kernel's own layout.
+    """
+    arrived = None
+    if source is not None and any(source):
+        arrived = tuple(source)
+    elif replicated:
+        arrived = ((),) * len(full)
+    if arrived is not None and not divides(full, arrived, mesh):
+        arrived = None
+    return arrived
+
+
 def relayout(
     x: jax.Array, src: Layout | None, dst: Layout, mesh: AbstractMesh, *, final: bool = True
 ) -> jax.Array:

@@ -18,9 +18,16 @@ import jax.numpy as jnp
 from jax.sharding import AbstractMesh
 from jax.sharding import PartitionSpec as P
 
-from .batch_layout import entry_axes, kernel_layout, layout_spec, relayout, source_layout
+from .batch_layout import (
+    arrived_layout,
+    entry_axes,
+    kernel_layout,
+    layout_spec,
+    relayout,
+    source_layout,
+)
 from .lapack_batch import in_member_chunks, members_per_call
-from .mesh import fitting_spec, run_on_mesh, shard_map
+from .mesh import constrain, fitting_spec, run_on_mesh, shard_map
 from .plan import mesh_of
 
 
@@ -43,8 +50,11 @@ def stack(
       mesh: the call's mesh (``None``: read off the operands).
 
     Returns:
-      ``fn(*xs)`` in the batch layout of distla's batched solves (every mesh
-      axis on a batch dimension), the largest even one that fits.
+      ``fn(*xs)``, computed in the batch layout of distla's batched solves (every
+      mesh axis on a batch dimension, the largest even one that fits) and
+      returned as jnp returns it: in the stack's own batch layout where it is
+      sharded along the batch, replicated where every operand is, else in that
+      kernel layout.
     """
     if mesh is None:
         mesh = mesh_of(*xs, names=tuple(f"x{i}" for i in range(len(xs))))
@@ -57,29 +67,39 @@ def stack(
             source = None if source is None else source[: len(full)]
             break
     layout, _ = kernel_layout(full, source, mesh)
+    sources = [source_layout(x, mesh) for x in xs]  # read outside: see _batch_layout.source_layout
+    replicated = all(s is not None and not any(s) for s in sources)
+    arrived = arrived_layout(full, source, replicated, mesh)
 
-    def spec(shape, core):
-        return fitting_spec(shape, mesh, layout_spec(layout + ((),) * core))
+    def spec(shape, core, where=layout):
+        return fitting_spec(shape, mesh, layout_spec(where + ((),) * core))
 
     out = jax.eval_shape(fn, *(jax.ShapeDtypeStruct(x.shape, x.dtype) for x in xs))
     out_specs = jax.tree.map(lambda o: spec(o.shape, out_core), out)
+    # computed in the kernel's layout (every mesh axis on the batch), returned in the one
+    # the stack arrived in, as jnp returns it
+    back = out_specs if arrived is None else jax.tree.map(
+        lambda o: spec(o.shape, out_core, arrived), out)
 
+    # an operand with part of the batch (b of shape (4, n, k) against a of (2, 4, n, n)) is
+    # broadcast to all of it, as jnp broadcasts it; one with no batch is shared, replicated
     in_specs = tuple(
-        spec(x.shape, c) if bt == full else P() for x, bt, c in zip(xs, batches, cores)
+        spec(full + x.shape[x.ndim - c :], c) if bt else P()
+        for x, bt, c in zip(xs, batches, cores)
     )
     local = all(  # every device holds whole members: run fn on them in shard_map
         all(e is None for e in tuple(s)[len(full) :])
         for s in (*in_specs, *jax.tree.leaves(out_specs, is_leaf=lambda s: isinstance(s, P)))
     )
 
-    sources = [source_layout(x, mesh) for x in xs]  # read outside: see _batch_layout.source_layout
-
     def body(*ys):
         moved = []
-        for y, bt, s, src in zip(ys, batches, in_specs, sources):
+        for y, bt, c, s, src in zip(ys, batches, cores, in_specs, sources):
             if bt == full:
                 dst = tuple(entry_axes(e) for e in tuple(s) + (None,) * y.ndim)[: y.ndim]
                 y = relayout(y, src, dst, mesh)
+            elif bt:
+                y = constrain(jnp.broadcast_to(y, full + y.shape[y.ndim - c :]), s)
             moved.append(y)
         if local:
             largest = max(max(x.shape[x.ndim - c :], default=1) for x, c in zip(xs, cores))
@@ -87,7 +107,7 @@ def stack(
             return shard_map(per_device, in_specs=in_specs, out_specs=out_specs)(*moved)
         return fn(*moved)  # members split over devices: XLA partitions fn
 
-    return jax.jit(lambda *ys: run_on_mesh(body, mesh, out_specs, *ys))(*xs)
+    return jax.jit(lambda *ys: run_on_mesh(body, mesh, back, *ys))(*xs)
 
 
 def vmappable(one: Callable[..., Any], stacked: Callable[..., Any]) -> Callable[..., Any]:

@@ -63,7 +63,7 @@ from distla.kernels import batched as kernels
 
 from .._core.batch_layout import (
     Layout,
-    divides,
+    arrived_layout,
     entry_axes,
     fill_batch,
     kernel_layout,
@@ -431,13 +431,8 @@ def _layouts(shapes, mesh, cores, out_cores, sources):
     # results: the batch layout the stack arrived in, as jnp returns it; unknown:
     # the kernel layout, for a padded batch the largest even layout that fits
     # (fitting_spec lists the axes of a dimension in mesh order)
-    arrived = None
-    if source_batch is not None and any(source_batch):
-        arrived = source_batch  # sharded along the batch: back in that layout
-    elif known and all(s is not None and not any(s) for s in lifted):
-        arrived = ((),) * nb  # every operand replicated: so is the result, as in jnp
-    if arrived is not None and not divides(full, arrived, mesh):
-        arrived = None
+    replicated = bool(known) and all(s is not None and not any(s) for s in lifted)
+    arrived = arrived_layout(full, source_batch, replicated, mesh)
     out_specs = tuple(
         layout_spec(arrived + ((),) * len(oc))
         if arrived is not None

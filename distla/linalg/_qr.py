@@ -302,6 +302,12 @@ def _batched_call(a, *, mode, call: Plan, source):
             results.append(y)
         return results[0] if mode == "r" else tuple(results)
 
+    # returned as jnp returns it: in the stack's own batch layout (or replicated)
+    arrived = layouts.arrived_layout(
+        batch, None if source is None else source[:nbd],
+        source is not None and not any(source), mesh)
+    if arrived is not None:
+        out_specs = tuple(layouts.layout_spec(arrived + ((), ())) for _ in cores)
     out = out_specs[0] if mode == "r" else out_specs
     return run_on_mesh(body, mesh, out, a)
 

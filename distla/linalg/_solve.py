@@ -44,6 +44,7 @@ from .._core.mesh import (
     axes_taken_by_vmap,
     drop_trivial_sharding,
     fitting_spec,
+    grid_of,
     is_explicit,
     natural_spec,
     operand_mesh,
@@ -129,7 +130,8 @@ def lu_factor(
     Differentiable for one square matrix (jax's LU derivative).
 
     Raises:
-      ValueError: ``a`` has fewer than 2 dimensions, or is a non-square stack.
+      ValueError: ``a`` has fewer than 2 dimensions. (A stack of rectangular
+        matrices is factored by ``jax.scipy.linalg.lu_factor`` where it lies.)
       TypeError: dtypes jnp would not promote (or float16, which jax's LAPACK lacks).
 
     See also: ``jax.scipy.linalg.lu_factor``, ``distla.linalg.lu_solve``.
@@ -137,13 +139,15 @@ def lu_factor(
     what = "distla.linalg.lu_factor"
     _check_scipy_flags(what, overwrite_a=overwrite_a, check_finite=check_finite)
     a = as_array(a, "a", what)
-    if a.ndim != 2:
+    if a.ndim < 2:
         square(a, what)
     dtype = result_dtype(what, a)
     a = a.astype(dtype)
     call = resolve(a, names=("a",), dtype=dtype, block_size=block_size)
     if call is None or is_empty(a):
         return empty_or_one_device(jsl.lu_factor, a)
+    if a.ndim > 2 and a.shape[-1] != a.shape[-2]:
+        return jsl.lu_factor(a)  # jax's own: each member where it lies, no communication
     if a.ndim > 2:
         return _batched.lu_factor(a, call=call)
     one = planned("lu", plan, jsl.lu_factor, a, mesh=call.mesh, what=what)
@@ -394,13 +398,13 @@ _ASSUME_A = ("gen", "sym", "her", "pos")
 def solve(
     a: jax.typing.ArrayLike,
     b: jax.typing.ArrayLike,
-    *,
-    assume_a: str = "gen",
     lower: bool = False,
     overwrite_a: bool = False,
     overwrite_b: bool = False,
     debug: bool = False,
     check_finite: bool = True,
+    assume_a: str = "gen",
+    *,
     block_size: int | None = None,
     factor_dtype: jax.typing.DTypeLike | None = None,
     plan: str = "auto",
@@ -417,7 +421,8 @@ def solve(
       b: ``[n]`` vector or ``[..., n, k]`` matrices (one-device operands are
         moved onto ``a``'s mesh). As in the installed jax (numpy 2 rules), a
         ``[B, n]`` right-hand side for a ``[B, n, n]`` stack is not a stack of
-        vectors: use ``solve(a, b[..., None])[..., 0]``.
+        vectors: use ``solve(a, b[..., None])[..., 0]``; with
+        ``assume_a="pos"`` it is, as in ``jax.scipy.linalg.solve``.
       assume_a: ``"gen"``, ``"sym"``, ``"her"`` or ``"pos"``, as in
         ``jax.scipy.linalg.solve``. ``"pos"`` on one sharded matrix runs the
         distributed Cholesky (:func:`cho_factor`); every other case, and
@@ -463,6 +468,11 @@ def solve(
         )
     a = as_array(a, "a", what)
     b = as_array(b, "b", what)
+    if assume_a == "pos" and a.ndim > 2 and a.ndim == b.ndim + 1 and b.shape[-1] == a.shape[-1]:
+        # jax.scipy's Cholesky path (not jnp's numpy 2 rules) reads [..., n] as one
+        # vector per member of an [..., n, n] stack
+        return solve(a, b[..., None], assume_a=assume_a, lower=lower, block_size=block_size,
+                     factor_dtype=factor_dtype, plan=plan)[..., 0]
     vector = _solve_shapes(a, b, what)
     dtype = result_dtype(what, a, b)
     a, b = a.astype(dtype), b.astype(dtype)
@@ -506,7 +516,12 @@ def _symmetrize(a, *, lower):
 
 @one_program
 def det(
-    a: jax.typing.ArrayLike, *, block_size: int | None = None, plan: str = "auto"
+    a: jax.typing.ArrayLike,
+    overwrite_a: bool = False,
+    check_finite: bool = True,
+    *,
+    block_size: int | None = None,
+    plan: str = "auto",
 ) -> jax.Array:
     """Determinant, as ``jnp.linalg.det``.
 
@@ -517,7 +532,8 @@ def det(
     Args:
       a: ``[n, n]`` matrix or ``[..., n, n]`` stack; integer and bool inputs
         promote to the default float.
-
+      overwrite_a: accepted and ignored, as in ``jax.scipy.linalg.det``.
+      check_finite: accepted and ignored, as in ``jax.scipy.linalg.det``.
       plan: ``"auto"``, ``"distributed"`` or ``"one_device"`` for one sharded
         matrix, as :func:`solve`'s (the one-device plan runs jnp's function).
 
@@ -528,6 +544,7 @@ def det(
       cofactor construction: right for rank ``n - 1`` with the zero pivot
       last, zero for lower rank or an overflowing det), as jnp's.
     """
+    _check_scipy_flags("distla.linalg.det", overwrite_a=overwrite_a, check_finite=check_finite)
     a, call = _square_operand(a, "distla.linalg.det", block_size)
     if call is None or is_empty(a):
         return empty_or_one_device(jnp.linalg.det, a)
@@ -584,13 +601,19 @@ def slogdet(
 
 @one_program
 def inv(
-    a: jax.typing.ArrayLike, *, block_size: int | None = None, plan: str = "auto"
+    a: jax.typing.ArrayLike,
+    overwrite_a: bool = False,
+    check_finite: bool = True,
+    *,
+    block_size: int | None = None,
+    plan: str = "auto",
 ) -> jax.Array:
     """Inverse, as ``jnp.linalg.inv``: ``lu_solve`` against the identity.
 
     Args:
       a: ``[n, n]`` matrix or ``[..., n, n]`` stack.
-
+      overwrite_a: accepted and ignored, as in ``jax.scipy.linalg.inv``.
+      check_finite: accepted and ignored, as in ``jax.scipy.linalg.inv``.
       plan: ``"auto"``, ``"distributed"`` or ``"one_device"`` for one sharded
         matrix, as :func:`solve`'s (the one-device plan runs jnp's function).
 
@@ -598,6 +621,7 @@ def inv(
       ``a^{-1}`` in ``a``'s layout (2D blocks, or sharded along the batch).
       Singular ``a`` gives inf/nan.
     """
+    _check_scipy_flags("distla.linalg.inv", overwrite_a=overwrite_a, check_finite=check_finite)
     a, call = _square_operand(a, "distla.linalg.inv", block_size)
     if call is None or is_empty(a):
         return empty_or_one_device(_inv_one_device, a)
@@ -637,9 +661,25 @@ def tensorinv(a: jax.typing.ArrayLike, ind: int = 2) -> jax.Array:
         raise ValueError(
             f"{what}: the first {ind} axes of a {a.shape} hold {n} elements, the rest "
             f"{math.prod(cols)}; they must match (choose ind so that they do)")
-    matrix = a if a.ndim == 2 else a.reshape(n, n)
-    out = inv(matrix)
-    return out if a.ndim == 2 else out.reshape(cols + rows)
+    if a.ndim == 2:
+        return inv(a)
+    mesh = getattr(jax.typeof(a).sharding, "mesh", None)
+    if mesh is None or mesh.size <= 1 or not is_explicit(mesh):
+        return inv(a.reshape(n, n)).reshape(cols + rows)
+    # an Explicit reshape that merges or splits sharded dimensions may have no sharding
+    # rule: XLA moves the blocks, the matrix's row axis onto the first row dimension,
+    # its column axis onto the first column dimension, where they divide
+    grid = grid_of(mesh, what=what)
+    out = inv(_reshaped(a, (n, n), fitting_spec((n, n), mesh, grid.block_spec)))
+    spec = fitting_spec(cols + rows, mesh, P(grid.row, *[None] * (len(cols) - 1),
+                                             grid.col, *[None] * (len(rows) - 1)))
+    return _reshaped(out, cols + rows, spec)
+
+
+@functools.partial(jax.jit, static_argnames=("shape", "spec"))
+def _reshaped(x, shape, spec):
+    """``x.reshape(shape)``, laid out ``spec`` on ``x``'s mesh."""
+    return run_on_mesh(lambda y: y.reshape(shape), jax.typeof(x).sharding.mesh, spec, x)
 
 
 @one_program
