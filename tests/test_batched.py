@@ -652,6 +652,18 @@ def _one_matrix_solve(a, b):
     return jax.lax.custom_linear_solve(matvec, b, lu_solve(0), lu_solve(1))
 
 
+@pytest.mark.parametrize("kind", ["auto", "explicit"])
+def test_vmap_of_polar_at_an_odd_order(kind):
+    """Each device runs jax's QDWH on its members; its convergence flag starts unvarying,
+    which a checked shard_map refused at n = 13."""
+    mesh = build_mesh((2, 4), kind)
+    a = np.random.default_rng(12).random((4, 13, 13)).astype(np.float32)
+    u, p = jax.vmap(distla.linalg.polar)(put(a, mesh, P("x", None, None)))
+    ru, rp = jax.vmap(jsl.polar)(a)
+    np.testing.assert_allclose(np.asarray(u), np.asarray(ru), atol=2e-4)
+    np.testing.assert_allclose(np.asarray(p), np.asarray(rp), atol=2e-4)
+
+
 def test_vmap_rule_routes_to_the_batched_solve():
     mesh = build_mesh((2, 4), "explicit")
     rng = np.random.default_rng(18)

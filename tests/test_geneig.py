@@ -139,6 +139,17 @@ def test_float32_and_one_device_plan():
         check_values(w2, scipy.linalg.eigh(a, b, eigvals_only=True), a, b, np.float32)
         w3, x3 = L.eigh(da, db, subset_by_value=(w2[-1] + 1, w2[-1] + 2))
         assert w3.shape == (0,) and x3.shape == (37, 0)
+    # an empty window outside a mesh context (an eager empty slice of an Explicit
+    # array fails in jax), on both plans, with and without b
+    above = float(np.asarray(w2)[-1]) + 1
+    for plan in ("auto", "distributed"):
+        for pencil in ((da, db), (da,)):
+            w4, x4 = L.eigh(*pencil, subset_by_value=(above, above + 1), plan=plan)
+            assert w4.shape == (0,) and x4.shape == (37, 0)
+    # scipy's turbo (ignored) and eigvals (subset_by_index's older name)
+    w5 = L.eigh(a, turbo=False, eigvals=(1, 3), eigvals_only=True)
+    np.testing.assert_allclose(np.asarray(w5), scipy.linalg.eigh(a, subset_by_index=(1, 3),
+                                                                  eigvals_only=True), rtol=1e-4)
 
 
 @pytest.mark.parametrize("kind", [1, 3])

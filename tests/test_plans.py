@@ -333,6 +333,13 @@ def test_eig_takes_one_device_not_every_device(kind):
                                   np.asarray(w))
     with pytest.raises(ValueError, match="plan must be one of"):
         distla.linalg.eigvals(x, plan="gather")
+    # a stack sharded along its batch: each device its own members, as jnp's; no gather
+    stack = jax.device_put(np.stack([a] * 4), NamedSharding(mesh, P("x", None, "y")))
+    ws, vs = distla.linalg.eig(stack)
+    assert ws.sharding.spec[0] == "x" and vs.sharding.spec[0] == "x"
+    assert distla.linalg.qr(stack, mode="raw")[0].sharding.spec[0] == "x"
+    np.testing.assert_allclose(np.asarray(distla.linalg.eigvals(stack))[2], np.asarray(w),
+                               rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.parametrize("kind", ["auto", "explicit"])

@@ -304,6 +304,10 @@ def test_svd_jvp(mesh24):
     u, s, vh, du, ds, dvh = (np.asarray(t, np.float64) for t in (u, s, vh, du, ds, dvh))
     rec = (du * s) @ vh + (u * ds) @ vh + (u * s) @ dvh
     np.testing.assert_allclose(rec, da, atol=1e-3 * np.abs(da).max() * N)
+    # a square matrix: full_matrices=True (the default) has the same factors, and jnp
+    # differentiates it; so does the distributed plan
+    ds3 = jax.jvp(lambda x: linalg.svd(x, plan="distributed")[1], (x,), (dx,))[1]
+    np.testing.assert_allclose(np.asarray(ds3), np.asarray(rds), atol=1e-3 * np.abs(rds).max())
 
 
 def test_polar_jvp(mesh24):

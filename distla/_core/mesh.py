@@ -273,10 +273,23 @@ def drop_trivial_sharding(x: Any) -> Any:
 
 
 def replicated(x: Any) -> Any:
-    """``x`` replicated on its ``Explicit`` mesh (a whole copy on every device), for the
-    few documented paths that hand a sharded operand to a one-device jax routine whose
-    sharding rule refuses split matrix dimensions (``qr(mode="raw")``). Others as given."""
-    return _whole_on_each_device(x, only_one_device=False)
+    """``x`` with whole matrices on every device of its ``Explicit`` mesh, for the few
+    documented paths that hand a sharded operand to a one-device jax routine whose
+    sharding rule refuses split matrix dimensions (``qr(mode="raw")``, ``eig``). A
+    stack keeps its batch dimensions' layout (each device its own members, as jnp's
+    routines take them); a single matrix is replicated. Others as given."""
+    if not isinstance(x, jax.Array) or x.ndim <= 2:
+        return _whole_on_each_device(x, only_one_device=False)
+    sharding = jax.typeof(x).sharding
+    mesh = getattr(sharding, "mesh", None)
+    if not isinstance(mesh, AbstractMesh) or not is_explicit(mesh):
+        return x
+    spec = tuple(sharding.spec) + (None,) * (x.ndim - len(sharding.spec))
+    if spec[-2:] == (None, None):
+        return x
+    concrete = getattr(x, "sharding", None)
+    target = concrete.mesh if isinstance(concrete, NamedSharding) else mesh
+    return jax.sharding.reshard(x, NamedSharding(target, P(*spec[:-2], None, None)))
 
 
 def _whole_on_each_device(x: Any, *, only_one_device: bool) -> Any:

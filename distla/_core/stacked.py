@@ -104,7 +104,10 @@ def stack(
         if local:
             largest = max(max(x.shape[x.ndim - c :], default=1) for x, c in zip(xs, cores))
             per_device = in_member_chunks(fn, cores, members_per_call(mesh, largest))
-            return shard_map(per_device, in_specs=in_specs, out_specs=out_specs)(*moved)
+            # check_vma=False: jax's own loops (QDWH's convergence flag) carry unvarying
+            # constants that the members make varying, which a checked shard_map refuses
+            return shard_map(per_device, in_specs=in_specs, out_specs=out_specs,
+                             check_vma=False)(*moved)
         return fn(*moved)  # members split over devices: XLA partitions fn
 
     return jax.jit(lambda *ys: run_on_mesh(body, mesh, back, *ys))(*xs)

@@ -98,10 +98,11 @@ def _columns(v, *, lo, hi):
 
 
 def _select_index(w, v, lo, hi, *, sharded=True):
+    if hi == lo:  # nothing selected: empty results with no mesh, as every zero-size result
+        empty = jnp.zeros((0,), w.dtype)  # (an eager empty slice of an Explicit w fails)
+        return empty if v is None else (empty, jnp.zeros((v.shape[0], 0), v.dtype))
     if v is None:
         return w[lo:hi]
-    if hi == lo:  # nothing selected: no zero-size shard_map result
-        return w[lo:hi], jnp.zeros((v.shape[0], 0), v.dtype)
     return w[lo:hi], (_columns(v, lo=lo, hi=hi) if sharded else v[:, lo:hi])
 
 
@@ -393,6 +394,8 @@ def eigh(
     subset_by_index: tuple[int, int] | None = None,
     subset_by_value: tuple[float, float] | None = None,
     driver: str | None = None,
+    turbo: bool = True,
+    eigvals: tuple[int, int] | None = None,
     plan: str = "auto",
 ) -> EighResult | tuple[jax.Array, jax.Array] | jax.Array:
     """Hermitian eigenproblems, as ``jnp.linalg.eigh`` and ``scipy.linalg.eigh``.
@@ -435,6 +438,9 @@ def eigh(
         scipy. The count is known only from the values, so this form needs
         concrete operands (not under ``jax.jit``).
       driver: accepted and ignored (LAPACK's driver; distla has one route).
+      turbo: accepted and ignored, as in ``jax.scipy``.
+      eigvals: scipy's older name of ``subset_by_index`` (``jax.scipy`` takes
+        only ``None``).
       plan: ``"auto"`` (below the one-device budget the whole problem runs
         with jnp's functions on one device and comes back in the same
         layouts), ``"distributed"`` or ``"one_device"``.
@@ -457,6 +463,11 @@ def eigh(
     See also: ``scipy.linalg.eigh``, ``jnp.linalg.eigh``, :func:`eigvalsh`.
     """
     what = "distla.linalg.eigh"
+    if eigvals is not None:
+        if subset_by_index is not None:
+            raise ValueError(f"{what}: give subset_by_index or eigvals (its older name), "
+                             "not both")
+        subset_by_index = eigvals
     b, UPLO, symmetrize_input = _jnp_positional(b, UPLO, symmetrize_input)
     if UPLO not in (None, "L", "U"):
         raise ValueError(f"{what}: UPLO must be one of None, 'L', or 'U'; got {UPLO!r}")

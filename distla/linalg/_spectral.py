@@ -443,7 +443,8 @@ def _svd_tangent(u, s, vh, da):
 
 
 def _svd_diff(a, *, full_matrices, compute_uv):
-    """The SVD of one matrix with jax's JVP rule (``full_matrices=False`` or values only)."""
+    """The SVD of one matrix with jax's JVP rule (``full_matrices=False``, a square
+    matrix, or values only)."""
 
     def primal(a):
         if not compute_uv:  # the eigenvalues of [[0, r], [rᴴ, 0]] by tridiagonal reduction
@@ -455,9 +456,10 @@ def _svd_diff(a, *, full_matrices, compute_uv):
 
     def rule(primals, tangents):
         (a,), (da,) = primals, tangents
-        if compute_uv and full_matrices:
+        if compute_uv and full_matrices and a.shape[-1] != a.shape[-2]:  # square: the same
             raise NotImplementedError(
-                "distla.linalg.svd: the derivative needs full_matrices=False (as jax's)")
+                "distla.linalg.svd: the derivative of a non-square matrix's SVD needs "
+                "full_matrices=False (as jax's)")
         if compute_uv:
             u, s, vh = fn(a)
         else:
