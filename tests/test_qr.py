@@ -228,8 +228,22 @@ def test_derivatives_match_jnp(shape):
         ref = derivatives(jnp.linalg.qr, a, da)
         for g, r in zip(got, ref):
             np.testing.assert_allclose(g, r, rtol=1e-8, atol=1e-10)
-        with pytest.raises(NotImplementedError, match="m >= n"):
-            jax.jvp(linalg.qr, (place(a.T, mesh),), (place(da.T, mesh),))
+        # wide: jax's rule for m < n (the square block's rule, then dr2 = dqᴴ a2 + qᴴ da2)
+        wide = jax.jvp(f(linalg.qr), (place(a.T, mesh),), (place(da.T, mesh),))[1]
+        np.testing.assert_allclose(wide, jax.jvp(f(jnp.linalg.qr), (a.T,), (da.T,))[1],
+                                   rtol=1e-8, atol=1e-10)
+        # a tall matrix's complete QR: jax's rule for the last m - n columns of dq
+        full = jax.jvp(lambda x: linalg.qr(x, mode="complete"), (place(a, mesh),),
+                       (place(da, mesh),))[1]
+        want = jax.jvp(lambda x: jnp.linalg.qr(x, mode="complete"), (a,), (da,))[1]
+        # the last m - n columns of q are any orthonormal completion: compare dr, and dq
+        # through the invariant (q dq)ᴴ-skew identity qᴴ dq + dqᴴ q = 0 on our own q
+        np.testing.assert_allclose(full[1], want[1], rtol=1e-8, atol=1e-10)
+        q_full = linalg.qr(place(a, mesh), mode="complete")[0]
+        skew = np.asarray(q_full).T @ np.asarray(full[0])
+        np.testing.assert_allclose(skew + skew.T, 0, atol=1e-9)
+        if np.allclose(q_full, jnp.linalg.qr(a, mode="complete")[0], atol=1e-12):  # Householder
+            np.testing.assert_allclose(full[0], want[0], rtol=1e-8, atol=1e-10)
 
 
 # --------------------------------------------------------------------------- cost

@@ -195,30 +195,68 @@ def stages_for(panels: int) -> int:
 # --------------------------------------------------------------------------- derivatives
 
 
-@functools.partial(jax.jit, static_argnames=("call",))
-def _tangents(q, r, da, *, call: Plan):
-    """``(dq, dr)`` of ``a = q r`` along ``da`` (jax's ``qr_jvp_rule``, m >= n).
+def _thin_tangent(q, r, da):
+    """``(dq, dr)`` of ``a = q r`` along ``da`` for ``q`` ``m x n``, ``r`` ``n x n``
+    (jax's ``qr_jvp_rule``, m >= n), in plain jnp operations."""
+    n = r.shape[-1]
+    hi = HIGHEST
+    dx_rinv = lax.linalg.triangular_solve(r, da, left_side=False, lower=False)
+    qt_dx_rinv = jnp.matmul(jnp.conj(q).T, dx_rinv, precision=hi)
+    lower = jnp.tril(qt_dx_rinv, -1)
+    do = lower - jnp.conj(lower).T  # skew-Hermitian
+    eye = jnp.eye(n, dtype=do.dtype)
+    do = do + eye * (qt_dx_rinv - jnp.real(qt_dx_rinv).astype(qt_dx_rinv.dtype))
+    dq = jnp.matmul(q, do - qt_dx_rinv, precision=hi) + dx_rinv
+    dr = jnp.matmul(qt_dx_rinv - do, r, precision=hi)
+    return dq, dr
 
-    Only differentiation uses it; written with plain jnp operations (``n x n``
-    triangular solve and products) and left to XLA's partitioner.
+
+def _wide_tangent(q, r, a, da):
+    """jax's wide case (m < n): with ``a = [a1 a2]``, ``a1`` square, ``a1 = q r1`` takes the
+    square rule and ``r2 = qᴴ a2`` gives ``dr2 = dqᴴ a2 + qᴴ da2``."""
+    m = q.shape[-1]
+    dq, dr1 = _thin_tangent(q, r[:, :m], da[:, :m])
+    dr2 = (jnp.matmul(jnp.conj(dq).T, a[:, m:], precision=HIGHEST)
+           + jnp.matmul(jnp.conj(q).T, da[:, m:], precision=HIGHEST))
+    return dq, jnp.concatenate([dr1, dr2], axis=1)
+
+
+def _complete_tangent(q, r, a, da):
+    """jax's tall ``mode="complete"`` case: the thin rule for the first ``n`` columns of
+    ``q``, and the last ``m - n`` from Roberts and Roberts (arXiv 2409.13374, eqs. 32-33):
+    ``z = q_pn (q_nn - I)⁻¹``, ``dq_mp = dq_mn zᴴ - (q_mn + q_mp z)(dq_pn - z dq_nn)ᴴ``."""
+    del a
+    m, n = da.shape
+    hi = HIGHEST
+    q_mn, q_mp = q[:, :n], q[:, n:]
+    dq_mn, dr_nn = _thin_tangent(q_mn, r[:n], da)
+    q_nn, q_pn = q_mn[:n], q_mn[n:]
+    eye = jnp.eye(n, dtype=q.dtype)
+    z_h = jnp.linalg.solve(jnp.conj(q_nn - eye).T, jnp.conj(q_pn).T)  # zᴴ
+    z = jnp.conj(z_h).T
+    dq_mp = (jnp.matmul(dq_mn, z_h, precision=hi)
+             - jnp.matmul(q_mn + jnp.matmul(q_mp, z, precision=hi),
+                          jnp.conj(dq_mn[n:] - jnp.matmul(z, dq_mn[:n], precision=hi)).T,
+                          precision=hi))
+    dq = jnp.concatenate([dq_mn, dq_mp], axis=1)
+    dr = jnp.concatenate([dr_nn, jnp.zeros((m - n, n), dr_nn.dtype)], axis=0)
+    return dq, dr
+
+
+@functools.partial(jax.jit, static_argnames=("call",))
+def _tangents(q, r, a, da, *, call: Plan):
+    """``(dq, dr)`` of ``a = q r`` along ``da`` (jax's ``qr_jvp_rule``; reduced ``q``).
+
+    Only differentiation uses it; written with plain jnp operations (an ``n x n``
+    (or ``m x m``) triangular solve and products) and left to XLA's partitioner.
     """
     mesh, grid = call.mesh, call.grid
-    n = r.shape[-1]
-
-    def body(q, r, da):
-        hi = HIGHEST
-        dx_rinv = lax.linalg.triangular_solve(r, da, left_side=False, lower=False)
-        qt_dx_rinv = jnp.matmul(jnp.conj(q).T, dx_rinv, precision=hi)
-        lower = jnp.tril(qt_dx_rinv, -1)
-        do = lower - jnp.conj(lower).T  # skew-Hermitian
-        eye = jnp.eye(n, dtype=do.dtype)
-        do = do + eye * (qt_dx_rinv - jnp.real(qt_dx_rinv).astype(qt_dx_rinv.dtype))
-        dq = jnp.matmul(q, do - qt_dx_rinv, precision=hi) + dx_rinv
-        dr = jnp.matmul(qt_dx_rinv - do, r, precision=hi)
-        return dq, dr
-
     out = tuple(fitting_spec(x.shape, mesh, grid.block_spec) for x in (q, r))
-    return run_on_mesh(body, mesh, out, q, r, da)
+    if q.shape[0] < r.shape[1]:
+        return run_on_mesh(_wide_tangent, mesh, out, q, r, a, da)
+    if q.shape[1] > r.shape[1]:  # a tall matrix's complete q (m x m) and r (m x n)
+        return run_on_mesh(_complete_tangent, mesh, out, q, r, a, da)
+    return run_on_mesh(lambda q, r, a, da: _thin_tangent(q, r, da), mesh, out, q, r, a, da)
 
 
 def qr_2d(a, *, mode, call: Plan):
@@ -243,14 +281,8 @@ def qr_2d(a, *, mode, call: Plan):
 
     def rule(primals, tangents):
         (a,), (da,) = primals, tangents
-        if m < n or (mode == "complete" and m != n):
-            raise NotImplementedError(
-                "distla.linalg.qr: the derivative is defined for m >= n (and mode='complete' "
-                f"only for square matrices), as jnp.linalg.qr's; got a of shape {a.shape}, "
-                f"mode={mode!r}"
-            )
-        q, r = qr_2d(a, mode="reduced", call=call)
-        dq, dr = _tangents(q, r, da.astype(call.dtype), call=call)
+        q, r = qr_2d(a, mode="complete" if mode == "complete" else "reduced", call=call)
+        dq, dr = _tangents(q, r, a, da.astype(call.dtype), call=call)
         return (r, dr) if mode == "r" else ((q, r), (dq, dr))
 
     fn.defjvp(rule)
@@ -371,9 +403,11 @@ def qr(
     Raises:
       ValueError: ``a`` has fewer than 2 dimensions, or ``mode`` is unknown.
 
-    Derivatives: as ``jnp.linalg.qr``'s (``m >= n``; ``"complete"`` square
-    only), with the factorisation reused; the tangent's products and
-    ``n x n`` triangular solve are left to XLA's partitioner.
+    Derivatives: as ``jnp.linalg.qr``'s, tall, square and wide (``m < n``: the
+    square block's rule, then ``dr2 = dqᴴ a2 + qᴴ da2``), with the factorisation
+    reused; the tangent's products and ``min(m, n)``-square triangular solve are
+    left to XLA's partitioner; ``mode="complete"`` of a tall matrix as jax forms it
+    (an ``n x n`` solve for the last ``m - n`` columns of ``dq``).
 
     See also: ``jnp.linalg.qr``, ``jax.scipy.linalg.qr``.
     """
