@@ -70,7 +70,11 @@ def tracing() -> bool:
     being traced, so nothing may run eagerly (``jax.set_mesh``, ``device_put``
     and waiting on results, a nested ``jit`` with compiler options).
     """
-    return not jax_core.trace_state_clean()
+    return _TRACE_STATE_CLEAN is not None and not _TRACE_STATE_CLEAN()
+
+
+# (read once; a jax without it leaves concrete operands to the eager routes, as before)
+_TRACE_STATE_CLEAN = getattr(jax_core, "trace_state_clean", None)
 
 
 def _concrete_devices(x: Any):
