@@ -76,8 +76,10 @@ class Cost:
       exact: False when a loop had no known trip count (counted once).
       plan: the plan distla chose while tracing the call: ``"distributed"``,
         ``"one_device"`` (the operands moved to one device and back, below
-        the budget of ``distla.linalg.set_plan_budget``), ``"mixed"`` when
-        its calls chose differently, ``None`` when no call chose one.
+        the budget of ``distla.linalg.set_plan_budget``), for
+        ``distla.matmul`` its algorithm (``"summa"``, ``"cannon"`` or
+        ``"xla"``), ``"mixed"`` when its calls chose differently, ``None``
+        when no call chose one.
       plans: every choice (``family``, ``plan``, ``bytes`` the one-device
         plan moves), in the order the calls were traced.
     """

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import jax
 import jax.numpy as jnp
 from jax import lax
@@ -25,6 +27,8 @@ def matmul(
     algorithm: Algorithm = "auto",
     precision: lax.PrecisionLike = None,
     panels: int | None = None,
+    preferred_element_type: jax.typing.DTypeLike | None = None,
+    out_sharding: Any = None,
 ) -> jax.Array:
     """Distributed ``a @ b`` for matrices sharded on a 1- or 2-axis mesh.
 
@@ -55,6 +59,12 @@ def matmul(
       panels: SUMMA only: number of steps over the contraction dimension
         (``None``: chosen from the operand sizes and the algorithm). More
         panels, less memory.
+      preferred_element_type: the result's dtype, as in ``jnp.matmul``: a
+        wider one is the products' too (``int8`` operands, ``int32`` sums); a
+        narrower one rounds the result.
+      out_sharding: the result's sharding, as in ``jnp.matmul`` (a
+        ``PartitionSpec`` or ``NamedSharding``; ``jax.sharding.reshard`` of the
+        result, with its rules).
 
     Integer and bool operands stay integer/bool as in ``jnp.matmul`` (bool:
     logical and/or); zero-size operands give jnp's result.
@@ -86,10 +96,34 @@ def matmul(
       >>> c.shape, c.sharding.spec
       ((512, 128), PartitionSpec('rows', 'cols'))
     """
+    if preferred_element_type is not None or out_sharding is not None:
+        return _as_asked(a, b, algorithm, precision, panels, preferred_element_type,
+                         out_sharding)
     if on_one_mesh(a, b) and hashable(precision):
         return _compiled_product(a, b, algorithm=algorithm, precision=precision,
                                  panels=panels)
     return checked_product(a, b, algorithm=algorithm, precision=precision, panels=panels)
+
+
+def _as_asked(a, b, algorithm, precision, panels, preferred_element_type, out_sharding):
+    """:func:`matmul` with ``jnp.matmul``'s ``preferred_element_type`` and ``out_sharding``."""
+    if preferred_element_type is not None:
+        want = jnp.dtype(preferred_element_type)
+        a, b = jnp.asarray(a), jnp.asarray(b)
+        have = jnp.result_type(a, b)
+        if jnp.promote_types(have, want) == want:  # wider: the products in it too
+            a, b = a.astype(want), b.astype(want)
+    out = matmul(a, b, algorithm=algorithm, precision=precision, panels=panels)
+    if preferred_element_type is not None:
+        out = out.astype(preferred_element_type)
+    if isinstance(out_sharding, jax.sharding.PartitionSpec):  # on the result's mesh
+        concrete = getattr(out, "sharding", None)  # a tracer has none
+        mesh = (concrete.mesh if isinstance(concrete, jax.sharding.NamedSharding)
+                else jax.typeof(out).sharding.mesh)
+        out_sharding = jax.sharding.NamedSharding(mesh, out_sharding)
+    if out_sharding is not None:
+        out = jax.sharding.reshard(out, out_sharding)
+    return out
 
 
 def model_bytes(

@@ -99,6 +99,28 @@ def test_mixed_dtypes_promote(mesh24):
     assert matmul_ratio(c, a, b) <= THRESHOLD
 
 
+def test_preferred_element_type_and_out_sharding_as_jnp(mesh24):
+    """jnp.matmul's two keywords: int8 operands with int32 sums (jnp's values exactly, no
+    wrap-around), a narrower result rounded, and the result resharded as asked."""
+    rng = np.random.default_rng(2)
+    a = rng.integers(-100, 100, (16, 8)).astype(np.int8)
+    b = rng.integers(-100, 100, (8, 24)).astype(np.int8)
+    c = distla.matmul(place(a, mesh24), place(b, mesh24), preferred_element_type=jnp.int32)
+    want = jnp.matmul(a, b, preferred_element_type=jnp.int32)
+    assert c.dtype == want.dtype == np.int32
+    np.testing.assert_array_equal(np.asarray(c), np.asarray(want))
+    f = random_matrix(rng, (16, 16), np.float32)
+    h = distla.matmul(place(f, mesh24), place(f, mesh24), preferred_element_type=jnp.bfloat16)
+    assert h.dtype == jnp.bfloat16
+    np.testing.assert_allclose(np.asarray(h, np.float32), f @ f, rtol=2e-2, atol=2e-2)
+    if mesh24.axis_types[0] == jax.sharding.AxisType.Explicit:
+        rows = distla.matmul(place(f, mesh24), place(f, mesh24), out_sharding=P("x", None))
+        assert rows.sharding.spec == P("x", None)
+        with jax.set_mesh(mesh24):
+            jitted = jax.jit(lambda x: distla.matmul(x, x, out_sharding=P("x", None)))
+            assert jitted(place(f, mesh24)).sharding.spec == P("x", None)
+
+
 @pytest.mark.parametrize(
     "spec",
     [
