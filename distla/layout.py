@@ -37,8 +37,9 @@ def make_mesh(
         8 devices give ``(2, 4)``, 7 give ``(1, 7)``.
       axis_names: one name per mesh axis.
       devices: the devices to use (default: all of ``jax.devices()``, which
-        spans every process under ``jax.distributed``). Their count must equal
-        the product of ``shape``.
+        spans every process under ``jax.distributed``); a sequence, or an array
+        of devices such as a mesh's ``.devices``, read in row-major order.
+        Their count must equal the product of ``shape``.
       axis_types: ``AxisType.Explicit`` or ``AxisType.Auto`` (one for all
         axes, or one per axis). ``None`` keeps ``jax.make_mesh``'s default
         (``Explicit`` since jax 0.9). distla works on both.
@@ -52,7 +53,8 @@ def make_mesh(
         duplicate axis names.
       TypeError: ``shape`` is not a sequence (``make_mesh(8)``: use ``(8,)``).
     """
-    devs = list(jax.devices() if devices is None else devices)
+    # an array of devices (a mesh's .devices) counts as its devices in row-major order
+    devs = list(jax.devices() if devices is None else np.asarray(devices, dtype=object).flat)
     if not devs:
         raise ValueError("make_mesh: devices is empty; pass devices=None for jax.devices()")
     if len(set(devs)) != len(devs):

@@ -296,6 +296,9 @@ def test_errors_say_what_was_received_and_the_fix(m24):
         distla.make_mesh(None, devices=[])
     with pytest.raises(ValueError, match="a device twice"):
         distla.make_mesh((2, 4), devices=jax.devices()[:4] * 2)
+    # an array of devices, as a mesh holds them: row-major
+    grid = distla.make_mesh((2, 4)).devices
+    assert distla.make_mesh((4, 2), devices=grid).devices.flat[3] == grid.flat[3]
     with pytest.raises(ValueError, match="axis_names must differ"):
         distla.make_mesh((2, 4), ("a", "a"))
     with pytest.raises(ValueError, match="needs 16 devices; 8 given. Start jax with more"):

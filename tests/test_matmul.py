@@ -113,6 +113,10 @@ def test_preferred_element_type_and_out_sharding_as_jnp(mesh24):
     h = distla.matmul(place(f, mesh24), place(f, mesh24), preferred_element_type=jnp.bfloat16)
     assert h.dtype == jnp.bfloat16
     np.testing.assert_allclose(np.asarray(h, np.float32), f @ f, rtol=2e-2, atol=2e-2)
+    # jnp's algorithm presets, as objects and by name
+    for preset in (jax.lax.DotAlgorithmPreset.F32_F32_F32, "F32_F32_F32"):
+        g = distla.matmul(place(f, mesh24), place(f, mesh24), precision=preset)
+        np.testing.assert_allclose(np.asarray(g), f @ f, rtol=1e-4, atol=1e-4)
     if mesh24.axis_types[0] == jax.sharding.AxisType.Explicit:
         rows = distla.matmul(place(f, mesh24), place(f, mesh24), out_sharding=P("x", None))
         assert rows.sharding.spec == P("x", None)

@@ -173,14 +173,15 @@ def canonical_precision(precision: Any, what: str = "distla") -> Any:
     rest on.
 
     Strings and ``lax.Precision`` values are normalised so they can be static
-    arguments of ``jax.jit``.
+    arguments of ``jax.jit``; ``lax.DotAlgorithmPreset`` values (or their names)
+    and ``lax.DotAlgorithm`` pass through, as ``jnp.matmul`` takes them.
 
     Raises:
       ValueError: a value ``jnp.matmul`` would not take, with the accepted ones.
     """
     if precision is None:
         return None
-    if isinstance(precision, lax.Precision):
+    if isinstance(precision, (lax.Precision, lax.DotAlgorithmPreset, lax.DotAlgorithm)):
         return precision
     if isinstance(precision, str):
         try:
@@ -189,14 +190,15 @@ def canonical_precision(precision: Any, what: str = "distla") -> Any:
             try:
                 return lax.Precision[precision.upper()]
             except KeyError:
-                pass
+                if precision.upper() in lax.DotAlgorithmPreset.__members__:  # as jnp takes it
+                    return lax.DotAlgorithmPreset[precision.upper()]
     elif isinstance(precision, (list, tuple)) and len(precision) == 2:
         return tuple(canonical_precision(p, what) for p in precision)
     names = ", ".join(repr(p.name) for p in lax.Precision)
     raise ValueError(
         f"{what}: precision must be None, a jax.lax.Precision, one of the strings {names} "
-        f"(any case; also 'bfloat16', 'tensorfloat32', 'float32'), or a pair of them; got "
-        f"{precision!r}"
+        f"(any case; also 'bfloat16', 'tensorfloat32', 'float32'), a pair of them, or a "
+        f"jax.lax.DotAlgorithmPreset (or its name) or DotAlgorithm; got {precision!r}"
     )
 
 
