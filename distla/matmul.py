@@ -109,10 +109,13 @@ def _as_asked(a, b, algorithm, precision, panels, preferred_element_type, out_sh
     """:func:`matmul` with ``jnp.matmul``'s ``preferred_element_type`` and ``out_sharding``."""
     if preferred_element_type is not None:
         want = jnp.dtype(preferred_element_type)
+        # an operand that widens to it is cast first, so the products are in it too (as
+        # jnp, which then takes mixed operands without promoting them together, even
+        # under strict promotion: the lattice decides the cast, not the setting)
         a, b = jnp.asarray(a), jnp.asarray(b)
-        have = jnp.result_type(a, b)
-        if jnp.promote_types(have, want) == want:  # wider: the products in it too
-            a, b = a.astype(want), b.astype(want)
+        with jax.numpy_dtype_promotion("standard"):
+            widens = [jnp.promote_types(x.dtype, want) == want for x in (a, b)]
+        a, b = (x.astype(want) if w else x for x, w in zip((a, b), widens))
     out = matmul(a, b, algorithm=algorithm, precision=precision, panels=panels)
     if preferred_element_type is not None:
         out = out.astype(preferred_element_type)

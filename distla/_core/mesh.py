@@ -227,20 +227,10 @@ def run_on_mesh(body: Callable[..., Any], mesh: AbstractMesh, out_specs: Any, *a
     result comes back with the ``Explicit`` sharding ``out_specs`` names.
     Must be called while tracing (inside ``jax.jit``).
     """
-    # A jitted function that closes over concrete operands, with no mesh in context, has
-    # no argument to take its devices from: the result's layouts name the operands'
-    # concrete mesh, so that the program runs on its devices (not on one default device).
-    where = mesh
-    for x in args:
-        m = getattr(getattr(x, "sharding", None), "mesh", None)
-        if isinstance(m, jax.sharding.Mesh) and not isinstance(x, jax.core.Tracer) \
-                and m.abstract_mesh == mesh:
-            where = m
-            break
     # written out, not named_shardings: one call fewer into this module per body
     # (tests/test_walk.py counts them)
     shardings = jax.tree.map(
-        lambda s: NamedSharding(where, s), out_specs, is_leaf=lambda s: isinstance(s, P)
+        lambda s: NamedSharding(mesh, s), out_specs, is_leaf=lambda s: isinstance(s, P)
     )
     with jax.sharding.use_abstract_mesh(mesh):
         if is_explicit(mesh):
@@ -282,34 +272,26 @@ def replicated(x: Any) -> Any:
     sharding rule refuses split matrix dimensions (``qr(mode="raw")``, ``eig``). A
     stack keeps its batch dimensions' layout (each device its own members, as jnp's
     routines take them); a single matrix is replicated. Others as given."""
-    if not isinstance(x, jax.Array) or x.ndim <= 2:
-        return _whole_on_each_device(x, only_one_device=False)
-    sharding = jax.typeof(x).sharding
-    mesh = getattr(sharding, "mesh", None)
-    if not isinstance(mesh, AbstractMesh) or not is_explicit(mesh):
-        return x
-    spec = tuple(sharding.spec) + (None,) * (x.ndim - len(sharding.spec))
-    if spec[-2:] == (None, None):
-        return x
-    concrete = getattr(x, "sharding", None)
-    target = concrete.mesh if isinstance(concrete, NamedSharding) else mesh
-    return jax.sharding.reshard(x, NamedSharding(target, P(*spec[:-2], None, None)))
+    return _whole_on_each_device(x, only_one_device=False, keep_batch=True)
 
 
-def _whole_on_each_device(x: Any, *, only_one_device: bool) -> Any:
+def _whole_on_each_device(x: Any, *, only_one_device: bool, keep_batch: bool = False) -> Any:
     """``x`` resharded to ``P()`` if it is split on an ``Explicit`` mesh (of one device
-    only, with ``only_one_device``); anything else as given."""
+    only, with ``only_one_device``; ``keep_batch``: a stack's batch dimensions keep their
+    layout, its matrix dimensions are made whole); anything else as given."""
     if not isinstance(x, jax.Array):
         return x
     sharding = jax.typeof(x).sharding
     mesh = getattr(sharding, "mesh", None)
     if not isinstance(mesh, AbstractMesh) or not is_explicit(mesh):
         return x
-    if (only_one_device and mesh.size != 1) or all(entry is None for entry in sharding.spec):
+    spec = tuple(sharding.spec) + (None,) * (x.ndim - len(sharding.spec))
+    keep = spec[: x.ndim - 2] if keep_batch and x.ndim > 2 else ()
+    if (only_one_device and mesh.size != 1) or all(e is None for e in spec[len(keep):]):
         return x
     concrete = getattr(x, "sharding", None)
     target = concrete.mesh if isinstance(concrete, NamedSharding) else mesh
-    return jax.sharding.reshard(x, NamedSharding(target, P()))
+    return jax.sharding.reshard(x, NamedSharding(target, P(*keep)))
 
 
 def tangent_on_mesh(tangent: Any, primal: Any) -> Any:
