@@ -294,3 +294,64 @@ def test_poisson_solve_needs_no_gather(partitioner):
     c = distla.cost(jax.jit(solve), ds)
     assert c.collective_counts["all-gather"] == 0
     assert c.collective_counts["all-to-all"] == 4  # two forward, two inverse
+
+
+# --- a round trip ends where it began ------------------------------------------------------
+
+ROUND_TRIPS = [
+    # (shape, spec, axes, real): the plan's own layout does not come back to spec, so the
+    # forward returns spec, as jnp keeps it
+    pytest.param((16, 16), P("x", "y"), None, False, id="2d-blocks"),
+    pytest.param((16, 16, 8), P("x", "y"), (0, 1), False, id="3d-axes-01"),
+    pytest.param((16, 16, 8), P("x", "y"), (0,), False, id="3d-one-sharded-axis"),
+    pytest.param((16, 8, 8), P(None, None, "x"), (0, 1), False, id="batch-half-mesh"),
+    # ... and where it does, the forward keeps it (the fewest exchanges)
+    pytest.param((4, 16, 16), P("x", "y"), (1, 2), False, id="batch-of-2d"),
+    pytest.param((8, 16, 14), P("x", "y"), (1, 2), True, id="rfft-batch-of-2d"),
+    pytest.param((16, 16, 8), P("x", "y"), (0, 2), True, id="rfft-axes-02"),
+    pytest.param((16, 16), P(("x", "y")), None, False, id="2d-rows"),
+]
+
+
+@pytest.mark.parametrize("shape, spec, axes, real", ROUND_TRIPS)
+@pytest.mark.parametrize("kind", ["auto", "explicit"])
+def test_round_trip_ends_in_the_input_layout(shape, spec, axes, real, kind):
+    """``ifftn(fftn(x))`` (and ``irfftn(rfftn(x))``) is laid out as ``x``, so that
+    ``z - x`` works on an Explicit mesh; values against numpy."""
+    mesh = build_mesh((2, 4), kind)
+    rng = np.random.default_rng(len(shape))
+    x = _data(rng, shape, not real)
+    xs = place(x, mesh, spec)
+    if real:
+        y = distla.fft.rfftn(xs, axes=axes)
+        z = distla.fft.irfftn(y, s=[shape[a] for a in axes], axes=axes)
+        ref = np.fft.rfftn(x.astype(np.float64), axes=axes)
+    else:
+        y = distla.fft.fftn(xs, axes=axes)
+        z = distla.fft.ifftn(y, axes=axes)
+        ref = np.fft.fftn(x.astype(np.complex128), axes=axes)
+    assert fft_ratio(y, ref) <= THRESHOLD
+    assert has_layout(z, mesh, spec), (z.sharding.spec, spec)
+    assert fft_ratio(z, x.astype(np.complex128)) <= THRESHOLD
+    if kind == "explicit":
+        assert float(jnp.max(jnp.abs(z - xs))) < 1e-4  # combines with x as it came
+
+
+def test_round_trip_costs():
+    """The plan's layout comes back in one exchange; a 2-D block layout costs one more
+    reshard (all_to_all, no gather); a replicated operand is transformed where it lies."""
+    mesh = build_mesh((2, 4), "explicit")
+    ones = np.ones((16, 16, 16), np.complex64)
+
+    def counts(spec, axes):
+        c = distla.cost(lambda v: distla.fft.fftn(v, axes=axes), place(ones, mesh, spec))
+        return {k: v for k, v in c.collective_counts.items() if v}
+
+    assert counts(P("x", "y"), (1, 2)) == {"all-to-all": 1}
+    kept = distla.fft.fftn(place(ones, mesh, P("x", "y")), axes=(1, 2))
+    assert not has_layout(kept, mesh, P("x", "y"))  # left where the exchange put it
+    assert counts(P("x", "y"), (0,)) == {"all-to-all": 2}  # out and back
+    assert set(counts(P("x", "y"), (0, 1))) == {"all-to-all"}
+    assert counts(P(), (0, 1)) == {}
+    y = distla.fft.fftn(place(ones, mesh, P()), axes=(0, 1))
+    assert has_layout(y, mesh, P())

@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import jax
@@ -186,6 +186,22 @@ def fitting_spec(shape: Sequence[int], mesh: AbstractMesh, desired: P) -> P:
             entries = [None if not d else (d[0] if len(d) == 1 else tuple(d)) for d in per_dim]
             best_key, best = key, P(*entries)
     return best
+
+
+def spec_groups(spec: P, ndim: int, sizes: Mapping[str, int]) -> tuple[tuple[str, ...], ...]:
+    """``spec`` as one tuple of mesh axes per dimension (major first), size-1 axes dropped."""
+    entries = (tuple(spec) + (None,) * ndim)[:ndim]
+    out = []
+    for e in entries:
+        names = (e,) if isinstance(e, str) else tuple(e or ())
+        out.append(tuple(n for n in names if sizes[n] > 1))
+    return tuple(out)
+
+
+def same_layout(a: P, b: P, mesh: AbstractMesh, ndim: int) -> bool:
+    """Whether ``a`` and ``b`` split an ``ndim``-D array the same way on ``mesh``."""
+    sizes = dict(mesh.shape)
+    return spec_groups(a, ndim, sizes) == spec_groups(b, ndim, sizes)
 
 
 def natural_spec(ndim: int, mesh: AbstractMesh | jax.sharding.Mesh) -> P:

@@ -16,7 +16,15 @@ from distla.kernels.fftnd import fftnd_local
 
 from . import _route
 from .._core.matrix import pad_to
-from .._core.mesh import constrain, fitting_spec, run_on_mesh, shard_map
+from .._core.mesh import (
+    constrain,
+    fitting_spec,
+    is_explicit,
+    run_on_mesh,
+    same_layout,
+    shard_map,
+    spec_groups,
+)
 
 JNP = {
     "fft": jnp.fft.fftn,
@@ -148,8 +156,9 @@ def _jitted(kind, s, axes, norm):
 def transform(x, *, plan, kind, s, axes, norm, shape_in, in_dtype, spec):
     """Run ``plan`` (a :class:`_route.Route`) on ``x``; ``None``: gather, then jnp.
 
-    ``spec`` is ``x``'s layout; a gathered transform returns its result in it,
-    where it fits the result's length, as jnp does (each device keeps its slice).
+    ``spec``: ``None`` returns the plan's own output layout; a layout (``x``'s)
+    returns the result in it, where it fits the result's lengths, as jnp does
+    (a gathered transform always does).
     """
     mesh = jax.typeof(x).sharding.mesh
     if plan is None:  # a sharded 1-D transform: every device transforms the whole vector
@@ -161,7 +170,7 @@ def transform(x, *, plan, kind, s, axes, norm, shape_in, in_dtype, spec):
         out = jax.eval_shape(jnp_fn, jax.ShapeDtypeStruct(x.shape, in_dtype))
         return run_on_mesh(gathered, mesh, fitting_spec(out.shape, mesh, spec), x)
     kernel = functools.partial(fftnd_local, steps=plan.steps, norm=norm)
-    out_spec = fitting_spec(plan.out_shape, mesh, plan.spec_out)
+    out_spec = fitting_spec(plan.out_shape, mesh, plan.spec_out if spec is None else spec)
 
     def body(x):
         x = pad_to(x.astype(in_dtype), shape_in)
@@ -173,12 +182,50 @@ def transform(x, *, plan, kind, s, axes, norm, shape_in, in_dtype, spec):
 
 
 def general(x, kind, s, axes, norm, mesh, in_dtype, spec):
-    """The general plan of ``_route.py`` for ``x``, laid out ``spec`` on ``mesh``."""
+    """The general plan of ``_route.py`` for ``x``, laid out ``spec`` on ``mesh``.
+
+    The result stays where the plan's exchanges leave it when the opposite
+    transform's plan from there comes back to ``spec``; otherwise it is moved
+    back to ``spec``, as jnp keeps it (one more reshard: XLA's
+    ``all_to_all``). Either way ``ifftn(fftn(x))`` is laid out as ``x``,
+    unless the spectrum's lengths cannot be split as ``spec`` splits ``x``
+    (``rfftn``'s halved axis, where ``x`` splits it).
+    Under a jit on an ``Auto`` mesh ``x``'s layout is unknown (XLA's to
+    choose), and the result stays where the plan leaves it. A replicated
+    ``x`` is transformed where it lies, as jnp does.
+    """
+    known = is_explicit(mesh) or not isinstance(x, jax.core.Tracer)  # else XLA's to choose
+    if known and not any(spec_groups(spec, x.ndim, dict(mesh.shape))):
+        return one_device(x, kind, s, axes, norm)  # whole on every device: jnp's, no exchange
+    plan, shape_in = _plan(kind, x.shape, s, axes, mesh, spec)
+    keep = plan is None or (
+        known
+        and same_layout(fitting_spec(plan.out_shape, mesh, spec), spec, mesh, x.ndim)
+        and not _round_trips(plan, kind, shape_in, axes, mesh, spec)
+    )
+    return transform(x, plan=plan, kind=kind, s=s, axes=axes, norm=norm, shape_in=shape_in,
+                     in_dtype=in_dtype, spec=spec if keep else None)
+
+
+def _plan(kind, shape, s, axes, mesh, spec):
+    """(the route for an operand of ``shape`` laid out ``spec``, the shape it transforms)."""
     sizes = dict(mesh.shape)
-    shape_in = input_shape(x.shape, s, axes, kind)
-    groups = _route.spec_groups(spec, x.ndim, sizes)
+    shape_in = input_shape(shape, s, axes, kind)
+    groups = spec_groups(spec, len(shape), sizes)
     groups = _route.spread(groups, shape_in, axes, sizes)
     n_last = s[-1] if kind == "irfft" else None
-    plan = _route.plan(shape_in, groups, axes, kind, sizes, n_last)
-    return transform(x, plan=plan, kind=kind, s=s, axes=axes, norm=norm, shape_in=shape_in,
-                     in_dtype=in_dtype, spec=spec if plan is None else None)
+    return _route.plan(shape_in, groups, axes, kind, sizes, n_last), shape_in
+
+
+def _round_trips(plan, kind, shape_in, axes, mesh, spec) -> bool:
+    """Whether the opposite transform, given ``plan``'s result, returns ``spec``'s layout."""
+    out_spec = fitting_spec(plan.out_shape, mesh, plan.spec_out)
+    back_s = list(plan.out_shape[a] for a in axes)
+    if kind == "rfft":  # irfft back to the true length of the real axis
+        back_s[-1] = shape_in[axes[-1]]
+    other = _route.OPPOSITE[kind]
+    back, _ = _plan(other, plan.out_shape, tuple(back_s), axes, mesh, out_spec)
+    if back is None:
+        return False
+    arrived = fitting_spec(back.out_shape, mesh, back.spec_out)
+    return same_layout(arrived, spec, mesh, len(plan.out_shape))

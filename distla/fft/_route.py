@@ -29,6 +29,7 @@ from .._core.matrix import round_up
 Groups = tuple[tuple[str, ...], ...]
 
 INVERSE = ("ifft", "irfft")
+OPPOSITE = {"fft": "ifft", "ifft": "fft", "rfft": "irfft", "irfft": "rfft"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -54,16 +55,6 @@ class Route:
     @property
     def exchanges(self) -> int:
         return sum(isinstance(s, SwapStep) for s in self.steps)
-
-
-def spec_groups(spec: P, ndim: int, sizes: Mapping[str, int]) -> Groups:
-    """``spec`` as one tuple of mesh axes per dimension, size-1 mesh axes dropped."""
-    entries = (tuple(spec) + (None,) * ndim)[:ndim]
-    out = []
-    for e in entries:
-        names = (e,) if isinstance(e, str) else tuple(e or ())
-        out.append(tuple(n for n in names if sizes[n] > 1))
-    return tuple(out)
 
 
 def groups_spec(groups: Groups) -> P:
@@ -111,7 +102,7 @@ def plan(
       shape: the true global shape of the input (after ``s`` cropped or
         padded it; for ``irfft`` the last transformed axis holds
         ``n_last // 2 + 1`` frequencies).
-      groups: the input layout (see :func:`spec_groups`).
+      groups: the input layout (``_core.mesh.spec_groups``).
       axes: the transformed axes, distinct, in ``jnp.fft``'s order (the real
         axis of ``rfft``/``irfft`` last).
       kind: ``"fft"``, ``"ifft"``, ``"rfft"`` or ``"irfft"``.

@@ -53,10 +53,10 @@ def fftn(
       Complex array of ``jnp.fft.fftn``'s shape and dtype on ``a``'s mesh. A
       3-D pencil volume ``P(a, b, None)`` comes back ``P(None, a, b)``
       (``P(b, a, None)``: ``P(None, b, a)``), a slab ``P(a, None, None)``
-      ``P(None, a, None)``; otherwise batch axes keep their sharding and each
-      sharded transformed axis hands its mesh axes to the axis it was swapped
-      with (``docs/fft.md``). The largest even layout that fits where the
-      mesh does not divide the shape.
+      ``P(None, a, None)``. Otherwise the result is where the exchanges
+      leave it when :func:`ifftn` brings that back to ``a``'s layout, else in
+      ``a``'s layout, as jnp keeps it (``docs/fft.md``). The largest even
+      layout that fits where the mesh does not divide the shape.
 
     Raises:
       ValueError: bad ``s``, ``axes`` or ``norm`` (jnp's checks), an unknown
@@ -88,8 +88,9 @@ def ifftn(
     """Distributed inverse N-D FFT, equal to ``jnp.fft.ifftn(a, s, axes, norm)``.
 
     Returns:
-      Complex array on ``a``'s mesh. :func:`fftn`'s 3-D output layouts come
-      back in its input layouts (``P(None, a, b)`` -> ``P(a, b, None)``).
+      Complex array on ``a``'s mesh. :func:`fftn`'s output layouts come
+      back in its input layouts (``P(None, a, b)`` -> ``P(a, b, None)``);
+      ``docs/fft.md`` lists the others.
 
     See also:
       ``jnp.fft.ifftn``; :func:`fftn`.
