@@ -355,3 +355,22 @@ def test_round_trip_costs():
     assert counts(P(), (0, 1)) == {}
     y = distla.fft.fftn(place(ones, mesh, P()), axes=(0, 1))
     assert has_layout(y, mesh, P())
+
+
+@pytest.mark.parametrize(
+    "shape, axes",
+    [
+        pytest.param((16, 16, 16), (0, 1), id="planes-of-pencils"),
+        pytest.param((8, 16, 16, 16), (0, 1, 2), id="rank4-leading"),
+        pytest.param((8, 16, 16, 16), (0, 1, 3), id="rank4-skip"),
+        pytest.param((32, 32), (0, 1), id="2d-blocks"),
+        pytest.param((4, 16, 16), (1, 2), id="batch-of-2d"),
+    ],
+)
+def test_under_jit_on_auto_no_gather(shape, axes):
+    """Inside a jit on an Auto mesh the operand's layout is not visible: distla assumes
+    distla.shard's (pencils, 2D blocks) and no re-layout gathers the operand."""
+    mesh = build_mesh((2, 4), "auto")
+    x = distla.shard(np.ones(shape, np.complex64), mesh)
+    c = distla.cost(lambda v: distla.fft.ifftn(distla.fft.fftn(v, axes=axes), axes=axes), x)
+    assert c.collective_counts["all-gather"] == 0, c.collective_counts

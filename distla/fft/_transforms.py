@@ -17,7 +17,13 @@ from .._core.eager import one_program
 from . import _fft3d, _fftnd, _freq
 from .._core.checks import as_array
 from ._fft3d import ALGORITHMS
-from .._core.mesh import drop_trivial_sharding, grid_of, is_explicit, operand_mesh
+from .._core.mesh import (
+    drop_trivial_sharding,
+    grid_of,
+    is_explicit,
+    natural_spec,
+    operand_mesh,
+)
 
 
 NORMS = (None, "backward", "ortho", "forward")
@@ -366,7 +372,7 @@ def _public(x, name, kind, s, axes, norm, algorithm, order="xyz", contiguous=Tru
     # the layout and the platform, read here: under the jit below x is a tracer, which on
     # an Auto mesh carries no layout
     spec, on_cpu = _fftnd.spec_of(x), _fft3d._on_cpu_outside_jit(x)
-    if hint is not None and _layout_unknown(x):
+    if _layout_unknown(x):  # the vmap rule's guess; None: _dispatch takes distla.shard's
         spec = hint
     key = (name, kind, s, axes, norm, algorithm, what, spec, order, contiguous)
     if not isinstance(x, jax.core.Tracer):  # no vmap or derivative is tracing this call
@@ -400,7 +406,7 @@ def _traced(x, *, key):
             return inner(xb), False
         # an Auto mesh's tracer has no layout: the members' layout stands for the batch's,
         # and 3-D members of unknown layout are taken to be in distla's own (pencils)
-        entries = (tuple(spec) + (None,) * xb.ndim)[: xb.ndim - 1]
+        entries = (tuple(spec or ()) + (None,) * xb.ndim)[: xb.ndim - 1]
         names = tuple(jax.typeof(xb).sharding.mesh.axis_names)
         if not any(entries) and xb.ndim == 4 and len(names) == 2 and _layout_unknown(xb):
             pencils = (names[0], names[1], None)
@@ -436,6 +442,8 @@ def _dispatch(
     if mesh is None or mesh.size == 1:  # one device: jnp's own transform, no padding
         return _one_device(drop_trivial_sharding(x), kind, s, axes, norm, order, contiguous)
     grid_of(mesh, what=what)  # a 1- or 2-axis mesh, or ValueError
+    if spec is None:  # a tracer on an Auto mesh: its layout is XLA's; assume distla.shard's
+        spec = natural_spec(x.ndim, mesh)
     in_dtype = x.dtype
     if x.ndim == 3 and sorted(axes) == [0, 1, 2] and (kind in ("fft", "ifft") or axes[-1] == 2):
         s3 = [0, 0, 0]
