@@ -272,3 +272,24 @@ def test_jacfwd_and_jacrev_of_pfft3d():
     want = jax.jacfwd(lambda v: jnp.fft.fftn(v.astype(jnp.complex64)).transpose(1, 2, 0).real)(x)
     np.testing.assert_allclose(np.asarray(fwd), np.asarray(want), atol=1e-4)
     np.testing.assert_allclose(np.asarray(rev), np.asarray(want), atol=1e-4)
+
+
+def test_jaxdecomp_keyword_names():
+    """jaxdecomp's keywords (``pfft3d(a=...)``, ``fftfreq3d(array=...)``) give the same
+    results as DESIGN's positional operand; the operand given twice, or not at all, is a
+    TypeError naming both."""
+    jd = pytest.importorskip("jaxdecomp")
+    mesh = _jd_mesh((4, 2))
+    x = jax.device_put(_c(np.random.default_rng(8), (8, 16, 8)), NamedSharding(mesh, P("z", "y")))
+    k = F.pfft3d(x)
+    np.testing.assert_array_equal(np.asarray(F.pfft3d(a=x)), np.asarray(k))
+    np.testing.assert_array_equal(np.asarray(F.pifft3d(a=k)), np.asarray(F.pifft3d(k)))
+    for name in ("fftfreq3d", "rfftfreq3d"):
+        ours = getattr(F, name)(array=k, d=0.5)
+        theirs = getattr(jd.fft, name)(array=k, d=0.5)
+        for o, t in zip(ours, theirs, strict=True):
+            np.testing.assert_allclose(np.asarray(o), np.asarray(t), rtol=1e-6)
+    with pytest.raises(TypeError, match="x .*a="):
+        F.pfft3d(x, a=x)
+    with pytest.raises(TypeError, match="neither"):
+        F.fftfreq3d()

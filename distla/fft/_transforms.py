@@ -211,12 +211,13 @@ def irfft2(a: jax.typing.ArrayLike, s=None, axes: Sequence[int] = (-2, -1), norm
 
 @one_program
 def pfft3d(
-    x: jax.typing.ArrayLike,
+    x: jax.typing.ArrayLike | None = None,
     norm: str | None = "backward",
     backend: str = "JAX",
     *,
     algorithm: str = "auto",
     transpose_axis_contiguous: bool | None = None,
+    a: jax.typing.ArrayLike | None = None,
 ) -> jax.Array:
     """Drop-in for ``jaxdecomp.fft.pfft3d``: ``fftn(x).transpose(1, 2, 0)``.
 
@@ -234,6 +235,7 @@ def pfft3d(
         returns ``(Y, Z, X)``, ``False`` the natural ``(X, Y, Z)`` order.
         ``None`` reads ``jaxdecomp.config`` when jaxdecomp is imported, else
         ``True``.
+      a: jaxdecomp's name for ``x``, as a keyword (give one of the two).
 
     Returns:
       Contiguous: ``[Y, Z, X]``, spec ``P(a, b)`` on an ``a x b`` mesh with
@@ -250,6 +252,7 @@ def pfft3d(
       :func:`pifft3d`; :func:`fftn` for the natural order.
     """
     _check_backend(backend, "pfft3d")
+    x = _operand(x, a, ("x", "a"), "pfft3d")
     return _public(
         x, "pfft3d", "fft", None, None, norm, algorithm, "yzx",
         _contiguous(transpose_axis_contiguous),
@@ -258,12 +261,13 @@ def pfft3d(
 
 @one_program
 def pifft3d(
-    y: jax.typing.ArrayLike,
+    y: jax.typing.ArrayLike | None = None,
     norm: str | None = "backward",
     backend: str = "JAX",
     *,
     algorithm: str = "auto",
     transpose_axis_contiguous: bool | None = None,
+    a: jax.typing.ArrayLike | None = None,
 ) -> jax.Array:
     """Drop-in for ``jaxdecomp.fft.pifft3d``: the inverse of :func:`pfft3d`.
 
@@ -275,6 +279,7 @@ def pifft3d(
       backend: as for :func:`pfft3d`.
       algorithm: as for :func:`pfft3d`.
       transpose_axis_contiguous: as for :func:`pfft3d`.
+      a: jaxdecomp's name for ``y``, as a keyword (give one of the two).
 
     Returns:
       ``[X, Y, Z]`` complex array in :func:`pfft3d`'s input layout
@@ -285,19 +290,26 @@ def pifft3d(
         ``norm`` or ``backend`` is unknown.
     """
     _check_backend(backend, "pifft3d")
+    y = _operand(y, a, ("y", "a"), "pifft3d")
     return _public(
         y, "pifft3d", "ifft", None, None, norm, algorithm, "yzx",
         _contiguous(transpose_axis_contiguous),
     )  # fmt: skip
 
 
-def fftfreq3d(k: jax.typing.ArrayLike, d: float = 1.0) -> tuple[jax.Array, jax.Array, jax.Array]:
+def fftfreq3d(
+    k: jax.typing.ArrayLike | None = None,
+    d: float = 1.0,
+    *,
+    array: jax.typing.ArrayLike | None = None,
+) -> tuple[jax.Array, jax.Array, jax.Array]:
     """Drop-in for ``jaxdecomp.fft.fftfreq3d``: angular wavenumbers of a 3-D spectrum.
 
     Args:
       k: a 3-D array (the spectrum they index, in its layout); only its
         shape, dtype and sharding are read.
       d: sample spacing.
+      array: jaxdecomp's name for ``k``, as a keyword (give one of the two).
 
     Returns:
       ``(k2, k0, k1)`` as jaxdecomp names them ``(kz, ky, kx)``:
@@ -311,16 +323,32 @@ def fftfreq3d(k: jax.typing.ArrayLike, d: float = 1.0) -> tuple[jax.Array, jax.A
       >>> kz, ky, kx = distla.fft.fftfreq3d(delta_k)   # doctest: +SKIP
       >>> phi_k = -delta_k / (kx**2 + ky**2 + kz**2)   # doctest: +SKIP
     """
-    return _freq.freqs(k, d, real=False)
+    return _freq.freqs(_operand(k, array, ("k", "array"), "fftfreq3d"), d, real=False)
 
 
-def rfftfreq3d(k: jax.typing.ArrayLike, d: float = 1.0) -> tuple[jax.Array, jax.Array, jax.Array]:
+def rfftfreq3d(
+    k: jax.typing.ArrayLike | None = None,
+    d: float = 1.0,
+    *,
+    array: jax.typing.ArrayLike | None = None,
+) -> tuple[jax.Array, jax.Array, jax.Array]:
     """Drop-in for ``jaxdecomp.fft.rfftfreq3d``: as :func:`fftfreq3d`, axis 1 by ``rfftfreq``.
 
     jaxdecomp's own rule, kept as is: ``k1`` is ``2*pi*rfftfreq(k.shape[1], d)``
-    (``k.shape[1]//2 + 1`` values).
+    (``k.shape[1]//2 + 1`` values). ``array``: jaxdecomp's name for ``k``.
     """
-    return _freq.freqs(k, d, real=True)
+    return _freq.freqs(_operand(k, array, ("k", "array"), "rfftfreq3d"), d, real=True)
+
+
+def _operand(value: Any, alias: Any, names: tuple[str, str], what: str) -> Any:
+    """The operand given once: by distla's name (or position) or by jaxdecomp's keyword."""
+    if (value is None) == (alias is None):
+        got = "both" if value is not None else "neither"
+        raise TypeError(
+            f"distla.fft.{what} takes its operand once, as {names[0]} (or by position) or as "
+            f"jaxdecomp's keyword {names[1]}=; got {got}."
+        )
+    return alias if value is None else value
 
 
 # --- dispatch -----------------------------------------------------------------------
