@@ -276,8 +276,7 @@ def test_jacfwd_and_jacrev_of_pfft3d():
 
 def test_jaxdecomp_keyword_names():
     """jaxdecomp's keywords (``pfft3d(a=...)``, ``fftfreq3d(array=...)``) give the same
-    results as DESIGN's positional operand; the operand given twice, or not at all, is a
-    TypeError naming both."""
+    results as DESIGN's positional operand."""
     jd = pytest.importorskip("jaxdecomp")
     mesh = _jd_mesh((4, 2))
     x = jax.device_put(_c(np.random.default_rng(8), (8, 16, 8)), NamedSharding(mesh, P("z", "y")))
@@ -289,7 +288,17 @@ def test_jaxdecomp_keyword_names():
         theirs = getattr(jd.fft, name)(array=k, d=0.5)
         for o, t in zip(ours, theirs, strict=True):
             np.testing.assert_allclose(np.asarray(o), np.asarray(t), rtol=1e-6)
-    with pytest.raises(TypeError, match="x .*a="):
-        F.pfft3d(x, a=x)
-    with pytest.raises(TypeError, match="neither"):
-        F.fftfreq3d()
+
+
+@pytest.mark.parametrize("name, mine, theirs", [
+    ("pfft3d", "x", "a"), ("pifft3d", "y", "a"), ("fftfreq3d", "k", "array"),
+    ("rfftfreq3d", "k", "array"),
+])
+def test_operand_given_once(name, mine, theirs):
+    """The operand twice, or not at all, is a TypeError naming both spellings."""
+    fn = getattr(F, name)
+    v = jnp.ones((4, 4, 4), jnp.complex64)
+    with pytest.raises(TypeError, match=f"as {mine} .*{theirs}=; got both"):
+        fn(v, **{theirs: v})
+    with pytest.raises(TypeError, match="got neither"):
+        fn()

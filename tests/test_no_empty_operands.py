@@ -220,9 +220,6 @@ CASES = {
     "hfft": (lambda x: F.ihfft(F.hfft(x["cvol"], axis=0), axis=0), None),
     "fftn_slab_axes": (lambda x: F.ifftn(F.fftn(x["cslab"], axes=(0, 2)), axes=(0, 2)), None),
 }
-# the general FFT route transforms a replicated operand where it lies (jnp's, no shard_map):
-# at sizes the mesh does not divide, distla.shard leaves the volume replicated
-GENERAL_FFT_OF_VOLUME = {"fftn_axes", "hfft"}
 # stacks sharded on the batch axis are solved per device with no shard_map
 ONE_DEVICE_PER_STACK = {"batched_solve", "batched_cholesky", "matrix_rank"}
 GRAD_ARG = {"cholesky": "spd", "eigh": "sym", "eigh_pencil": "spd", "fftn": "vol", "rfftn": "vol"}
@@ -286,8 +283,7 @@ def test_public_function(name, inputs):
     with jax.set_mesh(mesh):
         closed = assert_no_empty_operands(fn, x)
     # the check must have something to see: every distributed path runs a shard_map
-    in_place = name in GENERAL_FFT_OF_VOLUME and x["cvol"].sharding.is_fully_replicated
-    assert count_shard_maps(closed) >= 1 or name in ONE_DEVICE_PER_STACK or in_place, name
+    assert count_shard_maps(closed) >= 1 or name in ONE_DEVICE_PER_STACK, name
 
 
 @pytest.mark.parametrize("name", [k for k, (_, g) in CASES.items() if g is not None])

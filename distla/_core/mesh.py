@@ -166,6 +166,10 @@ def fitting_spec(shape: Sequence[int], mesh: AbstractMesh, desired: P) -> P:
     """
     ndim = len(shape)
     desired = tuple(desired) + (None,) * (ndim - len(desired))
+    named = [(e,) if isinstance(e, str) else tuple(e or ()) for e in desired]
+    if all(n % math.prod(mesh.shape[a] for a in names) == 0 for n, names in zip(shape, named)):
+        # desired itself, its axes in its own order within each dimension
+        return P(*[None if not g else (g[0] if len(g) == 1 else g) for g in named])
     home: dict[str, int] = {}
     for dim, entry in enumerate(desired):
         for ax in (entry,) if isinstance(entry, str) else (entry or ()):

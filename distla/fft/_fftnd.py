@@ -19,7 +19,6 @@ from .._core.matrix import pad_to
 from .._core.mesh import (
     constrain,
     fitting_spec,
-    is_explicit,
     run_on_mesh,
     same_layout,
     shard_map,
@@ -181,50 +180,52 @@ def transform(x, *, plan, kind, s, axes, norm, shape_in, in_dtype, spec):
     return run_on_mesh(body, mesh, out_spec, x)
 
 
-def general(x, kind, s, axes, norm, mesh, in_dtype, spec):
+def general(x, kind, s, axes, norm, mesh, in_dtype, spec, known=True):
     """The general plan of ``_route.py`` for ``x``, laid out ``spec`` on ``mesh``.
 
-    The result stays where the plan's exchanges leave it when the opposite
-    transform's plan from there comes back to ``spec``; otherwise it is moved
-    back to ``spec``, as jnp keeps it (one more reshard: XLA's
-    ``all_to_all``). Either way ``ifftn(fftn(x))`` is laid out as ``x``,
-    unless the spectrum's lengths cannot be split as ``spec`` splits ``x``
-    (``rfftn``'s halved axis, where ``x`` splits it).
-    Under a jit on an ``Auto`` mesh ``x``'s layout is unknown (XLA's to
-    choose), and the result stays where the plan leaves it. A replicated
-    ``x`` is transformed where it lies, as jnp does.
+    The plan works in ``spec`` with the mesh axes it leaves unused spread
+    over the work (``_route.spread``): ``spec`` itself when ``x`` uses every
+    mesh axis. The result stays where the plan's exchanges leave it when the
+    opposite transform's plan, given that, comes back to the working layout;
+    otherwise it is moved back to the working layout (one more reshard,
+    XLA's all_to_alls). So ``ifftn(fftn(x))`` ends in ``x``'s own layout
+    when ``x`` uses every mesh axis, as jnp keeps it, unless the spectrum
+    cannot be split as ``x`` is (``rfftn`` of an ``x`` that splits the real
+    axis). A replicated ``x``, and any ``x`` whose layout is not ``known``
+    (a tracer on an ``Auto`` mesh), get the plan's layout: the work is
+    distributed and the result is in the largest even layout that fits.
     """
-    known = is_explicit(mesh) or not isinstance(x, jax.core.Tracer)  # else XLA's to choose
-    if known and not any(spec_groups(spec, x.ndim, dict(mesh.shape))):
-        return one_device(x, kind, s, axes, norm)  # whole on every device: jnp's, no exchange
-    plan, shape_in = _plan(kind, x.shape, s, axes, mesh, spec)
-    keep = plan is None or (
-        known
-        and same_layout(fitting_spec(plan.out_shape, mesh, spec), spec, mesh, x.ndim)
-        and not _round_trips(plan, kind, shape_in, axes, mesh, spec)
-    )
+    plan, shape_in, work = _plan(kind, x.shape, s, axes, mesh, spec)
+    if plan is None:  # a sharded vector: gathered, returned in spec
+        back_to = spec
+    elif known and any(spec_groups(spec, x.ndim, dict(mesh.shape))):
+        fits = same_layout(fitting_spec(plan.out_shape, mesh, work), work, mesh, x.ndim)
+        back_to = work if fits and not _round_trips(plan, kind, shape_in, axes, mesh, work) else None
+    else:
+        back_to = None
     return transform(x, plan=plan, kind=kind, s=s, axes=axes, norm=norm, shape_in=shape_in,
-                     in_dtype=in_dtype, spec=spec if keep else None)
+                     in_dtype=in_dtype, spec=back_to)
 
 
 def _plan(kind, shape, s, axes, mesh, spec):
-    """(the route for an operand of ``shape`` laid out ``spec``, the shape it transforms)."""
+    """(the route for an operand of ``shape`` laid out ``spec``, the shape it transforms,
+    the layout it works in: ``spec`` with the mesh axes it leaves unused spread)."""
     sizes = dict(mesh.shape)
     shape_in = input_shape(shape, s, axes, kind)
-    groups = spec_groups(spec, len(shape), sizes)
-    groups = _route.spread(groups, shape_in, axes, sizes)
+    groups = _route.spread(spec_groups(spec, len(shape), sizes), shape_in, axes, sizes)
     n_last = s[-1] if kind == "irfft" else None
-    return _route.plan(shape_in, groups, axes, kind, sizes, n_last), shape_in
+    route = _route.plan(shape_in, groups, axes, kind, sizes, n_last)
+    return route, shape_in, _route.groups_spec(groups)
 
 
 def _round_trips(plan, kind, shape_in, axes, mesh, spec) -> bool:
-    """Whether the opposite transform, given ``plan``'s result, returns ``spec``'s layout."""
+    """Whether the opposite transform, given ``plan``'s result, comes back to ``spec``."""
     out_spec = fitting_spec(plan.out_shape, mesh, plan.spec_out)
     back_s = list(plan.out_shape[a] for a in axes)
     if kind == "rfft":  # irfft back to the true length of the real axis
         back_s[-1] = shape_in[axes[-1]]
     other = _route.OPPOSITE[kind]
-    back, _ = _plan(other, plan.out_shape, tuple(back_s), axes, mesh, out_spec)
+    back, _, _ = _plan(other, plan.out_shape, tuple(back_s), axes, mesh, out_spec)
     if back is None:
         return False
     arrived = fitting_spec(back.out_shape, mesh, back.spec_out)

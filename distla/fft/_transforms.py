@@ -5,6 +5,7 @@ to the 3-D plans (``_fft3d``) or the general route (``_fftnd``)."""
 from __future__ import annotations
 
 import functools
+import math
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -23,6 +24,7 @@ from .._core.mesh import (
     is_explicit,
     natural_spec,
     operand_mesh,
+    spec_groups,
 )
 
 
@@ -59,10 +61,14 @@ def fftn(
       Complex array of ``jnp.fft.fftn``'s shape and dtype on ``a``'s mesh. A
       3-D pencil volume ``P(a, b, None)`` comes back ``P(None, a, b)``
       (``P(b, a, None)``: ``P(None, b, a)``), a slab ``P(a, None, None)``
-      ``P(None, a, None)``. Otherwise the result is where the exchanges
-      leave it when :func:`ifftn` brings that back to ``a``'s layout, else in
-      ``a``'s layout, as jnp keeps it (``docs/fft.md``). The largest even
-      layout that fits where the mesh does not divide the shape.
+      ``P(None, a, None)``; any other 3-D volume transformed over all its
+      axes runs the pencil plan and comes back ``P(None, a, b)`` too.
+      Otherwise (batches, subsets of axes, other ranks), for an ``a`` that
+      uses every mesh axis, the result is where the exchanges leave it when
+      :func:`ifftn` brings that back to ``a``'s layout, else in ``a``'s
+      layout, as jnp keeps it; ``docs/fft.md`` lists the exceptions. The
+      largest even layout that fits where the mesh does not divide the
+      shape.
 
     Raises:
       ValueError: bad ``s``, ``axes`` or ``norm`` (jnp's checks), an unknown
@@ -235,7 +241,8 @@ def pfft3d(
         returns ``(Y, Z, X)``, ``False`` the natural ``(X, Y, Z)`` order.
         ``None`` reads ``jaxdecomp.config`` when jaxdecomp is imported, else
         ``True``.
-      a: jaxdecomp's name for ``x``, as a keyword (give one of the two).
+      a: jaxdecomp's keyword for ``x`` (``pfft3d(a=vol)``); give one of
+        the two.
 
     Returns:
       Contiguous: ``[Y, Z, X]``, spec ``P(a, b)`` on an ``a x b`` mesh with
@@ -279,7 +286,8 @@ def pifft3d(
       backend: as for :func:`pfft3d`.
       algorithm: as for :func:`pfft3d`.
       transpose_axis_contiguous: as for :func:`pfft3d`.
-      a: jaxdecomp's name for ``y``, as a keyword (give one of the two).
+      a: jaxdecomp's keyword for ``y`` (``pifft3d(a=k)``); give one of
+        the two.
 
     Returns:
       ``[X, Y, Z]`` complex array in :func:`pfft3d`'s input layout
@@ -400,19 +408,20 @@ def _public(x, name, kind, s, axes, norm, algorithm, order="xyz", contiguous=Tru
     # the layout and the platform, read here: under the jit below x is a tracer, which on
     # an Auto mesh carries no layout
     spec, on_cpu = _fftnd.spec_of(x), _fft3d._on_cpu_outside_jit(x)
-    if _layout_unknown(x):  # the vmap rule's guess; None: _dispatch takes distla.shard's
+    known = not _layout_unknown(x)
+    if not known:  # the vmap rule's guess; None: _dispatch takes distla.shard's
         spec = hint
-    key = (name, kind, s, axes, norm, algorithm, what, spec, order, contiguous)
+    key = (name, kind, s, axes, norm, algorithm, what, spec, order, contiguous, known)
     if not isinstance(x, jax.core.Tracer):  # no vmap or derivative is tracing this call
         return _inner(key, on_cpu)(x)
     return _traced(x, key=key)
 
 
 def _inner(key, on_cpu=False):
-    name, kind, s, axes, norm, algorithm, what, spec, order, contiguous = key
+    name, kind, s, axes, norm, algorithm, what, spec, order, contiguous, known = key
     return functools.partial(
         _dispatch, kind=kind, s=s, axes=axes, norm=norm, algorithm=algorithm, what=what,
-        spec=spec, on_cpu=on_cpu, order=order, contiguous=contiguous,
+        spec=spec, on_cpu=on_cpu, order=order, contiguous=contiguous, known=known,
     )  # fmt: skip
 
 
@@ -424,7 +433,7 @@ def _traced(x, *, key):
     (no collective along it); ``custom_vmap`` has no reverse mode, so the
     derivatives (a ``custom_jvp``; the transform is linear) bypass it.
     """
-    name, kind, s, axes, norm, algorithm, what, spec, order, contiguous = key
+    name, kind, s, axes, norm, algorithm, what, spec, order, contiguous, known = key
     inner = _inner(key)
     batched = jax.custom_batching.custom_vmap(inner)
 
@@ -463,14 +472,19 @@ def _layout_unknown(x) -> bool:
 
 
 def _dispatch(
-    x, *, kind, s, axes, norm, algorithm, what, spec, on_cpu, order="xyz", contiguous=True
+    x, *, kind, s, axes, norm, algorithm, what, spec, on_cpu, order="xyz", contiguous=True,
+    known=True,
 ):
-    """The transform of ``x`` (already in the dtype the transform reads)."""
+    """The transform of ``x`` (already in the dtype the transform reads).
+
+    ``known``: ``spec`` is ``x``'s layout, not a guess (``None``: distla.shard's,
+    or the vmap rule's) for a tracer on an ``Auto`` mesh.
+    """
     mesh = operand_mesh(x, names=("x",))
     if mesh is None or mesh.size == 1:  # one device: jnp's own transform, no padding
         return _one_device(drop_trivial_sharding(x), kind, s, axes, norm, order, contiguous)
     grid_of(mesh, what=what)  # a 1- or 2-axis mesh, or ValueError
-    if spec is None:  # a tracer on an Auto mesh: its layout is XLA's; assume distla.shard's
+    if spec is None:
         spec = natural_spec(x.ndim, mesh)
     in_dtype = x.dtype
     if x.ndim == 3 and sorted(axes) == [0, 1, 2] and (kind in ("fft", "ifft") or axes[-1] == 2):
@@ -504,7 +518,7 @@ def _dispatch(
             x, on_cpu=on_cpu, kind=kind, norm=norm, s=s3, order=order, algorithm=algorithm,
             in_dtype=in_dtype, swap_grid=False, contiguous=True, batch=batch,
         )  # fmt: skip
-    return _fftnd.general(x, kind, s, axes, norm, mesh, in_dtype, spec)
+    return _fftnd.general(x, kind, s, axes, norm, mesh, in_dtype, spec, known)
 
 
 def _batch_of_volumes(x, axes, kind, spec, mesh) -> tuple[str, ...] | None:
@@ -515,12 +529,8 @@ def _batch_of_volumes(x, axes, kind, spec, mesh) -> tuple[str, ...] | None:
     """
     if x.ndim != 4 or sorted(axes) != [1, 2, 3] or (kind in ("rfft", "irfft") and axes[-1] != 3):
         return None
-    entry = (tuple(spec) + (None,))[0]
-    names = (entry,) if isinstance(entry, str) else tuple(entry or ())
-    names = tuple(n for n in names if mesh.shape[n] > 1)
-    parts = 1
-    for n in names:
-        parts *= mesh.shape[n]
+    names = spec_groups(spec, x.ndim, dict(mesh.shape))[0]
+    parts = math.prod(mesh.shape[n] for n in names)
     left = [n for n in mesh.axis_names if n not in names and mesh.shape[n] > 1]
     if not names or not left or x.shape[0] % parts:
         return None
@@ -564,8 +574,9 @@ def hfft(a: jax.typing.ArrayLike, n: int | None = None, axis: int = -1,
 
     ``irfft(conj(a), n, axis)`` with the opposite normalisation (numpy's
     definition), on :func:`irfft`: the other axes are batch axes and keep
-    their sharding at no communication cost; a sharded ``axis`` is gathered
-    along that one axis, as every one-axis transform (:func:`fft`) is.
+    their sharding at no communication cost; a sharded ``axis`` is swapped
+    with another axis (``all_to_all``), as every one-axis transform
+    (:func:`fft`) does, and only a sharded vector is gathered.
 
     Args:
       a: ``[..., k, ...]`` half spectrum (``k`` along ``axis``), any layout.
@@ -596,7 +607,7 @@ def ihfft(a: jax.typing.ArrayLike, n: int | None = None, axis: int = -1,
     Returns:
       Complex half spectrum ``n // 2 + 1`` long along ``axis``, sharded as
       :func:`rfft` leaves it (batch axes keep their sharding; a sharded
-      ``axis`` is gathered along that axis, as :func:`fft`'s).
+      ``axis`` is swapped with another axis, as :func:`fft`'s).
     """
     what = "distla.fft.ihfft"
     a = as_array(a, "a", what)
