@@ -307,7 +307,7 @@ ROUND_TRIPS = [
     pytest.param((16, 16, 8), P("x", "y"), (0,), False, P("x", "y"), id="3d-one-sharded-axis"),
     pytest.param((8, 16), P(None, ("y", "x")), None, False, P(("y", "x")), id="mesh-axes-reversed"),
     pytest.param((4, 16, 16), P("x", "y"), (1, 2), False, P("x", None, "y"), id="batch-of-2d"),
-    pytest.param((8, 16, 14), P("x", "y"), (1, 2), True, P("x", None, "y"), id="rfft-batch-of-2d"),
+    pytest.param((8, 16, 14), P("x", "y"), (1, 2), True, P("x", "y"), id="rfft-batch-of-2d"),
     pytest.param((16, 16, 8), P("x", "y"), (0, 2), True, P("x", "y"), id="rfft-axes-02"),
     pytest.param((16, 16), P(("x", "y")), None, False, P(None, ("x", "y")), id="2d-rows"),
 ]
@@ -390,3 +390,58 @@ def test_under_jit_on_auto_no_gather(shape, axes):
     c = distla.cost(lambda v: distla.fft.ifftn(distla.fft.fftn(v, axes=axes), axes=axes), x)
     assert c.collective_counts["all-gather"] == 0, c.collective_counts
     assert c.collective_counts["all-to-all"] >= 1  # distla's exchanges, not a local jnp call
+
+
+@pytest.mark.parametrize(
+    "shape, spec, s, axes, real",
+    [
+        # the real axis is swapped away, halved, and swapped back: padded to its new length
+        pytest.param((8, 12, 16), P("x", "y", None), (19, 5), (-1, 0), True, id="rfft-halved"),
+        pytest.param((6, 10, 9), P("x", None, None), (12, 3), (-1, 0), True, id="rfft-halved-3"),
+        pytest.param((16, 24), P("x", "y"), (5, 7), (1, 0), True, id="rfft2-reversed"),
+        # an axis cropped to length 1 is not the one that takes the mesh axes
+        pytest.param((4, 8, 6, 8), P(None, None, "x", "y"), (9, 1, 11), (2, 0, 1), False,
+                     id="length-1-axis"),
+    ],
+)
+@pytest.mark.parametrize("kind", ["auto", "explicit"])
+def test_s_around_the_swaps(shape, spec, s, axes, real, kind):
+    """Lengths that ``s`` sets, and the real axis's halving, as the swaps pad and crop them
+    (these compiled to an all_to_all that XLA's verifier rejected)."""
+    mesh = build_mesh((2, 4), kind)
+    x = _data(np.random.default_rng(11), shape, not real)
+    fn, ref = (distla.fft.rfftn, np.fft.rfftn) if real else (distla.fft.fftn, np.fft.fftn)
+    y = fn(place(x, mesh, spec), s=s, axes=axes)
+    wide = x.astype(np.float64 if real else np.complex128)
+    assert fft_ratio(y, ref(wide, s=s, axes=axes)) <= THRESHOLD
+
+
+@pytest.mark.parametrize(
+    "mesh_shape, shape, spec, axes, real",
+    [
+        # a chain of plans that ends (the plan leaves its own result where it is, or the
+        # inverse does not bring it back): the result is returned in the input's layout
+        pytest.param((4, 2), (4, 8, 6, 8), P("x", "y"), (0, 2, 3), False, id="4x2-rank4"),
+        pytest.param((2, 4), (3, 8, 5, 4), P(None, "x", None, "y"), (1, 3), False, id="2x4-13"),
+        pytest.param((2, 4), (4, 8, 6, 8), P("y", None, None, "x"), (0, 1, 2, 3), False,
+                     id="2x4-rank4-all"),
+        pytest.param((2, 2), (12, 10), P(("x", "y")), (1, 0), False, id="2x2-rows-reversed"),
+        pytest.param((8,), (8, 16, 8), P("x"), (2, 0, 1), True, id="8-rfft"),
+        pytest.param((8,), (4, 8, 6, 8), P(None, "x"), (1, 2, 3), False, id="8-batch-sharded"),
+        # size-1 mesh axes keep the caller's spelling (Explicit compares it)
+        pytest.param((1, 8), (8, 16, 8), P(("x", "y")), (2,), False, id="1x8-spelling"),
+        pytest.param((8, 1), (8, 16, 8), P(None, None, ("x", "y")), (0,), False, id="8x1-spelling"),
+    ],
+)
+def test_round_trip_on_every_mesh(mesh_shape, shape, spec, axes, real):
+    names = ("x", "y")[: len(mesh_shape)]
+    mesh = build_mesh(mesh_shape, "explicit", names=names)
+    x = _data(np.random.default_rng(12), shape, not real)
+    xs = place(x, mesh, spec)
+    if real:
+        z = distla.fft.irfftn(distla.fft.rfftn(xs, axes=axes), s=[shape[a] for a in axes],
+                              axes=axes)
+    else:
+        z = distla.fft.ifftn(distla.fft.fftn(xs, axes=axes), axes=axes)
+    assert z.sharding.spec == xs.sharding.spec, (z.sharding.spec, xs.sharding.spec)
+    assert float(jnp.max(jnp.abs(z - xs))) < 1e-4

@@ -185,10 +185,9 @@ def general(x, kind, s, axes, norm, mesh, in_dtype, spec, known=True):
 
     The plan works in ``spec`` with the mesh axes it leaves unused spread
     over the work (``_route.spread``): ``spec`` itself when ``x`` uses every
-    mesh axis. The result stays where the plan's exchanges leave it when the
-    opposite transform's plan, given that, comes back to the working layout;
-    otherwise it is moved back to the working layout (one more reshard,
-    XLA's all_to_alls). So ``ifftn(fftn(x))`` ends in ``x``'s own layout
+    mesh axis. The result stays where the plan's exchanges leave it where
+    :func:`_cycles` allows; otherwise it is moved back to the working layout
+    (one more reshard, XLA's all_to_alls). So ``ifftn(fftn(x))`` ends in ``x``'s own layout
     when ``x`` uses every mesh axis, as jnp keeps it, unless the spectrum
     cannot be split as ``x`` is (``rfftn`` of an ``x`` that splits the real
     axis). A replicated ``x``, and any ``x`` whose layout is not ``known``
@@ -200,7 +199,10 @@ def general(x, kind, s, axes, norm, mesh, in_dtype, spec, known=True):
         back_to = spec
     elif known and any(spec_groups(spec, x.ndim, dict(mesh.shape))):
         fits = same_layout(fitting_spec(plan.out_shape, mesh, work), work, mesh, x.ndim)
-        back_to = work if fits and not _round_trips(plan, kind, shape_in, axes, mesh, work) else None
+        back_to = work if fits and not _cycles(plan, kind, shape_in, s, axes, mesh, work) else None
+        final = back_to or fitting_spec(plan.out_shape, mesh, plan.spec_out)
+        if same_layout(final, spec, mesh, x.ndim):
+            back_to = spec  # the caller's own spelling (size-1 mesh axes and all)
     else:
         back_to = None
     return transform(x, plan=plan, kind=kind, s=s, axes=axes, norm=norm, shape_in=shape_in,
@@ -216,6 +218,30 @@ def _plan(kind, shape, s, axes, mesh, spec):
     n_last = s[-1] if kind == "irfft" else None
     route = _route.plan(shape_in, groups, axes, kind, sizes, n_last)
     return route, shape_in, _route.groups_spec(groups)
+
+
+def _cycles(plan, kind, shape_in, s, axes, mesh, work, steps=4) -> bool:
+    """Whether ``plan``'s result may stay where its exchanges leave it.
+
+    Only when the chain of layouts that the plan starts (its result, the
+    plan's result for that layout, and so on) returns to ``work``, each link
+    brought back by the opposite transform's plan. A chain that ends instead
+    (in a layout the plan leaves as it is, or one the opposite plan does not
+    bring back) maps two input layouts to one result layout, and the inverse
+    can return only one of them; on such a chain every result is returned in
+    its input's layout.
+    """
+    ndim, layout, route = len(shape_in), work, plan
+    for _ in range(steps):
+        if route is None or not _round_trips(route, kind, shape_in, axes, mesh, layout):
+            return False
+        layout = fitting_spec(route.out_shape, mesh, route.spec_out)
+        if same_layout(layout, work, mesh, ndim):
+            return True
+        if not same_layout(fitting_spec(shape_in, mesh, layout), layout, mesh, ndim):
+            return False  # the input's lengths do not split that way
+        route, _, _ = _plan(kind, shape_in, s, axes, mesh, layout)
+    return False
 
 
 def _round_trips(plan, kind, shape_in, axes, mesh, spec) -> bool:

@@ -132,6 +132,8 @@ def plan(
         for d in ax_list:
             pending.remove(d)
         if real_axis in ax_list:
+            # the real axis changes length here: later swaps pad and crop it to the new one
+            true[real_axis] = n_last if kind == "irfft" else true[real_axis] // 2 + 1
             return FftStep((real_axis,), kind, n_last if kind == "irfft" else None)
         return FftStep(tuple(ax_list), "ifft" if inverse else "fft")
 
@@ -151,7 +153,7 @@ def plan(
             steps.append(fft_step([d for d in axes if d in ready]))
             continue
         t = _pick_t(pending, g, axes, kind, real_axis)
-        u = _pick_u(t, g, axes, pending, true, inverse)
+        u = _pick_u(t, g, axes, pending, true, inverse, math.prod(sizes[n] for n in g[t]))
         if u is None:
             return None
         gt = g[t]
@@ -200,12 +202,15 @@ def _pick_t(pending, g, axes, kind, real_axis) -> int:
     return sharded[0] if kind in INVERSE else sharded[-1]
 
 
-def _pick_u(t, g, axes, pending, true, inverse) -> int | None:
+def _pick_u(t, g, axes, pending, true, inverse, parts) -> int | None:
     """The axis that takes ``t``'s mesh axes (see the module docstring)."""
     i = axes.index(t)
     j = i - 1 if inverse else i + 1
     near = axes[j] if 0 <= j < len(axes) else None
-    if near is not None and not g[near]:
+    # the next axis only if it splits `parts` ways with no block of padding alone (seen with
+    # a length-1 axis over 2 devices: XLA folds that block to a constant in another layout,
+    # and its verifier rejects the all_to_all)
+    if near is not None and not g[near] and true[near] >= parts:
         return near
     others = [d for d in range(len(g)) if d != t]
     done = [d for d in axes if d not in pending]
