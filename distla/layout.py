@@ -12,8 +12,7 @@ import numpy as np
 from jax.sharding import AxisType, Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from ._core.mesh import describe_mesh, fitting_spec
-from ._core.mesh import natural_spec as natural_spec
+from ._core.mesh import describe_mesh, shard_spec
 
 
 def squarest_grid(n: int) -> tuple[int, int]:
@@ -175,7 +174,7 @@ def natural_sharding(shape: Sequence[int], mesh: Mesh, spec: P | None = None) ->
     shape = tuple(int(s) for s in shape)
     spec = _as_spec(spec)
     if spec is None:
-        spec = fitting_spec(shape, mesh.abstract_mesh, natural_spec(len(shape), mesh))
+        spec = shard_spec(shape, mesh)
     else:
         _check_spec(shape, mesh, spec)
     return NamedSharding(mesh, spec)

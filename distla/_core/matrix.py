@@ -25,7 +25,7 @@ from jax.sharding import PartitionSpec as P
 
 from distla.kernels._axes import round_up as round_up  # the kernels pad with the same rule
 
-from .mesh import fitting_spec, grid_of, is_explicit, named_shardings, natural_spec, run_on_mesh
+from .mesh import fitting_spec, grid_of, is_explicit, named_shardings, run_on_mesh, shard_spec
 
 #: The precision of every product a factorisation's error bound rests on
 #: (TPU and TF32 defaults would otherwise dominate the error).
@@ -100,7 +100,7 @@ def natural(x: jax.Array) -> jax.Array:
     sharding = explicit_sharding(x)
     if sharding is None:
         return x
-    spec = fitting_spec(x.shape, sharding.mesh, natural_spec(x.ndim, sharding.mesh))
+    spec = shard_spec(x.shape, sharding.mesh)
     return jax.sharding.reshard(x, NamedSharding(sharding.mesh, spec))
 
 

@@ -225,6 +225,13 @@ def natural_spec(ndim: int, mesh: AbstractMesh | jax.sharding.Mesh) -> P:
     return P(names[0], names[1], *([None] * (ndim - 2)))
 
 
+def shard_spec(shape: Sequence[int], mesh: AbstractMesh | jax.sharding.Mesh) -> P:
+    """``distla.shard``'s layout for an array of ``shape``: :func:`natural_spec`, or the
+    largest even layout that fits where the mesh does not divide ``shape``."""
+    abstract = getattr(mesh, "abstract_mesh", mesh)
+    return fitting_spec(tuple(shape), abstract, natural_spec(len(shape), mesh))
+
+
 def constrain(x: jax.Array, spec: P) -> jax.Array:
     """``with_sharding_constraint`` on the mesh of the current context."""
     return jax.lax.with_sharding_constraint(

@@ -22,8 +22,8 @@ from .._core.mesh import (
     drop_trivial_sharding,
     grid_of,
     is_explicit,
-    natural_spec,
     operand_mesh,
+    shard_spec,
     spec_groups,
 )
 
@@ -485,7 +485,7 @@ def _dispatch(
         return _one_device(drop_trivial_sharding(x), kind, s, axes, norm, order, contiguous)
     grid_of(mesh, what=what)  # a 1- or 2-axis mesh, or ValueError
     if spec is None:
-        spec = natural_spec(x.ndim, mesh)
+        spec = shard_spec(x.shape, mesh)
     in_dtype = x.dtype
     if x.ndim == 3 and sorted(axes) == [0, 1, 2] and (kind in ("fft", "ifft") or axes[-1] == 2):
         s3 = [0, 0, 0]

@@ -46,9 +46,9 @@ from .._core.mesh import (
     fitting_spec,
     grid_of,
     is_explicit,
-    natural_spec,
     operand_mesh,
     run_on_mesh,
+    shard_spec,
 )
 from .._core.one_device import block_layout, choose_plan, on_one_device, planned
 from .._core.plan import resolve
@@ -287,14 +287,14 @@ def _fold_columns(b):
 
     if mesh is None:  # a one-device b beside a sharded factorisation
         return body(b)
-    spec = fitting_spec((n, b.size // n), mesh, natural_spec(2, mesh))
+    spec = shard_spec((n, b.size // n), mesh)
     return run_on_mesh(body, mesh, spec, b)
 
 
 @functools.partial(jax.jit, static_argnames=("shape", "mesh"))
 def _unfold_columns(x, shape, *, mesh):
     n, k = shape[-2:]
-    spec = fitting_spec(shape, mesh, natural_spec(len(shape), mesh))
+    spec = shard_spec(shape, mesh)
 
     def body(x):
         return jnp.moveaxis(x.reshape(n, -1, k), 0, 1).reshape(shape)
