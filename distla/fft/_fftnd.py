@@ -194,19 +194,28 @@ def general(x, kind, s, axes, norm, mesh, in_dtype, spec, known=True):
     (a tracer on an ``Auto`` mesh), get the plan's layout: the work is
     distributed and the result is in the largest even layout that fits.
     """
-    plan, shape_in, work = _plan(kind, x.shape, s, axes, mesh, spec)
-    if plan is None:  # a sharded vector: gathered, returned in spec
-        back_to = spec
-    elif known and any(spec_groups(spec, x.ndim, dict(mesh.shape))):
-        fits = same_layout(fitting_spec(plan.out_shape, mesh, work), work, mesh, x.ndim)
-        back_to = work if fits and not _cycles(plan, kind, shape_in, s, axes, mesh, work) else None
-        final = back_to or fitting_spec(plan.out_shape, mesh, plan.spec_out)
-        if same_layout(final, spec, mesh, x.ndim):
-            back_to = spec  # the caller's own spelling (size-1 mesh axes and all)
-    else:
-        back_to = None
+    plan, shape_in, back_to = _decide(kind, tuple(x.shape), s, axes, mesh, spec, known)
     return transform(x, plan=plan, kind=kind, s=s, axes=axes, norm=norm, shape_in=shape_in,
                      in_dtype=in_dtype, spec=back_to)
+
+
+@functools.lru_cache(maxsize=256)
+def _decide(kind, shape, s, axes, mesh, spec, known):
+    """(the route, the shape it transforms, the layout to return the result in or ``None``:
+    where the plan leaves it), as :func:`general` says; a few hundred microseconds of
+    planning, done once per signature."""
+    plan, shape_in, work = _plan(kind, shape, s, axes, mesh, spec)
+    ndim = len(shape)
+    if plan is None:  # a sharded vector: gathered, returned in spec
+        return plan, shape_in, spec
+    if not (known and any(spec_groups(spec, ndim, dict(mesh.shape)))):
+        return plan, shape_in, None
+    fits = same_layout(fitting_spec(plan.out_shape, mesh, work), work, mesh, ndim)
+    back_to = work if fits and not _cycles(plan, kind, shape_in, s, axes, mesh, work) else None
+    final = back_to or fitting_spec(plan.out_shape, mesh, plan.spec_out)
+    if same_layout(final, spec, mesh, ndim):
+        back_to = spec  # the caller's own spelling (size-1 mesh axes and all)
+    return plan, shape_in, back_to
 
 
 def _plan(kind, shape, s, axes, mesh, spec):
