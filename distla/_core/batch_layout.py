@@ -14,32 +14,19 @@ import functools
 import itertools
 import math
 from collections.abc import Sequence
-from typing import Any
 
 import jax
 import jax.numpy as jnp
 from jax import lax
 from jax.sharding import AbstractMesh, AxisType, NamedSharding
-from jax.sharding import PartitionSpec as P
 
 from .matrix import round_up
 from .mesh import constrain
+from .specs import entry_axes, layout_spec
 
 Axes = tuple[str, ...]  # the mesh axes on one dimension, major first
 Layout = tuple[Axes, ...]  # one entry per dimension
 
-
-
-def entry_axes(entry: Any) -> Axes:
-    if entry is None:
-        return ()
-    if isinstance(entry, str):
-        return (entry,)
-    return tuple(entry)
-
-
-def layout_spec(layout: Sequence[Axes]) -> P:
-    return P(*[None if not e else (e[0] if len(e) == 1 else tuple(e)) for e in layout])
 
 
 def source_layout(x: jax.Array, mesh: AbstractMesh) -> Layout | None:

@@ -21,6 +21,8 @@ from jax._src import core as jax_core  # get_axis_env, trace_state_clean: no pub
 from jax.sharding import AbstractMesh, AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 
+from .specs import entry_axes, layout_spec
+
 
 @dataclasses.dataclass(frozen=True)
 class Grid:
@@ -166,13 +168,12 @@ def fitting_spec(shape: Sequence[int], mesh: AbstractMesh, desired: P) -> P:
     """
     ndim = len(shape)
     desired = tuple(desired) + (None,) * (ndim - len(desired))
-    named = [(e,) if isinstance(e, str) else tuple(e or ()) for e in desired]
+    named = [entry_axes(e) for e in desired]
     if all(n % math.prod(mesh.shape[a] for a in names) == 0 for n, names in zip(shape, named)):
-        # desired itself, its axes in its own order within each dimension
-        return P(*[None if not g else (g[0] if len(g) == 1 else g) for g in named])
+        return layout_spec(named)  # desired itself, each dimension's axes in its own order
     home: dict[str, int] = {}
-    for dim, entry in enumerate(desired):
-        for ax in (entry,) if isinstance(entry, str) else (entry or ()):
+    for dim, names in enumerate(named):
+        for ax in names:
             home[ax] = dim
     axes = [ax for ax in mesh.axis_names if ax in home]  # mesh order
     best_key, best = None, P(*([None] * ndim))
@@ -187,19 +188,14 @@ def fitting_spec(shape: Sequence[int], mesh: AbstractMesh, desired: P) -> P:
         at_home = sum(1 for ax, dim in zip(axes, choice) if dim == home[ax])
         key = (shards, at_home, tuple(-d for d in choice))
         if best_key is None or key > best_key:
-            entries = [None if not d else (d[0] if len(d) == 1 else tuple(d)) for d in per_dim]
-            best_key, best = key, P(*entries)
+            best_key, best = key, layout_spec(per_dim)
     return best
 
 
 def spec_groups(spec: P, ndim: int, sizes: Mapping[str, int]) -> tuple[tuple[str, ...], ...]:
     """``spec`` as one tuple of mesh axes per dimension (major first), size-1 axes dropped."""
     entries = (tuple(spec) + (None,) * ndim)[:ndim]
-    out = []
-    for e in entries:
-        names = (e,) if isinstance(e, str) else tuple(e or ())
-        out.append(tuple(n for n in names if sizes[n] > 1))
-    return tuple(out)
+    return tuple(tuple(n for n in entry_axes(e) if sizes[n] > 1) for e in entries)
 
 
 def same_layout(a: P, b: P, mesh: AbstractMesh, ndim: int) -> bool:

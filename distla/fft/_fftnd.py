@@ -16,6 +16,7 @@ from distla.kernels.fftnd import fftnd_local
 
 from . import _route
 from .._core.matrix import pad_to
+from .._core.specs import layout_spec
 from .._core.mesh import (
     constrain,
     fitting_spec,
@@ -226,7 +227,7 @@ def _plan(kind, shape, s, axes, mesh, spec):
     groups = _route.spread(spec_groups(spec, len(shape), sizes), shape_in, axes, sizes)
     n_last = s[-1] if kind == "irfft" else None
     route = _route.plan(shape_in, groups, axes, kind, sizes, n_last)
-    return route, shape_in, _route.groups_spec(groups)
+    return route, shape_in, layout_spec(groups)
 
 
 def _cycles(plan, kind, shape_in, s, axes, mesh, work, steps=4) -> bool:

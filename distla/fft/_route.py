@@ -25,6 +25,7 @@ from jax.sharding import PartitionSpec as P
 from distla.kernels.fftnd import FftStep, SwapStep
 
 from .._core.matrix import round_up
+from .._core.specs import layout_spec
 
 Groups = tuple[tuple[str, ...], ...]
 
@@ -55,10 +56,6 @@ class Route:
     @property
     def exchanges(self) -> int:
         return sum(isinstance(s, SwapStep) for s in self.steps)
-
-
-def groups_spec(groups: Groups) -> P:
-    return P(*[None if not g else (g[0] if len(g) == 1 else g) for g in groups])
 
 
 def spread(
@@ -181,8 +178,8 @@ def plan(
     return Route(
         steps=tuple(steps),
         pad_in=pad_in,
-        spec_in=groups_spec(tuple(groups)),
-        spec_out=groups_spec(tuple(g)),
+        spec_in=layout_spec(tuple(groups)),
+        spec_out=layout_spec(tuple(g)),
         out_shape=tuple(out_shape),
     )
 
