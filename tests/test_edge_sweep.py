@@ -561,6 +561,8 @@ NOT_SWEPT = {
         **{n: _MODEL for n in ("cholesky_model_bytes", "lu_model_bytes", "qr_model_bytes")},
         "plan_budget": "reads the one-device plan's budget",
         "set_plan_budget": "sets the one-device plan's budget",
+        "shape_buckets": "reads the shape-bucket setting",
+        "set_shape_buckets": "sets the shape buckets of eager factorisations",
     },
     "fft": {
         **{n: _JNP_OWN for n in ("fftfreq", "rfftfreq", "fftshift", "ifftshift")},

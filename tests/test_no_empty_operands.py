@@ -230,7 +230,7 @@ NO_SHARD_MAP = {
     "linalg": {
         "EighResult", "SVDResult", "SlogdetResult", "LUResult", "QRResult",
         "model_bytes", "cholesky_model_bytes", "lu_model_bytes", "qr_model_bytes",
-        "plan_budget", "set_plan_budget",  # settings, no arrays
+        "plan_budget", "set_plan_budget", "shape_buckets", "set_shape_buckets",  # settings
         # jnp's own (elementwise, batch-only or small reductions); eig/eigvals gather to jnp
         "cross", "diagonal", "eig", "eigvals", "matrix_transpose", "outer", "tensordot",
         "trace", "vecdot", "vector_norm",

@@ -40,6 +40,7 @@ from .._core.mesh import (Grid, constrain, fitting_spec, rule_on_mesh, run_on_me
 from .._core.one_device import block_layout, choose_plan, on_one_device
 from .._core.plan import Plan, resolve
 from .._core.stacked import stack, vmappable
+from . import _buckets
 from ._lu import solved_on_one_device
 from ._triangular import checked_solve_operands, solve_2d, solve_linear, to_cyclic
 from .._core.matmul import matvec, product
@@ -218,7 +219,10 @@ def chol_2d(a, *, call: Plan, upper, symmetrize, read_upper):
         return factor(a, call=call, upper=upper, **flags)
 
     if not is_traced(a):  # the rules act only under a transformation
-        return one(a)
+        n = a.shape[0]
+        (l,) = _buckets.on_bucket(lambda a: (one(a),), a, call=call, out_shapes=((n, n),),
+                                  out_specs=(fitting_spec((n, n), call.mesh, call.grid.block_spec),))
+        return l
     primal = jax.custom_jvp(vmappable(one, stacked))
 
     def rule(primals, tangents):

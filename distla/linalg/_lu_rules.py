@@ -18,12 +18,13 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 from jax.custom_derivatives import SymbolicZero
+from jax.sharding import PartitionSpec as P
 
-from . import _batched, _lu
+from . import _batched, _buckets, _lu
 from .._core.checks import is_traced
 from .._core.matmul import matvec, product
 from .._core.matrix import like, natural, tril, triu
-from .._core.mesh import rule_on_mesh
+from .._core.mesh import fitting_spec, rule_on_mesh
 from .._core.plan import Plan
 
 
@@ -45,7 +46,12 @@ def _factor(a, call: Plan):
         return tuple(_lu.lu_factor(a, call=call))
 
     if not is_traced(a):  # the rules act only under a transformation
-        return factor(a)
+        m, n = a.shape
+        if m != n:
+            return factor(a)
+        lu_spec = fitting_spec((n, n), call.mesh, call.grid.block_spec)
+        return _buckets.on_bucket(factor, a, call=call, out_shapes=((n, n), (n,)),
+                                  out_specs=(lu_spec, P()))
     return _batched.with_vmap_rule("lu_factor", factor)(a)
 
 
@@ -114,7 +120,10 @@ def solve_2d(a, b, *, call: Plan):
         return _lu.solve(a, b, call=call)
 
     if not is_traced(a, b):  # the rules act only under a transformation
-        return fused(a, b)
+        (x,) = _buckets.on_bucket(lambda a, b: (fused(a, b),), a, b, call=call,
+                                  out_shapes=(b.shape,),
+                                  out_specs=(_lu.result_spec(call.grid, b.shape),))
+        return x
 
     def jvp(primals, tangents):
         (a, b), (da, db) = primals, tangents
