@@ -84,6 +84,38 @@ def test_svd_arguments(square):
                                atol=tol, rtol=0)
 
 
+def test_hermitian_flag_reads_the_hermitian_part_as_jnp(square):
+    # jnp's hermitian=True takes a to be Hermitian: its svd is eigh's of (a + aᴴ)/2
+    # (|eigenvalues| descending, U the eigenvectors in that order, Vh = (U sign)ᴴ), and
+    # pinv and matrix_rank follow; on a matrix that is not Hermitian that differs from
+    # the SVD of a itself, so distla must take the same route, not ignore the flag
+    mesh, a, h, low = square
+    x = place(a, mesh)
+    s_ref = np.sort(np.abs(np.linalg.eigvalsh(h.astype(np.float64))))[::-1]
+    tol = THRESHOLD * N * eps(np.float32) * s_ref[0]
+    u, s, vh = linalg.svd(x, hermitian=True)
+    ur, sr, vhr = (np.asarray(t) for t in jnp.linalg.svd(a, hermitian=True))
+    same_kind((u, s, vh), jnp.linalg.svd(a, hermitian=True))
+    np.testing.assert_allclose(np.asarray(s), s_ref, atol=tol, rtol=0)
+    check_svd(h, u, s, vh)  # a factorisation of the Hermitian part
+    u, vh = np.asarray(u), np.asarray(vh)
+    signs = np.sign(np.sum(u * ur, axis=0))  # eigenvectors are defined up to sign
+    gaps = np.minimum(np.abs(np.diff(sr, prepend=np.inf)), np.abs(np.diff(sr, append=-np.inf)))
+    clear = gaps > 1e-2 * sr[0]  # columns whose |eigenvalue| is well separated
+    np.testing.assert_allclose((u * signs)[:, clear], ur[:, clear], atol=1e-3)
+    np.testing.assert_allclose((vh * signs[:, None])[clear], vhr[clear], atol=1e-3)
+    np.testing.assert_allclose(np.asarray(linalg.svd(x, compute_uv=False, hermitian=True)),
+                               s_ref, atol=tol, rtol=0)
+    got = np.asarray(linalg.pinv(x, hermitian=True), np.float64)
+    ref = np.linalg.pinv(h.astype(np.float64), hermitian=True)
+    assert np.linalg.norm(got - ref, 1) <= 1e-3 * np.linalg.norm(ref, 1)
+    cut = float(np.sqrt(s_ref[20] * s_ref[21]))  # jnp's rtol is absolute; between two values
+    assert int(linalg.matrix_rank(x, cut, hermitian=True)) == int(
+        jnp.linalg.matrix_rank(a, cut, hermitian=True)) == 21
+    with pytest.raises(TypeError, match="square"):
+        linalg.svd(place(low[:, :30], mesh), hermitian=True)
+
+
 def test_pinv_lstsq_rank_cond_norm_arguments(square):
     mesh, a, h, low = square
     e = eps(np.float32)

@@ -62,7 +62,9 @@ def pinv(
         to jnp).
       rtol: relative cutoff (default ``10 · max(m, n) · eps``); ``rcond`` is
         its older name, as in jnp.
-      hermitian: accepted as in jnp (same route).
+      hermitian: as in jnp, ``a`` is taken to be Hermitian and the singular
+        values and vectors come from :func:`svd`'s ``hermitian=True`` route
+        (:func:`eigh` of ``(a + aᴴ)/2``).
 
     Returns:
       ``[n, m]`` in the mesh's 2D block layout (the largest even layout that
@@ -83,7 +85,7 @@ def pinv(
     real = jnp.finfo(dtype).dtype
     if rtol is None:
         rtol = 10.0 * max(a.shape) * float(jnp.finfo(real).eps)
-    u, s, vh = svd(a, full_matrices=False)
+    u, s, vh = svd(a, full_matrices=False, hermitian=hermitian)
     return _pinv_from_svd(u, s, vh, jnp.asarray(rtol, real))
 
 
@@ -197,7 +199,9 @@ def matrix_rank(
     """Rank by counting singular values above ``rtol · s_max``, as ``jnp.linalg.matrix_rank``.
 
     ``rtol`` defaults to ``max(m, n) · eps`` (``tol`` is its older name).
-    The singular values come from the distributed :func:`svdvals`. Returns
+    The singular values come from the distributed :func:`svdvals`, or with
+    ``hermitian=True``, as in jnp, from the eigenvalues of ``(M + Mᴴ)/2``
+    (:func:`svd`'s ``hermitian=True`` route). Returns
     a scalar of the default integer type (int64 under x64), replicated.
     """
     what = "distla.linalg.matrix_rank"
@@ -211,7 +215,7 @@ def matrix_rank(
     if not _one_matrix(M):
         return empty_or_one_device(lambda x: jnp.linalg.matrix_rank(x, rtol,
                                                                     hermitian=hermitian), M)
-    s = svdvals(M)
+    s = svd(M, compute_uv=False, hermitian=True) if hermitian else svdvals(M)
     if rtol is None:
         # max(m, n)·eps first: s_max·max(m, n) may overflow near the top of the range
         cut = s.max() * (np.float64(max(M.shape)) * jnp.finfo(s.dtype).eps).astype(s.dtype)

@@ -30,7 +30,7 @@ from .._core.stacked import stack as _stack
 from .._core.stacked import vmappable as _vmappable
 from .._core.mesh import fitting_spec, operand_mesh, run_on_mesh, tangent_on_mesh
 from .._core.one_device import block_layout, choose_plan, on_one_device
-from .._core.matmul import product_here
+from .._core.matmul import product, product_here
 from .._core.matrix import HIGHEST, block_spec, ct_on, diag_mask, diagonal, on_mesh, put
 
 
@@ -500,7 +500,11 @@ def svd(
         from a complete QR of ``U``); otherwise ``[m, k]`` and ``[k, n]``,
         ``k = min(m, n)``.
       compute_uv: return only ``S`` when False.
-      hermitian: accepted as in jnp; distla's route is the same either way.
+      hermitian: as in jnp, ``a`` is taken to be Hermitian: the decomposition is
+        built from :func:`eigh` of ``(a + aᴴ)/2`` (``S = |λ|`` descending,
+        ``U`` the eigenvectors in that order, ``Vh = (U·sign(λ))ᴴ``), so a
+        non-Hermitian ``a`` gives what jnp gives for it; ``full_matrices`` is
+        moot (square).
       subset_by_index: not supported for sharded matrices (``None`` only).
       plan: ``"auto"``, ``"distributed"`` or ``"one_device"`` (as :func:`eigh`).
 
@@ -513,6 +517,8 @@ def svd(
     Raises:
       ValueError: ``a`` has fewer than 2 dimensions.
       NotImplementedError: ``subset_by_index`` on a sharded matrix.
+      TypeError: ``hermitian=True`` with a non-square ``a`` (jnp raises a
+        ``TypeError`` there too).
 
     See also: ``jnp.linalg.svd``, :func:`svdvals`.
     """
@@ -521,6 +527,9 @@ def svd(
     _matrix(a, what)
     dtype = result_dtype(what, a)
     a = a.astype(dtype)
+    if hermitian and a.shape[-1] != a.shape[-2]:
+        raise TypeError(f"{what}: hermitian=True takes square matrices (as jnp's eigh route); "
+                        f"got a of shape {a.shape}")
     mesh = _mesh_of(a, names=("a",))
 
     def ref(x):
@@ -539,14 +548,43 @@ def svd(
         u, s, vh = _stack(lambda x: (lambda r: (r[0], r[1][..., None, :], r[2]))(ref(x)),
                           (a,), (2,), 2)
         return SVDResult(u, s[..., 0, :], vh)
-    options = (("full_matrices", bool(full_matrices)), ("compute_uv", bool(compute_uv)))
+    options = (("full_matrices", bool(full_matrices)), ("compute_uv", bool(compute_uv)),
+               ("hermitian", bool(hermitian)))
     if choose_plan("svd", plan, jnp.linalg.svd, a, what=what, options=options) == "one_device":
         specs = _svd_specs(mesh, a.shape, full_matrices, compute_uv)
         out = on_one_device(jnp.linalg.svd, a, mesh=mesh, in_specs=(block_layout(a.shape, mesh),),
                             out_specs=specs if compute_uv else (specs,), options=options)
         return SVDResult(*out) if compute_uv else out
-    out = _svd_diff(a, full_matrices=bool(full_matrices), compute_uv=bool(compute_uv))
+    if hermitian:
+        w, v = eigh(a, plan="distributed")
+        out = _from_eigenpairs(w, v, mesh=mesh, compute_uv=bool(compute_uv))
+    else:
+        out = _svd_diff(a, full_matrices=bool(full_matrices), compute_uv=bool(compute_uv))
     return SVDResult(*out) if compute_uv else out
+
+
+@functools.partial(jax.jit, static_argnames=("mesh", "compute_uv"))
+def _from_eigenpairs(w, v, *, mesh, compute_uv):
+    """``jnp.linalg.svd(a, hermitian=True)`` from ``eigh(a)``'s ascending ``(w, v)``.
+
+    As jnp: ``s = |w|`` sorted descending (``lax.sort`` on ``(|w|, index, sign)``,
+    reversed), ``U`` the eigenvectors in that order and ``Vh = (U·sign(w))ᴴ``.
+    The columns are reordered by a product with the permutation matrix (SUMMA,
+    exact: one unit entry per column), which keeps every device at its block.
+    """
+    s = jnp.abs(w)
+    if not compute_uv:
+        return lax.rev(lax.sort(s), (0,))
+    n = s.shape[0]
+    order = lax.broadcasted_iota(jnp.int32, s.shape, 0)
+    s, order, sign = (lax.rev(x, (0,)) for x in lax.sort((s, order, jnp.sign(w)), num_keys=1))
+
+    def permutation(order):  # column j holds a one in row order[j]
+        return (lax.broadcasted_iota(jnp.int32, (n, n), 0) == order[None, :]).astype(v.dtype)
+
+    perm = run_on_mesh(permutation, mesh, fitting_spec((n, n), mesh, block_spec(mesh)), order)
+    u = product(v, perm, mesh)
+    return u, s, ct_on(u * sign.astype(u.dtype)[None, :], mesh=mesh)
 
 
 @one_program
