@@ -314,6 +314,40 @@ def test_errors_say_what_was_received_and_the_fix(m24):
           np.ones((8, 8)), 1e-6)
 
 
+def test_bad_shapes_raise_what_jnp_raises(m24):
+    """A wrong shape raises a ValueError naming it, which is also a TypeError: jnp raises
+    one or the other for the same shapes, and either ``except`` must catch distla's."""
+    sq, rect, vec, b5 = (put(np.asarray(x, np.float32), m24)
+                         for x in (np.eye(8) + 1, np.ones((4, 6)), np.ones(8), np.ones((5, 2))))
+    b4 = put(np.ones(4, np.float32), m24)
+    cases = [(name, x) for name in ("cholesky", "eigh", "eigvalsh", "det", "slogdet", "inv",
+                                     "svd", "svdvals", "qr", "pinv", "cond")
+             for x in (rect, vec) if not (name in ("svd", "svdvals", "qr", "pinv", "cond")
+                                           and x is rect)]
+    calls = [(f"{n}{x.shape}", getattr(jnp.linalg, n), getattr(linalg, n), (x,)) for n, x in cases]
+    calls += [
+        ("solve", jnp.linalg.solve, linalg.solve, (sq, b5)),
+        ("solve rect", jnp.linalg.solve, linalg.solve, (rect, b4)),
+        ("lstsq", jnp.linalg.lstsq, linalg.lstsq, (sq, b5)),
+        ("matmul", jnp.linalg.matmul, linalg.matmul, (sq, b5)),
+        ("distla.matmul", jnp.matmul, distla.matmul, (sq, b5)),
+        ("multi_dot", jnp.linalg.multi_dot, linalg.multi_dot, ([sq, b5],)),
+        ("solve_triangular", jsl.solve_triangular, linalg.solve_triangular, (sq, b5)),
+        ("lu_factor", jsl.lu_factor, linalg.lu_factor, (vec,)),
+        ("lu", jsl.lu, linalg.lu, (vec,)),
+        ("cho_factor", jsl.cho_factor, linalg.cho_factor, (rect,)),
+        ("expm", jsl.expm, linalg.expm, (rect,)),
+        ("polar", jsl.polar, linalg.polar, (vec,)),
+    ]
+    for name, ref, fn, args in calls:
+        with pytest.raises((ValueError, TypeError)) as want:
+            ref(*args)
+        with pytest.raises(want.type, match=r"shape|dimension") as got:
+            fn(*args)
+        # a ValueError as documented, and a TypeError, whatever jnp raised
+        assert isinstance(got.value, ValueError) and isinstance(got.value, TypeError), name
+
+
 def test_matmul_dtypes_as_jnp(m24):
     """numpy's matmul tests: integer products stay integer, bool products are and/or."""
     rng = np.random.default_rng(8)

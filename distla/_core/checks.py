@@ -41,6 +41,19 @@ _TO_INEXACT = {
 _NO_LAPACK = (np.dtype(jnp.float16), np.dtype(jnp.bfloat16))
 
 
+class ShapeError(ValueError, TypeError):
+    """An operand of the wrong shape (not square, too few dimensions, dimensions that
+    do not match or broadcast).
+
+    A ``ValueError``, as distla's documentation says, and a ``TypeError`` too: jnp
+    raises a ``TypeError`` for some of the same shapes (``cholesky`` or ``eigh`` of a
+    non-square matrix, ``qr``/``svd``/``lu`` of a vector, ``matmul`` of mismatched
+    dimensions) and a ``ValueError`` for others, so code written against jnp catches
+    either. (numpy's ``AxisError`` is a ``ValueError`` and an ``IndexError`` for the
+    same reason.)
+    """
+
+
 def as_array(x: Any, name: str, what: str) -> jax.Array:
     """``x`` as a jax array (jax arrays and tracers pass through untouched)."""
     if isinstance(x, jax.Array):
@@ -86,9 +99,9 @@ def square(a: jax.Array, what: str, *, batch: bool = True) -> None:
     """Check that ``a`` is a square matrix (``batch``: or a stack of them)."""
     if a.ndim < 2 or (not batch and a.ndim != 2):
         want = "(..., n, n)" if batch else "(n, n)"
-        raise ValueError(f"{what}: a must have shape {want}; got a of shape {a.shape}")
+        raise ShapeError(f"{what}: a must have shape {want}; got a of shape {a.shape}")
     if a.shape[-1] != a.shape[-2]:
-        raise ValueError(f"{what}: a must be square; got a of shape {a.shape}")
+        raise ShapeError(f"{what}: a must be square; got a of shape {a.shape}")
 
 
 def rhs_core(a: jax.Array, b: jax.Array, what: str | None = None) -> int:
@@ -104,7 +117,7 @@ def rhs_core(a: jax.Array, b: jax.Array, what: str | None = None) -> int:
     n = a.shape[-1]
     core = 1 if b.ndim == 1 or (a.ndim == b.ndim + 1 and b.shape[-1] == n) else 2
     if what is not None and (b.ndim == 0 or b.shape[-core] != n):
-        raise ValueError(
+        raise ShapeError(
             f"{what}: b must have shape (n,) or (..., n, k) with n = {n}; got a of shape "
             f"{a.shape}, b of shape {b.shape}"
         )

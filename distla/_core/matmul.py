@@ -25,6 +25,7 @@ from distla.kernels.summa import summa_k_multiple, summa_local
 
 from . import plan as _plan
 from .checks import (
+    ShapeError,
     as_array,
     canonical_precision,
     empty_or_one_device,
@@ -188,12 +189,12 @@ def checked_product(
     a = as_array(a, "a", what)
     b = as_array(b, "b", what)
     if a.ndim != 2 or b.ndim != 2:
-        raise ValueError(
+        raise ShapeError(
             f"{what} multiplies 2-D matrices; got a of shape {a.shape} and b of shape "
             f"{b.shape}. For stacks of matrices use jnp.matmul or jax.vmap."
         )
     if a.shape[1] != b.shape[0]:
-        raise ValueError(
+        raise ShapeError(
             f"{what}: inner dimensions differ: a is {a.shape}, b is {b.shape} "
             f"({a.shape[1]} != {b.shape[0]})"
         )

@@ -71,6 +71,7 @@ from .._core.batch_layout import (
     relayout,
     source_layout,
 )
+from .._core.checks import ShapeError
 from .._core.lapack_batch import in_member_chunks, members_per_call
 from .._core.mesh import fitting_spec, operand_mesh, run_on_mesh, shard_map
 from .._core.plan import Plan
@@ -177,13 +178,13 @@ def _check_lu_solve(lu, piv, b, b_core, trans):
         )
     n, batch = lu.shape[-1], lu.shape[:-2]
     if piv.shape[:-1] != batch or b.shape[: b.ndim - b_core] != batch:
-        raise ValueError(
+        raise ShapeError(
             f"{what}: batch dimensions differ: lu {lu.shape} has {batch}, piv {piv.shape} has "
             f"{piv.shape[:-1]}, b {b.shape} has {b.shape[: max(b.ndim - b_core, 0)]}; lu_solve "
             "does not broadcast them"
         )
     if piv.shape[-1] != n or b.ndim < 1 or b.shape[len(batch)] != n:
-        raise ValueError(
+        raise ShapeError(
             f"{what}: lu {lu.shape}, piv {piv.shape} and b {b.shape} do not match: piv must be "
             f"{(*batch, n)} and b {(*batch, n)} or {(*batch, n, 'k')}"
         )
@@ -284,9 +285,9 @@ def _check_solve(a: jax.Array, b: jax.Array, b_core: int) -> None:
     _check_square(a, what, "a")
     n = a.shape[-1]
     if b.ndim == 1 and b.shape[0] != n:
-        raise ValueError(f"{what}: b of shape {b.shape} does not match a of shape {a.shape}")
+        raise ShapeError(f"{what}: b of shape {b.shape} does not match a of shape {a.shape}")
     if b.ndim != 1 and b.shape[-2] != n:
-        raise ValueError(
+        raise ShapeError(
             f"{what}: b must have shape (n,) or (..., n, k) with n = {n}; got a of shape "
             f"{a.shape}, b of shape {b.shape}"
         )
@@ -295,7 +296,7 @@ def _check_solve(a: jax.Array, b: jax.Array, b_core: int) -> None:
 
 def _check_square(a: jax.Array, what: str, name: str) -> None:
     if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
-        raise ValueError(
+        raise ShapeError(
             f"{what}: {name} must be a stack (..., n, n); got {name} of shape {a.shape}"
         )
 
@@ -305,7 +306,7 @@ def _broadcast_batch(what: str, *named: tuple[str, tuple[int, ...]]) -> tuple[in
         return tuple(np.broadcast_shapes(*(shape for _, shape in named)))
     except ValueError:
         got = ", ".join(f"{name} {shape}" for name, shape in named)
-        raise ValueError(f"{what}: batch dimensions do not broadcast: {got}") from None
+        raise ShapeError(f"{what}: batch dimensions do not broadcast: {got}") from None
 
 
 # --------------------------------------------------------------------------- the call

@@ -39,7 +39,14 @@ from jax.sharding import PartitionSpec as P
 
 from .._core.eager import one_program
 from . import _lu_rules, _triangular
-from .._core.checks import as_array, empty_or_one_device, is_empty, result_dtype, square
+from .._core.checks import (
+    ShapeError,
+    as_array,
+    empty_or_one_device,
+    is_empty,
+    result_dtype,
+    square,
+)
 from .._core.matmul import product_here
 from .._core.mesh import constrain, fitting_spec, is_explicit, run_on_mesh
 from .._core.one_device import block_layout, choose_plan, on_one_device
@@ -338,11 +345,11 @@ def expm_frechet(
     e = as_array(E, "E", what)
     for name, x in (("A", a), ("E", e)):
         if x.ndim < 2 or x.shape[-1] != x.shape[-2]:
-            raise ValueError(
+            raise ShapeError(
                 f"{what}: {name} must be a square matrix or a stack of them ([..., n, n]); "
                 f"got {name} of shape {x.shape}")
     if a.shape != e.shape:
-        raise ValueError(f"{what}: A and E must have the same shape; got A {a.shape}, "
+        raise ShapeError(f"{what}: A and E must have the same shape; got A {a.shape}, "
                          f"E {e.shape}")
     dtype = result_dtype(what, a, e)
     value, derivative = jax.jvp(expm, (a.astype(dtype),), (e.astype(dtype),))

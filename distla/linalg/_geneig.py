@@ -37,7 +37,7 @@ from jax.sharding import PartitionSpec as P
 
 from .._core.eager import one_program
 from . import _eigh, _spectral
-from .._core.checks import as_array, is_traced, result_dtype
+from .._core.checks import ShapeError, as_array, is_traced, result_dtype
 from .._core.matmul import checked_product
 from .._core.matrix import block_spec, on_mesh, put, round_up
 from .._core.mesh import drop_trivial_sharding, fitting_spec, grid_of, operand_mesh, run_on_mesh
@@ -482,7 +482,7 @@ def eigh(
                          f"(b a x = λ x), as scipy; got {type!r}")
     a = as_array(a, "a", what)
     if a.ndim != 2 or a.shape[0] != a.shape[1]:
-        raise ValueError(
+        raise ShapeError(
             f"{what}: with b, type, a subset or eigvals_only a must be one square matrix "
             f"(n, n), as scipy.linalg.eigh; got a of shape {a.shape} (for a stack, call eigh "
             "on each matrix)")
@@ -490,7 +490,7 @@ def eigh(
     if b is not None:
         b = as_array(b, "b", what)
         if b.shape != a.shape:
-            raise ValueError(f"{what}: b must have a's shape {a.shape}; got b of shape "
+            raise ShapeError(f"{what}: b must have a's shape {a.shape}; got b of shape "
                              f"{b.shape}")
     sel = _check_subsets(what, n, subset_by_index, subset_by_value)
     dtype = result_dtype(what, a) if b is None else result_dtype(what, a, b)

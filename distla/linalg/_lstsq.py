@@ -16,7 +16,14 @@ import numpy as np
 from jax.sharding import PartitionSpec as P
 
 from .._core.eager import one_program
-from .._core.checks import as_array, empty_or_one_device, is_empty, onto_mesh, result_dtype
+from .._core.checks import (
+    ShapeError,
+    as_array,
+    empty_or_one_device,
+    is_empty,
+    onto_mesh,
+    result_dtype,
+)
 from .._core.plan import mesh_of as _mesh_of
 from .._core.mesh import drop_trivial_sharding, fitting_spec, operand_mesh, run_on_mesh
 from .._core.matrix import block_spec
@@ -77,7 +84,7 @@ def pinv(
         rtol = rcond
     a = as_array(a, "a", what)
     if a.ndim < 2:
-        raise ValueError(f"{what}: a must have at least 2 dimensions; got shape {a.shape}")
+        raise ShapeError(f"{what}: a must have at least 2 dimensions; got shape {a.shape}")
     dtype = result_dtype(what, a)
     a = a.astype(dtype)
     if not _one_matrix(a):
@@ -157,7 +164,7 @@ def lstsq(
         raise TypeError(f"{what}: {b.ndim}-dimensional array given. Array must be one or "
                         "two-dimensional")
     if a.shape[0] != b.shape[0]:
-        raise ValueError(f"{what}: leading dimensions of a {a.shape} and b {b.shape} must match")
+        raise ShapeError(f"{what}: leading dimensions of a {a.shape} and b {b.shape} must match")
     operand_mesh(a, b, names=("a", "b"))  # the solves' check: one mesh for both
     if _one_matrix(a) and is_empty(b):  # no right-hand side: a's svdvals and rank only
         m, n = a.shape
@@ -236,7 +243,7 @@ def cond(x: jax.typing.ArrayLike, p=None) -> jax.Array:
     what = "distla.linalg.cond"
     arr = as_array(x, "x", what)
     if arr.ndim < 2:
-        raise ValueError(f"{what}: input array must be at least 2D; got arr.shape={arr.shape}")
+        raise ShapeError(f"{what}: input array must be at least 2D; got arr.shape={arr.shape}")
     if arr.shape[-1] == 0 or arr.shape[-2] == 0:
         raise ValueError(f"{what}: input array must not be empty; got arr.shape={arr.shape}")
     arr = arr.astype(result_dtype(what, arr))
@@ -250,7 +257,7 @@ def cond(x: jax.typing.ArrayLike, p=None) -> jax.Array:
         r = s[-1] / s[0]
     else:
         if arr.shape[-2] != arr.shape[-1]:
-            raise ValueError(f"{what}: for p={p!r}, array must be square; got "
+            raise ShapeError(f"{what}: for p={p!r}, array must be square; got "
                              f"arr.shape={arr.shape}")
         r = norm(arr, ord=p) * norm(inv(arr), ord=p)
     return jnp.where(jnp.isnan(r) & ~jnp.isnan(arr).any(), jnp.inf, r)

@@ -33,7 +33,14 @@ from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from . import _qr
-from .._core.checks import as_array, empty_or_one_device, is_empty, is_traced, result_dtype
+from .._core.checks import (
+    ShapeError,
+    as_array,
+    empty_or_one_device,
+    is_empty,
+    is_traced,
+    result_dtype,
+)
 from .._core.mesh import fitting_spec, grid_of, is_explicit, operand_mesh, run_on_mesh
 from .._core.matmul import mm
 from .._core.plan import plan_here
@@ -332,7 +339,7 @@ def polar(
     check_options(side, method, what)
     a = as_array(a, "a", what)
     if a.ndim < 2:
-        raise ValueError(f"{what}: a must have at least 2 dimensions; got shape {a.shape}")
+        raise ShapeError(f"{what}: a must have at least 2 dimensions; got shape {a.shape}")
     dtype = result_dtype(what, a)
     a = a.astype(dtype)
     mesh = operand_mesh(a, names=("a",))

@@ -20,7 +20,7 @@ from jax.sharding import PartitionSpec as P
 
 from .._core.eager import hashable, on_one_mesh, one_program
 from .._core.batch_layout import source_layout
-from .._core.checks import as_array, is_empty, result_dtype
+from .._core.checks import ShapeError, as_array, is_empty, result_dtype
 from .._core.matmul import checked_product as _summa
 from .._core.mesh import is_explicit, operand_mesh
 from ._lstsq import norm
@@ -85,7 +85,7 @@ def matmul(
     a = as_array(x1, "x1", what)
     b = as_array(x2, "x2", what)
     if a.ndim == 0 or b.ndim == 0:
-        raise ValueError(
+        raise ShapeError(
             f"{what}: operands must be at least 1-D; got shapes {a.shape} and {b.shape}. "
             "For a scalar factor use multiplication (x1 * x2).")
     a, b = _with_preferred(a, b, preferred_element_type, what)
@@ -93,7 +93,7 @@ def matmul(
         return jnp.linalg.matmul(a, b, precision=precision,
                                  preferred_element_type=preferred_element_type)
     if a.shape[-1] != b.shape[-2]:
-        raise ValueError(
+        raise ShapeError(
             f"{what}: inner dimensions differ: x1 is {a.shape}, x2 is {b.shape} "
             f"({a.shape[-1]} != {b.shape[-2]})")
     if a.ndim == 2 and b.ndim == 2:
@@ -176,12 +176,12 @@ def _chain(arrays: list[jax.Array], *, precision: lax.PrecisionLike) -> jax.Arra
         mats[-1] = mats[-1][:, None]
     for i, m in enumerate(mats):
         if m.ndim != 2:
-            raise ValueError(
+            raise ShapeError(
                 f"{what}: arrays[{i}] must be 2-D (the ends may be 1-D); got shape "
                 f"{arrays[i].shape}")
     for i in range(len(mats) - 1):
         if mats[i].shape[1] != mats[i + 1].shape[0]:
-            raise ValueError(
+            raise ShapeError(
                 f"{what}: arrays[{i}] of shape {arrays[i].shape} and arrays[{i + 1}] of shape "
                 f"{arrays[i + 1].shape} do not chain")
     dtype = result_dtype(what, *mats, inexact=False)
@@ -359,7 +359,7 @@ def matrix_power(a: jax.typing.ArrayLike, n: int) -> jax.Array:
     except TypeError:
         raise TypeError(f"{what}: n must be an integer; got {n!r}") from None
     if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
-        raise ValueError(
+        raise ShapeError(
             f"{what}: a must be a square matrix or a stack of them ([..., m, m]); got "
             f"shape {a.shape}")
     if n != 0 and on_one_mesh(a):  # (n = 0 builds the identity: no product to compile)

@@ -34,7 +34,7 @@ from distla.kernels.tsqr import tsqr_local
 from .._core.eager import one_program
 from . import _lu
 from .._core import batch_layout as layouts
-from .._core.checks import as_array, empty_or_one_device, is_traced
+from .._core.checks import ShapeError, as_array, empty_or_one_device, is_traced
 from .._core.mesh import (
     Grid,
     constrain,
@@ -418,7 +418,7 @@ def qr(
             f"{what}: unsupported mode {mode!r}; expected 'reduced', 'complete' or 'r'"
         )
     if a.ndim < 2:
-        raise ValueError(f"{what}: a must have shape (..., m, n); got a of shape {a.shape}")
+        raise ShapeError(f"{what}: a must have shape (..., m, n); got a of shape {a.shape}")
     dtype = _promoted(jnp.dtype(a.dtype))
     mode = "reduced" if mode == "full" else mode
     call = resolve(a, names=("a",), dtype=dtype, block_size=block_size)

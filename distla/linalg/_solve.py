@@ -37,7 +37,15 @@ from ._lu_rules import (
     solve_2d,
 )
 from ._triangular import checked_solve_operands
-from .._core.checks import as_array, empty_or_one_device, is_empty, onto_mesh, result_dtype, square
+from .._core.checks import (
+    ShapeError,
+    as_array,
+    empty_or_one_device,
+    is_empty,
+    onto_mesh,
+    result_dtype,
+    square,
+)
 from .._core.matmul import product
 from .._core.matrix import like, natural, tril, triu
 from .._core.mesh import (
@@ -231,14 +239,14 @@ def lu_solve(
     vector = b.ndim == 1 or (b.ndim == lu.ndim - 1 and b.shape[-1:] == (n,))
     bb_shape = (*b.shape, 1) if vector else b.shape
     if piv.shape[-1:] != (n,) or b.ndim < 1 or len(bb_shape) < 2 or bb_shape[-2] != n:
-        raise ValueError(
+        raise ShapeError(
             f"{what}: lu {lu.shape}, piv {piv.shape} and b {b.shape} do not match: piv must be "
             f"(..., {n}) and b (..., {n}) (one dimension fewer than lu) or (..., {n}, k)"
         )
     try:
         batch = tuple(np.broadcast_shapes(lu.shape[:-2], piv.shape[:-1], bb_shape[:-2]))
     except ValueError:
-        raise ValueError(
+        raise ShapeError(
             f"{what}: batch dimensions of lu {lu.shape}, piv {piv.shape} and b {b.shape} do "
             "not broadcast"
         ) from None
@@ -351,7 +359,7 @@ def lu(
                        check_finite=check_finite)
     a = as_array(a, "a", what)
     if a.ndim != 2:
-        raise ValueError(f"{what}: a must be a matrix (m, n); got a of shape {a.shape}")
+        raise ShapeError(f"{what}: a must be a matrix (m, n); got a of shape {a.shape}")
     dtype = result_dtype(what, a)
     a = a.astype(dtype)
     call = resolve(a, names=("a",), dtype=dtype, block_size=block_size)
@@ -374,10 +382,10 @@ def _solve_shapes(a: jax.Array, b: jax.Array, what: str) -> bool:
     n = a.shape[-1]
     if b.ndim == 1:
         if b.shape[0] != n:
-            raise ValueError(f"{what}: b of shape {b.shape} does not match a of shape {a.shape}")
+            raise ShapeError(f"{what}: b of shape {b.shape} does not match a of shape {a.shape}")
         return True
     if b.ndim < 2 or b.shape[-2] != n:
-        raise ValueError(
+        raise ShapeError(
             f"{what}: b must have shape (n,) or (..., n, k) with n = {n} (numpy 2 rules, as "
             f"jnp.linalg.solve); got a of shape {a.shape}, b of shape {b.shape}. For a stack "
             "of vectors use solve(a, b[..., None])[..., 0]."
@@ -385,7 +393,7 @@ def _solve_shapes(a: jax.Array, b: jax.Array, what: str) -> bool:
     try:
         jnp.broadcast_shapes(a.shape[:-2], b.shape[:-2])
     except ValueError:
-        raise ValueError(
+        raise ShapeError(
             f"{what}: batch dimensions of a {a.shape} and b {b.shape} do not broadcast"
         ) from None
     return False
@@ -658,7 +666,7 @@ def tensorinv(a: jax.typing.ArrayLike, ind: int = 2) -> jax.Array:
     rows, cols = a.shape[:ind], a.shape[ind:]
     n = math.prod(rows)
     if n != math.prod(cols):
-        raise ValueError(
+        raise ShapeError(
             f"{what}: the first {ind} axes of a {a.shape} hold {n} elements, the rest "
             f"{math.prod(cols)}; they must match (choose ind so that they do)")
     if a.ndim == 2:
@@ -711,7 +719,7 @@ def tensorsolve(
     out_shape = a.shape[b.ndim:]
     n = math.prod(out_shape)
     if a.shape[:b.ndim] != b.shape or math.prod(b.shape) != n:
-        raise ValueError(
+        raise ShapeError(
             f"{what}: a of shape {a.shape} does not make a square system for b of shape "
             f"{b.shape}: a's leading axes must be b's shape and its other axes must hold "
             f"{math.prod(b.shape)} elements")

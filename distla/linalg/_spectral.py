@@ -23,7 +23,15 @@ from jax.sharding import PartitionSpec as P
 
 from .._core.eager import one_program
 from . import _eigh, _polar, _qr, _tridiagonal
-from .._core.checks import as_array, empty_or_one_device, is_empty, is_traced, result_dtype
+from .._core.checks import (
+    ShapeError,
+    as_array,
+    empty_or_one_device,
+    is_empty,
+    is_traced,
+    result_dtype,
+    square,
+)
 from .._core.plan import mesh_of as _mesh_of
 from .._core.plan import plan_here
 from .._core.stacked import stack as _stack
@@ -50,14 +58,9 @@ class SVDResult(NamedTuple):
     Vh: jax.Array
 
 
-def _square(a, what):
-    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
-        raise ValueError(f"{what}: a must have shape (..., n, n); got a of shape {a.shape}")
-
-
 def _matrix(a, what):
     if a.ndim < 2:
-        raise ValueError(f"{what}: a must have at least 2 dimensions; got a of shape {a.shape}")
+        raise ShapeError(f"{what}: a must have at least 2 dimensions; got a of shape {a.shape}")
 
 
 # ----------------------------------------------------------------------------- eigh
@@ -130,7 +133,7 @@ def _eigh_prologue(what, a, UPLO):
     if UPLO not in (None, "L", "U"):
         raise ValueError(f"{what}: UPLO must be one of None, 'L', or 'U'; got {UPLO!r}")
     a = as_array(a, "a", what)
-    _square(a, what)
+    square(a, what)
     dtype = result_dtype(what, a)
     return a.astype(dtype)
 
