@@ -180,6 +180,29 @@ def test_zero_size_inputs_give_what_jnp_gives(m24):
 # ----------------------------------------------------------------- items 6, 7: arguments
 
 
+@pytest.mark.parametrize("kind", ["explicit", "auto"])
+def test_zero_size_stacks_come_back_where_jnp_puts_them(kind):
+    # an empty stack split over its batch axis: the results in jnp's layout (on an
+    # Explicit mesh the type jax gives, on an Auto mesh replicated on the mesh), so that
+    # `a @ x - b` works after distla's solve as after jnp's, eagerly and under jit
+    mesh = build_mesh((2, 4), kind)
+    a, b = (jax.device_put(np.zeros(shape, np.float32), NamedSharding(mesh, P("x")))
+            for shape in ((0, 5, 5), (0, 5, 2)))
+    calls = {
+        "solve": (linalg.solve, jnp.linalg.solve, (a, b)),
+        "solve_triangular": (linalg.solve_triangular, jsl.solve_triangular, (a, b)),
+        "det": (linalg.det, jnp.linalg.det, (a,)),
+        "cholesky": (linalg.cholesky, jnp.linalg.cholesky, (a,)),
+        "pinv": (linalg.pinv, jnp.linalg.pinv, (a,)),
+    }
+    for name, (fn, ref, args) in calls.items():
+        got, want = fn(*args), ref(*args)
+        assert got.shape == want.shape and got.dtype == want.dtype, name
+        assert got.sharding == want.sharding, (name, got.sharding, want.sharding)
+    (a @ linalg.solve(a, b) - b).block_until_ready()
+    jax.jit(lambda a, b: a @ linalg.solve(a, b) - b)(a, b).block_until_ready()
+
+
 def test_lu_solve_broadcasts_as_jax(m24):
     rng = np.random.default_rng(2)
     a = (rng.standard_normal((8, 8)) + 3 * np.eye(8)).astype(np.float32)

@@ -138,16 +138,53 @@ def empty_or_one_device(ref, *xs):
     """``ref`` (the jnp / jax.scipy function) on operands that need no mesh.
 
     Operands on one device (or unsharded) run as they are; with an empty
-    operand the result is what ``ref`` gives for the same shapes, built with
-    no mesh at all (``det`` of a 0x0 matrix is 1, ``solve`` with ``k = 0``
-    right-hand sides an empty array).
+    operand the result is what ``ref`` gives for the same shapes (``det`` of a
+    0x0 matrix is 1, ``solve`` with ``k = 0`` right-hand sides an empty
+    array). Empty results are built without running ``ref``, where jnp puts
+    them: on an ``Explicit`` mesh in the layout jax's types give
+    (``P('x', None, None)`` for a solve of a ``(0, n, n)`` stack in
+    ``P('x')``), on an ``Auto`` mesh replicated over it.
     """
     if is_empty(*xs):
-        shapes = jax.eval_shape(ref, *(jax.ShapeDtypeStruct(x.shape, x.dtype) for x in xs))
+        shapes = _result_types(ref, xs)
         if all(np.prod(s.shape) == 0 for s in jax.tree.leaves(shapes)):
-            return jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), shapes)
+            mesh = _concrete_mesh(xs)
+            return jax.tree.map(lambda s: _empty_result(s, mesh), shapes)
         return ref(*(empty_like(x) if is_empty(x) else drop_trivial_sharding(x) for x in xs))
     return ref(*(drop_trivial_sharding(x) for x in xs))
+
+
+def _result_types(ref, xs):
+    """``ref``'s result types for ``xs``, with their shardings where jax's types carry them
+    (``Explicit`` meshes); without, where ``ref`` refuses the operands' shardings."""
+    try:
+        return jax.eval_shape(ref, *xs)
+    except Exception:  # (jax's sharding rules may refuse a mix that needs no mesh here)
+        return jax.eval_shape(ref, *(jax.ShapeDtypeStruct(x.shape, x.dtype) for x in xs))
+
+
+def _concrete_mesh(xs):
+    """The mesh of several devices a concrete operand of ``xs`` lives on, or ``None``."""
+    for x in xs:
+        sharding = getattr(x, "sharding", None)
+        if (not is_traced(x) and isinstance(sharding, jax.sharding.NamedSharding)
+                and sharding.mesh.size > 1):
+            return sharding.mesh
+    return None
+
+
+def _empty_result(struct, mesh):
+    """A zero-size array of ``struct``'s type, where jnp would put it."""
+    sharding = getattr(struct, "sharding", None)
+    explicit = isinstance(sharding, jax.sharding.NamedSharding) and any(
+        t == jax.sharding.AxisType.Explicit for t in sharding.mesh.axis_types)
+    if mesh is not None:  # an eager call: the array itself, on the operands' devices
+        spec = sharding.spec if explicit else jax.sharding.PartitionSpec()
+        return jax.device_put(np.zeros(struct.shape, struct.dtype),
+                              jax.sharding.NamedSharding(mesh, spec))
+    if explicit:  # traced: the type jax gives
+        return jnp.zeros(struct.shape, struct.dtype, out_sharding=sharding)
+    return jnp.zeros(struct.shape, struct.dtype)
 
 
 def onto_mesh(*xs):
