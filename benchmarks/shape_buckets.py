@@ -1,11 +1,11 @@
 """Shape buckets (``distla.linalg.set_shape_buckets``): what a new order's first call
 costs, and what every call pays (docs/benchmarks.md, "Shape buckets"):
 
-    JAX_PLATFORMS=cpu python benchmarks/shape_buckets.py --orders 2000 2010 --rounds 9
+    JAX_PLATFORMS=cpu python benchmarks/shape_buckets.py --orders 2000 2010 2016 --rounds 7
 
 For each function (eager, distributed, 2x4 ``Explicit``, float32): the first call
-at the bucket's own order, then the first call at each other order of the list
-(which reuses the bucket's compiled kernel), with buckets on; then, timed in turn
+at each order, the largest first (give the bucket's own order, the largest of its
+bucket: the others then reuse its compiled kernel), with buckets on; then, timed in turn
 (``interleaved.medians``), each order with buckets on and with them off. The orders
 should share one bucket (at 32 steps: 1985-2016, 993-1008, ...).
 """
@@ -21,7 +21,6 @@ import numpy as np  # noqa: E402
 from jax.sharding import AxisType  # noqa: E402
 
 import distla  # noqa: E402
-from distla.linalg import _buckets  # noqa: E402
 from interleaved import medians, waited  # noqa: E402
 
 FUNCTIONS = {
@@ -47,8 +46,7 @@ def main() -> None:
     parser.add_argument("--functions", nargs="+", default=list(FUNCTIONS), choices=list(FUNCTIONS))
     args = parser.parse_args()
     mesh = jax.make_mesh((2, 4), ("x", "y"), axis_types=(AxisType.Explicit,) * 2)
-    buckets = {_buckets.bucket(n, args.steps) for n in args.orders}
-    print(f"orders {args.orders}, bucket(s) {sorted(buckets)} at {args.steps} steps")
+    print(f"orders {args.orders} at {args.steps} steps per doubling")
     print("| function | order | first call, buckets on | call, buckets on | call, own order |"
           " on / off |")
     print("|---|---|---|---|---|---|")
@@ -56,7 +54,7 @@ def main() -> None:
         fn = FUNCTIONS[name]
         first = {}
         distla.linalg.set_shape_buckets(args.steps)
-        for n in sorted(args.orders, key=lambda n: n != _buckets.bucket(n, args.steps)):
+        for n in sorted(args.orders, reverse=True):  # the largest first: the bucket's own
             a, b = _operands(n, mesh, name == "cholesky")
             first[n] = waited(lambda: fn(a, b))
         rows = []

@@ -120,6 +120,32 @@ def test_lu_factor_every_mesh(mesh):
     assert lu_ratios(a, lu, piv, np.float32).max() <= THRESHOLD
 
 
+@pytest.mark.parametrize("shape,spec", [((1, 8), P("x")), ((1, 8), P(("x", "y"))),
+                                        ((8, 1), P(("x", "y"))), ((8, 1), P("y"))])
+def test_size_one_mesh_axes_keep_the_callers_spelling(shape, spec):
+    # a stack split over (or with) a mesh axis of size 1 comes back spelled as it came
+    # and as jnp returns it: an Explicit mesh compares the spelling, so `a @ x - b`
+    # raises when the size-1 axis is dropped from x's type
+    mesh = build_mesh(shape, "explicit")
+    rng = np.random.default_rng(7)
+    a_np = stack(rng, (8, 6, 6), np.float32)
+    a, b = (jax.device_put(x, NamedSharding(mesh, spec))
+            for x in (a_np, random_matrix(rng, (8, 6, 3), np.float32)))
+    h = jax.device_put(a_np + np.swapaxes(a_np, -1, -2), NamedSharding(mesh, spec))
+    calls = {
+        "solve": (distla.linalg.solve, jnp.linalg.solve, (a, b)),
+        "lu_factor": (distla.linalg.lu_factor, jsl.lu_factor, (a,)),
+        "det": (distla.linalg.det, jnp.linalg.det, (a,)),
+        "eigh": (distla.linalg.eigh, jnp.linalg.eigh, (h,)),
+        "qr": (distla.linalg.qr, jnp.linalg.qr, (a,)),
+        "svd": (distla.linalg.svd, jnp.linalg.svd, (a,)),
+    }
+    for name, (fn, ref, args) in calls.items():
+        for got, want in zip(jax.tree.leaves(fn(*args)), jax.tree.leaves(ref(*args))):
+            assert jax.typeof(got).sharding.spec == jax.typeof(want).sharding.spec, name
+    (a @ distla.linalg.solve(a, b) - b).block_until_ready()
+
+
 @pytest.mark.parametrize("kind", ["auto", "explicit"])
 def test_one_axis_mesh(kind):
     mesh = build_mesh((8,), kind, names=("x",))
@@ -409,6 +435,7 @@ def test_kernel_layout_rules():
     assert kl((3, 4), None, mesh) == ((("x",), ("y",)), (4, 4))
     one = build_mesh((1, 8), "auto").abstract_mesh
     assert kl((16,), (("x", "y"),), one) == ((("y",),), (16,))
+    assert kl((16,), (("x",),), one) == ((("y",),), (16,))  # a size-1 axis splits nothing
 
 
 # --------------------------------------------------------------------------- singular, grad, vmap

@@ -47,7 +47,19 @@ def source_layout(x: jax.Array, mesh: AbstractMesh) -> Layout | None:
             return None
         spec = sharding.spec
     entries = tuple(spec) + (None,) * (x.ndim - len(spec))
-    return tuple(tuple(ax for ax in entry_axes(e) if mesh.shape[ax] > 1) for e in entries)
+    return tuple(entry_axes(e) for e in entries)
+
+
+def live(layout: Layout | None, mesh: AbstractMesh) -> Layout | None:
+    """``layout`` without its mesh axes of size 1, which split nothing.
+
+    :func:`source_layout` keeps them: results come back spelled as the stack
+    arrived (``P('x')`` on a 1x8 mesh stays ``P('x')``, as jnp keeps it, and an
+    ``Explicit`` mesh compares the spelling); the kernel layouts ignore them.
+    """
+    if layout is None:
+        return None
+    return tuple(tuple(ax for ax in e if mesh.shape[ax] > 1) for e in layout)
 
 
 def kernel_layout(
@@ -72,7 +84,7 @@ def kernel_layout(
       batch shape padded so that they divide it.
     """
     nb = len(batch)
-    source = source or ((),) * nb
+    source = live(source, mesh) or ((),) * nb
     axes = [ax for ax in mesh.axis_names if mesh.shape[ax] > 1]
     best = None
     for choice in itertools.product(range(nb), repeat=len(axes)):
@@ -129,7 +141,7 @@ def relayout(
     unless ``final``.
     """
     if src is not None:
-        cur = [list(e) for e in src]
+        cur = [list(e) for e in live(src, mesh)]
         for d, want in enumerate(dst):
             for i, ax in enumerate(want):
                 if cur[d][: i + 1] == list(want[: i + 1]):

@@ -97,11 +97,11 @@ def result_dtype(what: str, *arrays: Any, inexact: bool = True) -> np.dtype:
 
 def square(a: jax.Array, what: str, *, batch: bool = True) -> None:
     """Check that ``a`` is a square matrix (``batch``: or a stack of them)."""
+    want = "(..., n, n)" if batch else "(n, n)"
     if a.ndim < 2 or (not batch and a.ndim != 2):
-        want = "(..., n, n)" if batch else "(n, n)"
         raise ShapeError(f"{what}: a must have shape {want}; got a of shape {a.shape}")
     if a.shape[-1] != a.shape[-2]:
-        raise ShapeError(f"{what}: a must be square; got a of shape {a.shape}")
+        raise ShapeError(f"{what}: a must be square, {want}; got a of shape {a.shape}")
 
 
 def rhs_core(a: jax.Array, b: jax.Array, what: str | None = None) -> int:

@@ -19,7 +19,7 @@ from jax import lax
 from jax.sharding import PartitionSpec as P
 
 from .._core.eager import hashable, on_one_mesh, one_program
-from .._core.batch_layout import source_layout
+from .._core.batch_layout import live, source_layout
 from .._core.checks import ShapeError, as_array, is_empty, result_dtype
 from .._core.matmul import checked_product as _summa
 from .._core.mesh import is_explicit, operand_mesh
@@ -40,7 +40,7 @@ def _batch_only(a, b) -> bool:
     mesh = operand_mesh(a, b, names=("x1", "x2"))
     if mesh is None:
         return True
-    layouts = [source_layout(x, mesh) for x in (a, b)]
+    layouts = [live(source_layout(x, mesh), mesh) for x in (a, b)]
     return all(lay is not None and not any(lay[-2:]) for lay in layouts)
 
 
