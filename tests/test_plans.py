@@ -221,6 +221,26 @@ def test_one_device_is_differentiable(mesh24):
     np.testing.assert_allclose(np.asarray(g), np.asarray(g_ref), rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize("shape,side", [((6, 6), "right"), ((9, 6), "right"), ((6, 9), "left")])
+def test_polar_one_device_differentiates_in_reverse(mesh24, shape, side):
+    # jax's QDWH is a while loop, which reverse mode refuses; the one-device plan takes
+    # the distributed plan's rule (from the SVD), so jax.grad works on both plans, and
+    # equals jax's on its SVD route
+    a = np.random.default_rng(3).standard_normal(shape).astype(np.float32)
+    w = np.arange(a.size, dtype=np.float32).reshape(shape) / a.size
+
+    def loss(fn):
+        return lambda v: sum(jnp.sum(jnp.sin(f)) for f in fn(v)) + jnp.sum(fn(v)[0] * w)
+
+    g_ref = jax.grad(loss(lambda v: jax.scipy.linalg.polar(v, side, method="svd")))(a)
+    for plan in ("one_device", "distributed"):
+        with jax.set_mesh(mesh24):
+            g = jax.grad(loss(lambda v: distla.linalg.polar(v, side, plan=plan)))(
+                distla.shard(a, mesh24))
+        np.testing.assert_allclose(np.asarray(g), np.asarray(g_ref), rtol=1e-3, atol=1e-4,
+                                   err_msg=plan)
+
+
 
 def test_vmap_of_the_one_device_plan_keeps_each_member_where_it_is():
     """jax.vmap of a call whose one matrix takes the one-device plan: batched, the plan

@@ -695,12 +695,28 @@ def polar(a, side="right", *, method="qdwh", eps=None, max_iterations=None, plan
         if choose_plan("polar", plan, _polar_on_one_device, a, what=what,
                        options=options) == "one_device":
             specs = _polar._out_specs(mesh, a.shape, side, P(*jax.typeof(a).sharding.spec))
-            return on_one_device(_polar_on_one_device, a, mesh=mesh, in_specs=(block_layout(a.shape, mesh),),
-                                 out_specs=specs, options=options)
+
+            def one(a):
+                return tuple(on_one_device(_polar_on_one_device, a, mesh=mesh,
+                                           in_specs=(block_layout(a.shape, mesh),),
+                                           out_specs=specs, options=options))
+
+            if method == "svd":  # jax differentiates its SVD route itself
+                return one(a)
+            # jax's QDWH is a while loop, which reverse mode cannot differentiate:
+            # the distributed plan's rule instead, so that both plans differentiate alike
+            return _with_polar_rule(one, a, side=side, mesh=mesh)
     if a.ndim != 2 or method != "qdwh" or mesh is None or is_empty(a):
         return _polar.polar(a, side, method=method, eps=eps, max_iterations=max_iterations)
     a = a.astype(result_dtype(what, a))
-    fn = jax.custom_jvp(lambda a: tuple(_polar.polar(a, side, max_iterations=max_iterations)))
+    return _with_polar_rule(lambda a: tuple(_polar.polar(a, side, max_iterations=max_iterations)),
+                            a, side=side, mesh=mesh)
+
+
+def _with_polar_rule(primal, a, *, side, mesh):
+    """``primal(a) = (u, p)`` with the polar decomposition's derivative, from the SVD
+    (``_polar_tangent``): linear in the tangent, so reverse mode and every order work."""
+    fn = jax.custom_jvp(primal)
 
     def rule(primals, tangents):
         (a,), (da,) = primals, tangents
