@@ -139,6 +139,28 @@ def test_matmul_of_stacks(mesh24):
             assert got.sharding.spec[0] == "x"
 
 
+@pytest.mark.parametrize("kind", ["explicit", "auto"])
+def test_matmul_of_a_stack_and_a_sharded_matrix(kind):
+    # a stack split on its batch against one matrix split on its own dimensions: one
+    # SUMMA product over the stacked rows (or columns), in jnp's layout; it raised
+    # (the broadcast matrix and the stack reached jax.vmap with different batch layouts)
+    mesh = build_mesh((2, 4), kind)
+    rng = np.random.default_rng(11)
+    cases = [(((2, 6, 6), P("x")), ((6, 6), P("x", None))),
+             (((4, 8, 8), P("x")), ((8, 8), P("x", "y"))),
+             (((8, 8), P("x", "y")), ((4, 8, 8), P("x"))),
+             (((8, 8), P("y", None)), ((3, 8, 4), P(None, None, "y")))]
+    for (sa, pa), (sb, pb) in cases:
+        a_np, b_np = (rng.standard_normal(s).astype(np.float32) for s in (sa, sb))
+        a, b = _put(jnp.asarray(a_np), mesh, pa), _put(jnp.asarray(b_np), mesh, pb)
+        for got in (distla.linalg.matmul(a, b), jax.jit(distla.linalg.matmul)(a, b)):
+            np.testing.assert_allclose(np.asarray(got), a_np @ b_np, rtol=1e-5, atol=1e-5)
+        if kind == "explicit" and len(sa) == 3:  # jnp runs these: the same type
+            want = jnp.linalg.matmul(a, b)
+            assert jax.typeof(got).sharding.spec == jax.typeof(want).sharding.spec
+            (got - want).block_until_ready()
+
+
 def test_strict_promotion_and_x64_as_jnp():
     with jax.enable_x64(True):
         i64 = jnp.arange(6, dtype=jnp.int64).reshape(2, 3)

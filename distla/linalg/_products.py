@@ -9,6 +9,7 @@ are one matrix product.
 
 from __future__ import annotations
 
+import functools
 import operator
 from collections.abc import Sequence
 
@@ -20,9 +21,11 @@ from jax.sharding import PartitionSpec as P
 
 from .._core.eager import hashable, on_one_mesh, one_program
 from .._core.batch_layout import live, source_layout
-from .._core.checks import ShapeError, as_array, is_empty, result_dtype
+from .._core.checks import ShapeError, as_array, canonical_precision, is_empty, result_dtype
 from .._core.matmul import checked_product as _summa
-from .._core.mesh import is_explicit, operand_mesh
+from .._core.matmul import product_here
+from .._core.mesh import fitting_spec, is_explicit, operand_mesh, run_on_mesh, shard_spec
+from .._core.specs import layout_spec
 from ._lstsq import norm
 from ._solve import inv
 
@@ -72,7 +75,9 @@ def matmul(
       their batch dimensions only run ``jnp.linalg.matmul`` (each device
       multiplies its own members; no communication) and keep that layout;
       stacks with sharded matrix dimensions run ``distla.matmul`` under
-      ``jax.vmap`` (each member multiplied without a gather). Vector operands run
+      ``jax.vmap`` (each member multiplied without a gather); a stack against
+      one matrix is one ``distla.matmul`` of the members' rows (or columns)
+      stacked into one matrix, returned in the stack's batch layout, as jnp. Vector operands run
       ``jnp.linalg.matmul`` (a matrix-vector product: XLA reduces partial
       sums; the vector is replicated as jnp replicates it).
 
@@ -100,6 +105,10 @@ def matmul(
         return _summa(a, b, precision=precision)
     if _batch_only(a, b):  # each device multiplies its own members: nothing to exchange
         return jnp.linalg.matmul(a, b, precision=precision)
+    if a.ndim == 2 or b.ndim == 2:  # one matrix against a stack: one product (below)
+        mesh = operand_mesh(a, b, names=("x1", "x2"))
+        return _with_one_matrix(a, b, precision=canonical_precision(precision, what),
+                                out_spec=_one_matrix_spec(a, b, mesh))
     batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
     a = jnp.broadcast_to(a, batch + a.shape[-2:])
     b = jnp.broadcast_to(b, batch + b.shape[-2:])
@@ -107,6 +116,49 @@ def matmul(
     for _ in batch:
         f = jax.vmap(f)
     return f(a, b)
+
+
+@functools.partial(jax.jit, static_argnames=("precision", "out_spec"))
+def _with_one_matrix(a, b, *, precision, out_spec):
+    """``a @ b`` where one of them is a matrix and the other a stack, as one SUMMA product.
+
+    A stack times a matrix is its members' rows, stacked into one tall matrix, times
+    it; a matrix times a stack is it times the members' columns, side by side in one
+    wide matrix. One product over the whole batch: no operand is broadcast to the
+    batch, so no device holds copies of the matrix, and the stack keeps its batch
+    layout where the product's layout allows it (``out_spec``).
+    """
+    mesh = operand_mesh(a, b, names=("x1", "x2"))
+    out_shape = np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (a.shape[-2], b.shape[-1])
+
+    def body(a, b):
+        if b.ndim == 2:
+            rows = product_here(a.reshape(-1, a.shape[-1]), b, precision=precision)
+            return rows.reshape(out_shape)
+        cols = jnp.moveaxis(b, -2, 0).reshape(b.shape[-2], -1)  # (k, batch·n)
+        out = product_here(a, cols, precision=precision).reshape(
+            (a.shape[0], *b.shape[:-2], b.shape[-1]))
+        return jnp.moveaxis(out, 0, -2)
+
+    return run_on_mesh(body, mesh, out_spec, a, b)
+
+
+def _one_matrix_spec(a, b, mesh) -> P:
+    """Where ``a @ b`` (one a matrix, one a stack) comes back: the stack's batch layout,
+    the rows as ``a``'s and the columns as ``b``'s, as jnp's product leaves them (each
+    mesh axis once, the largest even layout that fits); distla.shard's layout where
+    the operands' layouts cannot be seen."""
+    shape = np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (a.shape[-2], b.shape[-1])
+    la, lb = source_layout(a, mesh), source_layout(b, mesh)
+    if la is None or lb is None:
+        return shard_spec(shape, mesh)
+    stack = la if a.ndim > 2 else lb
+    entries = [*stack[:-2], la[-2], lb[-1]]
+    seen: set[str] = set()
+    for i, e in enumerate(entries):  # an axis used twice keeps its first place
+        entries[i] = tuple(ax for ax in e if ax not in seen)
+        seen.update(e)
+    return fitting_spec(shape, mesh, layout_spec(entries))
 
 
 def chain_order(shapes: Sequence[tuple[int, int]]) -> list[list[int]]:
