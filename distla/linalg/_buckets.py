@@ -13,9 +13,9 @@ are cropped back. All orders of a bucket share the kernel's compiled program;
 each new order compiles only the small padding and cropping programs.
 
 Off by default: the padded order (up to ``n / steps`` more rows, so up to
-``3 / steps`` more flops) and the two extra reshards cost a call 6-9% at
-n = 1500-2000 on 2x4 (docs/benchmarks.md, "Shape buckets"), every call, for a
-first call that compiles in a fraction of a second instead of several.
+``3 / steps`` more flops) and the two extra reshards cost every call up to
+about 10% at n = 1500-2000 on 2x4 (docs/benchmarks.md, "Shape buckets"), for
+a first call that compiles in a fraction of a second instead of seconds.
 
 Traced calls (a caller's ``jax.jit``, ``vmap``, derivatives, ``distla.cost``)
 run on the operands' own shape: the caller's program is compiled per shape
