@@ -75,6 +75,13 @@ def test_svd_arguments(square):
     np.testing.assert_allclose(np.asarray(s), s_ref, atol=tol, rtol=0)
     s = linalg.svd(x, False, False)  # positional full_matrices, compute_uv
     np.testing.assert_allclose(np.asarray(s), s_ref, atol=tol, rtol=0)
+    # subset_by_index: jnp refuses it with full_matrices (ValueError), and implements it
+    # on TPUs only (NotImplementedError); distla raises the same, in the same order
+    for kw in ({}, {"compute_uv": False}, {"full_matrices": False}):
+        with pytest.raises((ValueError, NotImplementedError)) as want:
+            jnp.linalg.svd(a, subset_by_index=(1, 4), **kw)
+        with pytest.raises(want.type):
+            linalg.svd(x, subset_by_index=(1, 4), **kw)
     # hermitian=True: jnp's values (|eigenvalues|, descending) and a valid factorisation
     u, s, vh = linalg.svd(xh, full_matrices=False, hermitian=True)
     same_kind((u, s, vh), jnp.linalg.svd(h, full_matrices=False, hermitian=True))

@@ -519,6 +519,7 @@ def svd(
 
     Raises:
       ValueError: ``a`` has fewer than 2 dimensions.
+      ValueError: ``subset_by_index`` with ``full_matrices=True``, as jnp.
       NotImplementedError: ``subset_by_index`` on a sharded matrix.
       TypeError: ``hermitian=True`` with a non-square ``a`` (jnp raises a
         ``TypeError`` there too).
@@ -543,6 +544,8 @@ def svd(
         out = empty_or_one_device(ref, a)
         return SVDResult(*out) if compute_uv else out
     if subset_by_index is not None:
+        if full_matrices:  # jnp's check comes first
+            raise ValueError(f"{what}: full_matrices and subset_by_index cannot both be set")
         raise NotImplementedError(f"{what}: subset_by_index is not supported for a sharded "
                                   "matrix; pass None")
     if a.ndim > 2:
