@@ -148,7 +148,7 @@ def empty_or_one_device(ref, *xs):
     if is_empty(*xs):
         shapes = _result_types(ref, xs)
         if all(np.prod(s.shape) == 0 for s in jax.tree.leaves(shapes)):
-            mesh = _concrete_mesh(xs)
+            mesh = None if tracing() else _concrete_mesh(xs)  # (a trace closing over xs)
             return jax.tree.map(lambda s: _empty_result(s, mesh), shapes)
         return ref(*(empty_like(x) if is_empty(x) else drop_trivial_sharding(x) for x in xs))
     return ref(*(drop_trivial_sharding(x) for x in xs))
@@ -163,14 +163,15 @@ def _result_types(ref, xs):
         return jax.eval_shape(ref, *(jax.ShapeDtypeStruct(x.shape, x.dtype) for x in xs))
 
 
+def _concrete(x) -> bool:
+    return isinstance(x, jax.Array) and not isinstance(x, jax.core.Tracer)
+
+
 def _concrete_mesh(xs):
     """The mesh of several devices a concrete operand of ``xs`` lives on, or ``None``."""
-    for x in xs:
-        sharding = getattr(x, "sharding", None)
-        if (not is_traced(x) and isinstance(sharding, jax.sharding.NamedSharding)
-                and sharding.mesh.size > 1):
-            return sharding.mesh
-    return None
+    return next((x.sharding.mesh for x in xs
+                 if _concrete(x) and isinstance(x.sharding, jax.sharding.NamedSharding)
+                 and x.sharding.mesh.size > 1), None)
 
 
 def _empty_result(struct, mesh):
@@ -193,24 +194,12 @@ def onto_mesh(*xs):
     A one-device operand next to a sharded one would otherwise fail jax's
     device-assignment check; tracers are left alone.
     """
-    from jax.sharding import NamedSharding
-    from jax.sharding import PartitionSpec as P
-
-    def concrete(x):
-        return isinstance(x, jax.Array) and not isinstance(x, jax.core.Tracer)
-
-    mesh = next(
-        (x.sharding.mesh for x in xs if concrete(x) and isinstance(x.sharding, NamedSharding)
-         and x.sharding.mesh.size > 1),
-        None,
-    )
+    mesh = _concrete_mesh(xs)
     if mesh is None:
         return xs
-    return tuple(
-        jax.device_put(x, NamedSharding(mesh, P()))
-        if concrete(x) and len(x.sharding.device_set) == 1 else x
-        for x in xs
-    )
+    replicated = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())
+    return tuple(jax.device_put(x, replicated)
+                 if _concrete(x) and len(x.sharding.device_set) == 1 else x for x in xs)
 
 
 def canonical_precision(precision: Any, what: str = "distla") -> Any:
