@@ -241,6 +241,20 @@ def test_polar_one_device_differentiates_in_reverse(mesh24, shape, side):
                                    err_msg=plan)
 
 
+@pytest.mark.parametrize("shape,side", [((6, 9), "right"), ((9, 6), "left")])
+def test_polar_one_device_keeps_jax_forward_mode_elsewhere(mesh24, shape, side):
+    # where the polar factor is not unitary (a wide matrix's right factor, a tall one's
+    # left) the rule does not apply: the one-device plan keeps jax's forward mode
+    a = np.random.default_rng(4).standard_normal(shape).astype(np.float32)
+    da = np.random.default_rng(5).standard_normal(shape).astype(np.float32)
+    _, t_ref = jax.jvp(lambda v: jax.scipy.linalg.polar(v, side, method="svd"), (a,), (da,))
+    with jax.set_mesh(mesh24):
+        _, t = jax.jvp(lambda v: distla.linalg.polar(v, side, plan="one_device"),
+                       (distla.shard(a, mesh24),), (distla.shard(da, mesh24),))
+    for got, want in zip(t, t_ref):
+        np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-3, atol=1e-4)
+
+
 
 def test_vmap_of_the_one_device_plan_keeps_each_member_where_it_is():
     """jax.vmap of a call whose one matrix takes the one-device plan: batched, the plan

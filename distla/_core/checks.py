@@ -140,16 +140,19 @@ def empty_or_one_device(ref, *xs):
     Operands on one device (or unsharded) run as they are; with an empty
     operand the result is what ``ref`` gives for the same shapes (``det`` of a
     0x0 matrix is 1, ``solve`` with ``k = 0`` right-hand sides an empty
-    array). Empty results are built without running ``ref``, where jnp puts
-    them: on an ``Explicit`` mesh in the layout jax's types give
-    (``P('x', None, None)`` for a solve of a ``(0, n, n)`` stack in
-    ``P('x')``), on an ``Auto`` mesh replicated over it.
+    array). Empty results come back where jnp puts them: on an ``Explicit``
+    mesh in the layout jax's types give (``P('x', None, None)`` for a solve of
+    a ``(0, n, n)`` stack in ``P('x')``), on an ``Auto`` mesh replicated over
+    it (traced there, unsharded, as before). ``ref`` is not run for them: jax's
+    own functions can refuse empty operands' ``Explicit`` shardings.
     """
     if is_empty(*xs):
         shapes = _result_types(ref, xs)
         if all(np.prod(s.shape) == 0 for s in jax.tree.leaves(shapes)):
-            mesh = None if tracing() else _concrete_mesh(xs)  # (a trace closing over xs)
-            return jax.tree.map(lambda s: _empty_result(s, mesh), shapes)
+            traced = tracing() or not all(map(_concrete, xs))
+            mesh = None if traced else _concrete_mesh(xs)
+            anchor = next((x for x in xs if _explicit(jax.typeof(x).sharding)), None)
+            return jax.tree.map(lambda s: _empty_result(s, mesh, anchor), shapes)
         return ref(*(empty_like(x) if is_empty(x) else drop_trivial_sharding(x) for x in xs))
     return ref(*(drop_trivial_sharding(x) for x in xs))
 
@@ -174,17 +177,28 @@ def _concrete_mesh(xs):
                  and x.sharding.mesh.size > 1), None)
 
 
-def _empty_result(struct, mesh):
-    """A zero-size array of ``struct``'s type, where jnp would put it."""
-    sharding = getattr(struct, "sharding", None)
-    explicit = isinstance(sharding, jax.sharding.NamedSharding) and any(
+def _explicit(sharding) -> bool:
+    return isinstance(sharding, jax.sharding.NamedSharding) and any(
         t == jax.sharding.AxisType.Explicit for t in sharding.mesh.axis_types)
-    if mesh is not None:  # an eager call: the array itself, on the operands' devices
+
+
+def _empty_result(struct, mesh, anchor):
+    """A zero-size array of ``struct``'s type, where jnp would put it.
+
+    ``mesh``: the concrete operands' mesh of an eager call (``None`` when traced or
+    unsharded); ``anchor``: an operand on an ``Explicit`` mesh, from which a traced
+    result takes its devices (a constant would be typed for one device, and jax
+    asks for ``jax.set_mesh``).
+    """
+    sharding = getattr(struct, "sharding", None)
+    explicit = _explicit(sharding)
+    if mesh is not None:
         spec = sharding.spec if explicit else jax.sharding.PartitionSpec()
         return jax.device_put(np.zeros(struct.shape, struct.dtype),
                               jax.sharding.NamedSharding(mesh, spec))
-    if explicit:  # traced: the type jax gives
-        return jnp.zeros(struct.shape, struct.dtype, out_sharding=sharding)
+    if explicit and anchor is not None:
+        zero = (jnp.sum(anchor) * 0).astype(struct.dtype)
+        return lax.broadcast_in_dim(zero, struct.shape, (), out_sharding=sharding)
     return jnp.zeros(struct.shape, struct.dtype)
 
 

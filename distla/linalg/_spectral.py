@@ -521,8 +521,8 @@ def svd(
       ValueError: ``a`` has fewer than 2 dimensions.
       ValueError: ``subset_by_index`` with ``full_matrices=True``, as jnp.
       NotImplementedError: ``subset_by_index`` on a sharded matrix.
-      TypeError: ``hermitian=True`` with a non-square ``a`` (jnp raises a
-        ``TypeError`` there too).
+      ValueError: ``hermitian=True`` with a non-square ``a`` (also a
+        ``TypeError``, which jnp raises there).
 
     See also: ``jnp.linalg.svd``, :func:`svdvals`.
     """
@@ -532,8 +532,8 @@ def svd(
     dtype = result_dtype(what, a)
     a = a.astype(dtype)
     if hermitian and a.shape[-1] != a.shape[-2]:
-        raise TypeError(f"{what}: hermitian=True takes square matrices (as jnp's eigh route); "
-                        f"got a of shape {a.shape}")
+        raise ShapeError(f"{what}: hermitian=True takes square matrices (as jnp's eigh "
+                         f"route); got a of shape {a.shape}")
     mesh = _mesh_of(a, names=("a",))
 
     def ref(x):
@@ -704,7 +704,10 @@ def polar(a, side="right", *, method="qdwh", eps=None, max_iterations=None, plan
                                            in_specs=(block_layout(a.shape, mesh),),
                                            out_specs=specs, options=options))
 
-            if method == "svd":  # jax differentiates its SVD route itself
+            m, n = a.shape
+            if method == "svd" or (side == "right") != (m >= n) and m != n:
+                # jax differentiates its SVD route itself; the rule below covers the
+                # shapes whose polar factor is unitary (QDWH's forward mode, the rest)
                 return one(a)
             # jax's QDWH is a while loop, which reverse mode cannot differentiate:
             # the distributed plan's rule instead, so that both plans differentiate alike
