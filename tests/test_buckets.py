@@ -52,6 +52,16 @@ def test_bad_setting(steps):
     assert distla.linalg.shape_buckets() == 0
 
 
+@pytest.mark.parametrize("text,ok", [("16", True), ("0", True), ("12", False), ("on", False)])
+def test_the_environment_variable(monkeypatch, text, ok):
+    monkeypatch.setenv("DISTLA_SHAPE_BUCKETS", text)
+    if ok:
+        assert _buckets._from_environment() == int(text)
+    else:
+        with pytest.raises(ValueError, match="DISTLA_SHAPE_BUCKETS must be 0 .*power of two"):
+            _buckets._from_environment()
+
+
 def _factors(a):
     lu, piv = distla.linalg.lu_factor(a)
     return lu.block_until_ready(), piv

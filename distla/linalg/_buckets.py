@@ -38,14 +38,24 @@ from .._core.mesh import run_on_mesh, shard_spec
 from .._core.plan import Plan
 
 
-def _checked(steps: Any) -> int:
+def _checked(steps: Any, where: str = "shape buckets: steps") -> int:
     if (not isinstance(steps, int) or isinstance(steps, bool) or steps < 0
             or steps & (steps - 1)):
-        raise ValueError(f"shape buckets: steps must be 0 (off) or a power of two, got {steps!r}")
+        raise ValueError(f"{where} must be 0 (off) or a power of two, got {steps!r}")
     return steps
 
 
-_steps = [_checked(int(os.environ.get("DISTLA_SHAPE_BUCKETS", "0")))]
+def _from_environment() -> int:
+    text = os.environ.get("DISTLA_SHAPE_BUCKETS", "0")
+    where = "the environment variable DISTLA_SHAPE_BUCKETS"
+    try:
+        steps = int(text)
+    except ValueError:
+        raise ValueError(f"{where} must be 0 (off) or a power of two, got {text!r}") from None
+    return _checked(steps, where)
+
+
+_steps = [_from_environment()]
 
 
 def set_shape_buckets(steps: int) -> int:
