@@ -127,6 +127,23 @@ def test_zero_size_as_jnp(m42, shape, kw):
     assert (ours.shape, ours.dtype) == (theirs.shape, theirs.dtype)
 
 
+@pytest.mark.parametrize("kind", ["explicit", "auto"])
+def test_empty_results_where_jnp_puts_them(kind):
+    # an empty transform of a sharded array comes back in jnp's layout (on an Explicit
+    # mesh its type, so that arithmetic with jnp's result or the input works), not
+    # uncommitted on one device
+    mesh = build_mesh((2, 4), kind)
+    xs = place(np.zeros((0, 8, 8), np.complex64), mesh, P("x", "y"))
+    for name, kw in (("fftn", {"axes": (1, 2)}), ("fft", {}), ("ifftn", {"axes": (1, 2)})):
+        ours, theirs = getattr(F, name)(xs, **kw), getattr(jnp.fft, name)(xs, **kw)
+        assert (ours.shape, ours.dtype) == (theirs.shape, theirs.dtype), name
+        assert ours.sharding == theirs.sharding, (name, ours.sharding, theirs.sharding)
+        if kind == "explicit":
+            (ours - theirs).block_until_ready()
+            traced = jax.jit(lambda v, name=name, kw=kw: getattr(F, name)(v, **kw))(xs)
+            assert jax.typeof(traced).sharding.spec == jax.typeof(theirs).sharding.spec, name
+
+
 @pytest.mark.parametrize("x64_on", [False, True], ids=["x64-off", "x64-on"])
 def test_strict_promotion_and_x64(m42, x64_on):
     rng = np.random.default_rng(4)

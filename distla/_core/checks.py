@@ -147,17 +147,24 @@ def empty_or_one_device(ref, *xs):
     own functions can refuse empty operands' ``Explicit`` shardings.
     """
     if is_empty(*xs):
-        shapes = _result_types(ref, xs)
+        shapes = result_types(ref, xs)
         if all(np.prod(s.shape) == 0 for s in jax.tree.leaves(shapes)):
-            traced = tracing() or not all(map(_concrete, xs))
-            mesh = None if traced else _concrete_mesh(xs)
-            anchor = next((x for x in xs if _explicit(jax.typeof(x).sharding)), None)
-            return jax.tree.map(lambda s: _empty_result(s, mesh, anchor), shapes)
+            return empty_results(shapes, *xs)
         return ref(*(empty_like(x) if is_empty(x) else drop_trivial_sharding(x) for x in xs))
     return ref(*(drop_trivial_sharding(x) for x in xs))
 
 
-def _result_types(ref, xs):
+def empty_results(types, *xs):
+    """Zero-size arrays of ``types`` (a pytree of ``jax.ShapeDtypeStruct``s, with the
+    shardings ``jax.eval_shape`` gives on ``Explicit`` meshes) for the operands ``xs``,
+    where jnp puts them (see :func:`empty_or_one_device`)."""
+    traced = tracing() or not all(map(_concrete, xs))
+    mesh = None if traced else _concrete_mesh(xs)
+    anchor = next((x for x in xs if _explicit(jax.typeof(x).sharding)), None)
+    return jax.tree.map(lambda s: _empty_result(s, mesh, anchor), types)
+
+
+def result_types(ref, xs):
     """``ref``'s result types for ``xs``, with their shardings where jax's types carry them
     (``Explicit`` meshes); without, where ``ref`` refuses the operands' shardings."""
     try:

@@ -16,7 +16,7 @@ from jax.sharding import PartitionSpec as P
 
 from .._core.eager import one_program
 from . import _fft3d, _fftnd, _freq
-from .._core.checks import as_array
+from .._core.checks import as_array, empty_results, result_types
 from ._fft3d import ALGORITHMS
 from .._core.mesh import (
     drop_trivial_sharding,
@@ -399,7 +399,10 @@ def _public(x, name, kind, s, axes, norm, algorithm, order="xyz", contiguous=Tru
         # empty result below.
         raise ValueError(f"{what}: Invalid number of FFT data points (0) specified: "
                          f"x of shape {x.shape}, lengths {tuple(s)} along axes {tuple(axes)}.")
-    if x.size == 0 or result.size == 0:  # an empty result, or the transform of nothing
+    if result.size == 0:  # an empty result: where jnp puts it (Explicit: in jax's type)
+        ref = functools.partial(_fftnd.JNP[kind], s=given[0], axes=given[1], norm=norm)
+        return empty_results(result_types(ref, (x,)) if order == "xyz" else result, x)
+    if x.size == 0:  # the transform of nothing: zeros
         return jnp.zeros(result.shape, result.dtype)
     if not axes:  # nothing to transform: jnp's own cast
         return _one_device(x.astype(in_dtype), kind, *given, norm, order, contiguous)
