@@ -105,10 +105,9 @@ def on_bucket(
     a: jax.Array,
     *rhs: jax.Array,
     call: Plan,
-    out_shapes: Sequence[tuple[int, ...]],
-    out_specs: Sequence[P],
+    results: Callable[[], tuple[Sequence[tuple[int, ...]], Sequence[P]]],
 ) -> tuple[jax.Array, ...]:
-    """``kernel(a, *rhs)`` run on :func:`bucket`'s order, cropped to ``out_shapes``.
+    """``kernel(a, *rhs)`` run on :func:`bucket`'s order, cropped to the results' shapes.
 
     Args:
       kernel: a jitted factorisation or solve of one square matrix on
@@ -117,9 +116,10 @@ def on_bucket(
       a: ``[n, n]``, concrete, on ``call``'s mesh.
       rhs: right-hand sides ``[n]`` or ``[n, k]``, padded with zero rows.
       call: the call's plan (mesh, dtype, block size).
-      out_shapes: each result's shape for the order ``n``.
-      out_specs: where each result comes back: the layouts, as spelled, that
-        the kernel gives for the order ``n``.
+      results: ``() -> (shapes, specs)``: each result's shape for the order
+        ``n``, and where it comes back (the layouts, as spelled, that the kernel
+        gives for the order ``n``). Called only when the order is padded, so
+        that a call with buckets off does no more than the kernel.
 
     Returns:
       The tuple of results, each cropped to its shape and laid out as named.
@@ -128,8 +128,9 @@ def on_bucket(
     n_pad = bucket(n)
     if n_pad == n:
         return kernel(a, *rhs)
+    shapes, specs = results()
     padded = _grow(a, *rhs, n_pad=n_pad, call=call)
-    return _crop(kernel(*padded), shapes=tuple(out_shapes), specs=tuple(out_specs), call=call)
+    return _crop(kernel(*padded), shapes=tuple(shapes), specs=tuple(specs), call=call)
 
 
 @functools.partial(jax.jit, static_argnames=("n_pad", "call"))

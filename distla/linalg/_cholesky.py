@@ -220,8 +220,8 @@ def chol_2d(a, *, call: Plan, upper, symmetrize, read_upper):
 
     if not is_traced(a):  # the rules act only under a transformation
         n = a.shape[0]
-        (l,) = _buckets.on_bucket(lambda a: (one(a),), a, call=call, out_shapes=((n, n),),
-                                  out_specs=(fitting_spec((n, n), call.mesh, call.grid.block_spec),))
+        (l,) = _buckets.on_bucket(lambda a: (one(a),), a, call=call, results=lambda: (
+            ((n, n),), (fitting_spec((n, n), call.mesh, call.grid.block_spec),)))
         return l
     primal = jax.custom_jvp(vmappable(one, stacked))
 

@@ -49,9 +49,8 @@ def _factor(a, call: Plan):
         m, n = a.shape
         if m != n:
             return factor(a)
-        lu_spec = fitting_spec((n, n), call.mesh, call.grid.block_spec)
-        return _buckets.on_bucket(factor, a, call=call, out_shapes=((n, n), (n,)),
-                                  out_specs=(lu_spec, P()))
+        return _buckets.on_bucket(factor, a, call=call, results=lambda: (
+            ((n, n), (n,)), (fitting_spec((n, n), call.mesh, call.grid.block_spec), P())))
     return _batched.with_vmap_rule("lu_factor", factor)(a)
 
 
@@ -120,9 +119,8 @@ def solve_2d(a, b, *, call: Plan):
         return _lu.solve(a, b, call=call)
 
     if not is_traced(a, b):  # the rules act only under a transformation
-        (x,) = _buckets.on_bucket(lambda a, b: (fused(a, b),), a, b, call=call,
-                                  out_shapes=(b.shape,),
-                                  out_specs=(_lu.result_spec(call.grid, b.shape),))
+        (x,) = _buckets.on_bucket(lambda a, b: (fused(a, b),), a, b, call=call, results=lambda: (
+            (b.shape,), (_lu.result_spec(call.grid, b.shape),)))
         return x
 
     def jvp(primals, tangents):

@@ -108,7 +108,7 @@ def matmul(
     if a.ndim == 2 or b.ndim == 2:  # one matrix against a stack: one product (below)
         mesh = operand_mesh(a, b, names=("x1", "x2"))
         return _with_one_matrix(a, b, precision=canonical_precision(precision, what),
-                                out_spec=_one_matrix_spec(a, b, mesh))
+                                mesh=mesh, out_spec=_one_matrix_spec(a, b, mesh))
     batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
     a = jnp.broadcast_to(a, batch + a.shape[-2:])
     b = jnp.broadcast_to(b, batch + b.shape[-2:])
@@ -118,8 +118,12 @@ def matmul(
     return f(a, b)
 
 
-@functools.partial(jax.jit, static_argnames=("precision", "out_spec"))
-def _with_one_matrix(a, b, *, precision, out_spec):
+def _product_shape(a, b) -> tuple[int, ...]:
+    return np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (a.shape[-2], b.shape[-1])
+
+
+@functools.partial(jax.jit, static_argnames=("precision", "mesh", "out_spec"))
+def _with_one_matrix(a, b, *, precision, mesh, out_spec):
     """``a @ b`` where one of them is a matrix and the other a stack, as one SUMMA product.
 
     A stack times a matrix is its members' rows, stacked into one tall matrix, times
@@ -128,8 +132,7 @@ def _with_one_matrix(a, b, *, precision, out_spec):
     batch, so no device holds copies of the matrix, and the stack keeps its batch
     layout where the product's layout allows it (``out_spec``).
     """
-    mesh = operand_mesh(a, b, names=("x1", "x2"))
-    out_shape = np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (a.shape[-2], b.shape[-1])
+    out_shape = _product_shape(a, b)
 
     def body(a, b):
         if b.ndim == 2:
@@ -148,7 +151,7 @@ def _one_matrix_spec(a, b, mesh) -> P:
     the rows as ``a``'s and the columns as ``b``'s, as jnp's product leaves them (each
     mesh axis once, the largest even layout that fits); distla.shard's layout where
     the operands' layouts cannot be seen."""
-    shape = np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (a.shape[-2], b.shape[-1])
+    shape = _product_shape(a, b)
     la, lb = source_layout(a, mesh), source_layout(b, mesh)
     if la is None or lb is None:
         return shard_spec(shape, mesh)
