@@ -9,6 +9,14 @@ Cases, on the same complex64 volume: one device's ``jnp.fft.fftn`` (jitted), eag
 input (XLA's own partitioning). Ratios are to one device. ``--cases`` keeps some of
 them: XLA's partitioning gathers the volume onto every device, and the page faults of
 those allocations slow the call after it (docs/benchmarks.md, "3D FFT").
+
+Two more cases measure the floor under any pencil FFT on this machine (docs/benchmarks.md,
+"The floor under a pencil FFT"): ``exchanges alone``, the pencil plan's two ``all_to_all``
+exchanges (over the second mesh axis, then the first) of the whole local block with
+nothing else (no transform, no packing: the chunks already lie along the major axis),
+``transforms alone``, each device's ``jnp.fft.fftn`` of its own block (the three passes
+of 1-D transforms a pencil plan runs, on an eighth of the volume each, with no
+exchange), and ``copy on one device``, one read and write of the volume on one device.
 """
 
 import argparse
@@ -19,6 +27,7 @@ os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
+from jax import lax  # noqa: E402
 from jax.sharding import AxisType, NamedSharding  # noqa: E402
 from jax.sharding import PartitionSpec as P  # noqa: E402
 
@@ -42,6 +51,13 @@ def _cases(n: int, shape: tuple[int, int]) -> dict:
         "distla Explicit": lambda: distla.fft.fftn(on[AxisType.Explicit]),
         "jnp sharded": lambda: fftn(on[AxisType.Auto]),
     }
+    exchanges = _exchanges_alone(on[AxisType.Auto].sharding.mesh)
+    scaled = jax.jit(lambda v: v * np.complex64(1))  # one read and one write of the volume
+    transforms = jax.jit(jax.shard_map(jnp.fft.fftn, mesh=on[AxisType.Auto].sharding.mesh,
+                                       in_specs=P("x", "y"), out_specs=P("x", "y")))
+    cases["exchanges alone"] = lambda: exchanges(on[AxisType.Auto])
+    cases["transforms alone"] = lambda: transforms(on[AxisType.Auto])
+    cases["copy on one device"] = lambda: scaled(one)
     try:
         import jaxdecomp
         cases["jaxdecomp"] = lambda: jaxdecomp.fft.pfft3d(on[AxisType.Auto])
@@ -50,18 +66,34 @@ def _cases(n: int, shape: tuple[int, int]) -> dict:
     return cases
 
 
+def _exchanges_alone(mesh: jax.sharding.Mesh):
+    """The pencil plan's two exchanges of a ``P("x", "y")`` volume, and nothing else."""
+    px, py = mesh.shape["x"], mesh.shape["y"]
+
+    def body(block):
+        shape = block.shape
+        block = lax.all_to_all(block.reshape(py, -1), "y", 0, 0, tiled=True)
+        block = lax.all_to_all(block.reshape(px, -1), "x", 0, 0, tiled=True)
+        return block.reshape(shape)
+
+    return jax.jit(jax.shard_map(body, mesh=mesh, in_specs=P("x", "y"), out_specs=P("x", "y")))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[64, 128, 256])
     parser.add_argument("--meshes", nargs="+", default=["2x4", "4x2"])
     parser.add_argument("--rounds", type=int, default=15)
     names = ["one device", "distla Auto", "distla Explicit", "jaxdecomp", "jnp sharded"]
-    parser.add_argument("--cases", nargs="+", default=names, choices=names)
+    floor = ["exchanges alone", "transforms alone", "copy on one device"]
+    parser.add_argument("--cases", nargs="+", default=names, choices=names + floor)
     args = parser.parse_args()
-    names = [name for name in names if name in args.cases]
+    names = [name for name in names + floor if name in args.cases]
+    extra = [name for name in floor if name in names]
     print("| mesh | n³ | " + " | ".join(f"{name} ms" for name in names)
-          + " | distla Auto / one | distla Explicit / one | distla Auto / jaxdecomp |")
-    print("|---" * (len(names) + 5) + "|")
+          + " | distla Auto / one | distla Explicit / one | distla Auto / jaxdecomp |"
+          + "".join(f" {name} / one |" for name in extra))
+    print("|---" * (len(names) + 5 + len(extra)) + "|")
     for mesh in args.meshes:
         shape = tuple(int(s) for s in mesh.split("x"))
         for n in args.sizes:
@@ -71,6 +103,7 @@ def main() -> None:
             ratios = [_ratio(ms, "distla Auto", "one device"),
                       _ratio(ms, "distla Explicit", "one device"),
                       _ratio(ms, "distla Auto", "jaxdecomp")]
+            ratios += [_ratio(ms, name, "one device") for name in extra]
             print(f"| {mesh} | {n} | " + " | ".join(cells + ratios) + " |", flush=True)
 
 
