@@ -176,6 +176,13 @@ def test_errors_as_jnp(m42):
         F.rfftn(xs)
     with pytest.raises(ValueError):  # jnp's
         F.rfft2(xs)
+    volume = place(np.ones((8, 4, 6), np.float32), m42, P("x", "y"))
+    for name in ("fft2", "ifft2", "rfft2", "irfft2"):  # the 2-D names take two axes only
+        for axes in [(0,), (0, 1, 2)]:
+            with pytest.raises(ValueError, match="2 axes"):
+                getattr(jnp.fft, name)(np.ones((8, 4, 6), np.float32), axes=axes)
+            with pytest.raises(ValueError, match="2 axes"):
+                getattr(F, name)(volume, axes=axes)
 
 
 # --- jaxDecomp: tests/test_fft.py ------------------------------------------------------------

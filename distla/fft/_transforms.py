@@ -194,24 +194,28 @@ def irfft(a: jax.typing.ArrayLike, n: int | None = None, axis: int = -1, norm: s
 @one_program
 def fft2(a: jax.typing.ArrayLike, s=None, axes: Sequence[int] = (-2, -1), norm=None):
     """``jnp.fft.fft2``: :func:`fftn` over two axes (default the last two)."""
+    _two_axes(axes, "fft2")
     return fftn(a, s, axes, norm)
 
 
 @one_program
 def ifft2(a: jax.typing.ArrayLike, s=None, axes: Sequence[int] = (-2, -1), norm=None):
     """``jnp.fft.ifft2``: :func:`ifftn` over two axes."""
+    _two_axes(axes, "ifft2")
     return ifftn(a, s, axes, norm)
 
 
 @one_program
 def rfft2(a: jax.typing.ArrayLike, s=None, axes: Sequence[int] = (-2, -1), norm=None):
     """``jnp.fft.rfft2``: :func:`rfftn` over two axes."""
+    _two_axes(axes, "rfft2")
     return rfftn(a, s, axes, norm)
 
 
 @one_program
 def irfft2(a: jax.typing.ArrayLike, s=None, axes: Sequence[int] = (-2, -1), norm=None):
     """``jnp.fft.irfft2``: :func:`irfftn` over two axes."""
+    _two_axes(axes, "irfft2")
     return irfftn(a, s, axes, norm)
 
 
@@ -360,6 +364,13 @@ def _operand(value: Any, alias: Any, names: tuple[str, str], what: str) -> Any:
 
 
 # --- dispatch -----------------------------------------------------------------------
+
+
+def _two_axes(axes: Sequence[int], name: str) -> None:
+    """jnp's check of the 2-D transforms: exactly two axes (``ValueError``)."""
+    if len(axes) != 2:
+        raise ValueError(f"distla.fft.{name} only supports 2 axes. Got axes = {axes!r}; "
+                         f"for other counts use distla.fft.{name[:-1]}n.")
 
 
 def _contiguous(flag: bool | None) -> bool:
