@@ -63,21 +63,28 @@ def live(layout: Layout | None, mesh: AbstractMesh) -> Layout | None:
 
 
 def kernel_layout(
-    batch: tuple[int, ...], source: Layout | None, mesh: AbstractMesh
+    batch: tuple[int, ...], source: Layout | None, mesh: AbstractMesh, *, whole: bool = False
 ) -> tuple[Layout, tuple[int, ...]]:
     """Where the mesh axes go on the batch dimensions, and the padded batch shape.
 
-    Every mesh axis of size > 1 is put on some batch dimension. Among those
-    assignments the one with the fewest (padded) members wins, then the one
-    that keeps most of ``source``'s batch axes where they are (in ``source``'s
-    order, with new axes appended after them: a local slice), then the one
-    that puts axes on earlier dimensions.
+    A stack that arrived sharded along its batch with ``whole`` members (no
+    mesh axis on a matrix dimension of any operand) stays where it is: each
+    device computes the members it holds, with no collective at all, as
+    DESIGN.md asks of batched calls. Devices that hold the same members (the
+    mesh axes ``source`` leaves out) compute them alike, as jnp does.
+
+    Otherwise every mesh axis of size > 1 is put on some batch dimension.
+    Among those assignments the one with the fewest (padded) members wins,
+    then the one that keeps most of ``source``'s batch axes where they are
+    (in ``source``'s order, with new axes appended after them: a local
+    slice), then the one that puts axes on earlier dimensions.
 
     Args:
       batch: the batch shape.
       source: the batch part of the stack's current layout (``None``:
         unknown, treated as unsharded).
       mesh: the mesh.
+      whole: every operand's members are whole on every device.
 
     Returns:
       ``(layout, padded)``: the mesh axes of each batch dimension and the
@@ -85,6 +92,8 @@ def kernel_layout(
     """
     nb = len(batch)
     source = live(source, mesh) or ((),) * nb
+    if whole and any(source) and divides(batch, source, mesh):
+        return tuple(source), tuple(batch)
     axes = [ax for ax in mesh.axis_names if mesh.shape[ax] > 1]
     best = None
     for choice in itertools.product(range(nb), repeat=len(axes)):
@@ -104,6 +113,13 @@ def kernel_layout(
         if best is None or key < best[0]:
             best = (key, tuple(layout), padded)
     return best[1], best[2]
+
+
+def whole_members(layout: Layout | None, core: int, mesh: AbstractMesh) -> bool:
+    """Whether ``layout`` (a stack's, ``core`` matrix dimensions last) keeps each member
+    whole on a device: known, and no mesh axis of size > 1 on a matrix dimension."""
+    layout = live(layout, mesh)
+    return layout is not None and not any(layout[len(layout) - core :])
 
 
 def divides(shape: Sequence[int], layout: Sequence[Axes], mesh: AbstractMesh) -> bool:

@@ -25,6 +25,7 @@ from .batch_layout import (
     layout_spec,
     relayout,
     source_layout,
+    whole_members,
 )
 from .lapack_batch import in_member_chunks, members_per_call
 from .mesh import constrain, fitting_spec, run_on_mesh, shard_map
@@ -66,8 +67,9 @@ def stack(
             source = source_layout(x, mesh)
             source = None if source is None else source[: len(full)]
             break
-    layout, _ = kernel_layout(full, source, mesh)
     sources = [source_layout(x, mesh) for x in xs]  # read outside: see _batch_layout.source_layout
+    whole = all(whole_members(s, c, mesh) for s, bt, c in zip(sources, batches, cores) if bt)
+    layout, _ = kernel_layout(full, source, mesh, whole=whole)
     replicated = all(s is not None and not any(s) for s in sources)
     arrived = arrived_layout(full, source, replicated, mesh)
 

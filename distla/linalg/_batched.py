@@ -70,6 +70,7 @@ from .._core.batch_layout import (
     layout_spec,
     relayout,
     source_layout,
+    whole_members,
 )
 from .._core.checks import ShapeError
 from .._core.lapack_batch import in_member_chunks, members_per_call
@@ -427,7 +428,8 @@ def _layouts(shapes, mesh, cores, out_cores, sources):
     sharded = [s for s in known if any(s[:nb])]
     source_batch = (sharded or known or [None])[0]
     source_batch = None if source_batch is None else source_batch[:nb]
-    layout, padded = kernel_layout(full, source_batch, mesh)
+    whole = all(whole_members(s, c, mesh) for s, bt, c in zip(lifted, batches, cores) if bt)
+    layout, padded = kernel_layout(full, source_batch, mesh, whole=whole)
 
     # results: the batch layout the stack arrived in, as jnp returns it; unknown:
     # the kernel layout, for a padded batch the largest even layout that fits

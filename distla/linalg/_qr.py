@@ -305,7 +305,8 @@ def _batched_call(a, *, mode, call: Plan, source):
     batch = a.shape[:-2]
     nbd = len(batch)
     m, n = a.shape[-2:]
-    layout, padded = layouts.kernel_layout(batch, None if source is None else source[:nbd], mesh)
+    layout, padded = layouts.kernel_layout(batch, None if source is None else source[:nbd], mesh,
+                                           whole=layouts.whole_members(source, 2, mesh))
     q_shape, r_shape = _out_shapes(m, n, mode)
     cores = [r_shape] if mode == "r" else [q_shape, r_shape]
     kernel_specs = tuple(layouts.layout_spec(layout + ((),) * 2) for _ in cores)
