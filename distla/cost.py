@@ -66,7 +66,9 @@ class Cost:
       flops: per-device floating-point operations of the dense work — dots,
         triangular solves, LAPACK calls and FFTs, with loops multiplied out
         (complex work counted as 4 real flops per multiply-add pair, LAPACK's
-        convention; FFTs as 5·N·log2(N)).
+        convention; FFTs as 5·N·log2(N); LAPACK's iterative eigenvalue and SVD
+        routines by Golub & Van Loan's counts: ``heevd`` 9n³ with vectors,
+        ``gesdd`` 21n³ square with every vector, ``geev`` 25n³).
       conditional_flops: the part of ``flops`` inside ``lax.cond`` branches
         (the costliest branch, as ``flops`` counts it). Such work may run on
         some devices only: distla's LU factors each panel on its owner mesh
@@ -364,6 +366,49 @@ def _complex_factor(dtype: str) -> int:
     return 4 if dtype.startswith("c") else 1
 
 
+def _lapack_mode(ins: _hlo.Instruction, name: str = "mode") -> str:
+    """A LAPACK job character of a CPU custom call (``mode = 86`` is ``'V'``), or ``""``."""
+    found = re.search(rf"{name} = (\d+)\b", ins.attr("backend_config") or "")
+    return chr(int(found.group(1))) if found else ""
+
+
+def _lapack_flops(target: str, ins: _hlo.Instruction, table: dict) -> float:
+    """Flops of the other LAPACK calls of XLA:CPU, by the textbook counts (real
+    arithmetic; LAPACK Working Note 41 for the factorisations, Golub & Van Loan's
+    table of SVD and eigenvalue algorithms for the iterative ones)."""
+    operands = _operand_arrays(ins, table)
+    a = operands[0] if operands else None
+    if a is None or len(a.dims) < 2:
+        return 0.0
+    m, n = a.dims[-2], a.dims[-1]
+    big, small = max(m, n), min(m, n)
+    batch = math.prod(a.dims[:-2]) * _complex_factor(a.dtype)
+    if "potrf" in target:
+        flops = n**3 / 3
+    elif "geqrf" in target:
+        flops = 2 * big * small**2 - 2 * small**3 / 3
+    elif "orgqr" in target or "ungqr" in target:  # Q's m x n columns from k reflectors
+        taus = operands[1] if len(operands) > 1 else None
+        k = taus.dims[-1] if taus is not None else n
+        flops = 4 * m * n * k - 2 * (m + n) * k**2 + 4 * k**3 / 3
+    elif "heevd" in target or "syevd" in target:
+        flops = 9 * n**3 if _lapack_mode(ins) == "V" else 4 * n**3 / 3
+    elif "gesdd" in target:
+        mode = _lapack_mode(ins)
+        if mode == "A":
+            flops = 4 * big**2 * small + 8 * big * small**2 + 9 * small**3
+        elif mode == "S":
+            flops = 14 * big * small**2 + 8 * small**3
+        else:
+            flops = 4 * big * small**2 - 4 * small**3 / 3
+    elif "geev" in target:
+        vectors = "V" in (_lapack_mode(ins, "compute_left") + _lapack_mode(ins, "compute_right"))
+        flops = (25 if vectors else 10) * n**3
+    else:
+        return 0.0
+    return float(flops * batch)
+
+
 def _flops(ins: _hlo.Instruction, table: dict) -> float:
     op = ins.opcode
     outs = _hlo.arrays_in(ins.shape)
@@ -404,7 +449,7 @@ def _flops(ins: _hlo.Instruction, table: dict) -> float:
             batch = math.prod(out.dims[:-2])
             left = re.search(r"side = 76\b", ins.attr("backend_config") or "") is not None  # 'L'
             return float(n * n * (cols if left else rows) * batch * _complex_factor(out.dtype))
-        return 0.0
+        return _lapack_flops(target, ins, table)
     if op == "fft":
         lengths = [int(d) for d in re.findall(r"\d+", ins.attr("fft_length") or "")]
         n = math.prod(lengths)

@@ -323,3 +323,37 @@ def test_cost_counts_complex_work_four_times():
     cplx = distla.cost(jnp.matmul, x, x)
     assert real.flops == 2 * n**3
     assert cplx.flops == 4 * real.flops
+
+
+@pytest.mark.parametrize(
+    "name,fn,shape,per_n3",
+    [
+        ("potrf", jnp.linalg.cholesky, (48, 48), 1 / 3),
+        ("geqrf+orgqr", jnp.linalg.qr, (48, 48), 4 / 3 + 4 / 3),
+        ("geqrf", lambda a: jnp.linalg.qr(a, mode="r"), (48, 48), 4 / 3),
+        ("heevd", jnp.linalg.eigh, (48, 48), 9.0),
+        ("gesdd A", jnp.linalg.svd, (48, 48), 21.0),
+        ("gesdd S", lambda a: jnp.linalg.svd(a, full_matrices=False), (48, 48), 22.0),
+        ("gesdd N", jnp.linalg.svdvals, (48, 48), 8 / 3),
+        ("geev", jnp.linalg.eig, (48, 48), 25.0),
+    ],
+)
+def test_cost_counts_the_other_lapack_calls(name, fn, shape, per_n3):
+    # the one-device plans of cholesky, qr, eigh, svd and eig run these LAPACK calls:
+    # the textbook counts, not 0 (complex: 4 times)
+    a = np.eye(shape[0], dtype=np.float32) + 1
+    n = shape[0]
+    assert distla.cost(fn, a).flops == pytest.approx(per_n3 * n**3, rel=0.02), name
+    assert distla.cost(fn, a.astype(np.complex64)).flops == pytest.approx(
+        4 * per_n3 * n**3, rel=0.02), name
+
+
+def test_cost_reports_the_one_device_plans_flops():
+    mesh = build_mesh((2, 4), "explicit")
+    n = 64
+    a = jax.device_put(np.eye(n, dtype=np.float32) * n + 1, NamedSharding(mesh, P("x", "y")))
+    for fn, per_n3 in [(distla.linalg.cholesky, 1 / 3), (distla.linalg.eigh, 9.0),
+                       (distla.linalg.svd, 21.0)]:
+        c = distla.cost(lambda a, fn=fn: fn(a, plan="one_device"), a)
+        assert [p.plan for p in c.plans] == ["one_device"], c.plans
+        assert c.flops >= per_n3 * n**3, (fn, c.flops)
