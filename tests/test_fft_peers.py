@@ -176,6 +176,11 @@ def test_errors_as_jnp(m42):
         F.rfftn(xs)
     with pytest.raises(ValueError):  # jnp's
         F.rfft2(xs)
+    for name in ("hfft", "ihfft"):  # jnp reads the axis's length first: an IndexError
+        with pytest.raises(IndexError):
+            getattr(jnp.fft, name)(np.ones((8, 4), np.float32), axis=5)
+        with pytest.raises(IndexError):
+            getattr(F, name)(xs.real if name == "ihfft" else xs, axis=5)
     volume = place(np.ones((8, 4, 6), np.float32), m42, P("x", "y"))
     for name in ("fft2", "ifft2", "rfft2", "irfft2"):  # the 2-D names take two axes only
         for axes in [(0,), (0, 1, 2)]:

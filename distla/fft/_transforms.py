@@ -366,6 +366,13 @@ def _operand(value: Any, alias: Any, names: tuple[str, str], what: str) -> Any:
 # --- dispatch -----------------------------------------------------------------------
 
 
+def _length_along(a: jax.Array, n: int | None, axis: int) -> None:
+    """jnp's ``hfft``/``ihfft`` read ``a.shape[axis]`` first when ``n`` is not given, so an
+    axis out of range is its ``IndexError`` there (elsewhere jnp's ``ValueError``)."""
+    if n is None:
+        a.shape[axis]  # noqa: B018 (the IndexError is the point)
+
+
 def _two_axes(axes: Sequence[int], name: str) -> None:
     """jnp's check of the 2-D transforms: exactly two axes (``ValueError``)."""
     if len(axes) != 2:
@@ -603,6 +610,7 @@ def hfft(a: jax.typing.ArrayLike, n: int | None = None, axis: int = -1,
     """
     what = "distla.fft.hfft"
     a = as_array(a, "a", what)
+    _length_along(a, n, axis)
     return irfft(jnp.conj(a), n, axis, _swapped(norm, what))
 
 
@@ -625,4 +633,5 @@ def ihfft(a: jax.typing.ArrayLike, n: int | None = None, axis: int = -1,
     """
     what = "distla.fft.ihfft"
     a = as_array(a, "a", what)
+    _length_along(a, n, axis)
     return jnp.conj(rfft(a, n, axis, _swapped(norm, what)))
