@@ -393,7 +393,7 @@ def _lapack_flops(target: str, ins: _hlo.Instruction, table: dict) -> float:
         flops = 4 * m * n * k - 2 * (m + n) * k**2 + 4 * k**3 / 3
     elif "heevd" in target or "syevd" in target:
         flops = 9 * n**3 if _lapack_mode(ins) == "V" else 4 * n**3 / 3
-    elif "gesdd" in target:
+    elif "gesdd" in target or "gesvd" in target:  # divide and conquer, or the QR algorithm
         mode = _lapack_mode(ins)
         if mode == "A":
             flops = 4 * big**2 * small + 8 * big * small**2 + 9 * small**3

@@ -181,6 +181,11 @@ def test_errors_as_jnp(m42):
             getattr(jnp.fft, name)(np.ones((8, 4), np.float32), axis=5)
         with pytest.raises(IndexError):
             getattr(F, name)(xs.real if name == "ihfft" else xs, axis=5)
+        for axis in [(0,), [1]]:  # one axis: jnp's ValueError
+            with pytest.raises(ValueError, match="multiple axes"):
+                getattr(jnp.fft, name)(np.ones((8, 4), np.float32), axis=axis)
+            with pytest.raises(ValueError, match="multiple axes"):
+                getattr(F, name)(xs.real if name == "ihfft" else xs, axis=axis)
     volume = place(np.ones((8, 4, 6), np.float32), m42, P("x", "y"))
     for name in ("fft2", "ifft2", "rfft2", "irfft2"):  # the 2-D names take two axes only
         for axes in [(0,), (0, 1, 2)]:

@@ -366,9 +366,13 @@ def _operand(value: Any, alias: Any, names: tuple[str, str], what: str) -> Any:
 # --- dispatch -----------------------------------------------------------------------
 
 
-def _length_along(a: jax.Array, n: int | None, axis: int) -> None:
-    """jnp's ``hfft``/``ihfft`` read ``a.shape[axis]`` first when ``n`` is not given, so an
-    axis out of range is its ``IndexError`` there (elsewhere jnp's ``ValueError``)."""
+def _length_along(a: jax.Array, n: int | None, axis: int, name: str) -> None:
+    """jnp's checks of ``hfft``/``ihfft``, in its order: one axis (a ``ValueError``), then
+    ``a.shape[axis]`` read when ``n`` is not given, so that an axis out of range is its
+    ``IndexError`` there (elsewhere jnp's ``ValueError``)."""
+    if isinstance(axis, (list, tuple)):
+        raise ValueError(f"distla.fft.{name} does not support multiple axes. Please use "
+                         f"distla.fft.{name}n. Got axis = {axis}.")
     if n is None:
         a.shape[axis]  # noqa: B018 (the IndexError is the point)
 
@@ -610,7 +614,7 @@ def hfft(a: jax.typing.ArrayLike, n: int | None = None, axis: int = -1,
     """
     what = "distla.fft.hfft"
     a = as_array(a, "a", what)
-    _length_along(a, n, axis)
+    _length_along(a, n, axis, "hfft")
     return irfft(jnp.conj(a), n, axis, _swapped(norm, what))
 
 
@@ -633,5 +637,5 @@ def ihfft(a: jax.typing.ArrayLike, n: int | None = None, axis: int = -1,
     """
     what = "distla.fft.ihfft"
     a = as_array(a, "a", what)
-    _length_along(a, n, axis)
+    _length_along(a, n, axis, "ihfft")
     return jnp.conj(rfft(a, n, axis, _swapped(norm, what)))
