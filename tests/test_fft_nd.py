@@ -206,6 +206,27 @@ def test_vmap_over_a_sharded_batch_has_no_collective_along_it():
     assert fft_ratio(g, ref) <= THRESHOLD
 
 
+@pytest.mark.parametrize("name", ["rfft", "irfft", "hfft", "ihfft", "rfftn", "irfftn"])
+def test_vmap_of_a_member_split_along_its_transformed_axis(name):
+    # vmap over the rows of a P('x', 'y') matrix on an Explicit mesh: each member is split
+    # over 'y' along the transformed axis, whose output length (7 or 22) 'y' does not
+    # divide; the direct batched call works, and so does the vmapped one (jnp's refuses)
+    mesh = build_mesh((2, 4), "explicit")
+    rng = np.random.default_rng(12)
+    real = name in ("rfft", "ihfft", "rfftn")
+    x = _data(rng, (8, 12), not real)
+    xs = place(x, mesh, P("x", "y"))
+    ref = getattr(np.fft, name)(x.astype(np.float64 if real else np.complex128), axis=-1) \
+        if not name.endswith("n") else getattr(np.fft, name)(
+            x.astype(np.float64 if real else np.complex128), axes=(-1,))
+    with jax.set_mesh(mesh):
+        for wrap in (jax.vmap, lambda f: jax.jit(jax.vmap(f))):
+            y = wrap(getattr(distla.fft, name))(xs)
+            assert y.shape == ref.shape, (name, y.shape)
+            assert fft_ratio(y, ref) <= THRESHOLD, name
+            assert y.sharding.spec[0] is not None, y.sharding  # the batch stays split
+
+
 def test_grad_and_jvp_of_the_general_plan():
     mesh = build_mesh((4, 2), "explicit")
     rng = np.random.default_rng(8)

@@ -26,6 +26,7 @@ from .._core.mesh import (
     shard_spec,
     spec_groups,
 )
+from .._core.specs import entry_axes
 
 
 NORMS = (None, "backward", "ortho", "forward")
@@ -507,7 +508,8 @@ def _dispatch(
     """
     mesh = operand_mesh(x, names=("x",))
     if mesh is None or mesh.size == 1:  # one device: jnp's own transform, no padding
-        return _one_device(drop_trivial_sharding(x), kind, s, axes, norm, order, contiguous)
+        x = _whole_along(drop_trivial_sharding(x), kind, s, axes)
+        return _one_device(x, kind, s, axes, norm, order, contiguous)
     grid_of(mesh, what=what)  # a 1- or 2-axis mesh, or ValueError
     if spec is None:
         spec = shard_spec(x.shape, mesh)
@@ -573,6 +575,31 @@ def _swapped_pencils(spec: P, mesh, kind: str) -> bool:
     spec = (tuple(spec) + (None,) * 3)[:3]
     a, b = names
     return spec == ((None, b, a) if kind in ("ifft", "irfft") else (b, a, None))
+
+
+def _whole_along(x, kind, s, axes):
+    """``x`` with each transformed axis whose output length its mesh axes do not divide
+    whole on every device.
+
+    Under ``jax.vmap`` over a batch on ``Explicit`` mesh axes, a member split
+    along a transformed axis goes to jnp (see ``_core.mesh.operand_mesh``),
+    whose sharding rule refuses an output length the split does not divide
+    (``rfft`` of 12 points split 4 ways gives 7). Such an axis is gathered
+    first, as a sharded vector is outside ``vmap``; the batch keeps its layout.
+    """
+    if not isinstance(x, jax.core.Tracer) or s is None or axes is None:
+        return x
+    sharding = jax.typeof(x).sharding
+    spec = tuple(sharding.spec) + (None,) * (x.ndim - len(tuple(sharding.spec)))
+    out = dict(zip(axes, s))
+    if kind == "rfft" and axes:
+        out[axes[-1]] = s[-1] // 2 + 1
+    split = {d for d, n in out.items()
+             if n % math.prod(sharding.mesh.shape[a] for a in entry_axes(spec[d]))}
+    if not split:
+        return x
+    whole = P(*(None if d in split else e for d, e in enumerate(spec)))
+    return jax.sharding.reshard(x, jax.sharding.NamedSharding(sharding.mesh, whole))
 
 
 def _one_device(x, kind, s, axes, norm, order, contiguous):
