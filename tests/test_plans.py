@@ -181,6 +181,27 @@ def test_cho_solve_takes_one_device_only_when_called_eagerly(kind, rhs):
     np.testing.assert_allclose(a @ np.asarray(one), np.asarray(b), rtol=1e-3, atol=1e-3)
 
 
+@pytest.mark.parametrize("b_spec,rhs", [(P("x"), (N,)), (P(), (N,)), (P("x", None), (N, 3)),
+                                       (P(None, "y"), (N, 8))],
+                         ids=["x", "replicated", "rows", "columns"])
+def test_factor_solves_keep_b_layout_on_both_plans(b_spec, rhs):
+    """On an Explicit mesh the distributed solve_triangular and cho_solve return x in
+    b's layout (lax.custom_linear_solve keeps b's type); the one-device plan, which an
+    eager call takes, returns the same, so a call's layout does not depend on the plan."""
+    mesh = build_mesh((2, 4), "explicit")
+    a = _spd(N)
+    b = jax.device_put(np.random.default_rng(6).standard_normal(rhs).astype(np.float32),
+                       NamedSharding(mesh, b_spec))
+    c = distla.linalg.cho_factor(distla.shard(a, mesh), lower=True)
+    low = distla.shard(np.tril(a), mesh)
+    for solve in (lambda plan: distla.linalg.cho_solve(c, b, plan=plan),
+                  lambda plan: distla.linalg.solve_triangular(low, b, lower=True, plan=plan)):
+        one, dist = solve("one_device"), solve("distributed")
+        assert one.sharding == dist.sharding, (one.sharding, dist.sharding)
+        assert one.sharding.is_equivalent_to(b.sharding, b.ndim), (one.sharding, b.sharding)
+        np.testing.assert_allclose(np.asarray(one), np.asarray(dist), rtol=1e-4, atol=1e-4)
+
+
 def _eigh_ratios(a, w, v):
     n = a.shape[0]
     eps = np.finfo(np.float32).eps

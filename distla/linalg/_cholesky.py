@@ -390,7 +390,7 @@ def cho_solve(
         core = rhs_core(c, b)
         return stack(ref, (c, b), (2, core), core, mesh=call.mesh)
     one = solved_on_one_device("cho_solve", plan, _cho_solve_one, c, b, call=call, what=what,
-                               options=(("lower", bool(lower)),))
+                               options=(("lower", bool(lower)),), like_b=True)
     return one if one is not None else cho_solve_2d(c, b, lower=bool(lower), call=call)
 
 

@@ -26,7 +26,7 @@ from distla.kernels.lu import phases as lu_phases
 from distla.kernels.trsm import lu_solve_block_cyclic
 
 from .._core.matrix import HIGHEST, diag_mask, pad_identity, tril_mask, triu
-from .._core.mesh import Grid, constrain, fitting_spec, run_on_mesh, shard_map
+from .._core.mesh import Grid, constrain, fitting_spec, is_explicit, run_on_mesh, shard_map
 from .._core.one_device import block_layout, choose_plan, on_one_device
 from .._core.plan import Plan
 
@@ -158,19 +158,23 @@ def result_spec(grid: Grid, shape: tuple[int, ...]) -> P:
     return fitting_spec(shape, grid.mesh, _natural_rhs_spec(grid, len(shape)))
 
 
-def solved_on_one_device(family, plan, fn, *operands, call: Plan, what, options=()):
+def solved_on_one_device(family, plan, fn, *operands, call: Plan, what, options=(),
+                         like_b=False):
     """``fn(*operands)`` by the one-device plan if ``plan`` resolves to it, else ``None``.
 
     For the solves with a factor (``solve_triangular``, ``cho_solve``, ``lu_solve``):
     the last operand is the right-hand side ``b``; the factor matrices arrive in the
     2D block layout and pivot vectors replicated, and ``x`` comes back where the
-    distributed solves return it (:func:`result_spec`).
+    distributed solves return it: in ``b``'s layout on an ``Explicit`` mesh for
+    those that return it ``like_b`` (their ``lax.custom_linear_solve`` keeps
+    ``b``'s type), else in :func:`result_spec`'s.
     """
     if choose_plan(family, plan, fn, *operands, what=what, options=options) != "one_device":
         return None
     *factors, b = operands
+    keep_b = like_b and is_explicit(call.mesh)
     specs = (*(block_layout(f.shape, call.mesh) if f.ndim == 2 else P(None) for f in factors),
-             result_spec(call.grid, b.shape))
+             P(*jax.typeof(b).sharding.spec) if keep_b else result_spec(call.grid, b.shape))
     return on_one_device(fn, *operands, mesh=call.mesh, in_specs=specs, out_specs=specs[-1:],
                          options=options)
 

@@ -246,5 +246,5 @@ def solve_triangular(
             mesh=call.mesh,
         )
     one = solved_on_one_device("solve_triangular", plan, jsl.solve_triangular, a, b,
-                               call=call, what=what, options=tuple(flags.items()))
+                               call=call, what=what, options=tuple(flags.items()), like_b=True)
     return one if one is not None else solve_2d(a, b, call=call, **flags)
