@@ -316,6 +316,19 @@ def test_bad_plan_and_budget_raise():
     distla.linalg.set_plan_budget(previous)
 
 
+@pytest.mark.parametrize("text,ok", [("0", True), ("1048576", True), ("abc", False),
+                                     ("512MiB", False), ("-5", False)])
+def test_the_budget_environment_variable(monkeypatch, text, ok):
+    monkeypatch.setenv("DISTLA_PLAN_BUDGET", text)
+    if ok:
+        assert _plan._budget_from_environment(7) == int(text)
+    else:
+        with pytest.raises(ValueError, match="DISTLA_PLAN_BUDGET must be a non-negative int"):
+            _plan._budget_from_environment(7)
+    monkeypatch.delenv("DISTLA_PLAN_BUDGET")
+    assert _plan._budget_from_environment(7) == 7
+
+
 def test_matmul_xla_partitioning_moves_panels_not_operands(mesh24):
     small = _put(np.ones((64, 64), np.float32), mesh24)
     assert _chosen(distla.matmul, small, small) == ["summa"]

@@ -86,7 +86,22 @@ PLANS = ("auto", "distributed", "one_device")
 #: Default memory budget of the one-device plan: bytes of the operands plus the
 #: results that one device may receive and hold. ``DISTLA_PLAN_BUDGET`` (bytes,
 #: read at import) or ``set_plan_budget`` change it.
-DEFAULT_BUDGET = int(os.environ.get("DISTLA_PLAN_BUDGET", 512 * 2**20))
+def _budget_from_environment(default: int) -> int:
+    text = os.environ.get("DISTLA_PLAN_BUDGET")
+    if text is None:
+        return default
+    try:
+        nbytes = int(text)
+    except ValueError:
+        nbytes = -1
+    if nbytes < 0:
+        raise ValueError(
+            f"the environment variable DISTLA_PLAN_BUDGET must be a non-negative int of "
+            f"bytes (e.g. 536870912 for 512 MiB; 0 keeps every call distributed), got {text!r}")
+    return nbytes
+
+
+DEFAULT_BUDGET = _budget_from_environment(512 * 2**20)
 
 #: Largest ``n`` (of an ``n x n`` problem) at which ``"auto"`` moves a
 #: family's call to one device, measured on the 2-core CPU test bed with 8
