@@ -104,6 +104,15 @@ def test_lstsq_refuses_b_on_another_mesh(mesh):
         dl.lstsq(a, b)
 
 
+def test_meshes_that_differ_in_device_order_are_named_so(mesh):
+    reversed_ = jax.sharding.Mesh(np.array(mesh.devices.flat[::-1]).reshape(mesh.devices.shape),
+                                  mesh.axis_names, axis_types=mesh.axis_types)
+    a = place(np.eye(8, dtype=np.float32), mesh)
+    b = jax.device_put(np.ones(8, np.float32), jax.sharding.NamedSharding(reversed_, jax.sharding.PartitionSpec()))
+    with pytest.raises(ValueError, match="different device order: a on devices"):
+        dl.solve(a, b)
+
+
 def test_rfftn_of_zero_length_raises_as_numpy():
     with pytest.raises(ValueError, match="Invalid number of FFT data points"):
         np.fft.rfftn(np.zeros((16, 16, 0)))

@@ -553,6 +553,11 @@ class TestErrors:
             linalg.lu_solve(linalg.lu_factor(a), place(np.ones(8, np.float32), mesh24), trans=3)
         with pytest.raises(ValueError, match="block_size must be a positive int"):
             linalg.lu_factor(a, block_size=0)
+        for plan in ("auto", "one_device", "distributed"):  # whichever plan runs the call
+            for fn in (linalg.lu_factor, linalg.lu, linalg.det, linalg.inv, linalg.cholesky):
+                for bad in (0, -4, 2.5):
+                    with pytest.raises(ValueError, match="block_size must be a positive int"):
+                        fn(a, block_size=bad, plan=plan)
 
     def test_float16_refused_as_jax_lapack_does(self, mesh24):
         with pytest.raises(TypeError, match="float16"):

@@ -118,10 +118,13 @@ def operand_mesh(*operands: Any, names: Sequence[str]) -> AbstractMesh | None:
     for name, mesh, devs in found[1:]:
         same_devices = devs is None or devs0 is None or devs == devs0
         if mesh != mesh0 or not same_devices:
+            differ = "" if mesh != mesh0 else (
+                f" (the same shape and axes, over different devices or a different device "
+                f"order: {name0} on devices {list(devs0)}, {name} on {list(devs)})")
             raise ValueError(
                 f"operands are on different meshes: {name0} on {describe_mesh(mesh0)} "
-                f"{mesh0.axis_types}, {name} on {describe_mesh(mesh)} {mesh.axis_types}. "
-                "Put both on the same mesh (distla.shard(x, mesh))."
+                f"{mesh0.axis_types}, {name} on {describe_mesh(mesh)} {mesh.axis_types}"
+                f"{differ}. Put both on the same mesh (distla.shard(x, mesh))."
             )
     if set(mesh0.axis_names) & _axes_taken_by_vmap():
         return None

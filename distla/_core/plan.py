@@ -69,10 +69,21 @@ def mesh_of(*operands: Any, names: tuple[str, ...]) -> AbstractMesh | None:
     return mesh
 
 
+def check_block_size(block_size: Any) -> None:
+    """A caller's ``block_size``: ``None`` or a positive int (``ValueError`` otherwise)."""
+    if block_size is not None and (not isinstance(block_size, int) or block_size < 1):
+        raise ValueError(f"block_size must be a positive int (or None, the algorithm's "
+                         f"choice); got {block_size!r}")
+
+
 def resolve(
     *operands: Any, names: tuple[str, ...], dtype: Any, block_size: int | None = None
 ) -> Plan | None:
-    """The :class:`Plan` of a call on ``operands``, or ``None`` when none is sharded."""
+    """The :class:`Plan` of a call on ``operands``, or ``None`` when none is sharded.
+
+    A bad ``block_size`` raises here, whichever plan the call then takes.
+    """
+    check_block_size(block_size)
     mesh = mesh_of(*operands, names=names)
     if mesh is None:
         return None

@@ -38,7 +38,7 @@ from .._core.checks import (
 from .._core.mesh import (Grid, constrain, fitting_spec, rule_on_mesh, run_on_mesh, shard_map,
                           tangent_on_mesh)
 from .._core.one_device import block_layout, choose_plan, on_one_device
-from .._core.plan import Plan, resolve
+from .._core.plan import Plan, check_block_size, resolve
 from .._core.stacked import stack, vmappable
 from . import _buckets
 from ._lu import solved_on_one_device
@@ -64,8 +64,7 @@ def blocking(grid: Grid, n: int, block_size: int | None = None) -> tuple[int, in
     """
     q = math.lcm(grid.pr, grid.pc)
     if block_size is not None:
-        if not isinstance(block_size, int) or block_size < 1:
-            raise ValueError(f"block_size must be a positive int; got {block_size!r}")
+        check_block_size(block_size)
         target = block_size
     else:
         target = DEFAULT_BLOCK

@@ -28,7 +28,7 @@ from distla.kernels.trsm import lu_solve_block_cyclic
 from .._core.matrix import HIGHEST, diag_mask, pad_identity, tril_mask, triu
 from .._core.mesh import Grid, constrain, fitting_spec, is_explicit, run_on_mesh, shard_map
 from .._core.one_device import block_layout, choose_plan, on_one_device
-from .._core.plan import Plan
+from .._core.plan import Plan, check_block_size
 
 # Panel widths the default block size aims at (the measurements behind them are
 # in docs/benchmarks.md, LU section): wider panels make faster trailing GEMMs but
@@ -52,8 +52,7 @@ def blocking(grid: Grid, n: int, block_size: int | None = None) -> tuple[int, in
     q = math.lcm(grid.pr, grid.pc)
     target = WIDE_BLOCK if n >= 4 * q * WIDE_BLOCK else DEFAULT_BLOCK
     if block_size is not None:
-        if not isinstance(block_size, int) or block_size < 1:
-            raise ValueError(f"block_size must be a positive int; got {block_size!r}")
+        check_block_size(block_size)
         nb = block_size
         nbr = -(-max(1, -(-n // nb)) // q) * q
     else:
