@@ -26,7 +26,7 @@ from jax.sharding import PartitionSpec as P
 from .._core.eager import one_program
 from . import _batched, _cholesky, _refine
 from ._cholesky import solve_pos
-from ._lu import result_spec, solved_on_one_device
+from ._lu import solved_on_one_device
 from ._lu_rules import (
     det_2d,
     inv_2d,
@@ -58,7 +58,7 @@ from .._core.mesh import (
     run_on_mesh,
     shard_spec,
 )
-from .._core.one_device import block_layout, choose_plan, on_one_device, planned
+from .._core.one_device import planned
 from .._core.plan import resolve
 
 
@@ -502,14 +502,12 @@ def solve(
     if a.ndim > 2 or b.ndim > 2 and not vector:
         return _batched.solve(a, b, call=call)
     options = (("assume_a", assume_a), ("lower", bool(lower)))
-    if choose_plan("solve", plan, jsl.solve, a, b, what=what, options=options) == "one_device":
-        # the distributed plans' layouts: on Explicit meshes Cholesky's x keeps b's;
-        # the LU's is the largest even one
-        keep_b = is_explicit(call.mesh) and assume_a == "pos"
-        x_spec = P(*jax.typeof(b).sharding.spec) if keep_b else result_spec(call.grid, b.shape)
-        specs = (block_layout(a.shape, call.mesh), x_spec)
-        return on_one_device(jsl.solve, a, b, mesh=call.mesh, in_specs=specs,
-                             out_specs=specs[1:], options=options)
+    # the distributed plans' layouts: on Explicit meshes Cholesky's x keeps b's; the
+    # LU's is the largest even one
+    one = solved_on_one_device("solve", plan, jsl.solve, a, b, call=call, what=what,
+                               options=options, like_b=assume_a == "pos")
+    if one is not None:
+        return one
     if assume_a == "pos":
         return solve_pos(a, b, lower=lower, call=call)
     return solve_2d(a, b, call=call)
