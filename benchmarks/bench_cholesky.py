@@ -25,10 +25,9 @@ import numpy as np
 import pytest
 import scipy.linalg
 import threadpoolctl
+from conftest import cost_info
 from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
-
-from conftest import cost_info
 
 import distla
 
@@ -80,8 +79,11 @@ def test_jax_cho_factor(run, benchmark, n):
 def test_xla_sharded_cholesky(run, benchmark, n):
     benchmark.group = f"Cholesky n={n}"
     args = _sharded(n, AxisType.Auto)
-    run(jax.jit(jnp.linalg.cholesky), args,
-        **_info("baseline", "XLA: jnp.linalg.cholesky, sharded", n, mesh="2x4"))
+    run(
+        jax.jit(jnp.linalg.cholesky),
+        args,
+        **_info("baseline", "XLA: jnp.linalg.cholesky, sharded", n, mesh="2x4"),
+    )
 
 
 @pytest.mark.parametrize("n", SIZES)

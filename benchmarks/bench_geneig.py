@@ -67,8 +67,14 @@ def _mesh():
 @pytest.mark.parametrize("part", ["full", "lowest10"])
 def test_geneig(run, n, part):
     a, b = pencil(n, _mesh())
-    run(full if part == "full" else lowest, (a, b), n=n, part=part, dtype="float32",
-        mesh="x".join(map(str, MESH)))
+    run(
+        full if part == "full" else lowest,
+        (a, b),
+        n=n,
+        part=part,
+        dtype="float32",
+        mesh="x".join(map(str, MESH)),
+    )
 
 
 def _once(fn, *args):
@@ -91,13 +97,21 @@ def main(sizes):
             for name, fn in (("full", full), ("lowest10", lowest)):
                 got = _once(fn, a, b)
                 timed[name] = min(timed.get(name, got), got, key=lambda t: t[0])
-        rows.append(dict(
-            n=n, mesh="x".join(map(str, MESH)), dtype="float32", jax=jax.__version__,
-            first_call_s=first, full_s=timed["full"][0], lowest10_s=timed["lowest10"][0],
-            ratio=timed["lowest10"][0] / timed["full"][0],
-            full_steps=timed["full"][1], lowest10_steps=timed["lowest10"][1],
-            load=os.getloadavg()[0],
-        ))
+        rows.append(
+            dict(
+                n=n,
+                mesh="x".join(map(str, MESH)),
+                dtype="float32",
+                jax=jax.__version__,
+                first_call_s=first,
+                full_s=timed["full"][0],
+                lowest10_s=timed["lowest10"][0],
+                ratio=timed["lowest10"][0] / timed["full"][0],
+                full_steps=timed["full"][1],
+                lowest10_steps=timed["lowest10"][1],
+                load=os.getloadavg()[0],
+            )
+        )
         print(json.dumps(rows[-1]), file=sys.stderr)
     json.dump(rows, sys.stdout, indent=1)
 
@@ -120,7 +134,9 @@ def parts(n):
     row["solve_2"], c = timed(lambda t, w: linalg.solve_triangular(t, w.T, lower=True), low, w)
     row["eigh_full"], (_, y) = timed(lambda c: linalg.eigh(c, plan="distributed"), c)
     row["eigh_lowest10"], (_, yk) = timed(
-        lambda c: linalg.eigh(c, subset_by_index=(0, k - 1), plan="distributed"), c)
+        lambda c: linalg.eigh(c, subset_by_index=(0, k - 1), plan="distributed"), c
+    )
+
     def back(t, y):
         return linalg.solve_triangular(t, y, lower=True, trans=2)
 

@@ -26,10 +26,9 @@ import numpy as np
 import pytest
 import scipy.linalg
 import threadpoolctl
+from conftest import cost_info
 from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
-
-from conftest import cost_info
 
 import distla
 

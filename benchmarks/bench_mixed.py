@@ -45,8 +45,7 @@ def _problem64(n):
 
 
 def _info64(role, name, n, **extra):
-    return dict(role=role, name=name, op="lu", n=n, dtype="float64",
-                flops=_solve_flops(n), **extra)
+    return dict(role=role, name=name, op="lu", n=n, dtype="float64", flops=_solve_flops(n), **extra)
 
 
 def test_mixed_scipy_solve64(run, benchmark):
@@ -79,8 +78,11 @@ def test_mixed_distla_solve64(run, benchmark, case):
         elif case == "factor float32":
             fn = jax.jit(functools.partial(distla.linalg.solve, factor_dtype=jnp.float32))
             res = _refine.refine(*args, factor_dtype=np.dtype(np.float32))
-            extra = dict(iterations=int(res.iterations), gmres_steps=int(res.gmres_steps),
-                         converged=bool(res.converged))
+            extra = dict(
+                iterations=int(res.iterations),
+                gmres_steps=int(res.gmres_steps),
+                converged=bool(res.converged),
+            )
         else:
             lu, piv = jax.block_until_ready(distla.linalg.lu_factor(args[0].astype(jnp.float32)))
             args = (*args, lu, piv)
@@ -91,8 +93,13 @@ def test_mixed_distla_solve64(run, benchmark, case):
             fn,
             args,
             **_info64(
-                "distla", f"distla {case} 2x4", MIXED_N, mesh="x".join(map(str, MESH)),
-                collective_bytes=cost.total_collective_bytes, peak_bytes=cost.peak_memory_bytes,
-                solve_ratio=solve_ratio(a_np, np.asarray(x), b_np), **extra,
+                "distla",
+                f"distla {case} 2x4",
+                MIXED_N,
+                mesh="x".join(map(str, MESH)),
+                collective_bytes=cost.total_collective_bytes,
+                peak_bytes=cost.peak_memory_bytes,
+                solve_ratio=solve_ratio(a_np, np.asarray(x), b_np),
+                **extra,
             ),
         )

@@ -146,4 +146,6 @@ def test_distla_tall(run, benchmark):
     benchmark.group = "QR tall-skinny 65536x128"
     args = (_tall(),)
     fn = jax.jit(distla.linalg.qr)
-    run(fn, args, **_info("distla", "distla.linalg.qr TSQR 8", *TALL, grid=(8, 1), fn=fn, args=args))
+    run(
+        fn, args, **_info("distla", "distla.linalg.qr TSQR 8", *TALL, grid=(8, 1), fn=fn, args=args)
+    )

@@ -35,9 +35,8 @@ from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 import distla
-from distla.linalg import _polar, _spectral, _tridiagonal
-
 from distla import linalg
+from distla.linalg import _polar, _spectral, _tridiagonal
 
 MESH = (2, 4)
 SIZES = [1024, 2048]
@@ -77,14 +76,25 @@ def _flops(mesh, n, p):
     sc = jax.ShapeDtypeStruct((), jnp.float32, sharding=rep)
     index = jax.ShapeDtypeStruct((), jnp.int32, sharding=rep)
     vec = jax.ShapeDtypeStruct((n,), jnp.float32, sharding=rep)
-    qdwh = distla.cost(_polar.on_mesh(_polar.qdwh_qr_step, amesh, (P(), spec, P(), P()),
-                                      (("spec", spec),)), (index, mat(big, big), sc, sc))
-    eigh = distla.cost(functools.partial(_tridiagonal.eigh_2d, mesh=amesh, symmetrize=True,
-                                         lower=True), mat(n, n))
-    svd = distla.cost(_polar.on_mesh(_spectral._svd_vectors, amesh, (spec, P(), spec, P())),
-                      mat(n, n), mat(n, n), vec, mat(n, n))
-    return {"qdwh": qdwh.flops * p, "eigh": (eigh.flops - eigh.conditional_flops) * p,
-            "svd_vectors": svd.flops * p}
+    qdwh = distla.cost(
+        _polar.on_mesh(_polar.qdwh_qr_step, amesh, (P(), spec, P(), P()), (("spec", spec),)),
+        (index, mat(big, big), sc, sc),
+    )
+    eigh = distla.cost(
+        functools.partial(_tridiagonal.eigh_2d, mesh=amesh, symmetrize=True, lower=True), mat(n, n)
+    )
+    svd = distla.cost(
+        _polar.on_mesh(_spectral._svd_vectors, amesh, (spec, P(), spec, P())),
+        mat(n, n),
+        mat(n, n),
+        vec,
+        mat(n, n),
+    )
+    return {
+        "qdwh": qdwh.flops * p,
+        "eigh": (eigh.flops - eigh.conditional_flops) * p,
+        "svd_vectors": svd.flops * p,
+    }
 
 
 def _executed(op, steps, flops):
@@ -101,10 +111,20 @@ def run(n, mesh):
     p = mesh.size
     rows = []
     for op, mat, dist, one, sp in [
-        ("eigh", h, linalg.eigh, jax.jit(jnp.linalg.eigh),
-         lambda x: scipy.linalg.eigh(x, driver="evd")),
-        ("svd", g, linalg.svd, jax.jit(jnp.linalg.svd),
-         lambda x: scipy.linalg.svd(x, lapack_driver="gesdd")),
+        (
+            "eigh",
+            h,
+            linalg.eigh,
+            jax.jit(jnp.linalg.eigh),
+            lambda x: scipy.linalg.eigh(x, driver="evd"),
+        ),
+        (
+            "svd",
+            g,
+            linalg.svd,
+            jax.jit(jnp.linalg.svd),
+            lambda x: scipy.linalg.svd(x, lapack_driver="gesdd"),
+        ),
     ]:
         x = jax.device_put(mat, NamedSharding(mesh, P("rows", "cols")))
         _polar.STEPS.clear()
@@ -114,11 +134,22 @@ def run(n, mesh):
         jax.block_until_ready(dist(x))
         t_dist = time.perf_counter() - t0
         steps = dict(_polar.STEPS)
-        print(json.dumps(dict(op=op, n=n, distla_s=t_dist, first=compile_and_run, steps=steps)),
-              file=sys.stderr, flush=True)
-        row = dict(op=op, n=n, dtype="float32", mesh="x".join(map(str, MESH)),
-                   jax=jax.__version__, devices=jax.device_count(),
-                   distla_s=t_dist, distla_first_call_s=compile_and_run, steps=steps)
+        print(
+            json.dumps(dict(op=op, n=n, distla_s=t_dist, first=compile_and_run, steps=steps)),
+            file=sys.stderr,
+            flush=True,
+        )
+        row = dict(
+            op=op,
+            n=n,
+            dtype="float32",
+            mesh="x".join(map(str, MESH)),
+            jax=jax.__version__,
+            devices=jax.device_count(),
+            distla_s=t_dist,
+            distla_first_call_s=compile_and_run,
+            steps=steps,
+        )
         x1 = jax.device_put(mat, jax.devices()[0])
         row["jnp_one_device_s"] = _timed(one, x1)
         row["scipy_s"] = _timed(sp, mat, repeat=1)

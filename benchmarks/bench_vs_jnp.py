@@ -109,29 +109,55 @@ CASES = {
     "eigvals": (distla.linalg.eigvals, jnp.linalg.eigvals, (_general,), True),
     # the rest of the namespace, on the families above
     "det": (L.det, JL.det, (_general,), True),
-    "qr_raw": (lambda a: L.qr(a, mode="raw"), lambda a: JL.qr(a, mode="raw"), (_general,),
-               False),
+    "qr_raw": (lambda a: L.qr(a, mode="raw"), lambda a: JL.qr(a, mode="raw"), (_general,), False),
     "lu": (L.lu, jsl.lu, (_general,), False),
-    "lu_solve": (lambda a, b: L.lu_solve(L.lu_factor(a), b),
-                 lambda a, b: jsl.lu_solve(jsl.lu_factor(a), b), (_general, _general), False),
-    "cho_solve": (lambda c, b: L.cho_solve((c, True), b),
-                  lambda c, b: jsl.cho_solve((c, True), b), (_lower_chol, _general), False),
+    "lu_solve": (
+        lambda a, b: L.lu_solve(L.lu_factor(a), b),
+        lambda a, b: jsl.lu_solve(jsl.lu_factor(a), b),
+        (_general, _general),
+        False,
+    ),
+    "cho_solve": (
+        lambda c, b: L.cho_solve((c, True), b),
+        lambda c, b: jsl.cho_solve((c, True), b),
+        (_lower_chol, _general),
+        False,
+    ),
     "solve_triangular": (L.solve_triangular, jsl.solve_triangular, (_upper, _general), False),
-    "lstsq": (lambda a, b: L.lstsq(a, b)[0], lambda a, b: JL.lstsq(a, b)[0],
-              (_general, _general), False),
+    "lstsq": (
+        lambda a, b: L.lstsq(a, b)[0],
+        lambda a, b: JL.lstsq(a, b)[0],
+        (_general, _general),
+        False,
+    ),
     "pinv": (L.pinv, JL.pinv, (_general,), False),
     "matrix_rank": (L.matrix_rank, JL.matrix_rank, (_general,), False),
     "cond": (L.cond, JL.cond, (_general,), False),
     "norm2": (lambda a: L.norm(a, 2), lambda a: JL.norm(a, 2), (_general,), False),
-    "matrix_power": (lambda a: L.matrix_power(a, 3), lambda a: JL.matrix_power(a, 3),
-                     (_norm10,), False),
-    "multi_dot": (lambda a, b, c: L.multi_dot([a, b, c]),
-                  lambda a, b, c: JL.multi_dot([a, b, c]), (_general,) * 3, False),
-    "tensorinv": (lambda a: L.tensorinv(a, ind=1), lambda a: JL.tensorinv(a, ind=1),
-                  (_general,), False),
-    "expm_frechet": (lambda a, e: L.expm_frechet(a, e, compute_expm=False),
-                     lambda a, e: jsl.expm_frechet(a, e, compute_expm=False),
-                     (_norm10, _general), False),
+    "matrix_power": (
+        lambda a: L.matrix_power(a, 3),
+        lambda a: JL.matrix_power(a, 3),
+        (_norm10,),
+        False,
+    ),
+    "multi_dot": (
+        lambda a, b, c: L.multi_dot([a, b, c]),
+        lambda a, b, c: JL.multi_dot([a, b, c]),
+        (_general,) * 3,
+        False,
+    ),
+    "tensorinv": (
+        lambda a: L.tensorinv(a, ind=1),
+        lambda a: JL.tensorinv(a, ind=1),
+        (_general,),
+        False,
+    ),
+    "expm_frechet": (
+        lambda a, e: L.expm_frechet(a, e, compute_expm=False),
+        lambda a, e: jsl.expm_frechet(a, e, compute_expm=False),
+        (_norm10, _general),
+        False,
+    ),
 }
 FFT_SIZE = {256: 64, 1024: 128, 2048: 256, 4096: 256}
 
@@ -189,9 +215,13 @@ def run(names, sizes, repeat, dist, kinds):
             fn, ref, makers, has_plan = CASES[name]
             for n in sizes:
                 host, xs = _operands(name, makers, n, mesh, rng)
-                row = {"function": name, "n": FFT_SIZE[n] if makers[0] in VOLUMES else n,
-                       "mesh": f"2x4 {kind}", "dtype": str(host[0].dtype),
-                       "jax": jax.__version__}
+                row = {
+                    "function": name,
+                    "n": FFT_SIZE[n] if makers[0] in VOLUMES else n,
+                    "mesh": f"2x4 {kind}",
+                    "dtype": str(host[0].dtype),
+                    "jax": jax.__version__,
+                }
                 try:
                     row["plan"] = distla.cost(fn, *xs).plan or "distributed"
                 except Exception as e:  # noqa: BLE001 (reported in the table)
@@ -201,8 +231,9 @@ def run(names, sizes, repeat, dist, kinds):
                     row["dist"], _ = _best(lambda *a: fn(*a, plan="distributed"), xs, repeat)
                 try:
                     with jax.set_mesh(mesh) if kind == "Explicit" else _null():
-                        row["jnp"], _ = _best(_jnp_sharded(ref, mesh, kind == "Explicit"),
-                                              xs, repeat)
+                        row["jnp"], _ = _best(
+                            _jnp_sharded(ref, mesh, kind == "Explicit"), xs, repeat
+                        )
                 except Exception as e:  # noqa: BLE001
                     row["jnp_error"] = f"{type(e).__name__}: {str(e)[:80]}"
                 ones = [jax.device_put(h, dev0) for h in host]
@@ -230,14 +261,18 @@ def _line(r):
 
     dist = f"{r['dist'] * 1e3:9.1f}" if "dist" in r else "        -"
     jn = f"{r['jnp'] * 1e3:9.1f}" if "jnp" in r else "      err"
-    return (f"| {r['function']:<9} | {r['n']:>5} | {r['mesh']:<13} | {r['plan']:<11} | "
-            f"{r['distla'] * 1e3:9.1f} | {dist} | {jn} | {r['1dev'] * 1e3:9.1f} | "
-            f"{ratio('distla', 'jnp')} | {ratio('distla', '1dev')} | {ratio('dist', 'jnp')} |")
+    return (
+        f"| {r['function']:<9} | {r['n']:>5} | {r['mesh']:<13} | {r['plan']:<11} | "
+        f"{r['distla'] * 1e3:9.1f} | {dist} | {jn} | {r['1dev'] * 1e3:9.1f} | "
+        f"{ratio('distla', 'jnp')} | {ratio('distla', '1dev')} | {ratio('dist', 'jnp')} |"
+    )
 
 
-HEADER = ("| function  |     n | mesh          | plan        | distla ms |   dist ms |"
-          "    jnp ms |   1dev ms | vs jnp  | vs 1dev | dist vs jnp |\n"
-          "|---|---|---|---|---|---|---|---|---|---|---|")
+HEADER = (
+    "| function  |     n | mesh          | plan        | distla ms |   dist ms |"
+    "    jnp ms |   1dev ms | vs jnp  | vs 1dev | dist vs jnp |\n"
+    "|---|---|---|---|---|---|---|---|---|---|---|"
+)
 
 
 def main():
@@ -254,8 +289,16 @@ def main():
     if args.json:
         os.makedirs(os.path.dirname(args.json) or ".", exist_ok=True)
         with open(args.json, "w") as f:
-            json.dump({"machine": platform.node(), "cpus": os.cpu_count(),
-                       "budget": distla.linalg.plan_budget(), "rows": rows}, f, indent=1)
+            json.dump(
+                {
+                    "machine": platform.node(),
+                    "cpus": os.cpu_count(),
+                    "budget": distla.linalg.plan_budget(),
+                    "rows": rows,
+                },
+                f,
+                indent=1,
+            )
 
 
 if __name__ == "__main__":

@@ -85,8 +85,14 @@ def _child(op: str, n: int) -> dict:
             jax.block_until_ready(f(a))
             times.append((time.perf_counter() - w0, time.process_time() - c0))
         (w1, c1), (w2, c2) = times
-        out.update(first_wall=w1, first_cpu=c1, second_wall=w2, second_cpu=c2,
-                   compile_wall=w1 - w2, compile_cpu=c1 - c2)
+        out.update(
+            first_wall=w1,
+            first_cpu=c1,
+            second_wall=w2,
+            second_cpu=c2,
+            compile_wall=w1 - w2,
+            compile_cpu=c1 - c2,
+        )
         return out
 
     if op == "fftn":
@@ -106,20 +112,28 @@ def _child(op: str, n: int) -> dict:
     w2, c2 = time.perf_counter(), time.process_time()
     text = compiled.as_text()
     out.update(
-        lower_wall=w1 - w0, lower_cpu=c1 - c0, compile_wall=w2 - w1, compile_cpu=c2 - c1,
-        first_wall=w2 - w0, first_cpu=c2 - c0,
+        lower_wall=w1 - w0,
+        lower_cpu=c1 - c0,
+        compile_wall=w2 - w1,
+        compile_cpu=c2 - c1,
+        first_wall=w2 - w0,
+        first_cpu=c2 - c0,
         hlo_chars=len(text),
         hlo_while=text.count(" while("),
-        hlo_computations=sum(1 for line in text.splitlines()
-                             if line and not line[0].isspace() and line.rstrip().endswith("{")),
+        hlo_computations=sum(
+            1
+            for line in text.splitlines()
+            if line and not line[0].isspace() and line.rstrip().endswith("{")
+        ),
     )
     return out
 
 
 def _run(op: str, n: int) -> dict:
     env = dict(os.environ, JAX_PLATFORMS="cpu", JAX_NUM_CPU_DEVICES="8")
-    proc = subprocess.run([sys.executable, __file__, "--child", f"{op}:{n}"],
-                          capture_output=True, text=True, env=env)
+    proc = subprocess.run(
+        [sys.executable, __file__, "--child", f"{op}:{n}"], capture_output=True, text=True, env=env
+    )
     if proc.returncode:
         return {"op": op, "n": n, "error": proc.stderr.strip().splitlines()[-1:]}
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -129,14 +143,18 @@ def _row(r: dict) -> str:
     if "error" in r:
         return f"{r['op']:>9} {r['n']:>6}  error: {r['error']}"
     if r["op"] in EAGER:
-        return (f"{r['op']:>9} {r['n']:>6}  first call {r['first_wall']:7.1f} s wall "
-                f"{r['first_cpu']:7.1f} s cpu; second {r['second_wall']:6.1f} s wall "
-                f"{r['second_cpu']:6.1f} s cpu; compile ~{r['compile_wall']:6.1f} s wall "
-                f"{r['compile_cpu']:6.1f} s cpu")
-    return (f"{r['op']:>9} {r['n']:>6}  lower {r['lower_wall']:6.2f} s wall {r['lower_cpu']:6.2f} "
-            f"cpu  compile {r['compile_wall']:6.2f} s wall {r['compile_cpu']:6.2f} cpu  "
-            f"HLO {r['hlo_chars']:>8} chars {r['hlo_while']:>3} while "
-            f"{r['hlo_computations']:>4} computations")
+        return (
+            f"{r['op']:>9} {r['n']:>6}  first call {r['first_wall']:7.1f} s wall "
+            f"{r['first_cpu']:7.1f} s cpu; second {r['second_wall']:6.1f} s wall "
+            f"{r['second_cpu']:6.1f} s cpu; compile ~{r['compile_wall']:6.1f} s wall "
+            f"{r['compile_cpu']:6.1f} s cpu"
+        )
+    return (
+        f"{r['op']:>9} {r['n']:>6}  lower {r['lower_wall']:6.2f} s wall {r['lower_cpu']:6.2f} "
+        f"cpu  compile {r['compile_wall']:6.2f} s wall {r['compile_cpu']:6.2f} cpu  "
+        f"HLO {r['hlo_chars']:>8} chars {r['hlo_while']:>3} while "
+        f"{r['hlo_computations']:>4} computations"
+    )
 
 
 def main() -> None:

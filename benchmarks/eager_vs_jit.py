@@ -57,12 +57,15 @@ def _waited(fn, args):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[256])
-    parser.add_argument("--kinds", nargs="+", default=["explicit", "auto"],
-                        choices=["explicit", "auto"])
+    parser.add_argument(
+        "--kinds", nargs="+", default=["explicit", "auto"], choices=["explicit", "auto"]
+    )
     parser.add_argument("--rounds", type=int, default=15)
     args = parser.parse_args()
-    print(f"jax {jax.__version__}, {jax.devices()[0].platform}, 2x4 mesh, "
-          f"medians of {args.rounds} interleaved calls (ms)")
+    print(
+        f"jax {jax.__version__}, {jax.devices()[0].platform}, 2x4 mesh, "
+        f"medians of {args.rounds} interleaved calls (ms)"
+    )
     print("| family | n | mesh | eager | jit | eager / jit |")
     print("|---|---|---|---|---|---|")
     for kind in args.kinds:
@@ -79,8 +82,10 @@ def main() -> None:
                         eager.append(_waited(fn, operands))
                         traced.append(_waited(jitted, operands))
                     e, j = statistics.median(eager) * 1e3, statistics.median(traced) * 1e3
-                    print(f"| {name} | {n} | 2x4 {kind} | {e:.2f} | {j:.2f} | {e / j:.2f} |",
-                          flush=True)
+                    print(
+                        f"| {name} | {n} | 2x4 {kind} | {e:.2f} | {j:.2f} | {e / j:.2f} |",
+                        flush=True,
+                    )
 
 
 if __name__ == "__main__":

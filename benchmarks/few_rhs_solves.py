@@ -17,11 +17,11 @@ os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
 import jax  # noqa: E402
 import jax.scipy.linalg as jsl  # noqa: E402
 import numpy as np  # noqa: E402
+from interleaved import medians  # noqa: E402
 from jax.sharding import AxisType  # noqa: E402
 
 import distla  # noqa: E402
 import distla.linalg as dl  # noqa: E402
-from interleaved import medians  # noqa: E402
 
 
 def main() -> None:
@@ -45,17 +45,28 @@ def main() -> None:
         for k in args.rhs:
             b = distla.shard(rng.standard_normal((n, k)).astype(np.float32), mesh)
             cases = {
-                "solve_triangular": (lambda: dl.solve_triangular(c, b, lower=True),
-                                     lambda: tri(c, b)),
+                "solve_triangular": (
+                    lambda: dl.solve_triangular(c, b, lower=True),
+                    lambda: tri(c, b),
+                ),
                 "cho_solve": (lambda: dl.cho_solve((c, True), b), lambda: cho(c, b)),
                 "lu_solve": (lambda: dl.lu_solve((lu, piv), b), lambda: lus(lu, piv, b)),
             }
-            m = medians({f"{name} {side}": fn for name, pair in cases.items()
-                         for side, fn in zip(("distla", "jnp"), pair)}, args.rounds)
+            m = medians(
+                {
+                    f"{name} {side}": fn
+                    for name, pair in cases.items()
+                    for side, fn in zip(("distla", "jnp"), pair)
+                },
+                args.rounds,
+            )
             for name in cases:
                 mine, theirs = m[f"{name} distla"], m[f"{name} jnp"]
-                print(f"| {n} | {k} | {name} | {mine * 1e3:.2f} | {theirs * 1e3:.2f} | "
-                      f"{mine / theirs:.2f}x |", flush=True)
+                print(
+                    f"| {n} | {k} | {name} | {mine * 1e3:.2f} | {theirs * 1e3:.2f} | "
+                    f"{mine / theirs:.2f}x |",
+                    flush=True,
+                )
 
 
 if __name__ == "__main__":

@@ -27,22 +27,26 @@ os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
+from interleaved import medians  # noqa: E402
 from jax import lax  # noqa: E402
 from jax.sharding import AxisType, NamedSharding  # noqa: E402
 from jax.sharding import PartitionSpec as P  # noqa: E402
 
 import distla  # noqa: E402
-from interleaved import medians  # noqa: E402
-
 
 
 def _cases(n: int, shape: tuple[int, int]) -> dict:
     rng = np.random.default_rng(0)
-    x = (rng.standard_normal((n, n, n), dtype=np.float32)
-         + 1j * rng.standard_normal((n, n, n), dtype=np.float32)).astype(np.complex64)
-    on = {kind: jax.device_put(x, NamedSharding(
-        jax.make_mesh(shape, ("x", "y"), axis_types=(kind,) * 2), P("x", "y")))
-        for kind in (AxisType.Auto, AxisType.Explicit)}
+    x = (
+        rng.standard_normal((n, n, n), dtype=np.float32)
+        + 1j * rng.standard_normal((n, n, n), dtype=np.float32)
+    ).astype(np.complex64)
+    on = {
+        kind: jax.device_put(
+            x, NamedSharding(jax.make_mesh(shape, ("x", "y"), axis_types=(kind,) * 2), P("x", "y"))
+        )
+        for kind in (AxisType.Auto, AxisType.Explicit)
+    }
     one = jax.device_put(x, jax.devices()[0])
     fftn = jax.jit(jnp.fft.fftn)
     cases = {
@@ -53,13 +57,20 @@ def _cases(n: int, shape: tuple[int, int]) -> dict:
     }
     exchanges = _exchanges_alone(on[AxisType.Auto].sharding.mesh)
     scaled = jax.jit(lambda v: v * np.complex64(1))  # one read and one write of the volume
-    transforms = jax.jit(jax.shard_map(jnp.fft.fftn, mesh=on[AxisType.Auto].sharding.mesh,
-                                       in_specs=P("x", "y"), out_specs=P("x", "y")))
+    transforms = jax.jit(
+        jax.shard_map(
+            jnp.fft.fftn,
+            mesh=on[AxisType.Auto].sharding.mesh,
+            in_specs=P("x", "y"),
+            out_specs=P("x", "y"),
+        )
+    )
     cases["exchanges alone"] = lambda: exchanges(on[AxisType.Auto])
     cases["transforms alone"] = lambda: transforms(on[AxisType.Auto])
     cases["copy on one device"] = lambda: scaled(one)
     try:
         import jaxdecomp
+
         cases["jaxdecomp"] = lambda: jaxdecomp.fft.pfft3d(on[AxisType.Auto])
     except ImportError:
         pass
@@ -90,9 +101,12 @@ def main() -> None:
     args = parser.parse_args()
     names = [name for name in names + floor if name in args.cases]
     extra = [name for name in floor if name in names]
-    print("| mesh | n³ | " + " | ".join(f"{name} ms" for name in names)
-          + " | distla Auto / one | distla Explicit / one | distla Auto / jaxdecomp |"
-          + "".join(f" {name} / one |" for name in extra))
+    print(
+        "| mesh | n³ | "
+        + " | ".join(f"{name} ms" for name in names)
+        + " | distla Auto / one | distla Explicit / one | distla Auto / jaxdecomp |"
+        + "".join(f" {name} / one |" for name in extra)
+    )
     print("|---" * (len(names) + 5 + len(extra)) + "|")
     for mesh in args.meshes:
         shape = tuple(int(s) for s in mesh.split("x"))
@@ -100,9 +114,11 @@ def main() -> None:
             cases = {k: v for k, v in _cases(n, shape).items() if k in names}
             ms = {name: s * 1e3 for name, s in medians(cases, args.rounds).items()}
             cells = [f"{ms[name]:.1f}" for name in names]
-            ratios = [_ratio(ms, "distla Auto", "one device"),
-                      _ratio(ms, "distla Explicit", "one device"),
-                      _ratio(ms, "distla Auto", "jaxdecomp")]
+            ratios = [
+                _ratio(ms, "distla Auto", "one device"),
+                _ratio(ms, "distla Explicit", "one device"),
+                _ratio(ms, "distla Auto", "jaxdecomp"),
+            ]
             ratios += [_ratio(ms, name, "one device") for name in extra]
             print(f"| {mesh} | {n} | " + " | ".join(cells + ratios) + " |", flush=True)
 

@@ -23,8 +23,9 @@ def waited(fn: Callable[[], object]) -> float:
     return time.perf_counter() - t
 
 
-def medians(cases: dict[str, Callable[[], object]], rounds: int,
-            warmups: int = 2) -> dict[str, float]:
+def medians(
+    cases: dict[str, Callable[[], object]], rounds: int, warmups: int = 2
+) -> dict[str, float]:
     """Median seconds per case over ``rounds`` rounds, after ``warmups`` calls of each
     case (the first compiles)."""
     for fn in cases.values():

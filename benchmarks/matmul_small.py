@@ -17,12 +17,11 @@ os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
+from interleaved import medians  # noqa: E402
 from jax.sharding import AxisType, NamedSharding  # noqa: E402
 from jax.sharding import PartitionSpec as P  # noqa: E402
 
 import distla  # noqa: E402
-from interleaved import medians  # noqa: E402
-
 
 
 def main() -> None:
@@ -36,8 +35,12 @@ def main() -> None:
         mesh = jax.make_mesh((2, 4), ("x", "y"), axis_types=(kind,) * 2)
         for n in args.sizes:
             rng = np.random.default_rng(0)
-            a, b = (jax.device_put(rng.standard_normal((n, n)).astype(np.float32),
-                                   NamedSharding(mesh, P("x", "y"))) for _ in range(2))
+            a, b = (
+                jax.device_put(
+                    rng.standard_normal((n, n)).astype(np.float32), NamedSharding(mesh, P("x", "y"))
+                )
+                for _ in range(2)
+            )
             jitted, xla = jax.jit(distla.matmul), jax.jit(jnp.matmul)
             cases = {"distla": lambda: distla.matmul(a, b), "jit": lambda: jitted(a, b)}
             if kind == AxisType.Auto:
@@ -45,8 +48,11 @@ def main() -> None:
             ms = {name: s * 1e3 for name, s in medians(cases, args.rounds).items()}
             jnp_ms = f"{ms['jnp']:.3f}" if "jnp" in ms else "-"
             ratio = f"{ms['distla'] / ms['jnp']:.2f}x" if "jnp" in ms else "-"
-            print(f"| 2x4 {kind.name} | {n} | {ms['distla']:.3f} | {ms['jit']:.3f} | {jnp_ms} "
-                  f"| {ratio} |", flush=True)
+            print(
+                f"| 2x4 {kind.name} | {n} | {ms['distla']:.3f} | {ms['jit']:.3f} | {jnp_ms} "
+                f"| {ratio} |",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

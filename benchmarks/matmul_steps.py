@@ -14,11 +14,11 @@ os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
+from interleaved import medians  # noqa: E402
 from jax.sharding import AxisType, NamedSharding  # noqa: E402
 from jax.sharding import PartitionSpec as P  # noqa: E402
 
 import distla  # noqa: E402
-from interleaved import medians  # noqa: E402
 
 VARIANTS = {
     '"auto"': {},
@@ -39,10 +39,16 @@ def main() -> None:
     print("|---" * (len(VARIANTS) + 2) + "|")
     for n in args.sizes:
         rng = np.random.default_rng(0)
-        a, b = (jax.device_put(rng.standard_normal((n, n)).astype(np.float32),
-                               NamedSharding(mesh, P("x", "y"))) for _ in range(2))
-        cases = {name: (lambda kw: lambda: distla.matmul(a, b, **kw))(kw)
-                 for name, kw in VARIANTS.items()}
+        a, b = (
+            jax.device_put(
+                rng.standard_normal((n, n)).astype(np.float32), NamedSharding(mesh, P("x", "y"))
+            )
+            for _ in range(2)
+        )
+        cases = {
+            name: (lambda kw: lambda: distla.matmul(a, b, **kw))(kw)
+            for name, kw in VARIANTS.items()
+        }
         cases["jnp"] = lambda: product(a, b)
         ms = {name: s * 1e3 for name, s in medians(cases, args.rounds).items()}
         cells = [f"{ms[name] / ms['jnp']:.2f}x" for name in VARIANTS]

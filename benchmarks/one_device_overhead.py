@@ -50,9 +50,11 @@ def _families(mesh, n):
         "solve": (L.solve, jnp.linalg.solve, (gen, rhs)),
         "cholesky": (L.cholesky, jnp.linalg.cholesky, (spd,)),
         "lu_factor": (L.lu_factor, jax.scipy.linalg.lu_factor, (gen,)),
-        "solve_triangular": (functools.partial(L.solve_triangular, lower=True),
-                             functools.partial(jax.scipy.linalg.solve_triangular, lower=True),
-                             (low, rhs)),
+        "solve_triangular": (
+            functools.partial(L.solve_triangular, lower=True),
+            functools.partial(jax.scipy.linalg.solve_triangular, lower=True),
+            (low, rhs),
+        ),
         "inv": (L.inv, jnp.linalg.inv, (gen,)),
         "slogdet": (L.slogdet, jnp.linalg.slogdet, (gen,)),
         "qr": (L.qr, jnp.linalg.qr, (gen,)),
@@ -77,16 +79,25 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--sizes", type=int, nargs="+", default=[256, 1024])
     p.add_argument("--rounds", type=int, default=9, help="interleaved rounds (medians)")
-    p.add_argument("--per-call", type=int, default=0, metavar="K",
-                   help="K rounds of one call each (medians), instead of --rounds")
+    p.add_argument(
+        "--per-call",
+        type=int,
+        default=0,
+        metavar="K",
+        help="K rounds of one call each (medians), instead of --rounds",
+    )
     p.add_argument("--explicit", action="store_true", help="an Explicit 1x1 mesh (default Auto)")
     args = p.parse_args(argv)
     kind = jax.sharding.AxisType.Explicit if args.explicit else jax.sharding.AxisType.Auto
-    mesh = jax.make_mesh((1, 1), ("rows", "cols"), devices=jax.devices()[:1],
-                         axis_types=(kind,) * 2)
-    print(f"jax {jax.__version__}, {jax.devices()[0].platform}, 1x1 {kind.name} mesh, "
-          f"medians of {'up to ' if args.per_call else ''}{args.per_call or args.rounds} interleaved rounds"
-          f"{' of one call each' if args.per_call else ''} (ms)")
+    mesh = jax.make_mesh(
+        (1, 1), ("rows", "cols"), devices=jax.devices()[:1], axis_types=(kind,) * 2
+    )
+    print(
+        f"jax {jax.__version__}, {jax.devices()[0].platform}, 1x1 {kind.name} mesh, "
+        f"medians of {'up to ' if args.per_call else ''}"
+        f"{args.per_call or args.rounds} interleaved rounds"
+        f"{' of one call each' if args.per_call else ''} (ms)"
+    )
     print("| family | n | distla | jnp | ratio | jit(distla) | jit(jnp) | ratio |")
     print("|---|---|---|---|---|---|---|---|")
     with jax.set_mesh(mesh):
@@ -102,13 +113,18 @@ def main(argv=None) -> int:
                     number, repeat = 1, 1
                 times = [[] for _ in fns]
                 # per call: K rounds, fewer for slow calls (about 4 s of each function)
-                rounds = max(7, min(args.per_call, round(4 / one))) if args.per_call else args.rounds
+                rounds = (
+                    max(7, min(args.per_call, round(4 / one))) if args.per_call else args.rounds
+                )
                 for _ in range(rounds):
                     for t, fn in zip(times, fns):
                         t.append(_best(fn, operands, number, repeat))
                 d, j, jd, jj = (statistics.median(t) * 1e3 for t in times)
-                print(f"| {name} | {n} | {d:.3f} | {j:.3f} | {d / j:.2f} | {jd:.3f} | {jj:.3f} "
-                      f"| {jd / jj:.2f} |", flush=True)
+                print(
+                    f"| {name} | {n} | {d:.3f} | {j:.3f} | {d / j:.2f} | {jd:.3f} | {jj:.3f} "
+                    f"| {jd / jj:.2f} |",
+                    flush=True,
+                )
     return 0
 
 

@@ -1,8 +1,10 @@
-"""The two plans of the LU, Cholesky, expm and triangular-solve families head to head: eager calls with
-``plan="distributed"`` and ``plan="one_device"``, and the jnp function on one device, one
-call of each in turn per round, medians over the rounds (docs/benchmarks.md, "The LU,
-Cholesky and expm crossovers"). The matrix is symmetric positive definite (so that
-every family runs on it), float32, ``P(x, y)`` on a 2x4 mesh:
+"""The two plans of the LU, Cholesky, expm and triangular-solve families head to head.
+
+Eager calls with ``plan="distributed"`` and ``plan="one_device"``, and the jnp function on
+one device, one call of each in turn per round, medians over the rounds
+(docs/benchmarks.md, "The LU, Cholesky and expm crossovers").
+The matrix is symmetric positive definite
+(so that every family runs on it), float32, ``P(x, y)`` on a 2x4 mesh:
 
     JAX_PLATFORMS=cpu python benchmarks/plans_crossover.py --sizes 512 1024 2048 4096 \
         --rounds 3 --meshes Auto Explicit
@@ -21,12 +23,12 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import jax.scipy.linalg as jsl  # noqa: E402
 import numpy as np  # noqa: E402
+from interleaved import medians  # noqa: E402
 from jax.sharding import AxisType, NamedSharding  # noqa: E402
 from jax.sharding import PartitionSpec as P  # noqa: E402
 
 import distla  # noqa: E402
 import distla.linalg as dl  # noqa: E402
-from interleaved import medians  # noqa: E402
 
 # name: (distla function, jnp function, takes b)
 FUNCTIONS = {
@@ -37,14 +39,23 @@ FUNCTIONS = {
     "cholesky": (dl.cholesky, jnp.linalg.cholesky, False),
     "expm": (dl.expm, jsl.expm, False),
     # the matrix's lower triangle (its diagonal is at least 1)
-    "solve_triangular": (functools.partial(dl.solve_triangular, lower=True),
-                         functools.partial(jsl.solve_triangular, lower=True), True),
+    "solve_triangular": (
+        functools.partial(dl.solve_triangular, lower=True),
+        functools.partial(jsl.solve_triangular, lower=True),
+        True,
+    ),
     # the matrix as its own lower Cholesky factor (a triangle with a positive diagonal)
-    "cho_solve": (lambda c, b, **kw: dl.cho_solve((c, True), b, **kw),
-                  lambda c, b: jsl.cho_solve((c, True), b), True),
+    "cho_solve": (
+        lambda c, b, **kw: dl.cho_solve((c, True), b, **kw),
+        lambda c, b: jsl.cho_solve((c, True), b),
+        True,
+    ),
     # on the matrix's LU factors (computed once, outside the timing)
-    "lu_solve": (lambda lu, piv, b, **kw: dl.lu_solve((lu, piv), b, **kw),
-                 lambda lu, piv, b: jsl.lu_solve((lu, piv), b), True),
+    "lu_solve": (
+        lambda lu, piv, b, **kw: dl.lu_solve((lu, piv), b, **kw),
+        lambda lu, piv, b: jsl.lu_solve((lu, piv), b),
+        True,
+    ),
 }
 
 
@@ -53,8 +64,10 @@ def _operands(n: int, mesh: jax.sharding.Mesh):
     g = rng.standard_normal((n, n), dtype=np.float32)
     spd = (g @ g.T / n + np.eye(n, dtype=np.float32)).astype(np.float32)
     b = rng.standard_normal((n,), dtype=np.float32)
-    sharded = (jax.device_put(spd, NamedSharding(mesh, P("x", "y"))),
-               jax.device_put(b, NamedSharding(mesh, P())))
+    sharded = (
+        jax.device_put(spd, NamedSharding(mesh, P("x", "y"))),
+        jax.device_put(b, NamedSharding(mesh, P())),
+    )
     one = tuple(jax.device_put(x, jax.devices()[0]) for x in (spd, b))
     return sharded, one
 
@@ -65,11 +78,16 @@ def main() -> None:
     parser.add_argument("--meshes", nargs="+", default=["Auto"], choices=["Auto", "Explicit"])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--only", nargs="+", choices=list(FUNCTIONS), default=list(FUNCTIONS))
-    parser.add_argument("--jit", action="store_true",
-                        help="time jax.jit of each distla call (the plan as one program)")
+    parser.add_argument(
+        "--jit",
+        action="store_true",
+        help="time jax.jit of each distla call (the plan as one program)",
+    )
     args = parser.parse_args()
-    print("| function | n | mesh | distributed ms | one device plan ms | jnp, one device ms "
-          "| one-device plan / distributed | distributed / jnp one device |")
+    print(
+        "| function | n | mesh | distributed ms | one device plan ms | jnp, one device ms "
+        "| one-device plan / distributed | distributed / jnp one device |"
+    )
     print("|---" * 8 + "|")
     for kind in args.meshes:
         mesh = jax.make_mesh((2, 4), ("x", "y"), axis_types=(getattr(AxisType, kind),) * 2)
@@ -93,15 +111,22 @@ def main() -> None:
                 plans = {p: functools.partial(fn, plan=p) for p in ("distributed", "one_device")}
                 if args.jit:
                     plans = {p: jax.jit(f) for p, f in plans.items()}
-                m = medians({
-                    "distributed": lambda: plans["distributed"](*ops),
-                    "one_device": lambda: plans["one_device"](*ops),
-                    "jnp": lambda: one_device(*ops1),
-                }, args.rounds, warmups=1)
-                print(f"| {name} | {n} | 2x4 {kind} | {m['distributed'] * 1e3:.1f} | "
-                      f"{m['one_device'] * 1e3:.1f} | {m['jnp'] * 1e3:.1f} | "
-                      f"{m['one_device'] / m['distributed']:.2f}x | "
-                      f"{m['distributed'] / m['jnp']:.2f}x |", flush=True)
+                m = medians(
+                    {
+                        "distributed": lambda: plans["distributed"](*ops),
+                        "one_device": lambda: plans["one_device"](*ops),
+                        "jnp": lambda: one_device(*ops1),
+                    },
+                    args.rounds,
+                    warmups=1,
+                )
+                print(
+                    f"| {name} | {n} | 2x4 {kind} | {m['distributed'] * 1e3:.1f} | "
+                    f"{m['one_device'] * 1e3:.1f} | {m['jnp'] * 1e3:.1f} | "
+                    f"{m['one_device'] / m['distributed']:.2f}x | "
+                    f"{m['distributed'] / m['jnp']:.2f}x |",
+                    flush=True,
+                )
 
 
 if __name__ == "__main__":

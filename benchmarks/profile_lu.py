@@ -39,14 +39,14 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 import scipy.linalg  # noqa: E402
 import threadpoolctl  # noqa: E402
+from distla.kernels import lu as lu_kernel  # noqa: E402
+from distla.kernels.cyclic import to_block_cyclic  # noqa: E402
+from distla.kernels.trsm import lu_solve_block_cyclic  # noqa: E402
 from jax import lax  # noqa: E402
 from jax.sharding import NamedSharding  # noqa: E402
 from jax.sharding import PartitionSpec as P  # noqa: E402
 
 import distla  # noqa: E402
-from distla.kernels import lu as lu_kernel  # noqa: E402
-from distla.kernels.cyclic import to_block_cyclic  # noqa: E402
-from distla.kernels.trsm import lu_solve_block_cyclic  # noqa: E402
 
 HI = lax.Precision.HIGHEST
 
@@ -104,7 +104,8 @@ def panel_only(a, *, row, col, nb, max_phases):
                 j == k % pc,
                 functools.partial(lu_kernel._panel, w=w, row_axis=row, pr=pr, nb=nb),
                 functools.partial(lu_kernel._skip_panel, nb=nb),
-                blk, k,
+                blk,
+                k,
             )
             panel = lax.psum(panel, col)  # the broadcast along the mesh row
             return acc + 0 * panel[0][0, 0]
@@ -160,34 +161,70 @@ def main():
     limit = threadpoolctl.threadpool_limits(1, user_api="blas")
 
     for ph in args.phases:
-        factor = jax.jit(sm(functools.partial(
-            lu_kernel.lu_block_cyclic, row_axis="r", col_axis="c", nb=nb, precision=HI,
-            max_phases=ph), in_specs=spec, out_specs=(spec, P())))
+        factor = jax.jit(
+            sm(
+                functools.partial(
+                    lu_kernel.lu_block_cyclic,
+                    row_axis="r",
+                    col_axis="c",
+                    nb=nb,
+                    precision=HI,
+                    max_phases=ph,
+                ),
+                in_specs=spec,
+                out_specs=(spec, P()),
+            )
+        )
         record(f"factor ({ph} loops)", timed(factor, (a_cyc,), args.rounds))
-        gemm = jax.jit(sm(functools.partial(gemm_only, row="r", col="c", nb=nb, max_phases=ph),
-                          in_specs=spec, out_specs=spec))
+        gemm = jax.jit(
+            sm(
+                functools.partial(gemm_only, row="r", col="c", nb=nb, max_phases=ph),
+                in_specs=spec,
+                out_specs=spec,
+            )
+        )
         record(f"factor, GEMM only ({ph} loops)", timed(gemm, (a_cyc,), args.rounds))
-        panel = jax.jit(sm(functools.partial(panel_only, row="r", col="c", nb=nb, max_phases=ph),
-                           in_specs=spec, out_specs=P()))
+        panel = jax.jit(
+            sm(
+                functools.partial(panel_only, row="r", col="c", nb=nb, max_phases=ph),
+                in_specs=spec,
+                out_specs=P(),
+            )
+        )
         record(f"factor, panel only ({ph} loops)", timed(panel, (a_cyc,), args.rounds))
 
-    factor = jax.jit(sm(functools.partial(
-        lu_kernel.lu_block_cyclic, row_axis="r", col_axis="c", nb=nb, precision=HI),
-        in_specs=spec, out_specs=(spec, P())))
+    factor = jax.jit(
+        sm(
+            functools.partial(
+                lu_kernel.lu_block_cyclic, row_axis="r", col_axis="c", nb=nb, precision=HI
+            ),
+            in_specs=spec,
+            out_specs=(spec, P()),
+        )
+    )
     lu_cyc, piv = factor(a_cyc)
 
     def solves(lu, piv, b):
         b = to_block_cyclic(b, axis=0, axis_name="r", nb=nb)
-        return lu_solve_block_cyclic(lu, piv, b, trans=0, few=True, row_axis="r", col_axis="c",
-                                     nb=nb, precision=HI)
+        return lu_solve_block_cyclic(
+            lu, piv, b, trans=0, few=True, row_axis="r", col_axis="c", nb=nb, precision=HI
+        )
 
     solve_fn = jax.jit(sm(solves, in_specs=(spec, P(), P("r", None)), out_specs=P("r", None)))
     record("solves (permutation, L and U)", timed(solve_fn, (lu_cyc, piv, b_pad), args.rounds))
     record("distla.linalg.solve", timed(jax.jit(distla.linalg.solve), (a, b), args.rounds))
     record("distla.linalg.lu_factor", timed(jax.jit(distla.linalg.lu_factor), (a,), args.rounds))
     limit.restore_original_limits()
-    info = dict(n=n, nb=nb, n_pad=n_pad, mesh=f"{pr}x{pc}", dtype="float32", jax=jax.__version__,
-                load=os.getloadavg(), seconds=results)
+    info = dict(
+        n=n,
+        nb=nb,
+        n_pad=n_pad,
+        mesh=f"{pr}x{pc}",
+        dtype="float32",
+        jax=jax.__version__,
+        load=os.getloadavg(),
+        seconds=results,
+    )
     print(json.dumps(info))
     if args.out:
         os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)

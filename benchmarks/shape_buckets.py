@@ -18,10 +18,10 @@ os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
 
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
+from interleaved import medians, waited  # noqa: E402
 from jax.sharding import AxisType  # noqa: E402
 
 import distla  # noqa: E402
-from interleaved import medians, waited  # noqa: E402
 
 FUNCTIONS = {
     "lu_factor": lambda a, b: distla.linalg.lu_factor(a, plan="distributed"),
@@ -47,8 +47,10 @@ def main() -> None:
     args = parser.parse_args()
     mesh = jax.make_mesh((2, 4), ("x", "y"), axis_types=(AxisType.Explicit,) * 2)
     print(f"orders {args.orders} at {args.steps} steps per doubling")
-    print("| function | order | first call, buckets on | call, buckets on | call, own order |"
-          " on / off |")
+    print(
+        "| function | order | first call, buckets on | call, buckets on | call, own order |"
+        " on / off |"
+    )
     print("|---|---|---|---|---|---|")
     for name in args.functions:
         fn = FUNCTIONS[name]
@@ -65,14 +67,18 @@ def main() -> None:
                 def call():
                     distla.linalg.set_shape_buckets(steps)
                     return fn(a, b)
+
                 return call
 
             ms = medians({"on": with_steps(args.steps), "off": with_steps(0)}, args.rounds)
             rows.append((n, ms))
         distla.linalg.set_shape_buckets(0)
         for n, ms in rows:
-            print(f"| {name} | {n} | {first[n]:.2f} s | {ms['on'] * 1e3:.1f} ms "
-                  f"| {ms['off'] * 1e3:.1f} ms | {ms['on'] / ms['off']:.2f}x |", flush=True)
+            print(
+                f"| {name} | {n} | {first[n]:.2f} s | {ms['on'] * 1e3:.1f} ms "
+                f"| {ms['off'] * 1e3:.1f} ms | {ms['on'] / ms['off']:.2f}x |",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

@@ -16,12 +16,11 @@ os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
+from interleaved import medians  # noqa: E402
 from jax.sharding import AxisType, NamedSharding  # noqa: E402
 from jax.sharding import PartitionSpec as P  # noqa: E402
 
 import distla  # noqa: E402
-from interleaved import medians  # noqa: E402
-
 
 
 def main() -> None:
@@ -29,8 +28,10 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[1024, 2048])
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
-    print("| n | one device | distributed, Auto | distributed, Explicit "
-          "| Auto / one | Explicit / one |")
+    print(
+        "| n | one device | distributed, Auto | distributed, Explicit "
+        "| Auto / one | Explicit / one |"
+    )
     print("|---|---|---|---|---|---|")
     one_svd = jax.jit(lambda x: jnp.linalg.svd(x, full_matrices=False))
     for n in args.sizes:
@@ -40,11 +41,15 @@ def main() -> None:
         for kind in (AxisType.Auto, AxisType.Explicit):
             mesh = jax.make_mesh((2, 4), ("x", "y"), axis_types=(kind,) * 2)
             x = jax.device_put(a, NamedSharding(mesh, P("x", "y")))
-            cases[kind.name] = (lambda x: lambda: distla.linalg.svd(
-                x, full_matrices=False, plan="distributed"))(x)
+            cases[kind.name] = (
+                lambda x: lambda: distla.linalg.svd(x, full_matrices=False, plan="distributed")
+            )(x)
         s = medians(cases, args.rounds, warmups=1)
-        print(f"| {n} | {s['one']:.2f} s | {s['Auto']:.2f} s | {s['Explicit']:.2f} s "
-              f"| {s['Auto'] / s['one']:.2f}x | {s['Explicit'] / s['one']:.2f}x |", flush=True)
+        print(
+            f"| {n} | {s['one']:.2f} s | {s['Auto']:.2f} s | {s['Explicit']:.2f} s "
+            f"| {s['Auto'] / s['one']:.2f}x | {s['Explicit'] / s['one']:.2f}x |",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

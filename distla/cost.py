@@ -159,6 +159,7 @@ def cost(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Cost:
       >>> c.collective_bytes["all-gather"] < a.nbytes
       True
     """
+
     def target(*args):  # a new function each time: traced afresh, so its plans are seen
         return fn(*args, **kwargs)
 

@@ -131,8 +131,10 @@ def _as_spec(spec: Any, what: str = "shard") -> P:
         )
     if isinstance(spec, (tuple, list)):
         for entry in spec:
-            ok = entry is None or isinstance(entry, str) or (
-                isinstance(entry, (tuple, list)) and all(isinstance(e, str) for e in entry)
+            ok = (
+                entry is None
+                or isinstance(entry, str)
+                or (isinstance(entry, (tuple, list)) and all(isinstance(e, str) for e in entry))
             )
             if not ok:
                 raise ValueError(
@@ -141,8 +143,7 @@ def _as_spec(spec: Any, what: str = "shard") -> P:
                 )
         return P(*(tuple(e) if isinstance(e, list) else e for e in spec))
     raise ValueError(
-        f"{what}: spec must be a PartitionSpec or a tuple of entries; got "
-        f"{type(spec).__name__}"
+        f"{what}: spec must be a PartitionSpec or a tuple of entries; got {type(spec).__name__}"
     )
 
 

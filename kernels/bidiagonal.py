@@ -72,8 +72,15 @@ def reduce_to_bidiagonal(
             u, tau_u, beta_u = reflector(a_j, j - 1, rows)
             d = lax.dynamic_update_slice(d, beta_u[None].astype(real), (j,))
             mine_u = lax.dynamic_slice(u, (at.row0,), (at.mloc,))
-            both = lax.psum(jnp.stack([spread(jnp.conj(jnp.conj(mine_u) @ a_blk), at.col0, n),
-                                       spread(row_piece(a_blk, j, at), at.col0, n)]), at.every)
+            both = lax.psum(
+                jnp.stack(
+                    [
+                        spread(jnp.conj(jnp.conj(mine_u) @ a_blk), at.col0, n),
+                        spread(row_piece(a_blk, j, at), at.col0, n),
+                    ]
+                ),
+                at.every,
+            )
             ahu, row = both[0], both[1]
             ahu = ahu - y_all @ (jnp.conj(u_all.T) @ u) - v_all @ (jnp.conj(x_all.T) @ u)
             y = tau_u * ahu  # Hᴴ A = A − u yᴴ
@@ -84,9 +91,15 @@ def reduce_to_bidiagonal(
             v, tau_v, beta_v = reflector(jnp.conj(r), j, cols)
             e = lax.dynamic_update_slice(e, beta_v[None].astype(real), (j,))
             mine_v = lax.dynamic_slice(v, (at.col0,), (at.nloc,))
-            both = lax.psum(jnp.stack([spread(a_blk @ mine_v, at.row0, m),
-                                       spread(column_piece(a_blk, j + 1, at), at.row0, m)]),
-                            at.every)
+            both = lax.psum(
+                jnp.stack(
+                    [
+                        spread(a_blk @ mine_v, at.row0, m),
+                        spread(column_piece(a_blk, j + 1, at), at.row0, m),
+                    ]
+                ),
+                at.every,
+            )
             av, col = both[0], both[1]
             av = av - u_all @ (jnp.conj(y_all.T) @ v) - x_all @ (jnp.conj(v_all.T) @ v)
             x = jnp.where(rows > j, tau_v * av, 0)  # A G = A − x vᴴ
@@ -97,7 +110,8 @@ def reduce_to_bidiagonal(
         col = lax.psum(spread(column_piece(a_blk, k0, at), at.row0, m), at.every)
         tall, short = jnp.zeros((m, nb), dtype), jnp.zeros((n, nb), dtype)
         u_all, x_all, v_all, y_all, d, e, _ = lax.fori_loop(
-            0, nb, step, (tall, tall, short, short, d, e, col))
+            0, nb, step, (tall, tall, short, short, d, e, col)
+        )
         # the deferred update, local: A ← A − U Yᴴ − X Vᴴ
         a_blk = rank_2k_update(a_blk, u_all, y_all, x_all, v_all, at)
         return a_blk, d, e

@@ -166,8 +166,9 @@ def cholesky_block_cyclic(
         rows_g = row_g[r0:]
         seg_cols_g = col_g[c0 : c0 + wc]
 
-        def panel_step(t, carry, k0=k0, r0=r0, c0=c0, wc=wc, h=h, rows_g=rows_g,
-                       seg_cols_g=seg_cols_g):
+        def panel_step(
+            t, carry, k0=k0, r0=r0, c0=c0, wc=wc, h=h, rows_g=rows_g, seg_cols_g=seg_cols_g
+        ):
             a, lseg, bad = carry
             k = k0 + t
             kr, kc = k % pr, k % pc

@@ -257,8 +257,14 @@ def lu_block_cyclic(
     for k0, k1 in phases(nbr, pr, pc, max_phases):
         w = _Window.of(k0, k1, pr=pr, pc=pc, nb=nb, mloc=mloc)
         step = functools.partial(
-            _step, w=w, row_axis=row_axis, col_axis=col_axis, nb=nb,
-            row_g=row_g, col_g=col_g, precision=precision,
+            _step,
+            w=w,
+            row_axis=row_axis,
+            col_axis=col_axis,
+            nb=nb,
+            row_g=row_g,
+            col_g=col_g,
+            precision=precision,
         )
         a, piv = fori(k0, k1, step, (a, piv))
     return a, piv

@@ -90,9 +90,14 @@ def panel_swaps(piv: jax.Array, nb: int) -> tuple[jax.Array, jax.Array]:
     cperm = jax.vmap(lambda p: lax.linalg.lu_pivots_to_permutation(p, 2 * nb))(compact)
     row_of = jnp.concatenate([own, rel], axis=1)  # compact index -> window row
     targets = row_of + starts
-    sources = jnp.take_along_axis(
-        row_of, jnp.take_along_axis(cperm, jnp.concatenate([own, compact], axis=1), axis=1), axis=1
-    ) + starts
+    sources = (
+        jnp.take_along_axis(
+            row_of,
+            jnp.take_along_axis(cperm, jnp.concatenate([own, compact], axis=1), axis=1),
+            axis=1,
+        )
+        + starts
+    )
     return targets, sources
 
 

@@ -187,7 +187,12 @@ def qr_block_cyclic(
 
             def factor(panel):
                 return _factor_panel(
-                    panel, k=k, base=t0 * pr, row_axis=row_axis, pr=pr, nb=nb,
+                    panel,
+                    k=k,
+                    base=t0 * pr,
+                    row_axis=row_axis,
+                    pr=pr,
+                    nb=nb,
                     precision=precision,
                 )
 
@@ -255,8 +260,9 @@ def form_q(
             # psum along the mesh row -> this device row's rows of V_k, everywhere
             v = _broadcast(_local_v(panel, rows, k, nb), j, owner, col_axis)
             # Q <- (I - V T Vᴴ) Q
-            return sub - _apply_h(sub, v, ts[k], row_axis=row_axis, precision=precision,
-                                  adjoint=False)
+            return sub - _apply_h(
+                sub, v, ts[k], row_axis=row_axis, precision=precision, adjoint=False
+            )
 
         sub = fori(0, k1 - k0, step, q[t0 * nb :, c0 * nb :])
         q = set_block(q, (t0 * nb, c0 * nb), sub)

@@ -58,10 +58,15 @@ class Local(NamedTuple):
 
 def local(a_blk: jax.Array, row_axis: str | None, col_axis: str | None) -> Local:
     mloc, nloc = a_blk.shape
-    return Local(jnp.asarray(axis_index(row_axis) * mloc, jnp.int32),
-                 jnp.asarray(axis_index(col_axis) * nloc, jnp.int32),
-                 mloc, nloc, mloc * axis_size(row_axis), nloc * axis_size(col_axis),
-                 tuple(x for x in (row_axis, col_axis) if x is not None))
+    return Local(
+        jnp.asarray(axis_index(row_axis) * mloc, jnp.int32),
+        jnp.asarray(axis_index(col_axis) * nloc, jnp.int32),
+        mloc,
+        nloc,
+        mloc * axis_size(row_axis),
+        nloc * axis_size(col_axis),
+        tuple(x for x in (row_axis, col_axis) if x is not None),
+    )
 
 
 def spread(piece: jax.Array, start: jax.Array, length: int) -> jax.Array:
@@ -161,9 +166,15 @@ def reduce_columns(
             d = lax.dynamic_update_slice(d, jnp.real(a_j[j])[None], (j,))
             e = lax.dynamic_update_slice(e, beta[None].astype(real), (j,))
             mine = lax.dynamic_slice(v, (at.col0,), (at.nloc,))
-            both = lax.psum(jnp.stack([spread(a_blk @ mine, at.row0, m),
-                                       spread(column_piece(a_blk, j + 1, at), at.row0, m)]),
-                            at.every)
+            both = lax.psum(
+                jnp.stack(
+                    [
+                        spread(a_blk @ mine, at.row0, m),
+                        spread(column_piece(a_blk, j + 1, at), at.row0, m),
+                    ]
+                ),
+                at.every,
+            )
             av, col = both[0], both[1]
             av = av - v_all @ (jnp.conj(w_all.T) @ v) - w_all @ (jnp.conj(v_all.T) @ v)
             p = tau * av
@@ -177,7 +188,8 @@ def reduce_columns(
         col = lax.psum(spread(column_piece(a_blk, k0, at), at.row0, m), at.every)
         empty = jnp.zeros((m, nb), dtype)
         v_all, w_all, taus, d, e, _ = lax.fori_loop(
-            0, nb, step, (empty, empty, jnp.zeros((nb,), dtype), d, e, col))
+            0, nb, step, (empty, empty, jnp.zeros((nb,), dtype), d, e, col)
+        )
         # the deferred rank-2nb update, local: A ← A − V Wᴴ − W Vᴴ
         a_blk = rank_2k_update(a_blk, v_all, w_all, w_all, v_all, at)
         if q is not None:
@@ -186,18 +198,25 @@ def reduce_columns(
             q_blk, v_two, t_two = q
             half = (k % 2).astype(jnp.int32)
             v_two = lax.dynamic_update_slice(
-                jnp.where(half == 0, 0, v_two), v_all, (zero, half * nb))
+                jnp.where(half == 0, 0, v_two), v_all, (zero, half * nb)
+            )
             t_two = lax.dynamic_update_slice(jnp.where(half == 0, 0, t_two), taus, (half * nb,))
-            q_blk = lax.cond((half == 1) | (k == panels - 1),
-                             lambda q: times_reflectors(q, v_two, t_two, at, col_axis),
-                             lambda q: q, q_blk)
+            q_blk = lax.cond(
+                (half == 1) | (k == panels - 1),
+                lambda q: times_reflectors(q, v_two, t_two, at, col_axis),
+                lambda q: q,
+                q_blk,
+            )
             q = (q_blk, v_two, t_two)
         return a_blk, q, d, e
 
     d = jnp.zeros((steps,), real)
     e = jnp.zeros((steps,), real)
-    q = None if q_blk is None else (q_blk, jnp.zeros((m, 2 * nb), dtype),
-                                    jnp.zeros((2 * nb,), dtype))
+    q = (
+        None
+        if q_blk is None
+        else (q_blk, jnp.zeros((m, 2 * nb), dtype), jnp.zeros((2 * nb,), dtype))
+    )
     a_blk, q, d, e = lax.fori_loop(0, panels, panel, (a_blk, q, d, e))
     return (a_blk, d, e) if q is None else (a_blk, q[0], d, e)
 

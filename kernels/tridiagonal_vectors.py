@@ -54,8 +54,9 @@ def ppermute_index(axis_names: tuple[str, ...]) -> tuple[tuple[str, ...], list[i
     0.11 raises on any other), and for each rank of :func:`rank_of` the device's
     index in ``lax.ppermute``'s numbering over them (row-major in that order)."""
     sizes = [axis_size(name) for name in axis_names]
-    mesh_order = tuple(name for name in jax.sharding.get_abstract_mesh().axis_names
-                       if name in axis_names)
+    mesh_order = tuple(
+        name for name in jax.sharding.get_abstract_mesh().axis_names if name in axis_names
+    )
     out = []
     for rank in range(math.prod(sizes)):
         where, rest = {}, rank
@@ -90,8 +91,9 @@ def start_vectors(index: jax.Array, n: int, dtype) -> jax.Array:
     """Pseudo-random ``len(index) x n`` starts in ``[−½, ½)``, a function of the
     eigenvalue's global index alone (an integer hash; ``jax.random`` inside
     ``shard_map`` does not partition on every jax release)."""
-    h = (index.astype(jnp.uint32)[:, None] * jnp.uint32(0x9E3779B1)
-         + jnp.arange(n, dtype=jnp.uint32)[None, :] * jnp.uint32(0x85EBCA77))
+    h = index.astype(jnp.uint32)[:, None] * jnp.uint32(0x9E3779B1) + jnp.arange(
+        n, dtype=jnp.uint32
+    )[None, :] * jnp.uint32(0x85EBCA77)
     for shift, mult in ((16, 0x7FEB352D), (15, 0x846CA68B), (16, 1)):
         h = (h ^ (h >> shift)) * jnp.uint32(mult)
     return (h >> 8).astype(dtype) / (1 << 24) - 0.5
@@ -108,8 +110,9 @@ def inverse_iteration(d, e, shift, x) -> jax.Array:
     sigma = shift - 4 * jnp.finfo(d.dtype).eps * jnp.where(t_norm > 0, t_norm, 1)
     lower = jnp.broadcast_to(jnp.pad(off[:-1], (1, 0)), (k, n))
     upper = jnp.broadcast_to(off, (k, n))
-    x = lax.linalg.tridiagonal_solve(lower, d[None, :] - sigma[:, None], upper, x[:, :, None],
-                                     perturb_singular=True)[:, :, 0]
+    x = lax.linalg.tridiagonal_solve(
+        lower, d[None, :] - sigma[:, None], upper, x[:, :, None], perturb_singular=True
+    )[:, :, 0]
     x = x / jnp.max(jnp.abs(x), axis=1, keepdims=True)  # then no square overflows
     x = x / jnp.linalg.norm(x, axis=1, keepdims=True)
     return jnp.where(jnp.isfinite(x), x, 0)

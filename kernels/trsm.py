@@ -44,7 +44,6 @@ from .cyclic import global_blocks
 from .phases import cut
 from .pivots import apply_all_panel_swaps, pivots_to_permutation
 
-
 # Most loops (phases) per triangular solve with many right-hand sides: the
 # program does not grow with n (read when a solve is traced). Each loop is
 # compiled once (about 35 XLA kernels on CPU), so few loops keep the first call

@@ -32,7 +32,9 @@ def _xla_accepts(*flags: str) -> bool:
     env["XLA_FLAGS"] = _with_flags(env.get("XLA_FLAGS", ""), *flags)
     probe = "import jax.numpy as jnp; jnp.zeros(1).block_until_ready()"
     try:
-        run = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, timeout=120)
+        run = subprocess.run(
+            [sys.executable, "-c", probe], env=env, capture_output=True, timeout=120
+        )
     except subprocess.TimeoutExpired:  # never seen; the suite then keeps XLA's defaults
         return False
     return run.returncode == 0

@@ -118,7 +118,8 @@ def check_svd(a, u, s, vh):
     e = eps(np.asarray(u).dtype)
     assert np.all(np.diff(s64) <= 0) and np.all(s64 >= 0)
     resid = np.linalg.norm(a64 - (u64[:, :k] * s64) @ vh64[:k], 1) / (
-        max(m, n) * (np.linalg.norm(a64, 1) or 1.0) * e)
+        max(m, n) * (np.linalg.norm(a64, 1) or 1.0) * e
+    )
     orth_u = np.linalg.norm(np.eye(u64.shape[1]) - u64.conj().T @ u64, 1) / (m * e)
     orth_v = np.linalg.norm(np.eye(vh64.shape[0]) - vh64 @ vh64.conj().T, 1) / (n * e)
     ref = np.linalg.svd(a64, compute_uv=False)
@@ -159,8 +160,13 @@ def hermitian(rng, n, dtype, kind="random"):
         return (g + g.conj().T) / 2
     q, _ = np.linalg.qr(g)
     if kind == "clustered":  # two tight clusters and a few outliers
-        lam = np.concatenate([1 + 1e-6 * rng.standard_normal(n // 2),
-                              -1 + 1e-6 * rng.standard_normal(n - n // 2 - 3), [5.0, 7.0, -9.0]])
+        lam = np.concatenate(
+            [
+                1 + 1e-6 * rng.standard_normal(n // 2),
+                -1 + 1e-6 * rng.standard_normal(n - n // 2 - 3),
+                [5.0, 7.0, -9.0],
+            ]
+        )
     elif kind == "repeated":  # three eigenvalues, each repeated
         lam = np.repeat([-2.0, 0.5, 3.0], [n // 3, n // 3, n - 2 * (n // 3)])
     elif kind == "graded":  # 1 .. eps, alternating signs

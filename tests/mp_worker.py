@@ -17,7 +17,6 @@ instead, while the others go on into the next one (the launcher must stop them).
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 import time
 

@@ -91,7 +91,11 @@ def test_no_jax_src_outside_the_allow_list():
 
 
 def test_no_issue_or_item_numbers():
-    files = [ROOT / "README.md", *(ROOT / "docs").rglob("*.md"), *(ROOT / "benchmarks").glob("*.py")]
+    files = [
+        ROOT / "README.md",
+        *(ROOT / "docs").rglob("*.md"),
+        *(ROOT / "benchmarks").glob("*.py"),
+    ]
     files += [*(ROOT / "tests").glob("*.py"), *library()]
     found = [h for f in files if f.name != "test_architecture.py" for h in hits(f, NUMBERS)]
     assert not found, "issue or item numbers:\n" + "\n".join(found)
@@ -101,6 +105,7 @@ def test_no_issue_or_item_numbers():
 # Every module of the library, its imports resolved to module names (relative ones
 # included, and those inside functions), then: no cycle, no import from a lower layer to
 # a higher one, and no intra-package import inside a function unless listed here.
+
 
 # kernels < the floor < algorithm modules < public modules < command-line tools
 def layer(module: str) -> int:
@@ -147,8 +152,9 @@ def imports_of(module: str, path: Path, known) -> list[tuple[str, int, bool]]:
 
     def visit(node, in_function):
         for child in ast.iter_child_nodes(node):
-            inside = in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef,
-                                                       ast.Lambda))
+            inside = in_function or isinstance(
+                child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+            )
             if isinstance(child, ast.Import):
                 out.extend((a.name, child.lineno, inside) for a in child.names)
             elif isinstance(child, ast.ImportFrom):
@@ -164,8 +170,9 @@ def imports_of(module: str, path: Path, known) -> list[tuple[str, int, bool]]:
             visit(child, inside)
 
     visit(__import__("ast").parse(path.read_text(encoding="utf-8")), False)
-    return [(t, line, inside) for t, line, inside in out
-            if t == "distla" or t.startswith("distla.")]
+    return [
+        (t, line, inside) for t, line, inside in out if t == "distla" or t.startswith("distla.")
+    ]
 
 
 def import_graph():
@@ -184,8 +191,7 @@ def test_import_graph_reads_relative_and_function_level_imports():
 
 def test_no_import_cycle():
     graph = import_graph()
-    edges = {m: {t for t, _, _ in targets if t in graph and t != m}
-             for m, targets in graph.items()}
+    edges = {m: {t for t, _, _ in targets if t in graph and t != m} for m, targets in graph.items()}
     state: dict[str, int] = {}
     cycles = []
 
@@ -193,7 +199,7 @@ def test_no_import_cycle():
         state[m] = 1
         for t in sorted(edges[m]):
             if state.get(t) == 1:
-                cycles.append(" -> ".join(stack[stack.index(t):] + [t]))
+                cycles.append(" -> ".join(stack[stack.index(t) :] + [t]))
             elif t not in state:
                 visit(t, stack + [t])
         state[m] = 2

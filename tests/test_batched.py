@@ -120,8 +120,10 @@ def test_lu_factor_every_mesh(mesh):
     assert lu_ratios(a, lu, piv, np.float32).max() <= THRESHOLD
 
 
-@pytest.mark.parametrize("shape,spec", [((1, 8), P("x")), ((1, 8), P(("x", "y"))),
-                                        ((8, 1), P(("x", "y"))), ((8, 1), P("y"))])
+@pytest.mark.parametrize(
+    "shape,spec",
+    [((1, 8), P("x")), ((1, 8), P(("x", "y"))), ((8, 1), P(("x", "y"))), ((8, 1), P("y"))],
+)
 def test_size_one_mesh_axes_keep_the_callers_spelling(shape, spec):
     # a stack split over (or with) a mesh axis of size 1 comes back spelled as it came
     # and as jnp returns it: an Explicit mesh compares the spelling, so `a @ x - b`
@@ -129,8 +131,10 @@ def test_size_one_mesh_axes_keep_the_callers_spelling(shape, spec):
     mesh = build_mesh(shape, "explicit")
     rng = np.random.default_rng(7)
     a_np = stack(rng, (8, 6, 6), np.float32)
-    a, b = (jax.device_put(x, NamedSharding(mesh, spec))
-            for x in (a_np, random_matrix(rng, (8, 6, 3), np.float32)))
+    a, b = (
+        jax.device_put(x, NamedSharding(mesh, spec))
+        for x in (a_np, random_matrix(rng, (8, 6, 3), np.float32))
+    )
     h = jax.device_put(a_np + np.swapaxes(a_np, -1, -2), NamedSharding(mesh, spec))
     calls = {
         "solve": (distla.linalg.solve, jnp.linalg.solve, (a, b)),
@@ -426,8 +430,9 @@ def test_one_axis_batch_layouts_have_no_collectives(spec, partitioner):
     assert solve_ratios(a_np, out["solve"], b_np, np.float32).max() <= THRESHOLD
     np.testing.assert_allclose(out["cholesky"], np.linalg.cholesky(spd_np), rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(out["eigh"][0], np.linalg.eigvalsh(spd_np), rtol=1e-4)
-    np.testing.assert_allclose(out["svd"][1], np.linalg.svd(a_np, compute_uv=False),
-                               rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(
+        out["svd"][1], np.linalg.svd(a_np, compute_uv=False), rtol=1e-4, atol=1e-4
+    )
     q, r = (np.asarray(x) for x in out["qr"])
     np.testing.assert_allclose(q @ r, a_np, rtol=1e-4, atol=1e-4)
 
@@ -594,8 +599,6 @@ def test_vmap_over_matrices(kind):
     np.testing.assert_allclose(dets, np.linalg.det(a.astype(np.float64)), rtol=1e-4)
 
 
-
-
 def _spd(rng, shape):
     a = random_matrix(rng, shape, np.float32)
     eye = np.eye(shape[-1], dtype=np.float32)
@@ -605,12 +608,21 @@ def _spd(rng, shape):
 L = distla.linalg
 # name: (distla's one-matrix call, jax's (None: jax has no generalized eigh), operands)
 ONE_MATRIX_CALLS = {
-    "solve_triangular": (lambda t, b: L.solve_triangular(t, b, lower=True),
-                         lambda t, b: jsl.solve_triangular(t, b, lower=True), ("tri", "rhs")),
-    "cho_solve": (lambda a, b: L.cho_solve(L.cho_factor(a), b),
-                  lambda a, b: jsl.cho_solve(jsl.cho_factor(a), b), ("spd", "rhs")),
-    "solve_pos": (lambda a, b: L.solve(a, b, assume_a="pos"),
-                  lambda a, b: jsl.solve(a, b, assume_a="pos"), ("spd", "rhs")),
+    "solve_triangular": (
+        lambda t, b: L.solve_triangular(t, b, lower=True),
+        lambda t, b: jsl.solve_triangular(t, b, lower=True),
+        ("tri", "rhs"),
+    ),
+    "cho_solve": (
+        lambda a, b: L.cho_solve(L.cho_factor(a), b),
+        lambda a, b: jsl.cho_solve(jsl.cho_factor(a), b),
+        ("spd", "rhs"),
+    ),
+    "solve_pos": (
+        lambda a, b: L.solve(a, b, assume_a="pos"),
+        lambda a, b: jsl.solve(a, b, assume_a="pos"),
+        ("spd", "rhs"),
+    ),
     "eigh_pencil": (lambda a, b: L.eigh(a, b), None, ("sym", "spd")),
 }
 
@@ -665,8 +677,7 @@ def test_vmap_of_triangular_solves_and_pencils(kind):
                 assert has_layout(out, mesh, spec), (name, out.sharding)
             if ref_fn is not None:
                 ref = jax.vmap(ref_fn)(dx, dy)
-                np.testing.assert_allclose(np.asarray(got), np.asarray(ref), rtol=1e-5,
-                                           atol=1e-5)
+                np.testing.assert_allclose(np.asarray(got), np.asarray(ref), rtol=1e-5, atol=1e-5)
                 assert got.sharding.is_equivalent_to(ref.sharding, got.ndim), name
     if kind == "explicit":
         host = _one_matrix_operands(rng, 2, 8)
@@ -679,14 +690,16 @@ def test_vmap_of_triangular_solves_and_pencils(kind):
             # vmap of grad there: the derivatives' linear solves, batched, as jax's per member
             x, y = host["tri"], host["rhs"]
             sx, sy = (jnp.stack([distla.shard(m, mesh) for m in v]) for v in (x, y))
-            for fn, ref_fn in (ONE_MATRIX_CALLS["solve_triangular"][:2],
-                               (L.solve, jnp.linalg.solve)):
+            for fn, ref_fn in (
+                ONE_MATRIX_CALLS["solve_triangular"][:2],
+                (L.solve, jnp.linalg.solve),
+            ):
+
                 def grads(f):
                     return jax.vmap(jax.grad(lambda t, b: jnp.sum(jnp.sin(f(t, b))), (0, 1)))
 
                 for g, r in zip(grads(fn)(sx, sy), grads(ref_fn)(x, y)):
-                    np.testing.assert_allclose(np.asarray(g), np.asarray(r), rtol=1e-4,
-                                               atol=1e-5)
+                    np.testing.assert_allclose(np.asarray(g), np.asarray(r), rtol=1e-4, atol=1e-5)
 
 
 def _one_matrix_solve(a, b):

@@ -1,4 +1,7 @@
-"""distla/_core/blas.py: the OpenBLAS thread limit under simulated CPU devices is visible and can be lifted."""
+"""distla/_core/blas.py: the OpenBLAS thread limit under simulated CPU devices.
+
+It is visible and can be lifted.
+"""
 
 import logging
 

@@ -108,8 +108,11 @@ def test_padded_calls_match_the_unpadded(buckets, kind, n):
     lu, piv = got["lu_factor"]
     assert np.array_equal(np.asarray(piv), sl.lu_factor(a_np)[1])  # LAPACK's pivots
     assert max(lu_ratios(a_np, np.asarray(lu), np.asarray(piv))[:2]) <= 30
-    for name, m, rhs in (("solve", a_np, b_np), ("solve vector", a_np, b_np[:, 0]),
-                         ("solve pos", spd_np, b_np)):
+    for name, m, rhs in (
+        ("solve", a_np, b_np),
+        ("solve vector", a_np, b_np[:, 0]),
+        ("solve pos", spd_np, b_np),
+    ):
         assert got[name].shape == rhs.shape
         assert solve_ratio(m, np.asarray(got[name]), rhs) <= 30, name
     low = np.linalg.cholesky(spd_np.astype(np.float64))
@@ -142,7 +145,9 @@ def test_singular_as_lapack(buckets):
     lu, piv = _factors(distla.shard(a_np, mesh))
     assert np.array_equal(np.asarray(piv), sl.lu_factor(a_np, check_finite=False)[1])
     assert np.asarray(lu)[7, 7] == 0
-    x = distla.linalg.solve(distla.shard(a_np, mesh), distla.shard(np.ones((n, 2), np.float32), mesh))
+    x = distla.linalg.solve(
+        distla.shard(a_np, mesh), distla.shard(np.ones((n, 2), np.float32), mesh)
+    )
     assert not np.isfinite(np.asarray(x)).all()
 
 

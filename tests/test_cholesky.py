@@ -14,22 +14,22 @@ import jax.scipy.linalg as jsl
 import numpy as np
 import pytest
 import scipy.linalg
+from conftest import build_mesh
+from helpers import THRESHOLD, eps, place, random_matrix
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 from jax.test_util import check_grads
 
-from conftest import build_mesh
-from helpers import THRESHOLD, eps, place, random_matrix
-
 import distla
-from distla.linalg import _cholesky
 from distla._core.mesh import fitting_spec
+from distla.linalg import _cholesky
 
 
 def spd(rng, n, dtype, cond=None):
     """A random Hermitian positive definite matrix (with condition number ``cond``)."""
-    q, _ = np.linalg.qr(random_matrix(rng, (n, n), np.complex128 if np.dtype(dtype).kind == "c"
-                                      else np.float64))
+    q, _ = np.linalg.qr(
+        random_matrix(rng, (n, n), np.complex128 if np.dtype(dtype).kind == "c" else np.float64)
+    )
     lam = np.geomspace(1.0, 1.0 / cond, n) if cond else rng.uniform(1.0, 2.0, n)
     a = (q * lam) @ q.conj().T
     return ((a + a.conj().T) / 2).astype(dtype)
@@ -139,8 +139,12 @@ def test_cho_factor_cho_solve_and_solve_pos(lower, kind):
 
 @pytest.mark.parametrize(
     "trans,lower,k,kind",
-    [(0, True, 3, "auto"), (1, False, 1, "explicit"), ("C", False, 3, "auto"),
-     (0, False, 130, "explicit")],
+    [
+        (0, True, 3, "auto"),
+        (1, False, 1, "explicit"),
+        ("C", False, 3, "auto"),
+        (0, False, 130, "explicit"),
+    ],
     ids=["N-lower", "T-upper-vector", "C-upper", "N-upper-many-rhs"],
 )
 def test_solve_triangular(trans, lower, k, kind):
@@ -158,8 +162,9 @@ def test_solve_triangular(trans, lower, k, kind):
     assert solve_ratio(op, x, b) <= THRESHOLD
     np.testing.assert_allclose(np.asarray(x), np.asarray(ref), atol=1e-4)
     if trans == 0 and lower:  # a unit diagonal is implied, not read
-        x = distla.linalg.solve_triangular(place(t, mesh), place(b, mesh), lower=True,
-                                           unit_diagonal=True)
+        x = distla.linalg.solve_triangular(
+            place(t, mesh), place(b, mesh), lower=True, unit_diagonal=True
+        )
         ref = scipy.linalg.solve_triangular(t, b, lower=True, unit_diagonal=True)
         assert solve_ratio(np.tril(t, -1) + np.eye(n), x, b) <= THRESHOLD
 
@@ -183,8 +188,9 @@ def test_stacks_run_locally(mesh24):
     ]:
         assert distla.cost(fn, *args).total_collective_bytes == 0
     # jax.vmap of the one-matrix call is one batched call
-    np.testing.assert_allclose(np.asarray(jax.vmap(distla.linalg.cholesky)(sa)), np.asarray(l),
-                               atol=1e-6)
+    np.testing.assert_allclose(
+        np.asarray(jax.vmap(distla.linalg.cholesky)(sa)), np.asarray(l), atol=1e-6
+    )
 
 
 def test_derivatives():
@@ -202,8 +208,12 @@ def test_derivatives():
         g_ref = jax.grad(lambda c, b: jnp.sum(jsl.cho_solve((c, True), b) ** 2), (0, 1))
         for got, ref in zip(g(c, sb), g_ref(np.asarray(c), b)):
             np.testing.assert_allclose(np.asarray(got), np.asarray(ref), rtol=1e-7, atol=1e-9)
-        check_grads(lambda t, b: distla.linalg.solve_triangular(t, b, trans=1, lower=True),
-                    (c, sb), order=1, modes=("rev",))
+        check_grads(
+            lambda t, b: distla.linalg.solve_triangular(t, b, trans=1, lower=True),
+            (c, sb),
+            order=1,
+            modes=("rev",),
+        )
 
         # second order, against jax's own derivative: the jvp of the gradient
         def f(fn):
@@ -224,8 +234,9 @@ def test_promotion_empty_and_errors():
     assert distla.linalg.cholesky(empty).shape == (0, 0)
     with jax.numpy_dtype_promotion("strict"):
         with pytest.raises(jax.dtypes.TypePromotionError):
-            distla.linalg.solve_triangular(place(np.eye(8, dtype=np.float32), mesh24),
-                                           place(np.ones(8, np.int32), mesh24))
+            distla.linalg.solve_triangular(
+                place(np.eye(8, dtype=np.float32), mesh24), place(np.ones(8, np.int32), mesh24)
+            )
     with pytest.raises(ValueError, match="shape"):
         distla.linalg.cholesky(place(np.ones((8, 16), np.float32), mesh24))
     with pytest.raises(ValueError, match="trans"):

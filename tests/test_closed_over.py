@@ -17,8 +17,20 @@ from test_no_empty_operands import CASES, _inputs
 
 # the one-device plans (eager route and program), a tuple and a list of operands,
 # the distributed kernels, and the FFT's compiler options
-NAMES = ["solve", "lu_solve", "cholesky", "cho_solve", "solve_triangular", "eigh", "svd",
-         "qr", "matmul", "multi_dot", "fftn", "pfft3d"]
+NAMES = [
+    "solve",
+    "lu_solve",
+    "cholesky",
+    "cho_solve",
+    "solve_triangular",
+    "eigh",
+    "svd",
+    "qr",
+    "matmul",
+    "multi_dot",
+    "fftn",
+    "pfft3d",
+]
 
 
 @pytest.fixture(scope="module", params=["auto", "explicit"])

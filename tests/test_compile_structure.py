@@ -15,11 +15,11 @@ import jax
 import jax.numpy as jnp
 import pytest
 from conftest import build_mesh
+from distla.kernels import lu as lu_kernel
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 import distla
-from distla.kernels import lu as lu_kernel
 
 # (op, while loops in the lowered program):
 # today's loop counts (4 LU phases + 1 loop per substitution + the pivot
@@ -43,10 +43,22 @@ CASES = [
 ]
 # (jax major, minor) -> operations at n = 4096 on 2x4; a newer release uses the last row
 OPERATIONS = {
-    (0, 10): {"solve": 2317, "cholesky": 1442, "qr": 1949, "eigvalsh": 1735, "svdvals": 2386,
-              "eigh": 5193},
-    (0, 11): {"solve": 2394, "cholesky": 1484, "qr": 2010, "eigvalsh": 2236, "svdvals": 2899,
-              "eigh": 5775},
+    (0, 10): {
+        "solve": 2317,
+        "cholesky": 1442,
+        "qr": 1949,
+        "eigvalsh": 1735,
+        "svdvals": 2386,
+        "eigh": 5193,
+    },
+    (0, 11): {
+        "solve": 2394,
+        "cholesky": 1484,
+        "qr": 2010,
+        "eigvalsh": 2236,
+        "svdvals": 2899,
+        "eigh": 5775,
+    },
 }
 
 

@@ -345,15 +345,19 @@ def test_cost_counts_the_other_lapack_calls(name, fn, shape, per_n3):
     n = shape[0]
     assert distla.cost(fn, a).flops == pytest.approx(per_n3 * n**3, rel=0.02), name
     assert distla.cost(fn, a.astype(np.complex64)).flops == pytest.approx(
-        4 * per_n3 * n**3, rel=0.02), name
+        4 * per_n3 * n**3, rel=0.02
+    ), name
 
 
 def test_cost_reports_the_one_device_plans_flops():
     mesh = build_mesh((2, 4), "explicit")
     n = 64
     a = jax.device_put(np.eye(n, dtype=np.float32) * n + 1, NamedSharding(mesh, P("x", "y")))
-    for fn, per_n3 in [(distla.linalg.cholesky, 1 / 3), (distla.linalg.eigh, 9.0),
-                       (distla.linalg.svd, 21.0)]:
+    for fn, per_n3 in [
+        (distla.linalg.cholesky, 1 / 3),
+        (distla.linalg.eigh, 9.0),
+        (distla.linalg.svd, 21.0),
+    ]:
         c = distla.cost(lambda a, fn=fn: fn(a, plan="one_device"), a)
         assert [p.plan for p in c.plans] == ["one_device"], c.plans
         assert c.flops >= per_n3 * n**3, (fn, c.flops)

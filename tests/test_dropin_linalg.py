@@ -122,10 +122,14 @@ def test_strict_promotion_and_integer_inputs(m24, x64):
             lu_piv = linalg.lu_factor(A)
             for got, want in [
                 (linalg.inv(A), jnp.linalg.inv(a)),
-                (linalg.solve(A, put(np.ones(16, np.float32), m24)),
-                 jnp.linalg.solve(a, np.ones(16, np.float32))),
-                (linalg.lu_solve(lu_piv, put(np.ones((16, 3), np.float32), m24)),
-                 jsl.lu_solve(jsl.lu_factor(a), np.ones((16, 3), np.float32))),
+                (
+                    linalg.solve(A, put(np.ones(16, np.float32), m24)),
+                    jnp.linalg.solve(a, np.ones(16, np.float32)),
+                ),
+                (
+                    linalg.lu_solve(lu_piv, put(np.ones((16, 3), np.float32), m24)),
+                    jsl.lu_solve(jsl.lu_factor(a), np.ones((16, 3), np.float32)),
+                ),
             ]:
                 assert got.dtype == want.dtype
                 close(got, want, 1e-4)
@@ -172,8 +176,9 @@ def test_zero_size_inputs_give_what_jnp_gives(m24):
     assert linalg.lu_solve(linalg.lu_factor(a), put(np.zeros((8, 0)), m24)).shape == (8, 0)
     c = distla.matmul(put(np.zeros((8, 0), np.float32), m24), put(np.zeros((0, 8)), m24))
     np.testing.assert_array_equal(np.asarray(c), np.zeros((8, 8)))
-    x = linalg.solve(put(np.zeros((8, 0, 0), np.float32), m24),
-                     put(np.zeros((8, 0, 2), np.float32), m24))
+    x = linalg.solve(
+        put(np.zeros((8, 0, 0), np.float32), m24), put(np.zeros((8, 0, 2), np.float32), m24)
+    )
     assert x.shape == (8, 0, 2) and np.asarray(x).size == 0
 
 
@@ -186,8 +191,10 @@ def test_zero_size_stacks_come_back_where_jnp_puts_them(kind):
     # Explicit mesh the type jax gives, on an Auto mesh replicated on the mesh), so that
     # `a @ x - b` works after distla's solve as after jnp's, eagerly and under jit
     mesh = build_mesh((2, 4), kind)
-    a, b = (jax.device_put(np.zeros(shape, np.float32), NamedSharding(mesh, P("x")))
-            for shape in ((0, 5, 5), (0, 5, 2)))
+    a, b = (
+        jax.device_put(np.zeros(shape, np.float32), NamedSharding(mesh, P("x")))
+        for shape in ((0, 5, 5), (0, 5, 2))
+    )
     calls = {
         "solve": (linalg.solve, jnp.linalg.solve, (a, b)),
         "solve_triangular": (linalg.solve_triangular, jsl.solve_triangular, (a, b)),
@@ -234,14 +241,24 @@ def test_scipy_and_numpy_arguments_are_accepted(m24):
         for lower in (False, True):
             # only the triangle named by lower is read with "pos", as in jax.scipy
             given = np.tril(spd) if (assume_a == "pos" and lower) else spd
-            got = linalg.solve(put(given, m24), B, assume_a=assume_a, lower=lower,
-                               overwrite_a=True, overwrite_b=True, check_finite=False)
+            got = linalg.solve(
+                put(given, m24),
+                B,
+                assume_a=assume_a,
+                lower=lower,
+                overwrite_a=True,
+                overwrite_b=True,
+                check_finite=False,
+            )
             close(got, jsl.solve(given, b, assume_a=assume_a, lower=lower), 1e-4)
     with pytest.raises(ValueError, match="assume_a must be one of"):
         linalg.solve(A, B, assume_a="banded")
     # scipy's positional order, and scipy's flags on inv and det
-    close(linalg.solve(put(np.tril(spd), m24), B, True, False, False, False, True, "pos"),
-          jsl.solve(np.tril(spd), b, True, assume_a="pos"), 1e-4)
+    close(
+        linalg.solve(put(np.tril(spd), m24), B, True, False, False, False, True, "pos"),
+        jsl.solve(np.tril(spd), b, True, assume_a="pos"),
+        1e-4,
+    )
     close(linalg.inv(A, False, True), jsl.inv(spd, False, True), 1e-4)
     close(linalg.det(A, overwrite_a=True, check_finite=False), jsl.det(spd), 1e-3)
     # a stack of vectors for the Cholesky path, as jax.scipy reads it
@@ -339,20 +356,39 @@ def test_errors_say_what_was_received_and_the_fix(m24):
     one = jax.device_put(np.ones(8, np.float32), jax.devices()[0])
     close(linalg.solve(a, one), np.ones(8), 1e-6)
     close(linalg.lu_solve((lu_, piv), one), np.ones(8), 1e-6)
-    close(distla.matmul(a, jax.device_put(np.ones((8, 8), np.float32), jax.devices()[0])),
-          np.ones((8, 8)), 1e-6)
+    close(
+        distla.matmul(a, jax.device_put(np.ones((8, 8), np.float32), jax.devices()[0])),
+        np.ones((8, 8)),
+        1e-6,
+    )
 
 
 def test_bad_shapes_raise_what_jnp_raises(m24):
     """A wrong shape raises a ValueError naming it, which is also a TypeError: jnp raises
     one or the other for the same shapes, and either ``except`` must catch distla's."""
-    sq, rect, vec, b5 = (put(np.asarray(x, np.float32), m24)
-                         for x in (np.eye(8) + 1, np.ones((4, 6)), np.ones(8), np.ones((5, 2))))
+    sq, rect, vec, b5 = (
+        put(np.asarray(x, np.float32), m24)
+        for x in (np.eye(8) + 1, np.ones((4, 6)), np.ones(8), np.ones((5, 2)))
+    )
     b4 = put(np.ones(4, np.float32), m24)
-    cases = [(name, x) for name in ("cholesky", "eigh", "eigvalsh", "det", "slogdet", "inv",
-                                     "svd", "svdvals", "qr", "pinv", "cond")
-             for x in (rect, vec) if not (name in ("svd", "svdvals", "qr", "pinv", "cond")
-                                           and x is rect)]
+    cases = [
+        (name, x)
+        for name in (
+            "cholesky",
+            "eigh",
+            "eigvalsh",
+            "det",
+            "slogdet",
+            "inv",
+            "svd",
+            "svdvals",
+            "qr",
+            "pinv",
+            "cond",
+        )
+        for x in (rect, vec)
+        if not (name in ("svd", "svdvals", "qr", "pinv", "cond") and x is rect)
+    ]
     calls = [(f"{n}{x.shape}", getattr(jnp.linalg, n), getattr(linalg, n), (x,)) for n, x in cases]
     calls += [
         ("solve", jnp.linalg.solve, linalg.solve, (sq, b5)),

@@ -34,8 +34,6 @@ MESHES = [
 ]
 
 
-
-
 @pytest.fixture(params=MESHES)
 def any_mesh(request):
     shape, kind = request.param
@@ -78,8 +76,11 @@ def test_family_matches_jax(any_mesh, request):
             assert_lapack_pivots(a, lu_piv[1])
             close(lu_piv[0], lu_r, tol * 10)
             trans = idx % 3
-            close(linalg.lu_solve(lu_piv, B, trans=trans),
-                  sl.lu_solve((lu_r, piv_r), b, trans=trans), tol * 100)
+            close(
+                linalg.lu_solve(lu_piv, B, trans=trans),
+                sl.lu_solve((lu_r, piv_r), b, trans=trans),
+                tol * 100,
+            )
 
 
 @pytest.mark.parametrize("shape", [(37, 21), (21, 37)], ids=["tall", "wide"])

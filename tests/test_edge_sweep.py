@@ -108,7 +108,12 @@ def _compare(got, ref, c, *, cond=10.0, where=""):
     """Shapes and dtypes as jnp's; values where jnp's are finite; non-finite where jnp's are."""
     got, ref = np.asarray(got), np.asarray(ref)
     assert got.shape == ref.shape and got.dtype == ref.dtype, (
-        where, got.shape, ref.shape, got.dtype, ref.dtype)
+        where,
+        got.shape,
+        ref.shape,
+        got.dtype,
+        ref.dtype,
+    )
     fin = np.isfinite(ref)
     assert not np.isfinite(got[~fin]).any(), f"{where}: finite where jnp's is not"
     if fin.any():
@@ -143,8 +148,16 @@ def sweeps(*names):
 # ---------------------------------------------------------------- the LU family
 
 
-@sweeps("linalg.det", "linalg.slogdet", "linalg.inv", "linalg.solve", "linalg.lu_solve",
-        "linalg.tensorinv", "linalg.tensorsolve", "linalg.matrix_power")
+@sweeps(
+    "linalg.det",
+    "linalg.slogdet",
+    "linalg.inv",
+    "linalg.solve",
+    "linalg.lu_solve",
+    "linalg.tensorinv",
+    "linalg.tensorsolve",
+    "linalg.matrix_power",
+)
 def _lu_values(name, c, mesh):
     a_np = _matrix(c)
     a = place(a_np, mesh)
@@ -162,8 +175,13 @@ def _lu_values(name, c, mesh):
         got, ref = dl.tensorsolve(a, v), jnp.linalg.tensorsolve(a_np, b_np[:, 0])
     elif fn == "matrix_power":
         for k in (0, 3, -2):
-            _compare(dl.matrix_power(a, k), jnp.linalg.matrix_power(a_np, k), c, cond=30.0,
-                     where=f"{name}({k}) {c}")
+            _compare(
+                dl.matrix_power(a, k),
+                jnp.linalg.matrix_power(a_np, k),
+                c,
+                cond=30.0,
+                where=f"{name}({k}) {c}",
+            )
         return
     else:
         got, ref = getattr(dl, fn)(a), getattr(jnp.linalg, fn)(a_np)
@@ -284,8 +302,9 @@ def _products(name, c, mesh):
     elif name == "linalg.multi_dot":
         pairs = [(dl.multi_dot([a, b, a]), jnp.linalg.multi_dot([a_np, b_np, a_np]))]
     else:
-        pairs = [(dl.tensordot(a, b, axes=k), jnp.linalg.tensordot(a_np, b_np, axes=k))
-                 for k in (1, 2)]
+        pairs = [
+            (dl.tensordot(a, b, axes=k), jnp.linalg.tensordot(a_np, b_np, axes=k)) for k in (1, 2)
+        ]
     for got, ref in pairs:
         _compare(got, ref, c, cond=30.0, where=f"{name} {c}")
 
@@ -300,11 +319,15 @@ def _norms(name, c, mesh):
     for ord_ in NORM_ORDS:
         if name.endswith("matrix_norm"):
             ord_ = "fro" if ord_ is None else ord_
-            ours, theirs = (functools.partial(dl.matrix_norm, ord=ord_),
-                            functools.partial(jnp.linalg.matrix_norm, ord=ord_))
+            ours, theirs = (
+                functools.partial(dl.matrix_norm, ord=ord_),
+                functools.partial(jnp.linalg.matrix_norm, ord=ord_),
+            )
         else:
-            ours, theirs = (functools.partial(dl.norm, ord=ord_),
-                            functools.partial(jnp.linalg.norm, ord=ord_))
+            ours, theirs = (
+                functools.partial(dl.norm, ord=ord_),
+                functools.partial(jnp.linalg.norm, ord=ord_),
+            )
         try:
             ref = theirs(a_np)
         except ValueError:  # a min over no entries (ord -1, -2, -inf of 0x0): jnp refuses
@@ -367,8 +390,15 @@ def _eigh(name, c, mesh):
         _compare(g, r, c, cond=30.0, where=f"{name} {c}")
 
 
-@sweeps("linalg.svd", "linalg.svdvals", "linalg.polar", "linalg.pinv", "linalg.matrix_rank",
-        "linalg.cond", "linalg.lstsq")
+@sweeps(
+    "linalg.svd",
+    "linalg.svdvals",
+    "linalg.polar",
+    "linalg.pinv",
+    "linalg.matrix_rank",
+    "linalg.cond",
+    "linalg.lstsq",
+)
 def _spectral(name, c, mesh):
     a_np = _matrix(c)
     a = place(a_np, mesh)
@@ -399,7 +429,7 @@ def _spectral(name, c, mesh):
         # docs/caveats.md: NaN in every float result; jnp returns what LAPACK's gesdd
         # leaves (NaN singular values, and for an inf permutations as vectors), so
         # its pinv is 0 and its lstsq solution 0
-        (got, ref), = pairs
+        ((got, ref),) = pairs
         got, ref = jax.tree.leaves(got), jax.tree.leaves(ref)
         for g, r in zip(got, ref):
             g, r = np.asarray(g), np.asarray(r)
@@ -423,7 +453,11 @@ def _spectral(name, c, mesh):
             assert res.shape == res_ref.shape and res.dtype == res_ref.dtype
             assert not np.isfinite(res[~fin]).any(), (name, c)
             assert (np.abs(res[fin] - res_ref[fin]) <= _tol(c, 30.0) * b_scale).all(), (
-                name, c, res, res_ref)
+                name,
+                c,
+                res,
+                res_ref,
+            )
             got, ref = (got[0], got[2], got[3]), (ref[0], ref[2], ref[3])
         if fn in ("svd", "polar") and c.bad == "none":  # signs of the vectors are free
             got = [np.abs(np.asarray(x)) for x in jax.tree.leaves(got)]
@@ -523,12 +557,23 @@ def test_edge(mesh, name, case):
 # Where a NaN or inf lands matters to these (which columns of a factor, which
 # norm order): hypothesis draws the position, the compiled programs of the
 # prime size are the sweep's.
-POSITIONAL = ("linalg.norm", "linalg.cholesky", "linalg.solve", "linalg.solve_triangular",
-              "linalg.eigvalsh", "fft.fft2")
+POSITIONAL = (
+    "linalg.norm",
+    "linalg.cholesky",
+    "linalg.solve",
+    "linalg.solve_triangular",
+    "linalg.eigvalsh",
+    "fft.fft2",
+)
 
 
-@settings(max_examples=12, deadline=None, derandomize=True, database=None,
-          suppress_health_check=list(HealthCheck))
+@settings(
+    max_examples=12,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=list(HealthCheck),
+)
 @given(data=st.data())
 def test_non_finite_anywhere(mesh, data):
     """A NaN or inf at any position of a matrix of the prime size."""
@@ -546,8 +591,10 @@ _MODEL = "a memory model: arithmetic on shapes, takes no array"
 # Public names that are not swept, each with the reason.
 NOT_SWEPT = {
     "distla": {
-        "Cost": "the result type of distla.cost", "cost": "reads a compiled program",
-        "fft": "a package, swept name by name", "linalg": "a package, swept name by name",
+        "Cost": "the result type of distla.cost",
+        "cost": "reads a compiled program",
+        "fft": "a package, swept name by name",
+        "linalg": "a package, swept name by name",
         "init_distributed": "starts jax's multi-process runtime",
         "limit_cpu_blas": "sets OpenBLAS's thread count",
         "make_mesh": "builds a mesh (used by every test)",
@@ -555,8 +602,18 @@ NOT_SWEPT = {
         "__version__": "a string",
     },
     "linalg": {
-        **{n: _JNP_OWN for n in ("cross", "diagonal", "matrix_transpose", "outer", "trace",
-                                 "vecdot", "vector_norm")},
+        **{
+            n: _JNP_OWN
+            for n in (
+                "cross",
+                "diagonal",
+                "matrix_transpose",
+                "outer",
+                "trace",
+                "vecdot",
+                "vector_norm",
+            )
+        },
         **{n: _TYPE for n in ("EighResult", "SVDResult", "LUResult", "SlogdetResult")},
         **{n: _MODEL for n in ("cholesky_model_bytes", "lu_model_bytes", "qr_model_bytes")},
         "plan_budget": "reads the one-device plan's budget",
@@ -582,7 +639,8 @@ def test_every_public_function_is_swept(module):
     assert not swept & set(not_swept), sorted(swept & set(not_swept))
     assert not public - swept - set(not_swept), (
         f"{module}: {sorted(public - swept - set(not_swept))} neither swept in "
-        "tests/test_edge_sweep.py nor listed in NOT_SWEPT with a reason")
+        "tests/test_edge_sweep.py nor listed in NOT_SWEPT with a reason"
+    )
     assert not (swept | set(not_swept)) - public, sorted((swept | set(not_swept)) - public)
     jnp_mod = jnp.fft if module == "fft" else jnp.linalg
     for name, why in not_swept.items():

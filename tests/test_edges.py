@@ -105,10 +105,15 @@ def test_lstsq_refuses_b_on_another_mesh(mesh):
 
 
 def test_meshes_that_differ_in_device_order_are_named_so(mesh):
-    reversed_ = jax.sharding.Mesh(np.array(mesh.devices.flat[::-1]).reshape(mesh.devices.shape),
-                                  mesh.axis_names, axis_types=mesh.axis_types)
+    reversed_ = jax.sharding.Mesh(
+        np.array(mesh.devices.flat[::-1]).reshape(mesh.devices.shape),
+        mesh.axis_names,
+        axis_types=mesh.axis_types,
+    )
     a = place(np.eye(8, dtype=np.float32), mesh)
-    b = jax.device_put(np.ones(8, np.float32), jax.sharding.NamedSharding(reversed_, jax.sharding.PartitionSpec()))
+    b = jax.device_put(
+        np.ones(8, np.float32), jax.sharding.NamedSharding(reversed_, jax.sharding.PartitionSpec())
+    )
     with pytest.raises(ValueError, match="different device order: a on devices"):
         dl.solve(a, b)
 
@@ -139,10 +144,17 @@ def test_svd_of_nan_input_is_nan(mesh):
     assert np.isnan(np.asarray(u)).any()
 
 
-@pytest.mark.parametrize("a", [
-    [[np.nan]], [[-2.0]], [[np.nan, 1.0], [1.0, 2.0]], [[1e30, 0.0], [0.0, -1e30]],
-    [[np.nan, 0, 0], [0, -2, 0], [0, 0, 3]],
-], ids=["1-nan", "1-negative", "2-nan", "2-overflow", "3-nan"])
+@pytest.mark.parametrize(
+    "a",
+    [
+        [[np.nan]],
+        [[-2.0]],
+        [[np.nan, 1.0], [1.0, 2.0]],
+        [[1e30, 0.0], [0.0, -1e30]],
+        [[np.nan, 0, 0], [0, -2, 0], [0, 0, 3]],
+    ],
+    ids=["1-nan", "1-negative", "2-nan", "2-overflow", "3-nan"],
+)
 def test_slogdet_of_small_orders_as_jnp(mesh, a):
     """jnp takes closed forms at orders 1 and 2 (a NaN sign for a NaN entry, inf where
     det overflows) and the LU's pivots from 3 on (the sign counts negative pivots):
@@ -281,10 +293,19 @@ def test_cholesky_jacfwd_outside_a_mesh_context(mesh, chol16):
 # One case per place that a rule is wrapped to run outside a mesh context (the
 # one-matrix ops, solve, lu, lu_factor, cholesky), jacrev through cholesky's, and
 # hessian (a rule inside a rule) through det's: each compiles its own programs.
-@pytest.mark.parametrize("name, transform", [
-    ("det", jax.jacfwd), ("det", jax.hessian), ("solve", jax.jacfwd), ("lu_factor", jax.jacfwd),
-    ("lu", jax.jacfwd), ("cholesky", jax.jacfwd), ("cholesky", jax.jacrev),
-], ids=lambda x: getattr(x, "__name__", x))
+@pytest.mark.parametrize(
+    "name, transform",
+    [
+        ("det", jax.jacfwd),
+        ("det", jax.hessian),
+        ("solve", jax.jacfwd),
+        ("lu_factor", jax.jacfwd),
+        ("lu", jax.jacfwd),
+        ("cholesky", jax.jacfwd),
+        ("cholesky", jax.jacrev),
+    ],
+    ids=lambda x: getattr(x, "__name__", x),
+)
 def test_lu_family_derivatives_outside_a_mesh_context(mesh, name, transform):
     """Derivatives of a matrix on an Explicit mesh with no jax.set_mesh around."""
     a_np = _spd(8, 13)

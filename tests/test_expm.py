@@ -55,6 +55,7 @@ def _with_norm(x, norm1):
 def _cases(n, rng, complex_=False):
     """Matrices that take every branch: each Padé degree (by Higham's thetas for
     double precision), scaling (norm 1e2: s = 5 squarings), nilpotent, diagonal, zero."""
+
     def gauss():
         g = rng.standard_normal((n, n))
         return g + 1j * rng.standard_normal((n, n)) if complex_ else g
@@ -78,8 +79,9 @@ def _check_all(mesh, n, rng, rtol, complex_=False):
         ref = sl.expm(a)
         assert _rel_err(out, ref) <= rtol, (name, _rel_err(out, ref))
         if name == "diagonal":  # exact zeros off the diagonal, exp on it
-            np.testing.assert_allclose(np.asarray(out), np.diag(np.exp(np.diag(a))), rtol=rtol,
-                                       atol=0)
+            np.testing.assert_allclose(
+                np.asarray(out), np.diag(np.exp(np.diag(a))), rtol=rtol, atol=0
+            )
         if name == "nilpotent":  # the exact finite series
             series, term = np.eye(n, dtype=a.dtype), np.eye(n, dtype=a.dtype)
             for k in range(1, n):

@@ -70,23 +70,53 @@ def _c(rng, shape):
 # (id, mesh shape, kind, global shape, spec, function): every 3-D plan, N-D crops and axes
 PLANS = [
     ("pencil-uneven", (2, 4), "auto", (30, 42, 50), None, lambda v: F.fftn(v, algorithm="pencil")),
-    ("pencil-rfftn", (2, 4), "auto", (30, 42, 50), None,
-     lambda v: F.irfftn(F.rfftn(v.real, algorithm="pencil"), s=(30, 42, 50), algorithm="pencil")),
+    (
+        "pencil-rfftn",
+        (2, 4),
+        "auto",
+        (30, 42, 50),
+        None,
+        lambda v: F.irfftn(F.rfftn(v.real, algorithm="pencil"), s=(30, 42, 50), algorithm="pencil"),
+    ),
     ("slab-pencil", (4, 2), "explicit", (16, 32, 64), None, lambda v: F.ifftn(F.fftn(v))),
     ("slab-1d", (8,), "explicit", (16, 8, 12), None, lambda v: F.ifftn(F.fftn(v))),
     ("rank3-s", (4, 2), "explicit", (9, 16, 10), P(None, "x", "y"), lambda v: F.fftn(v, s=(7, 12))),
-    ("rank3-axes-20", (2, 4), "explicit", (12, 16, 10), P("y", None, "x"),
-     lambda v: F.fftn(v, axes=(2, 0))),
+    (
+        "rank3-axes-20",
+        (2, 4),
+        "explicit",
+        (12, 16, 10),
+        P("y", None, "x"),
+        lambda v: F.fftn(v, axes=(2, 0)),
+    ),
     ("pfft3d", (4, 2), "auto", (16, 8, 12), None, lambda v: F.pifft3d(F.pfft3d(v))),
     # the inverses of an N-D crop, and 3-D plans on prime sizes: under GSPMD their last
     # FFT was laid out {2,0,1} (the axis the output is gathered along outermost)
-    ("rank3-s-ifftn", (4, 2), "explicit", (9, 16, 10), P(None, "x", "y"),
-     lambda v: F.ifftn(v, s=(7, 12))),
-    ("rank3-s-irfftn", (4, 2), "explicit", (9, 16, 10), P(None, "x", "y"),
-     lambda v: F.irfftn(v, s=(7, 12))),
+    (
+        "rank3-s-ifftn",
+        (4, 2),
+        "explicit",
+        (9, 16, 10),
+        P(None, "x", "y"),
+        lambda v: F.ifftn(v, s=(7, 12)),
+    ),
+    (
+        "rank3-s-irfftn",
+        (4, 2),
+        "explicit",
+        (9, 16, 10),
+        P(None, "x", "y"),
+        lambda v: F.irfftn(v, s=(7, 12)),
+    ),
     ("prime-pifft3d", (2, 4), "auto", (7, 7, 7), None, F.pifft3d),
-    ("prime-pfft3d-grad", (4, 2), "auto", (29, 19, 17), P(),
-     jax.grad(lambda v: (abs(F.pfft3d(v)) ** 2).sum())),
+    (
+        "prime-pfft3d-grad",
+        (4, 2),
+        "auto",
+        (29, 19, 17),
+        P(),
+        jax.grad(lambda v: (abs(F.pfft3d(v)) ** 2).sum()),
+    ),
 ]
 
 

@@ -216,9 +216,11 @@ def test_vmap_of_a_member_split_along_its_transformed_axis(name):
     real = name in ("rfft", "ihfft", "rfftn")
     x = _data(rng, (8, 12), not real)
     xs = place(x, mesh, P("x", "y"))
-    ref = getattr(np.fft, name)(x.astype(np.float64 if real else np.complex128), axis=-1) \
-        if not name.endswith("n") else getattr(np.fft, name)(
-            x.astype(np.float64 if real else np.complex128), axes=(-1,))
+    ref = (
+        getattr(np.fft, name)(x.astype(np.float64 if real else np.complex128), axis=-1)
+        if not name.endswith("n")
+        else getattr(np.fft, name)(x.astype(np.float64 if real else np.complex128), axes=(-1,))
+    )
     with jax.set_mesh(mesh):
         for wrap in (jax.vmap, lambda f: jax.jit(jax.vmap(f))):
             y = wrap(getattr(distla.fft, name))(xs)
@@ -421,8 +423,9 @@ def test_under_jit_on_auto_no_gather(shape, axes):
         pytest.param((6, 10, 9), P("x", None, None), (12, 3), (-1, 0), True, id="rfft-halved-3"),
         pytest.param((16, 24), P("x", "y"), (5, 7), (1, 0), True, id="rfft2-reversed"),
         # an axis cropped to length 1 is not the one that takes the mesh axes
-        pytest.param((4, 8, 6, 8), P(None, None, "x", "y"), (9, 1, 11), (2, 0, 1), False,
-                     id="length-1-axis"),
+        pytest.param(
+            (4, 8, 6, 8), P(None, None, "x", "y"), (9, 1, 11), (2, 0, 1), False, id="length-1-axis"
+        ),
     ],
 )
 @pytest.mark.parametrize("kind", ["auto", "explicit"])
@@ -444,8 +447,9 @@ def test_s_around_the_swaps(shape, spec, s, axes, real, kind):
         # inverse does not bring it back): the result is returned in the input's layout
         pytest.param((4, 2), (4, 8, 6, 8), P("x", "y"), (0, 2, 3), False, id="4x2-rank4"),
         pytest.param((2, 4), (3, 8, 5, 4), P(None, "x", None, "y"), (1, 3), False, id="2x4-13"),
-        pytest.param((2, 4), (4, 8, 6, 8), P("y", None, None, "x"), (0, 1, 2, 3), False,
-                     id="2x4-rank4-all"),
+        pytest.param(
+            (2, 4), (4, 8, 6, 8), P("y", None, None, "x"), (0, 1, 2, 3), False, id="2x4-rank4-all"
+        ),
         pytest.param((2, 2), (12, 10), P(("x", "y")), (1, 0), False, id="2x2-rows-reversed"),
         pytest.param((8,), (8, 16, 8), P("x"), (2, 0, 1), True, id="8-rfft"),
         pytest.param((8,), (4, 8, 6, 8), P(None, "x"), (1, 2, 3), False, id="8-batch-sharded"),
@@ -460,8 +464,9 @@ def test_round_trip_on_every_mesh(mesh_shape, shape, spec, axes, real):
     x = _data(np.random.default_rng(12), shape, not real)
     xs = place(x, mesh, spec)
     if real:
-        z = distla.fft.irfftn(distla.fft.rfftn(xs, axes=axes), s=[shape[a] for a in axes],
-                              axes=axes)
+        z = distla.fft.irfftn(
+            distla.fft.rfftn(xs, axes=axes), s=[shape[a] for a in axes], axes=axes
+        )
     else:
         z = distla.fft.ifftn(distla.fft.fftn(xs, axes=axes), axes=axes)
     assert z.sharding.spec == xs.sharding.spec, (z.sharding.spec, xs.sharding.spec)

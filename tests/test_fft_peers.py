@@ -324,10 +324,15 @@ def test_jaxdecomp_keyword_names():
             np.testing.assert_allclose(np.asarray(o), np.asarray(t), rtol=1e-6)
 
 
-@pytest.mark.parametrize("name, mine, theirs", [
-    ("pfft3d", "x", "a"), ("pifft3d", "y", "a"), ("fftfreq3d", "k", "array"),
-    ("rfftfreq3d", "k", "array"),
-])
+@pytest.mark.parametrize(
+    "name, mine, theirs",
+    [
+        ("pfft3d", "x", "a"),
+        ("pifft3d", "y", "a"),
+        ("fftfreq3d", "k", "array"),
+        ("rfftfreq3d", "k", "array"),
+    ],
+)
 def test_operand_given_once(name, mine, theirs):
     """The operand twice, or not at all, is a TypeError naming both spellings."""
     fn = getattr(F, name)

@@ -58,8 +58,7 @@ def check(a, b, w, x, kind=1, *, dtype, cond, k=None):
         r, scale = a64 @ (b64 @ x64) - x64 * w64, np.linalg.norm(b64, 1)
     else:
         r, scale = b64 @ (a64 @ x64) - x64 * w64, np.linalg.norm(b64, 1)
-    res = np.linalg.norm(r, 1) / (np.linalg.norm(a64, 1) * scale * np.linalg.norm(x64, 1)
-                                   * n * eps)
+    res = np.linalg.norm(r, 1) / (np.linalg.norm(a64, 1) * scale * np.linalg.norm(x64, 1) * n * eps)
     m = b64 if kind in (1, 2) else np.linalg.inv(b64)
     orth = np.linalg.norm(x64.conj().T @ m @ x64 - np.eye(k), 1) / (n * eps)
     slack = max(1.0, np.sqrt(cond))
@@ -111,8 +110,13 @@ def test_subsets_and_values_only(f64):
         check(a, b, w, x, dtype=np.float64, cond=1e6, k=11)
         w = L.eigh(da, db, eigvals_only=True, plan="distributed")
         check_values(w, ref, a, b, np.float64)
-        w = L.eigh(da, db, eigvals_only=True, subset_by_value=(ref[-1] + 1, ref[-1] + 2),
-                   plan="distributed")
+        w = L.eigh(
+            da,
+            db,
+            eigvals_only=True,
+            subset_by_value=(ref[-1] + 1, ref[-1] + 2),
+            plan="distributed",
+        )
         assert w.shape == (0,)
 
 
@@ -148,8 +152,9 @@ def test_float32_and_one_device_plan():
             assert w4.shape == (0,) and x4.shape == (37, 0)
     # scipy's turbo (ignored) and eigvals (subset_by_index's older name)
     w5 = L.eigh(a, turbo=False, eigvals=(1, 3), eigvals_only=True)
-    np.testing.assert_allclose(np.asarray(w5), scipy.linalg.eigh(a, subset_by_index=(1, 3),
-                                                                  eigvals_only=True), rtol=1e-4)
+    np.testing.assert_allclose(
+        np.asarray(w5), scipy.linalg.eigh(a, subset_by_index=(1, 3), eigvals_only=True), rtol=1e-4
+    )
 
 
 @pytest.mark.parametrize("kind", [1, 3])
@@ -184,7 +189,7 @@ def test_pruned_recursion(monkeypatch):
             steps[sel] = dict(_polar.STEPS)
             lo, hi = sel
             check(a, eye, w, x, dtype=np.float64, cond=1.0, k=hi - lo + 1)
-            check_values(w, ref[lo:hi + 1], a, eye, np.float64)
+            check_values(w, ref[lo : hi + 1], a, eye, np.float64)
         _polar.STEPS.clear()
         vl, vu = (ref[30] + ref[31]) / 2, (ref[33] + ref[34]) / 2
         w = L.eigh(da, subset_by_value=(vl, vu), eigvals_only=True, plan="distributed")
@@ -220,8 +225,9 @@ def test_derivatives_against_scipy_pencil():
             return np.sum(w * np.arange(1.0, 4.0)) + np.sum(np.abs(x[:, 0]) ** 2)
 
         h = 1e-6
-        fd = (f_ref(a + h * da_dir, b + h * db_dir)
-              - f_ref(a - h * da_dir, b - h * db_dir)) / (2 * h)
+        fd = (f_ref(a + h * da_dir, b + h * db_dir) - f_ref(a - h * da_dir, b - h * db_dir)) / (
+            2 * h
+        )
         with jax.set_mesh(mesh):
             ga, gb = jax.grad(f, argnums=(0, 1))(A, B)
         rev = np.sum(np.asarray(ga) * da_dir) + np.sum(np.asarray(gb) * db_dir)
@@ -273,15 +279,18 @@ def test_one_device_operands_and_promotion():
     assert w.shape == (0,) and x.shape == (0, 0)
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    (dict(b=np.eye(4)), r"b must have a's shape \(3, 3\); got b of shape \(4, 4\)"),
-    (dict(type=4), "type must be 1"),
-    (dict(subset_by_index=(2, 3)), r"not within \[0, 2\]"),
-    (dict(subset_by_index=(1, 0)), r"0 <= lo <= hi <= 2"),
-    (dict(subset_by_value=(1.0, 0.0)), "needs vl < vu"),
-    (dict(subset_by_index=(0, 1), subset_by_value=(0, 1)), "either subset_by_index or"),
-    (dict(UPLO="X"), "UPLO must be one of"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(b=np.eye(4)), r"b must have a's shape \(3, 3\); got b of shape \(4, 4\)"),
+        (dict(type=4), "type must be 1"),
+        (dict(subset_by_index=(2, 3)), r"not within \[0, 2\]"),
+        (dict(subset_by_index=(1, 0)), r"0 <= lo <= hi <= 2"),
+        (dict(subset_by_value=(1.0, 0.0)), "needs vl < vu"),
+        (dict(subset_by_index=(0, 1), subset_by_value=(0, 1)), "either subset_by_index or"),
+        (dict(UPLO="X"), "UPLO must be one of"),
+    ],
+)
 def test_bad_input(kwargs, match):
     with pytest.raises(ValueError, match=match):
         L.eigh(np.eye(3), **kwargs)

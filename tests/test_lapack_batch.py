@@ -75,7 +75,10 @@ def test_the_bound_stays_under_jaxlibs_split_threshold():
     [
         ("solve", lambda a, b: distla.linalg.solve(a, b)),
         ("inv", lambda a, b: distla.linalg.inv(a)),
-        ("cholesky", lambda a, b: distla.linalg.cholesky(a @ a.mT + 32 * np.eye(32, dtype=a.dtype)[None])),
+        (
+            "cholesky",
+            lambda a, b: distla.linalg.cholesky(a @ a.mT + 32 * np.eye(32, dtype=a.dtype)[None]),
+        ),
         ("eigh", lambda a, b: distla.linalg.eigh(a + a.mT)),
         ("svd", lambda a, b: distla.linalg.svd(a)),
     ],

@@ -130,7 +130,9 @@ def test_lu_factor_every_mesh(mesh, n):
         assert lu.dtype == np.float32 and piv.dtype == np.int32
         check_lu(a, lu, piv, matrix)
         assert_lapack_pivots(a, piv, err_msg=matrix.__name__)
-    assert has_layout(lu, mesh, distla._core.mesh.fitting_spec((n, n), mesh.abstract_mesh, P("x", "y")))
+    assert has_layout(
+        lu, mesh, distla._core.mesh.fitting_spec((n, n), mesh.abstract_mesh, P("x", "y"))
+    )
 
 
 @pytest.mark.parametrize(
@@ -334,7 +336,9 @@ def test_solves_against_the_reference(name, dtype, k, kind, matrices):
         check_op(name, a, b, x)
     if name == "solve":
         spec = P(("x", "y")) if k is None else P("x", "y")
-        assert has_layout(x, mesh, distla._core.mesh.fitting_spec(b.shape, mesh.abstract_mesh, spec))
+        assert has_layout(
+            x, mesh, distla._core.mesh.fitting_spec(b.shape, mesh.abstract_mesh, spec)
+        )
 
 
 @pytest.mark.parametrize("name", ["lu", "det", "slogdet"])
@@ -506,6 +510,7 @@ def test_second_eager_call_traces_no_custom_rule(monkeypatch):
         first = call()  # compiles
         reached = []
         for rule in rules:
+
             def counted(self, *args, _call=rule.__call__, **kwargs):
                 reached.append(type(self).__name__)
                 return _call(self, *args, **kwargs)
@@ -585,7 +590,9 @@ class TestCost:
         whole = n * n * 4
         assert cost.largest("all-gather") < whole / 2
         assert cost.largest() < whole / 2
-        nb, _ = distla.linalg._lu.blocking(distla._core.mesh.grid_of(mesh.abstract_mesh, what="test"), n)
+        nb, _ = distla.linalg._lu.blocking(
+            distla._core.mesh.grid_of(mesh.abstract_mesh, what="test"), n
+        )
         assert cost.peak_memory_bytes <= 4 * (whole / 8 + n * nb * 4)
 
     @pytest.mark.parametrize("rhs", [None, 0, 9])
@@ -610,7 +617,9 @@ class TestCost:
         n = 512
         a = _abstract(mesh, (n, n), P("x", "y"))
         cost = distla.cost(linalg.lu_factor, a)
-        nb, _ = distla.linalg._lu.blocking(distla._core.mesh.grid_of(mesh.abstract_mesh, what="test"), n)
+        nb, _ = distla.linalg._lu.blocking(
+            distla._core.mesh.grid_of(mesh.abstract_mesh, what="test"), n
+        )
         # the panels' getrf: sum over panels of m·nb² - nb³/3 (m rows below the panel top)
         getrf = sum((n - k) * nb * nb - nb**3 / 3 for k in range(0, n, nb))
         assert 0.9 * getrf <= cost.conditional_flops <= 1.1 * getrf

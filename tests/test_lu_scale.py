@@ -19,14 +19,14 @@ import numpy as np
 import pytest
 import scipy.linalg
 from conftest import build_mesh
+from distla.kernels import lu as lu_kernel
+from distla.kernels import trsm as trsm_kernel
+from distla.kernels.cyclic import from_block_cyclic, global_blocks, to_block_cyclic
 from helpers import THRESHOLD, assert_lapack_pivots, lu_factor_ratio, place, solve_ratio
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 import distla
-from distla.kernels import lu as lu_kernel
-from distla.kernels import trsm as trsm_kernel
-from distla.kernels.cyclic import from_block_cyclic, global_blocks, to_block_cyclic
 
 
 def _abstract(mesh, shape, spec, dtype=jnp.float32):
@@ -94,7 +94,11 @@ def _lu_in_phases(a, *, mesh, nb, max_phases):
         x = to_block_cyclic(a_blk, axis=0, axis_name=row, nb=nb)
         x = to_block_cyclic(x, axis=1, axis_name=col, nb=nb)
         lu, piv = lu_kernel.lu_block_cyclic(
-            x, row_axis=row, col_axis=col, nb=nb, precision=jax.lax.Precision.HIGHEST,
+            x,
+            row_axis=row,
+            col_axis=col,
+            nb=nb,
+            precision=jax.lax.Precision.HIGHEST,
             max_phases=max_phases,
         )
         lu = from_block_cyclic(lu, axis=1, axis_name=col, nb=nb)
@@ -165,7 +169,14 @@ def _solves_in_phases(a, b, *, mesh, nb, max_phases, cases):
                     rhs, jax.lax.axis_index(other) * (k // q), k // q, axis=1
                 )
             y = trsm_kernel.lu_solve_block_cyclic(
-                lu, piv, rhs, trans=trans, few=few, row_axis=row, col_axis=col, nb=nb,
+                lu,
+                piv,
+                rhs,
+                trans=trans,
+                few=few,
+                row_axis=row,
+                col_axis=col,
+                nb=nb,
                 precision=prec,
             )
             if not few:
@@ -176,8 +187,9 @@ def _solves_in_phases(a, b, *, mesh, nb, max_phases, cases):
         return tuple(out)
 
     outs = (P(),) * len(cases)
-    fn = jax.shard_map(kernel, mesh=mesh, in_specs=(P(row, col), P()), out_specs=outs,
-                       check_vma=False)
+    fn = jax.shard_map(
+        kernel, mesh=mesh, in_specs=(P(row, col), P()), out_specs=outs, check_vma=False
+    )
     return jax.jit(fn)(a, b)
 
 
@@ -193,9 +205,7 @@ def test_trsm_loops_of_several_steps_solve(monkeypatch):
     rng = np.random.default_rng(12)
     a_np = (rng.standard_normal((n, n)) + 1j * rng.standard_normal((n, n))).astype(np.complex64)
     b_np = (rng.standard_normal((n, k)) + 1j * rng.standard_normal((n, k))).astype(np.complex64)
-    xs = _solves_in_phases(
-        place(a_np, mesh), b_np, mesh=mesh, nb=nb, max_phases=3, cases=cases
-    )
+    xs = _solves_in_phases(place(a_np, mesh), b_np, mesh=mesh, nb=nb, max_phases=3, cases=cases)
     lu_ref = scipy.linalg.lu_factor(a_np)
     ops = [a_np, a_np.T, a_np.conj().T]
     for (trans, few), x in zip(cases, xs, strict=True):

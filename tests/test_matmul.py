@@ -116,10 +116,15 @@ def test_preferred_element_type_and_out_sharding_as_jnp(mesh24):
     # mixed operands that both widen to it: jnp takes them even under strict promotion
     k = rng.integers(-5, 5, (16, 16)).astype(np.int32)
     with jax.numpy_dtype_promotion("strict"):
-        mixed = distla.matmul(place(f, mesh24), place(k, mesh24),
-                              preferred_element_type=jnp.float32)
-        np.testing.assert_allclose(np.asarray(mixed), np.asarray(
-            jnp.matmul(f, k, preferred_element_type=jnp.float32)), rtol=1e-5, atol=1e-5)
+        mixed = distla.matmul(
+            place(f, mesh24), place(k, mesh24), preferred_element_type=jnp.float32
+        )
+        np.testing.assert_allclose(
+            np.asarray(mixed),
+            np.asarray(jnp.matmul(f, k, preferred_element_type=jnp.float32)),
+            rtol=1e-5,
+            atol=1e-5,
+        )
     # jnp's algorithm presets, as objects and by name
     for preset in (jax.lax.DotAlgorithmPreset.F32_F32_F32, "F32_F32_F32"):
         g = distla.matmul(place(f, mesh24), place(f, mesh24), precision=preset)

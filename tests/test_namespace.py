@@ -12,21 +12,22 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from conftest import build_mesh
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 import distla
 import distla.fft
 import distla.linalg
-from conftest import build_mesh
 
 
 def _public(module):
     return {n for n in dir(module) if not n.startswith("_")}
 
 
-@pytest.mark.parametrize("ours, theirs", [(distla.linalg, jnp.linalg), (distla.fft, jnp.fft)],
-                         ids=["linalg", "fft"])
+@pytest.mark.parametrize(
+    "ours, theirs", [(distla.linalg, jnp.linalg), (distla.fft, jnp.fft)], ids=["linalg", "fft"]
+)
 def test_every_jnp_name_is_there(ours, theirs):
     missing = _public(theirs) - _public(ours)
     assert not missing, f"{ours.__name__} lacks {sorted(missing)}"
@@ -34,8 +35,9 @@ def test_every_jnp_name_is_there(ours, theirs):
         assert callable(getattr(ours, name)) == callable(getattr(theirs, name)), name
 
 
-@pytest.mark.parametrize("ours, theirs", [(distla.linalg, jnp.linalg), (distla.fft, jnp.fft)],
-                         ids=["linalg", "fft"])
+@pytest.mark.parametrize(
+    "ours, theirs", [(distla.linalg, jnp.linalg), (distla.fft, jnp.fft)], ids=["linalg", "fft"]
+)
 def test_signatures_include_jnps(ours, theirs):
     for name in sorted(_public(theirs)):
         try:
@@ -49,10 +51,17 @@ def test_signatures_include_jnps(ours, theirs):
             pd = sig_d.parameters[pname]
             assert pd.kind == pj.kind, (name, pname, pd.kind, pj.kind)
             assert pd.default == pj.default or (pd.default is None and pj.default is None), (
-                name, pname, pd.default, pj.default)
+                name,
+                pname,
+                pd.default,
+                pj.default,
+            )
         extra = [p for p in params if p.name not in sig_j.parameters]
-        assert all(p.default is not inspect.Parameter.empty or p.kind in (
-            inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD) for p in extra), name
+        assert all(
+            p.default is not inspect.Parameter.empty
+            or p.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+            for p in extra
+        ), name
 
 
 def _put(x, mesh, spec):
@@ -76,24 +85,25 @@ def test_products_match_numpy(kind, n):
     tol = dict(rtol=2e-4, atol=2e-4)
     np.testing.assert_allclose(distla.linalg.matmul(a, b), a_np @ b_np, **tol)
     np.testing.assert_allclose(distla.linalg.multi_dot([a, b, c]), a_np @ b_np @ c_np, **tol)
-    np.testing.assert_allclose(distla.linalg.multi_dot([a_np[0], b, c]), a_np[0] @ b_np @ c_np,
-                               **tol)
+    np.testing.assert_allclose(
+        distla.linalg.multi_dot([a_np[0], b, c]), a_np[0] @ b_np @ c_np, **tol
+    )
     for k in (0, 3) + ((-1,) if kind == "explicit" else ()):  # inv's program compiled once
         want = np.linalg.matrix_power(a_np.astype(np.float64), k)
-        np.testing.assert_allclose(distla.linalg.matrix_power(a, k), want, rtol=1e-3,
-                                   atol=1e-3 * np.abs(want).max())
+        np.testing.assert_allclose(
+            distla.linalg.matrix_power(a, k), want, rtol=1e-3, atol=1e-3 * np.abs(want).max()
+        )
     np.testing.assert_allclose(distla.linalg.tensordot(a, b, axes=1), a_np @ b_np, **tol)
-    np.testing.assert_allclose(distla.linalg.tensordot(a, a, axes=([0], [0])), a_np.T @ a_np,
-                               **tol)
+    np.testing.assert_allclose(distla.linalg.tensordot(a, a, axes=([0], [0])), a_np.T @ a_np, **tol)
     if kind == "explicit":  # the distributed LU's programs: one compile each
         x = distla.linalg.tensorsolve(a, jnp.asarray(a_np[:, 0]))
         np.testing.assert_allclose(a_np @ np.asarray(x), a_np[:, 0], rtol=1e-4, atol=1e-4)
-        np.testing.assert_allclose(distla.linalg.tensorinv(a, ind=1) @ a_np, np.eye(n),
-                                   atol=1e-4)
+        np.testing.assert_allclose(distla.linalg.tensorinv(a, ind=1) @ a_np, np.eye(n), atol=1e-4)
     # ord 2 and "nuc" are distla.linalg.norm's svdvals, tested with norm itself
     for ord in ("fro", 1, -np.inf):
-        np.testing.assert_allclose(distla.linalg.matrix_norm(a, ord=ord),
-                                   np.linalg.norm(a_np, ord=ord), rtol=1e-4)
+        np.testing.assert_allclose(
+            distla.linalg.matrix_norm(a, ord=ord), np.linalg.norm(a_np, ord=ord), rtol=1e-4
+        )
 
 
 def test_products_promote_and_broadcast_as_jnp():
@@ -101,23 +111,37 @@ def test_products_promote_and_broadcast_as_jnp():
     ib = jnp.arange(8, dtype=jnp.int32).reshape(4, 2)
     for got, want in [
         (distla.linalg.matmul(ia, ib), jnp.linalg.matmul(ia, ib)),
-        (distla.linalg.matmul(ia, ib, preferred_element_type=jnp.float32),
-         jnp.linalg.matmul(ia, ib, preferred_element_type=jnp.float32)),
+        (
+            distla.linalg.matmul(ia, ib, preferred_element_type=jnp.float32),
+            jnp.linalg.matmul(ia, ib, preferred_element_type=jnp.float32),
+        ),
         (distla.linalg.matrix_power(ia[:, :3], 3), jnp.linalg.matrix_power(ia[:, :3], 3)),
         (distla.linalg.matrix_power(ia[:, :3] > 4, 2), jnp.linalg.matrix_power(ia[:, :3] > 4, 2)),
         (distla.linalg.multi_dot([ia, ib, ib.T]), jnp.linalg.multi_dot([ia, ib, ib.T])),
-        (distla.linalg.matmul(jnp.ones((2, 1, 3, 4)), jnp.ones((5, 4, 2))),
-         jnp.linalg.matmul(jnp.ones((2, 1, 3, 4)), jnp.ones((5, 4, 2)))),
-        (distla.linalg.matmul(jnp.ones((0, 4)), jnp.ones((4, 2))),
-         jnp.linalg.matmul(jnp.ones((0, 4)), jnp.ones((4, 2)))),
-        (distla.linalg.matrix_power(jnp.ones((0, 0)), -2),
-         jnp.linalg.matrix_power(jnp.ones((0, 0)), -2)),
-        (distla.linalg.matrix_norm(jnp.ones((2, 3, 4)), ord=2, keepdims=True),
-         jnp.linalg.matrix_norm(jnp.ones((2, 3, 4)), ord=2, keepdims=True)),
-        (distla.linalg.tensorsolve(jnp.eye(6).reshape(2, 3, 6), jnp.ones((2, 3))),
-         jnp.linalg.tensorsolve(jnp.eye(6).reshape(2, 3, 6), jnp.ones((2, 3)))),
-        (distla.linalg.tensorinv(jnp.eye(6).reshape(2, 3, 6), ind=2),
-         jnp.linalg.tensorinv(jnp.eye(6).reshape(2, 3, 6), ind=2)),
+        (
+            distla.linalg.matmul(jnp.ones((2, 1, 3, 4)), jnp.ones((5, 4, 2))),
+            jnp.linalg.matmul(jnp.ones((2, 1, 3, 4)), jnp.ones((5, 4, 2))),
+        ),
+        (
+            distla.linalg.matmul(jnp.ones((0, 4)), jnp.ones((4, 2))),
+            jnp.linalg.matmul(jnp.ones((0, 4)), jnp.ones((4, 2))),
+        ),
+        (
+            distla.linalg.matrix_power(jnp.ones((0, 0)), -2),
+            jnp.linalg.matrix_power(jnp.ones((0, 0)), -2),
+        ),
+        (
+            distla.linalg.matrix_norm(jnp.ones((2, 3, 4)), ord=2, keepdims=True),
+            jnp.linalg.matrix_norm(jnp.ones((2, 3, 4)), ord=2, keepdims=True),
+        ),
+        (
+            distla.linalg.tensorsolve(jnp.eye(6).reshape(2, 3, 6), jnp.ones((2, 3))),
+            jnp.linalg.tensorsolve(jnp.eye(6).reshape(2, 3, 6), jnp.ones((2, 3))),
+        ),
+        (
+            distla.linalg.tensorinv(jnp.eye(6).reshape(2, 3, 6), ind=2),
+            jnp.linalg.tensorinv(jnp.eye(6).reshape(2, 3, 6), ind=2),
+        ),
     ]:
         assert got.dtype == want.dtype and got.shape == want.shape
         np.testing.assert_allclose(got, want, rtol=1e-5)
@@ -146,10 +170,12 @@ def test_matmul_of_a_stack_and_a_sharded_matrix(kind):
     # (the broadcast matrix and the stack reached jax.vmap with different batch layouts)
     mesh = build_mesh((2, 4), kind)
     rng = np.random.default_rng(11)
-    cases = [(((2, 6, 6), P("x")), ((6, 6), P("x", None))),
-             (((4, 8, 8), P("x")), ((8, 8), P("x", "y"))),
-             (((8, 8), P("x", "y")), ((4, 8, 8), P("x"))),
-             (((8, 8), P("y", None)), ((3, 8, 4), P(None, None, "y")))]
+    cases = [
+        (((2, 6, 6), P("x")), ((6, 6), P("x", None))),
+        (((4, 8, 8), P("x")), ((8, 8), P("x", "y"))),
+        (((8, 8), P("x", "y")), ((4, 8, 8), P("x"))),
+        (((8, 8), P("y", None)), ((3, 8, 4), P(None, None, "y"))),
+    ]
     for (sa, pa), (sb, pb) in cases:
         a_np, b_np = (rng.standard_normal(s).astype(np.float32) for s in (sa, sb))
         a, b = _put(jnp.asarray(a_np), mesh, pa), _put(jnp.asarray(b_np), mesh, pb)
@@ -165,9 +191,13 @@ def test_strict_promotion_and_x64_as_jnp():
     with jax.enable_x64(True):
         i64 = jnp.arange(6, dtype=jnp.int64).reshape(2, 3)
         f32 = jnp.ones((3, 2), jnp.float32)
-        for ours, theirs in [(distla.linalg.matmul, jnp.linalg.matmul),
-                             (lambda a, b: distla.linalg.multi_dot([a, b]),
-                              lambda a, b: jnp.linalg.multi_dot([a, b]))]:
+        for ours, theirs in [
+            (distla.linalg.matmul, jnp.linalg.matmul),
+            (
+                lambda a, b: distla.linalg.multi_dot([a, b]),
+                lambda a, b: jnp.linalg.multi_dot([a, b]),
+            ),
+        ]:
             assert ours(i64, f32).dtype == theirs(i64, f32).dtype
             with jax.numpy_dtype_promotion("strict"):
                 with pytest.raises(jax.dtypes.TypePromotionError):
@@ -180,10 +210,16 @@ def test_strict_promotion_and_x64_as_jnp():
 
 def test_matrix_power_and_matmul_derivatives():
     a = jnp.asarray(_rand((6, 6), 4)) / 4 + jnp.eye(6)
-    for f, g in [(lambda a: distla.linalg.matrix_power(a, 3).sum(),
-                  lambda a: jnp.linalg.matrix_power(a, 3).sum()),
-                 (lambda a: distla.linalg.multi_dot([a, a.T, a]).sum(),
-                  lambda a: jnp.linalg.multi_dot([a, a.T, a]).sum())]:
+    for f, g in [
+        (
+            lambda a: distla.linalg.matrix_power(a, 3).sum(),
+            lambda a: jnp.linalg.matrix_power(a, 3).sum(),
+        ),
+        (
+            lambda a: distla.linalg.multi_dot([a, a.T, a]).sum(),
+            lambda a: jnp.linalg.multi_dot([a, a.T, a]).sum(),
+        ),
+    ]:
         np.testing.assert_allclose(jax.grad(f)(a), jax.grad(g)(a), rtol=1e-4)
 
 
@@ -196,17 +232,21 @@ def test_eager_products_on_a_mesh_are_one_program(kind):
     mesh = build_mesh((2, 4), kind)
     a_np = _rand((24, 24), 7) / 5
     a = _put(jnp.asarray(a_np, jnp.float32), mesh, P("x", "y"))
-    calls = [(distla.linalg.matrix_power, (a, 3), _compiled_power,
-              np.linalg.matrix_power(a_np, 3)),
-             (distla.linalg.multi_dot, ([a, a.T, a],), _compiled_chain,
-              np.linalg.multi_dot([a_np, a_np.T, a_np]))]
+    calls = [
+        (distla.linalg.matrix_power, (a, 3), _compiled_power, np.linalg.matrix_power(a_np, 3)),
+        (
+            distla.linalg.multi_dot,
+            ([a, a.T, a],),
+            _compiled_chain,
+            np.linalg.multi_dot([a_np, a_np.T, a_np]),
+        ),
+    ]
     for fn, args, program, want in calls:
         first = fn(*args)
         traced = program._cache_size()
         again = fn(*args)
         assert program._cache_size() == traced > 0
-        jitted = jax.jit(fn, static_argnums=(1,) if fn is distla.linalg.matrix_power
-                         else ())(*args)
+        jitted = jax.jit(fn, static_argnums=(1,) if fn is distla.linalg.matrix_power else ())(*args)
         assert again.sharding == jitted.sharding == first.sharding
         np.testing.assert_allclose(np.asarray(again), want, rtol=1e-4, atol=1e-4)
         np.testing.assert_array_equal(np.asarray(again), np.asarray(jitted))
@@ -221,11 +261,15 @@ def test_hermitian_ffts_match_numpy(mesh24):
     x_np = _rand((8, 12), 5) + 1j * _rand((8, 12), 6)
     x = _put(jnp.asarray(x_np, jnp.complex64), mesh24, P("x", "y"))
     for norm in (None, "ortho", "forward"):
-        np.testing.assert_allclose(distla.fft.hfft(x, norm=norm), np.fft.hfft(x_np, norm=norm),
-                                   rtol=1e-4, atol=1e-4)
-        np.testing.assert_allclose(distla.fft.ihfft(x.real, n=7, axis=0, norm=norm),
-                                   np.fft.ihfft(x_np.real, n=7, axis=0, norm=norm),
-                                   rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(
+            distla.fft.hfft(x, norm=norm), np.fft.hfft(x_np, norm=norm), rtol=1e-4, atol=1e-4
+        )
+        np.testing.assert_allclose(
+            distla.fft.ihfft(x.real, n=7, axis=0, norm=norm),
+            np.fft.ihfft(x_np.real, n=7, axis=0, norm=norm),
+            rtol=1e-4,
+            atol=1e-5,
+        )
 
 
 def _gathered_bytes(fn, *args):
@@ -255,15 +299,21 @@ def test_jnps_own_names_gather_no_operand(name):
     block halves to the device that owns their destination (collective
     permutes), at most one block per sharded axis.
     """
-    assert getattr(distla.linalg if name not in ("fftshift", "ifftshift") else distla.fft,
-                   name) is _JNP_OWN[name][0]
+    assert (
+        getattr(distla.linalg if name not in ("fftshift", "ifftshift") else distla.fft, name)
+        is _JNP_OWN[name][0]
+    )
     mesh = distla.make_mesh((2, 4), axis_types=jax.sharding.AxisType.Auto)
     n = 64
-    shapes = {"m": [((n, n), P("rows", "cols"))] , "mm": [((n, n), P("rows", "cols"))] * 2,
-              "vv": [((n,), P("cols")), ((n,), P("rows"))],
-              "33": [((n, 3), P("rows")), ((n, 3), P("rows"))]}[_JNP_OWN[name][1]]
-    args = [jax.device_put(jnp.ones(s, jnp.float32), NamedSharding(mesh, spec))
-            for s, spec in shapes]
+    shapes = {
+        "m": [((n, n), P("rows", "cols"))],
+        "mm": [((n, n), P("rows", "cols"))] * 2,
+        "vv": [((n,), P("cols")), ((n,), P("rows"))],
+        "33": [((n, 3), P("rows")), ((n, 3), P("rows"))],
+    }[_JNP_OWN[name][1]]
+    args = [
+        jax.device_put(jnp.ones(s, jnp.float32), NamedSharding(mesh, spec)) for s, spec in shapes
+    ]
     gathered, c = _gathered_bytes(_JNP_OWN[name][0], *args)
     block = n * n * 4 // 8
     assert gathered == 0, (name, c.collectives)
@@ -279,8 +329,11 @@ def test_tensordot_and_matmul_gather_no_operand():
     a = jax.device_put(jnp.ones((n, n), jnp.float32), NamedSharding(mesh, P("rows", "cols")))
     jnp_bytes = distla.cost(lambda x, y: jnp.linalg.tensordot(x, y, axes=1), a, a)
     ours = distla.cost(lambda x, y: distla.linalg.tensordot(x, y, axes=1), a, a)
-    model = distla.matmul.model_bytes(n, n, n, (2, 4), 4) if hasattr(
-        distla.matmul, "model_bytes") else None
+    model = (
+        distla.matmul.model_bytes(n, n, n, (2, 4), 4)
+        if hasattr(distla.matmul, "model_bytes")
+        else None
+    )
     assert ours.total_collective_bytes < jnp_bytes.total_collective_bytes
     if model is not None:
         assert ours.total_collective_bytes <= 1.2 * model

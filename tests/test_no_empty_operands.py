@@ -187,12 +187,15 @@ CASES = {
     "polar": (lambda x: L.polar(x["a"]), lambda a: L.polar(a)[0].sum()),
     "eigh": (lambda x: L.eigh(x["sym"]), lambda a: L.eigh(a)[0].sum()),
     "eigvalsh": (lambda x: L.eigvalsh(x["sym"]), None),
-    "eigh_pencil": (lambda x: L.eigh(x["sym"], x["spd"], type=1, plan="distributed"),
-                    lambda b: L.eigh(b, b, eigvals_only=True, plan="distributed").sum()),
-    "eigh_pencil_3": (lambda x: L.eigh(x["sym"], x["spd"], type=3, subset_by_index=(0, 2),
-                                       plan="distributed"), None),
-    "eigh_subset": (lambda x: L.eigh(x["sym"], subset_by_index=(1, 3), plan="distributed"),
-                    None),
+    "eigh_pencil": (
+        lambda x: L.eigh(x["sym"], x["spd"], type=1, plan="distributed"),
+        lambda b: L.eigh(b, b, eigvals_only=True, plan="distributed").sum(),
+    ),
+    "eigh_pencil_3": (
+        lambda x: L.eigh(x["sym"], x["spd"], type=3, subset_by_index=(0, 2), plan="distributed"),
+        None,
+    ),
+    "eigh_subset": (lambda x: L.eigh(x["sym"], subset_by_index=(1, 3), plan="distributed"), None),
     "svd": (lambda x: L.svd(x["a"]), lambda a: L.svd(a, full_matrices=False)[1].sum()),
     "svdvals": (lambda x: L.svdvals(x["a"]), None),
     "pinv": (lambda x: L.pinv(x["a"]), None),
@@ -228,22 +231,55 @@ FFT = {"hfft", "fftn", "ifftn", "rfftn", "irfftn", "fftn_axes", "fftn_slab_axes"
 # or a thin alias of a name in CASES (what they call is traced there).
 NO_SHARD_MAP = {
     "linalg": {
-        "EighResult", "SVDResult", "SlogdetResult", "LUResult", "QRResult",
-        "model_bytes", "cholesky_model_bytes", "lu_model_bytes", "qr_model_bytes",
-        "plan_budget", "set_plan_budget", "shape_buckets", "set_shape_buckets",  # settings
+        "EighResult",
+        "SVDResult",
+        "SlogdetResult",
+        "LUResult",
+        "QRResult",
+        "model_bytes",
+        "cholesky_model_bytes",
+        "lu_model_bytes",
+        "qr_model_bytes",
+        "plan_budget",
+        "set_plan_budget",
+        "shape_buckets",
+        "set_shape_buckets",  # settings
         # jnp's own (elementwise, batch-only or small reductions); eig/eigvals gather to jnp
-        "cross", "diagonal", "eig", "eigvals", "matrix_transpose", "outer", "tensordot",
-        "trace", "vecdot", "vector_norm",
+        "cross",
+        "diagonal",
+        "eig",
+        "eigvals",
+        "matrix_transpose",
+        "outer",
+        "tensordot",
+        "trace",
+        "vecdot",
+        "vector_norm",
     },
-    "fft": {"fftfreq3d", "rfftfreq3d", "model_bytes", "fftfreq", "rfftfreq", "fftshift",
-            "ifftshift"},
+    "fft": {
+        "fftfreq3d",
+        "rfftfreq3d",
+        "model_bytes",
+        "fftfreq",
+        "rfftfreq",
+        "fftshift",
+        "ifftshift",
+    },
 }
 # Public names covered by a row of CASES under another id.
 COVERED_BY = {
     "cho_factor": "cho_solve",
-    "fft": "fftn_axes", "ifft": "fftn_axes", "fft2": "fftn_axes", "ifft2": "fftn_axes",
-    "rfft": "rfftn", "irfft": "irfftn", "rfft2": "rfftn", "irfft2": "irfftn",
-    "pifft3d": "pfft3d", "norm": "norm2", "ihfft": "hfft",
+    "fft": "fftn_axes",
+    "ifft": "fftn_axes",
+    "fft2": "fftn_axes",
+    "ifft2": "fftn_axes",
+    "rfft": "rfftn",
+    "irfft": "irfftn",
+    "rfft2": "rfftn",
+    "irfft2": "irfftn",
+    "pifft3d": "pfft3d",
+    "norm": "norm2",
+    "ihfft": "hfft",
 }
 
 # (mesh, n): both sizes on the 2-axis meshes; on the 1-axis meshes one size each

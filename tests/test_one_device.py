@@ -155,6 +155,7 @@ class _Counts:
             def call(*operands):
                 self.programs += 1
                 return jitted(*operands)
+
             return call
 
         def counted_bind(prim, *args, **params):
@@ -244,8 +245,9 @@ def test_every_public_function_is_covered(one):
 
 
 @pytest.mark.parametrize(
-    "where", [None, ((1, 1), "explicit"), ((1,), "auto")], ids=["unsharded", "1x1-explicit",
-                                                               "1-auto"]
+    "where",
+    [None, ((1, 1), "explicit"), ((1,), "auto")],
+    ids=["unsharded", "1x1-explicit", "1-auto"],
 )
 def test_eager_results_equal_the_functions_as_written(where):
     """Value, dtype, weak type and sharding as the undecorated function returns them."""
@@ -256,8 +258,15 @@ def test_eager_results_equal_the_functions_as_written(where):
     put = jnp.asarray if mesh is None else (lambda v: distla.shard(v, mesh))
     spd = a @ a.T
     a, ints, spd, b = put(a), put(ints), put(spd), put(np.ones((6, 2), np.float32))
-    calls = [(L.solve, (ints, b)), (L.slogdet, (a,)), (L.inv, (ints,)), (distla.matmul, (ints, ints)),
-             (L.cho_factor, (spd,)), (F.rfftn, (a,)), (L.svd, (a,))]
+    calls = [
+        (L.solve, (ints, b)),
+        (L.slogdet, (a,)),
+        (L.inv, (ints,)),
+        (distla.matmul, (ints, ints)),
+        (L.cho_factor, (spd,)),
+        (F.rfftn, (a,)),
+        (L.svd, (a,)),
+    ]
     for fn, args in calls:
         ours, theirs = fn(*args), fn.__wrapped__(*args)
         assert jax.tree.structure(ours) == jax.tree.structure(theirs), fn.__name__
@@ -266,7 +275,10 @@ def test_eager_results_equal_the_functions_as_written(where):
                 assert u is v, fn.__name__
                 continue
             assert (u.dtype, u.weak_type, u.sharding) == (v.dtype, v.weak_type, v.sharding), (
-                fn.__name__, u.sharding, v.sharding)
+                fn.__name__,
+                u.sharding,
+                v.sharding,
+            )
             np.testing.assert_allclose(np.asarray(u), np.asarray(v), rtol=1e-6, atol=1e-6)
 
 
@@ -284,11 +296,11 @@ def test_traced_calls_keep_their_path():
     a = jnp.asarray(np.random.default_rng(2).standard_normal((5, 5)), jnp.float32) + 5 * jnp.eye(5)
     before = eager._TABLE.traces
     np.testing.assert_allclose(jax.jit(L.inv)(a), jnp.linalg.inv(a), rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(jax.grad(lambda m: L.det(m))(a), jax.grad(jnp.linalg.det)(a),
-                               rtol=1e-4)
+    np.testing.assert_allclose(
+        jax.grad(lambda m: L.det(m))(a), jax.grad(jnp.linalg.det)(a), rtol=1e-4
+    )
     stack = jnp.stack([a, a + 1])
-    np.testing.assert_allclose(jax.vmap(L.inv)(stack), jnp.linalg.inv(stack), rtol=1e-5,
-                               atol=1e-6)
+    np.testing.assert_allclose(jax.vmap(L.inv)(stack), jnp.linalg.inv(stack), rtol=1e-5, atol=1e-6)
     assert eager._TABLE.traces == before
     jaxpr = jax.make_jaxpr(L.inv)(a)
     assert "_traced" not in str(jaxpr)

@@ -69,8 +69,9 @@ def test_auto_keeps_large_problems_distributed():
     assert _plan.choose("qr", "auto", n=8, nbytes=1, what="t") == "distributed"  # no crossover
     for family, n in _plan.EAGER_CROSSOVER.items():  # eager calls only
         assert _plan.choose(family, "auto", n=n, nbytes=1, what="t", eager=True) == "one_device"
-        assert _plan.choose(family, "auto", n=n + 1, nbytes=1, what="t",
-                            eager=True) == "distributed"
+        assert (
+            _plan.choose(family, "auto", n=n + 1, nbytes=1, what="t", eager=True) == "distributed"
+        )
         traced = "one_device" if 8 <= _plan.CROSSOVER.get(family, 0) else "distributed"
         assert _plan.choose(family, "auto", n=8, nbytes=1, what="t") == traced
 
@@ -116,8 +117,10 @@ def test_the_lu_family_matches_the_distributed_plan_layouts_on_explicit_meshes(n
     x = distla.shard(_spd(n), mesh)
     for fn in (distla.linalg.lu_factor, distla.linalg.det, distla.linalg.slogdet):
         dist = jax.tree.leaves(fn(x, plan="distributed"))
-        for one in (fn(x, plan="one_device"),
-                    jax.jit(lambda v, fn=fn: fn(v, plan="one_device"))(x)):
+        for one in (
+            fn(x, plan="one_device"),
+            jax.jit(lambda v, fn=fn: fn(v, plan="one_device"))(x),
+        ):
             for o, d in zip(jax.tree.leaves(one), dist, strict=True):
                 _same(o, d, rtol=1e-3)
 
@@ -176,26 +179,33 @@ def test_cho_solve_takes_one_device_only_when_called_eagerly(kind, rhs):
         one = distla.linalg.cho_solve(c, b)
     assert [n.family for n in notes if n.plan == "one_device"] == ["cho_solve"]
     assert distla.cost(lambda c, b: distla.linalg.cho_solve((c, True), b), c[0], b).plans == (
-        _plan.Chosen("cho_solve", "distributed", 0),)
+        _plan.Chosen("cho_solve", "distributed", 0),
+    )
     _same(one, distla.linalg.cho_solve(c, b, plan="distributed"), rtol=1e-4)
     np.testing.assert_allclose(a @ np.asarray(one), np.asarray(b), rtol=1e-3, atol=1e-3)
 
 
-@pytest.mark.parametrize("b_spec,rhs", [(P("x"), (N,)), (P(), (N,)), (P("x", None), (N, 3)),
-                                       (P(None, "y"), (N, 8))],
-                         ids=["x", "replicated", "rows", "columns"])
+@pytest.mark.parametrize(
+    "b_spec,rhs",
+    [(P("x"), (N,)), (P(), (N,)), (P("x", None), (N, 3)), (P(None, "y"), (N, 8))],
+    ids=["x", "replicated", "rows", "columns"],
+)
 def test_factor_solves_keep_b_layout_on_both_plans(b_spec, rhs):
     """On an Explicit mesh the distributed solve_triangular and cho_solve return x in
     b's layout (lax.custom_linear_solve keeps b's type); the one-device plan, which an
     eager call takes, returns the same, so a call's layout does not depend on the plan."""
     mesh = build_mesh((2, 4), "explicit")
     a = _spd(N)
-    b = jax.device_put(np.random.default_rng(6).standard_normal(rhs).astype(np.float32),
-                       NamedSharding(mesh, b_spec))
+    b = jax.device_put(
+        np.random.default_rng(6).standard_normal(rhs).astype(np.float32),
+        NamedSharding(mesh, b_spec),
+    )
     c = distla.linalg.cho_factor(distla.shard(a, mesh), lower=True)
     low = distla.shard(np.tril(a), mesh)
-    for solve in (lambda plan: distla.linalg.cho_solve(c, b, plan=plan),
-                  lambda plan: distla.linalg.solve_triangular(low, b, lower=True, plan=plan)):
+    for solve in (
+        lambda plan: distla.linalg.cho_solve(c, b, plan=plan),
+        lambda plan: distla.linalg.solve_triangular(low, b, lower=True, plan=plan),
+    ):
         one, dist = solve("one_device"), solve("distributed")
         assert one.sharding == dist.sharding, (one.sharding, dist.sharding)
         assert one.sharding.is_equivalent_to(b.sharding, b.ndim), (one.sharding, b.sharding)
@@ -222,8 +232,9 @@ def test_spectral_one_device_in_the_distributed_layouts(mesh24, n):
     u, s, vh = distla.linalg.svd(x, full_matrices=False)
     assert u.sharding.spec == spec and vh.sharding.spec == spec
     np.testing.assert_allclose(np.asarray(u) * np.asarray(s) @ np.asarray(vh), a, atol=1e-4)
-    np.testing.assert_allclose(distla.linalg.svdvals(x), np.linalg.svd(a, compute_uv=False),
-                               atol=1e-4)
+    np.testing.assert_allclose(
+        distla.linalg.svdvals(x), np.linalg.svd(a, compute_uv=False), atol=1e-4
+    )
     up, hp = distla.linalg.polar(x)
     assert up.sharding.spec == spec
     np.testing.assert_allclose(np.asarray(up) @ np.asarray(hp), a, atol=1e-4)
@@ -257,9 +268,11 @@ def test_polar_one_device_differentiates_in_reverse(mesh24, shape, side):
     for plan in ("one_device", "distributed"):
         with jax.set_mesh(mesh24):
             g = jax.grad(loss(lambda v: distla.linalg.polar(v, side, plan=plan)))(
-                distla.shard(a, mesh24))
-        np.testing.assert_allclose(np.asarray(g), np.asarray(g_ref), rtol=1e-3, atol=1e-4,
-                                   err_msg=plan)
+                distla.shard(a, mesh24)
+            )
+        np.testing.assert_allclose(
+            np.asarray(g), np.asarray(g_ref), rtol=1e-3, atol=1e-4, err_msg=plan
+        )
 
 
 @pytest.mark.parametrize("shape,side", [((6, 9), "right"), ((9, 6), "left")])
@@ -270,11 +283,13 @@ def test_polar_one_device_keeps_jax_forward_mode_elsewhere(mesh24, shape, side):
     da = np.random.default_rng(5).standard_normal(shape).astype(np.float32)
     _, t_ref = jax.jvp(lambda v: jax.scipy.linalg.polar(v, side, method="svd"), (a,), (da,))
     with jax.set_mesh(mesh24):
-        _, t = jax.jvp(lambda v: distla.linalg.polar(v, side, plan="one_device"),
-                       (distla.shard(a, mesh24),), (distla.shard(da, mesh24),))
+        _, t = jax.jvp(
+            lambda v: distla.linalg.polar(v, side, plan="one_device"),
+            (distla.shard(a, mesh24),),
+            (distla.shard(da, mesh24),),
+        )
     for got, want in zip(t, t_ref):
         np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-3, atol=1e-4)
-
 
 
 def test_vmap_of_the_one_device_plan_keeps_each_member_where_it_is():
@@ -316,8 +331,9 @@ def test_bad_plan_and_budget_raise():
     distla.linalg.set_plan_budget(previous)
 
 
-@pytest.mark.parametrize("text,ok", [("0", True), ("1048576", True), ("abc", False),
-                                     ("512MiB", False), ("-5", False)])
+@pytest.mark.parametrize(
+    "text,ok", [("0", True), ("1048576", True), ("abc", False), ("512MiB", False), ("-5", False)]
+)
 def test_the_budget_environment_variable(monkeypatch, text, ok):
     monkeypatch.setenv("DISTLA_PLAN_BUDGET", text)
     if ok:
@@ -335,8 +351,9 @@ def test_matmul_xla_partitioning_moves_panels_not_operands(mesh24):
     assert _chosen(distla.matmul, small, small, algorithm="xla") == ["xla"]
     c = distla.cost(distla.matmul, small, small, algorithm="xla")
     assert c.plan == "xla" and c.largest() < small.nbytes  # panels, never a whole operand
-    np.testing.assert_allclose(distla.matmul(small, small, algorithm="xla"),
-                               np.full((64, 64), 64.0))
+    np.testing.assert_allclose(
+        distla.matmul(small, small, algorithm="xla"), np.full((64, 64), 64.0)
+    )
 
 
 def test_lu_family_one_device_matches_the_distributed_plan(mesh24):
@@ -383,8 +400,10 @@ def test_eig_takes_one_device_not_every_device(kind):
     assert c.plan == "one_device" and c.collective_counts.get("all-gather", 0) == 0
     # the operand's blocks to one device, the complex results to every other one
     results = (N + N * N) * np.dtype(np.complex64).itemsize
-    assert c.total_collective_bytes == a.nbytes * (P_DEVICES - 1) // P_DEVICES + (
-        P_DEVICES - 1) * results
+    assert (
+        c.total_collective_bytes
+        == a.nbytes * (P_DEVICES - 1) // P_DEVICES + (P_DEVICES - 1) * results
+    )
     with _plan.budget(0):
         gather = distla.cost(distla.linalg.eig, x)
     assert gather.plan == "distributed" and gather.collective_counts["all-gather"] > 0
@@ -397,8 +416,9 @@ def test_eig_takes_one_device_not_every_device(kind):
     w = distla.linalg.eigvals(x)
     assert w.sharding.is_fully_replicated
     np.testing.assert_array_equal(np.asarray(w), np.asarray(jnp.linalg.eigvals(one)))
-    np.testing.assert_array_equal(np.asarray(distla.linalg.eigvals(x, plan="distributed")),
-                                  np.asarray(w))
+    np.testing.assert_array_equal(
+        np.asarray(distla.linalg.eigvals(x, plan="distributed")), np.asarray(w)
+    )
     with pytest.raises(ValueError, match="plan must be one of"):
         distla.linalg.eigvals(x, plan="gather")
     # a stack sharded along its batch: each device its own members, as jnp's; no gather
@@ -406,8 +426,9 @@ def test_eig_takes_one_device_not_every_device(kind):
     ws, vs = distla.linalg.eig(stack)
     assert ws.sharding.spec[0] == "x" and vs.sharding.spec[0] == "x"
     assert distla.linalg.qr(stack, mode="raw")[0].sharding.spec[0] == "x"
-    np.testing.assert_allclose(np.asarray(distla.linalg.eigvals(stack))[2], np.asarray(w),
-                               rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(
+        np.asarray(distla.linalg.eigvals(stack))[2], np.asarray(w), rtol=1e-4, atol=1e-4
+    )
 
 
 @pytest.mark.parametrize("kind", ["auto", "explicit"])

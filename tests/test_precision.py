@@ -32,7 +32,11 @@ def operands():
     mesh = build_mesh((2, 4), "explicit")
     rng = np.random.default_rng(0)
     a = rng.standard_normal((16, 16)).astype(np.float32)
-    return distla.shard(a, mesh), jnp.asarray(a), distla.shard(a @ a.T + 16 * np.eye(16, dtype=np.float32), mesh)
+    return (
+        distla.shard(a, mesh),
+        jnp.asarray(a),
+        distla.shard(a @ a.T + 16 * np.eye(16, dtype=np.float32), mesh),
+    )
 
 
 @pytest.mark.parametrize("context", [None, "bfloat16", "float32", "tensorfloat32", "highest"])

@@ -10,9 +10,9 @@ from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 import distla
-from distla.linalg import _qr
 from distla import linalg
 from distla._core.mesh import fitting_spec
+from distla.linalg import _qr
 
 
 def _wide(x):
@@ -69,7 +69,9 @@ def test_every_mesh(mesh):
         assert has_layout(x, mesh, fitting_spec(x.shape, mesh.abstract_mesh, P("x", "y")))
 
 
-@pytest.mark.parametrize("devices,kind", [(8, "explicit"), (4, "auto")], ids=["8-explicit", "4-auto"])
+@pytest.mark.parametrize(
+    "devices,kind", [(8, "explicit"), (4, "auto")], ids=["8-explicit", "4-auto"]
+)
 def test_tsqr_on_one_axis_meshes(devices, kind):
     mesh = build_mesh((devices,), kind, names=("x",))
     rng = np.random.default_rng(1)
@@ -163,8 +165,9 @@ def test_promotion_empty_and_fallback():
     one = np.random.default_rng(6).standard_normal((9, 7)).astype(np.float32)
     check(one, *linalg.qr(one))  # unsharded: jnp itself
     raw = linalg.qr(place(one, mesh24), mode="raw")
-    np.testing.assert_allclose(np.asarray(raw[1]), np.asarray(jnp.linalg.qr(one, "raw")[1]),
-                               rtol=1e-5)
+    np.testing.assert_allclose(
+        np.asarray(raw[1]), np.asarray(jnp.linalg.qr(one, "raw")[1]), rtol=1e-5
+    )
 
 
 def test_errors():
@@ -191,8 +194,9 @@ def test_stacks_are_local_and_vmap_batches():
     # 12 members do not split 8 ways: x arrived replicated, and comes back so, as jnp's
     assert q_sharding.spec == P(None, None, None)
     batch = NamedSharding(mesh24, P(("x", "y"), None, None))  # 16 members split 8 ways
-    c = distla.cost(lambda x: linalg.qr(x), jax.ShapeDtypeStruct((16, 20, 9), jnp.float32,
-                                                                   sharding=batch))
+    c = distla.cost(
+        lambda x: linalg.qr(x), jax.ShapeDtypeStruct((16, 20, 9), jnp.float32, sharding=batch)
+    )
     assert c.total_collective_bytes == 0
     vq, vr = jax.vmap(linalg.qr)(x)
     np.testing.assert_allclose(np.asarray(vr), np.asarray(r), atol=1e-5)
@@ -230,11 +234,13 @@ def test_derivatives_match_jnp(shape):
             np.testing.assert_allclose(g, r, rtol=1e-8, atol=1e-10)
         # wide: jax's rule for m < n (the square block's rule, then dr2 = dqᴴ a2 + qᴴ da2)
         wide = jax.jvp(f(linalg.qr), (place(a.T, mesh),), (place(da.T, mesh),))[1]
-        np.testing.assert_allclose(wide, jax.jvp(f(jnp.linalg.qr), (a.T,), (da.T,))[1],
-                                   rtol=1e-8, atol=1e-10)
+        np.testing.assert_allclose(
+            wide, jax.jvp(f(jnp.linalg.qr), (a.T,), (da.T,))[1], rtol=1e-8, atol=1e-10
+        )
         # a tall matrix's complete QR: jax's rule for the last m - n columns of dq
-        full = jax.jvp(lambda x: linalg.qr(x, mode="complete"), (place(a, mesh),),
-                       (place(da, mesh),))[1]
+        full = jax.jvp(
+            lambda x: linalg.qr(x, mode="complete"), (place(a, mesh),), (place(da, mesh),)
+        )[1]
         want = jax.jvp(lambda x: jnp.linalg.qr(x, mode="complete"), (a,), (da,))[1]
         # the last m - n columns of q are any orthonormal completion: compare dr, and dq
         # through the invariant (q dq)ᴴ-skew identity qᴴ dq + dqᴴ q = 0 on our own q
@@ -255,9 +261,13 @@ def _abstract(mesh, shape, spec, dtype=jnp.float32):
 
 @pytest.mark.parametrize(
     "grid,shape,spec,mode",
-    [((2, 4), (768, 768), P("x", "y"), "reduced"), ((2, 4), (768, 768), P("x", "y"), "r"),
-     ((4, 2), (320, 448), P("x", "y"), "complete"), ((8,), (8192, 64), P("x", None), "reduced"),
-     ((2, 4), (8192, 64), P(("x", "y"), None), "reduced")],
+    [
+        ((2, 4), (768, 768), P("x", "y"), "reduced"),
+        ((2, 4), (768, 768), P("x", "y"), "r"),
+        ((4, 2), (320, 448), P("x", "y"), "complete"),
+        ((8,), (8192, 64), P("x", None), "reduced"),
+        ((2, 4), (8192, 64), P(("x", "y"), None), "reduced"),
+    ],
     ids=["2x4-reduced", "2x4-r", "4x2-complete", "tsqr-8", "tsqr-2x4"],
 )
 def test_cost_no_gathers_and_the_model(grid, shape, spec, mode):
@@ -277,7 +287,9 @@ def test_cost_no_gathers_and_the_model(grid, shape, spec, mode):
     else:
         # the largest: a gathered panel, or a local block in the relayout (twice
         # it with empty slots when the blocks do not split evenly: kernels/cyclic.py)
-        _, m_pad, n_pad = _qr.blocking(distla._core.mesh.grid_of(mesh.abstract_mesh, what="t"), m, n, nb)
+        _, m_pad, n_pad = _qr.blocking(
+            distla._core.mesh.grid_of(mesh.abstract_mesh, what="t"), m, n, nb
+        )
         assert c.largest() <= max(m_pad * nb, 2 * m_pad * max(m_pad, n_pad) / p) * 4
         if m * n == m_pad * n_pad:  # about 8 local blocks: A, its working copy, R, Q, relayouts
             assert c.peak_memory_bytes <= (10 * m * n / p + 4 * m * nb) * 4

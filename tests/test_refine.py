@@ -28,7 +28,6 @@ def _abstract(mesh, shape, spec, dtype=jnp.float32):
     return jax.ShapeDtypeStruct(shape, dtype, sharding=NamedSharding(mesh, spec))
 
 
-
 def _system(rng, n, dtype, k=None):
     shape = (n,) if k is None else (n, k)
     a = rng.standard_normal((n, n))
@@ -106,10 +105,15 @@ def test_gmres_ir_takes_over_where_classical_refinement_is_slow(x64):
 
 def _assert_handed_over_early(res, where):
     # the counts and the BLAS they ran on, for `pytest -rP` (docs/benchmarks.md)
-    blas = {(p["architecture"], p["num_threads"]) for p in threadpoolctl.threadpool_info()
-            if p["internal_api"] == "openblas"}
-    print(f"cond 2e8, {where}: {int(res.iterations)} classical, {int(res.gmres_steps)} "
-          f"GMRES-IR steps; OpenBLAS (core type, threads): {sorted(blas)}")
+    blas = {
+        (p["architecture"], p["num_threads"])
+        for p in threadpoolctl.threadpool_info()
+        if p["internal_api"] == "openblas"
+    }
+    print(
+        f"cond 2e8, {where}: {int(res.iterations)} classical, {int(res.gmres_steps)} "
+        f"GMRES-IR steps; OpenBLAS (core type, threads): {sorted(blas)}"
+    )
     # At most 6 classical steps: for a 7th, each of the first six refined
     # residuals would have had to shrink by 1/4 or more at this condition
     # number, where the first two shrink by 0.24 to 6 (40 matrices); measured
@@ -199,8 +203,9 @@ def test_mixed_solve_one_device_and_errors(x64):
     with pytest.raises(TypeError, match="float64 -> float32"):
         distla.linalg.solve(a_np, b_np, factor_dtype=jnp.float16)
     with pytest.raises(TypeError, match="float32 system"):
-        _refine.solve_mixed(a_np.astype(np.float32), b_np.astype(np.float32),
-                            factor_dtype=jnp.float64)
+        _refine.solve_mixed(
+            a_np.astype(np.float32), b_np.astype(np.float32), factor_dtype=jnp.float64
+        )
 
 
 def test_mixed_solve_moves_no_whole_matrix(x64):
@@ -212,7 +217,9 @@ def test_mixed_solve_moves_no_whole_matrix(x64):
     whole = n * n * 8
     assert cost.largest() < whole / 4
     # a float64 local block, its float32 copy and factors, and panel buffers
-    nb, _ = distla.linalg._lu.blocking(distla._core.mesh.grid_of(mesh.abstract_mesh, what="test"), n)
+    nb, _ = distla.linalg._lu.blocking(
+        distla._core.mesh.grid_of(mesh.abstract_mesh, what="test"), n
+    )
     assert cost.peak_memory_bytes <= 4 * (whole / 8 + n * nb * 8)
 
 
@@ -229,7 +236,7 @@ def _reference_derivatives(a_np, b_np, w_np):
 def test_mixed_solve_derivatives_one_device(x64):
     rng = np.random.default_rng(5)
     n = 24
-    a_np = rng.standard_normal((n, n)) + n ** 0.5 * np.eye(n)
+    a_np = rng.standard_normal((n, n)) + n**0.5 * np.eye(n)
     b_np, w_np = rng.standard_normal(n), rng.standard_normal(n)
     a, b = jnp.asarray(a_np), jnp.asarray(b_np)
 
@@ -254,7 +261,7 @@ def test_mixed_solve_gradient_on_a_mesh(x64, kind):
     mesh = build_mesh((2, 4), kind)
     n = 40  # padded to the block grid
     rng = np.random.default_rng(6)
-    a_np = rng.standard_normal((n, n)) + n ** 0.5 * np.eye(n)
+    a_np = rng.standard_normal((n, n)) + n**0.5 * np.eye(n)
     b_np, w_np = rng.standard_normal(n), rng.standard_normal(n)
     a, b = place(a_np, mesh), place(b_np, mesh, P("x"))
     w = place(w_np, mesh, P("x"))
@@ -291,8 +298,10 @@ def test_lu_solve_refines_a_float32_factor_against_a(x64, kind):
     with pytest.raises(ValueError, match="must match"):
         distla.linalg.lu_solve(lu_piv, b, a=a[:, :-1])
     # a factor that is not of lower precision: a is ignored, as the docstring says
-    assert _refine.lu_solve_mixed(*lu_piv, b.astype(jnp.float32), trans=0,
-                                  a=a.astype(jnp.float32)) is None
+    assert (
+        _refine.lu_solve_mixed(*lu_piv, b.astype(jnp.float32), trans=0, a=a.astype(jnp.float32))
+        is None
+    )
 
 
 def test_cho_solve_refines_a_float32_factor_against_a(x64):

@@ -158,8 +158,15 @@ def test_rows_say_which_plan_ran_and_compare_only_the_distributed_one_with_the_m
     from distla.tools.run import RunSpec, run_cases
 
     op = OPERATIONS["solve"]()
-    spec = RunSpec(op="solve", sizes=((24, 0),), meshes=((2, 2),), dtype="float32",
-                   rounds=1, baselines="reference", quiet=True)
+    spec = RunSpec(
+        op="solve",
+        sizes=((24, 0),),
+        meshes=((2, 2),),
+        dtype="float32",
+        rounds=1,
+        baselines="reference",
+        quiet=True,
+    )
     for budget, plan in ((512 * 2**20, "one_device"), (0, "distributed")):
         with _plan.budget(budget):
             mine = next(r for r in run_cases(op, spec) if r["role"] == "distla")

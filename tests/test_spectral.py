@@ -15,8 +15,8 @@ from helpers import (
     check_eigh,
     check_svd,
     eps,
-    hermitian,
     has_layout,
+    hermitian,
     place,
     random_matrix,
     wide,
@@ -25,9 +25,8 @@ from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 import distla
-from distla.linalg import _eigh, _geneig, _polar
-
 from distla import linalg
+from distla.linalg import _eigh, _geneig, _polar
 
 N = 40  # the 2x4 mesh's size for most tests (divides 8: the even layout)
 
@@ -72,7 +71,8 @@ def test_eigh_blocked_recursion(mesh24, monkeypatch):
         wv = np.asarray(linalg.eigvalsh(x), np.float64)
         ref = np.linalg.eigvalsh(wide(a))
         assert np.max(np.abs(wv - ref)) <= THRESHOLD * N * eps(np.float32) * np.linalg.norm(
-            wide(a), 2)
+            wide(a), 2
+        )
 
 
 def test_eigh_complex_and_uplo():
@@ -86,8 +86,9 @@ def test_eigh_complex_and_uplo():
     # only one triangle read when symmetrize_input=False, as jnp
     junk = np.triu(random_matrix(rng, (N, N), np.complex64), 1)
     w2 = linalg.eigvalsh(place(np.tril(a) + junk, mesh24), "L", symmetrize_input=False)
-    np.testing.assert_allclose(np.asarray(w2), np.asarray(w), atol=30 * N * eps(np.float32)
-                               * np.linalg.norm(a, 2))
+    np.testing.assert_allclose(
+        np.asarray(w2), np.asarray(w), atol=30 * N * eps(np.float32) * np.linalg.norm(a, 2)
+    )
 
 
 def test_eigh_float64(x64):
@@ -136,13 +137,14 @@ def test_svd(mesh24, shape):  # tall and wide share QDWH on 40x24 and eigh at 24
         assert (u.shape, s.shape, vh.shape) == tuple(r.shape for r in ref)
         check_svd(a, u, s, vh)
     s2 = linalg.svdvals(x)
-    np.testing.assert_allclose(np.asarray(s2), np.asarray(s), rtol=0,
-                               atol=30 * min(shape) * eps(np.float32) * float(s[0]))
+    np.testing.assert_allclose(
+        np.asarray(s2), np.asarray(s), rtol=0, atol=30 * min(shape) * eps(np.float32) * float(s[0])
+    )
 
 
 def test_svd_rank_deficient_pinv_lstsq(mesh24):
     rng = np.random.default_rng(6)
-    a = (random_matrix(rng, (N, 9), np.float32) @ random_matrix(rng, (9, N), np.float32))
+    a = random_matrix(rng, (N, 9), np.float32) @ random_matrix(rng, (9, N), np.float32)
     x = place(a, mesh24)
     u, s, vh = linalg.svd(x)
     check_svd(a, u, s, vh)
@@ -167,8 +169,9 @@ def test_norm_and_cond(mesh24):
     x = place(a, mesh24)
     a64 = a.astype(np.float64)
     for ord_ in (2, -2, "nuc", "fro", 1, np.inf):
-        np.testing.assert_allclose(float(linalg.norm(x, ord_)), np.linalg.norm(a64, ord_),
-                                   rtol=1e-4)
+        np.testing.assert_allclose(
+            float(linalg.norm(x, ord_)), np.linalg.norm(a64, ord_), rtol=1e-4
+        )
     assert linalg.norm(x, 2, keepdims=True).shape == (1, 1)
     np.testing.assert_allclose(float(linalg.cond(x)), np.linalg.cond(a64), rtol=1e-2)
     np.testing.assert_allclose(float(linalg.cond(x, -2)), 1 / np.linalg.cond(a64), rtol=1e-2)
@@ -251,10 +254,14 @@ def test_cost_no_collective_carries_a_matrix():
     specs = (P(), spec, P(), P())
     steps = {
         "qr": (_polar.on_mesh(_polar.qdwh_qr_step, amesh, specs, (("spec", spec),)), (state,)),
-        "prep": (_polar.on_mesh(_eigh.level_prep, amesh, spec, (("spec", spec), ("leaf", 1))),
-                 (x, start)),
-        "basis": (_polar.on_mesh(_eigh.split_basis, amesh, (spec, P()),
-                                 (("spec", spec), ("leaf", 1))), (state[0], start, x)),
+        "prep": (
+            _polar.on_mesh(_eigh.level_prep, amesh, spec, (("spec", spec), ("leaf", 1))),
+            (x, start),
+        ),
+        "basis": (
+            _polar.on_mesh(_eigh.split_basis, amesh, (spec, P()), (("spec", spec), ("leaf", 1))),
+            (state[0], start, x),
+        ),
     }
     # the blocked eager driver's steps (eigh's subsets): columns of Q, a diagonal
     # block, the join of two halves
@@ -262,17 +269,28 @@ def test_cost_no_collective_carries_a_matrix():
     w_half = jax.ShapeDtypeStruct((n // 2,), jnp.float32, sharding=rep)
     index = state[0]
     rows = P(("x", "y"), None)
-    steps.update({
-        "take": (_polar.on_mesh(_eigh.take_columns, amesh, spec,
-                                (("width", n // 2), ("rows", rows), ("spec", spec))),
-                 (x, index, index)),
-        "sub": (_polar.on_mesh(_eigh.sub_block, amesh, spec, (("spec", spec),)), (x, half)),
-        "join": (_polar.on_mesh(_eigh.join, amesh, (P(), spec),
-                                (("total", n), ("rows", rows), ("spec", spec))),
-                 (w_half, w_half, index, index, half, half)),
-    })
-    from distla.linalg import _qr
+    steps.update(
+        {
+            "take": (
+                _polar.on_mesh(
+                    _eigh.take_columns,
+                    amesh,
+                    spec,
+                    (("width", n // 2), ("rows", rows), ("spec", spec)),
+                ),
+                (x, index, index),
+            ),
+            "sub": (_polar.on_mesh(_eigh.sub_block, amesh, spec, (("spec", spec),)), (x, half)),
+            "join": (
+                _polar.on_mesh(
+                    _eigh.join, amesh, (P(), spec), (("total", n), ("rows", rows), ("spec", spec))
+                ),
+                (w_half, w_half, index, index, half, half),
+            ),
+        }
+    )
     from distla._core.mesh import grid_of
+    from distla.linalg import _qr
 
     nb, m_pad, _ = _qr.blocking(grid_of(amesh, what="test"), 2 * n, n)
     for name, (fn, args) in steps.items():
@@ -295,8 +313,9 @@ def test_svd_jvp(mesh24):
     da = random_matrix(rng, (N, N), np.float32)
     x, dx = place(a, mesh24), place(da, mesh24)
     (u, s, vh), (du, ds, dvh) = jax.jvp(lambda x: linalg.svd(x, full_matrices=False), (x,), (dx,))
-    _, (rdu, rds, rdvh) = jax.jvp(lambda x: jnp.linalg.svd(x, full_matrices=False),
-                                  (jnp.asarray(a),), (jnp.asarray(da),))
+    _, (rdu, rds, rdvh) = jax.jvp(
+        lambda x: jnp.linalg.svd(x, full_matrices=False), (jnp.asarray(a),), (jnp.asarray(da),)
+    )
     np.testing.assert_allclose(np.asarray(ds), np.asarray(rds), atol=1e-3 * np.abs(rds).max())
     ds2 = jax.jvp(linalg.svdvals, (x,), (dx,))[1]
     np.testing.assert_allclose(np.asarray(ds2), np.asarray(ds), atol=1e-4 * np.abs(rds).max())

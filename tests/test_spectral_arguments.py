@@ -86,9 +86,12 @@ def test_svd_arguments(square):
     u, s, vh = linalg.svd(xh, full_matrices=False, hermitian=True)
     same_kind((u, s, vh), jnp.linalg.svd(h, full_matrices=False, hermitian=True))
     check_svd(h, u, s, vh)
-    np.testing.assert_allclose(np.asarray(linalg.svd(xh, compute_uv=False, hermitian=True)),
-                               np.asarray(jnp.linalg.svd(h, compute_uv=False, hermitian=True)),
-                               atol=tol, rtol=0)
+    np.testing.assert_allclose(
+        np.asarray(linalg.svd(xh, compute_uv=False, hermitian=True)),
+        np.asarray(jnp.linalg.svd(h, compute_uv=False, hermitian=True)),
+        atol=tol,
+        rtol=0,
+    )
 
 
 def test_hermitian_flag_reads_the_hermitian_part_as_jnp(square):
@@ -111,14 +114,18 @@ def test_hermitian_flag_reads_the_hermitian_part_as_jnp(square):
     clear = gaps > 1e-2 * sr[0]  # columns whose |eigenvalue| is well separated
     np.testing.assert_allclose((u * signs)[:, clear], ur[:, clear], atol=1e-3)
     np.testing.assert_allclose((vh * signs[:, None])[clear], vhr[clear], atol=1e-3)
-    np.testing.assert_allclose(np.asarray(linalg.svd(x, compute_uv=False, hermitian=True)),
-                               s_ref, atol=tol, rtol=0)
+    np.testing.assert_allclose(
+        np.asarray(linalg.svd(x, compute_uv=False, hermitian=True)), s_ref, atol=tol, rtol=0
+    )
     got = np.asarray(linalg.pinv(x, hermitian=True), np.float64)
     ref = np.linalg.pinv(h.astype(np.float64), hermitian=True)
     assert np.linalg.norm(got - ref, 1) <= 1e-3 * np.linalg.norm(ref, 1)
     cut = float(np.sqrt(s_ref[20] * s_ref[21]))  # jnp's rtol is absolute; between two values
-    assert int(linalg.matrix_rank(x, cut, hermitian=True)) == int(
-        jnp.linalg.matrix_rank(a, cut, hermitian=True)) == 21
+    assert (
+        int(linalg.matrix_rank(x, cut, hermitian=True))
+        == int(jnp.linalg.matrix_rank(a, cut, hermitian=True))
+        == 21
+    )
     with pytest.raises(TypeError, match="square"):
         linalg.svd(place(low[:, :30], mesh), hermitian=True)
 
@@ -137,7 +144,8 @@ def test_pinv_lstsq_rank_cond_norm_arguments(square):
     got = np.asarray(linalg.pinv(xh, hermitian=True), np.float64)
     ref = np.linalg.pinv(h.astype(np.float64), hermitian=True)
     assert np.linalg.norm(got - ref, 1) <= THRESHOLD * N * e * np.linalg.cond(h) * np.linalg.norm(
-        ref, 1)
+        ref, 1
+    )
     assert int(linalg.matrix_rank(xl)) == 9 == int(jnp.linalg.matrix_rank(low))
     for kw in ({"rtol": cut}, {"tol": cut}, {"rtol": cut, "hermitian": False}):
         assert int(linalg.matrix_rank(xl, **kw)) == int(jnp.linalg.matrix_rank(low, **kw)), kw
@@ -158,8 +166,9 @@ def test_pinv_lstsq_rank_cond_norm_arguments(square):
     got = linalg.lstsq(x, place(b[:, 0], mesh))
     ref = jnp.linalg.lstsq(a, b[:, 0])
     same_kind(got, ref)
-    np.testing.assert_allclose(np.asarray(got[0]), np.asarray(ref[0]),
-                               atol=1e-3 * np.abs(np.asarray(ref[0])).max())
+    np.testing.assert_allclose(
+        np.asarray(got[0]), np.asarray(ref[0]), atol=1e-3 * np.abs(np.asarray(ref[0])).max()
+    )
     # cond for every p jnp takes; norm for every ord / axis / keepdims. jnp's
     # references come from one jitted program (one compile, not one per case), and
     # so do distla's norms that are jnp's own reductions; the singular-value ones
@@ -171,11 +180,13 @@ def test_pinv_lstsq_rank_cond_norm_arguments(square):
         got = linalg.cond(x, p)
         same_kind(got, ref, p)
         np.testing.assert_allclose(float(got), np.linalg.cond(a64, p), rtol=2e-3, err_msg=str(p))
-    cases = [(ord_, axis, keepdims)
-             for ord_ in (None, "fro", "nuc", 1, -1, 2, -2, np.inf, -np.inf)
-             for axis in (None, (0, 1), (1, 0), (-1, -2))
-             for keepdims in (False, True)
-             if not (axis is None and ord_ is not None and keepdims)]
+    cases = [
+        (ord_, axis, keepdims)
+        for ord_ in (None, "fro", "nuc", 1, -1, 2, -2, np.inf, -np.inf)
+        for axis in (None, (0, 1), (1, 0), (-1, -2))
+        for keepdims in (False, True)
+        if not (axis is None and ord_ is not None and keepdims)
+    ]
     refs = jax.jit(lambda a: [jnp.linalg.norm(a, *case) for case in cases])(a)
     plain = [case for case in cases if case[0] not in (2, -2, "nuc")]
     in_jit = dict(zip(plain, jax.jit(lambda x: [linalg.norm(x, *case) for case in plain])(x)))
@@ -185,8 +196,12 @@ def test_pinv_lstsq_rank_cond_norm_arguments(square):
         np.testing.assert_allclose(np.asarray(got), np.asarray(ref), rtol=1e-4, err_msg=str(case))
     for ord_ in (None, 0, 1, 2, -1, np.inf, 3.5):  # vector norms along one axis
         got = linalg.norm(x, ord_, axis=1)
-        np.testing.assert_allclose(np.asarray(got), np.asarray(jnp.linalg.norm(a, ord_, axis=1)),
-                                   rtol=1e-5, err_msg=str(ord_))
+        np.testing.assert_allclose(
+            np.asarray(got),
+            np.asarray(jnp.linalg.norm(a, ord_, axis=1)),
+            rtol=1e-5,
+            err_msg=str(ord_),
+        )
 
 
 def test_polar_arguments(square):
@@ -195,15 +210,20 @@ def test_polar_arguments(square):
     # is its method="svd"
     mesh, a, _, _ = square
     x = place(a, mesh)
-    for kw in ({"method": "qdwh", "eps": 1e-6, "max_iterations": 20}, {"method": "svd"},
-               {"max_iterations": 12}, {}):
+    for kw in (
+        {"method": "qdwh", "eps": 1e-6, "max_iterations": 20},
+        {"method": "svd"},
+        {"max_iterations": 12},
+        {},
+    ):
         for side in ("right", "left"):
             u, p = linalg.polar(x, side, **kw)
             ru, rp = jax.scipy.linalg.polar(a, side, method="svd")
             same_kind((u, p), (ru, rp), (kw, side))
             check_polar(a, u, p, side)
-            np.testing.assert_allclose(np.asarray(u), np.asarray(ru), atol=1e-4,
-                                       err_msg=str((kw, side)))
+            np.testing.assert_allclose(
+                np.asarray(u), np.asarray(ru), atol=1e-4, err_msg=str((kw, side))
+            )
     with pytest.raises(ValueError, match="side"):
         linalg.polar(x, "up")
     with pytest.raises(ValueError, match="method"):
@@ -215,12 +235,17 @@ def test_polar_arguments(square):
 
 def _special(a, h):
     eye = np.eye(N, dtype=np.float32)
-    return {"identity": eye, "zeros": 0 * eye, "zero-diagonal": h - np.diag(np.diag(h)),
-            "rank-one": np.outer(a[:, 0], a[0]), "tiny": 1e-30 * a, "huge": 1e30 * a}
+    return {
+        "identity": eye,
+        "zeros": 0 * eye,
+        "zero-diagonal": h - np.diag(np.diag(h)),
+        "rank-one": np.outer(a[:, 0], a[0]),
+        "tiny": 1e-30 * a,
+        "huge": 1e30 * a,
+    }
 
 
-@pytest.mark.parametrize("name", ["identity", "zeros", "zero-diagonal", "rank-one", "tiny",
-                                  "huge"])
+@pytest.mark.parametrize("name", ["identity", "zeros", "zero-diagonal", "rank-one", "tiny", "huge"])
 def test_eigh_special_matrices(square, name):
     # jax's linalg_test / scipy's test_decomp: identity (one eigenvalue n times), zero
     # matrix, zero diagonal, rank one; a scaled matrix meets the same (scale-free) ratios

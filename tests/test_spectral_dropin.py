@@ -202,20 +202,41 @@ def _traced_kinds(name, fn, dtype):
     x = jax.ShapeDtypeStruct((16, 16), dtype, sharding=NamedSharding(mesh, P("x", "y")))
     b = jax.ShapeDtypeStruct((16, 2), dtype, sharding=NamedSharding(mesh, P("x", None)))
     got = jax.eval_shape(lambda x, b: fn(linalg, x, b), x, b)
-    ref = jax.eval_shape(lambda x, b: fn(jnp.linalg, x, b), jax.ShapeDtypeStruct(x.shape, dtype),
-                         jax.ShapeDtypeStruct(b.shape, dtype))
+    ref = jax.eval_shape(
+        lambda x, b: fn(jnp.linalg, x, b),
+        jax.ShapeDtypeStruct(x.shape, dtype),
+        jax.ShapeDtypeStruct(b.shape, dtype),
+    )
     return kinds(got), kinds(ref)
 
 
 # under strict promotion and x64 on, every case with an eigh inside fails in the leaf
 # solve (int32 against int64 in a comparison); without eigh: polar (below)
-_STRICT_X64_BROKEN = ("eigh", "eigvalsh", "svd", "svd-reduced", "svdvals", "pinv", "lstsq",
-                      "matrix_rank", "cond", "norm-2", "norm-nuc")
+_STRICT_X64_BROKEN = (
+    "eigh",
+    "eigvalsh",
+    "svd",
+    "svd-reduced",
+    "svdvals",
+    "pinv",
+    "lstsq",
+    "matrix_rank",
+    "cond",
+    "norm-2",
+    "norm-nuc",
+)
 
 
-@pytest.mark.parametrize("dtype,x64_on", [
-    (d, x) for x in (False, True) for d in ("float32", "int32", "bool", "complex64", "float64")
-    if x or d != "float64"], ids=lambda v: {False: "x64-off", True: "x64-on"}.get(v, v))
+@pytest.mark.parametrize(
+    "dtype,x64_on",
+    [
+        (d, x)
+        for x in (False, True)
+        for d in ("float32", "int32", "bool", "complex64", "float64")
+        if x or d != "float64"
+    ],
+    ids=lambda v: {False: "x64-off", True: "x64-on"}.get(v, v),
+)
 def test_strict_promotion_kinds(dtype, x64_on):
     with jax.enable_x64(x64_on), jax.numpy_dtype_promotion("strict"):
         for name, fn in _traced_cases():
@@ -227,8 +248,9 @@ def test_strict_promotion_kinds(dtype, x64_on):
             mesh = build_mesh((2, 4), "explicit")
             x = jax.ShapeDtypeStruct((16, 8), dtype, sharding=NamedSharding(mesh, P("x", "y")))
             got = jax.eval_shape(linalg.polar, x)
-            assert kinds(got) == kinds(jax.eval_shape(jax.scipy.linalg.polar,
-                                                      jax.ShapeDtypeStruct(x.shape, dtype)))
+            assert kinds(got) == kinds(
+                jax.eval_shape(jax.scipy.linalg.polar, jax.ShapeDtypeStruct(x.shape, dtype))
+            )
 
 
 @pytest.mark.parametrize("name", _STRICT_X64_BROKEN)
@@ -261,8 +283,11 @@ def test_int_and_bool_promote_as_jnp():
     sb = linalg.svdvals(place(bools, mesh24))
     rb = jnp.linalg.svdvals(bools)
     same_kind(sb, rb)
-    np.testing.assert_allclose(np.asarray(sb), scipy.linalg.svdvals(bools.astype(np.float64)),
-                               atol=THRESHOLD * N * eps(np.float32) * float(rb[0]))
+    np.testing.assert_allclose(
+        np.asarray(sb),
+        scipy.linalg.svdvals(bools.astype(np.float64)),
+        atol=THRESHOLD * N * eps(np.float32) * float(rb[0]),
+    )
     rank = linalg.matrix_rank(place(bools, mesh24))
     same_kind(rank, jnp.linalg.matrix_rank(bools))
     assert int(rank) == int(jnp.linalg.matrix_rank(bools))
@@ -292,9 +317,11 @@ def _zero_size_cases(shape):
     return cases
 
 
-@pytest.mark.parametrize("kind,x64_on", [("explicit", False), ("explicit", True),
-                                          ("auto", False)], ids=["explicit", "explicit-x64",
-                                                                 "auto"])
+@pytest.mark.parametrize(
+    "kind,x64_on",
+    [("explicit", False), ("explicit", True), ("auto", False)],
+    ids=["explicit", "explicit-x64", "auto"],
+)
 @pytest.mark.parametrize("shape", EMPTY, ids=lambda s: f"{s[0]}x{s[1]}")
 def test_zero_size_as_jnp(shape, kind, x64_on):
     # what jnp gives (shapes, dtypes, values, or the error it raises)
@@ -308,7 +335,9 @@ def test_zero_size_as_jnp(shape, kind, x64_on):
                 if is_explicit(mesh24) and name in ("norm-2", "norm-nuc"):
                     continue  # test_zero_size_norm_explicit
                 assert outcome(fn, linalg, x) == outcome(fn, jnp.linalg, jnp.asarray(a)), (
-                    name, dtype)
+                    name,
+                    dtype,
+                )
             assert outcome(linalg.cond, x) is ValueError  # jnp refuses empty input
             assert outcome(jnp.linalg.cond, a) is ValueError
             b = place(np.zeros((m, 0), dtype), mesh24)  # no right-hand sides
@@ -364,8 +393,9 @@ def test_vmap_batch_sharded_stack():
             for g, r in zip(jax.tree.leaves(got), jax.tree.leaves(ref)):
                 assert g.sharding.is_equivalent_to(r.sharding, g.ndim), name
                 if name not in ("eigh", "svd"):  # vectors: up to sign
-                    np.testing.assert_allclose(np.asarray(g), np.asarray(r), rtol=1e-4,
-                                               atol=1e-4, err_msg=name)
+                    np.testing.assert_allclose(
+                        np.asarray(g), np.asarray(r), rtol=1e-4, atol=1e-4, err_msg=name
+                    )
     w, v = jax.vmap(linalg.eigh)(xs)
     r = xs @ v - v * w[:, None, :]  # Explicit: the shardings combine
     w, v = np.asarray(w), np.asarray(v)

@@ -283,11 +283,13 @@ def test_doctor_fails_a_bad_ratio():
     assert broken[0]["ok"]
     real = doctor._cases
     try:
+
         def wrong(n, dtype, rng):
             cases = real(n, dtype, rng)
             host, ours, theirs, ratio = cases["matmul"]
             cases["matmul"] = (host, lambda a, b: ours(a, b) * 1.01, theirs, ratio)
             return cases
+
         doctor._cases = wrong
         assert not doctor.run(mesh, [16], "float32", only=["matmul"], repeat=1)[0]["ok"]
     finally:

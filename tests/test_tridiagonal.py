@@ -14,16 +14,14 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from conftest import build_mesh
-from helpers import (THRESHOLD, check_eigh, eps, has_layout, hermitian, place, random_matrix,
-                     wide)
+from distla.kernels import bidiagonal, tridiagonal
+from helpers import THRESHOLD, check_eigh, eps, has_layout, hermitian, place, random_matrix, wide
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 import distla
-from distla.kernels import bidiagonal, tridiagonal
-from distla.linalg import _tridiagonal
-
 from distla import linalg
+from distla.linalg import _tridiagonal
 
 
 def value_ratio(a, w):
@@ -82,8 +80,9 @@ def test_kernels_alone(x64):
     np.testing.assert_array_equal(np.asarray(count), np.arange(1, n))
     # the reduction on one device keeps the spectrum: T's eigenvalues are A's
     a = hermitian(np.random.default_rng(7), 64, np.complex128)
-    reduce = functools.partial(tridiagonal.reduce_columns, steps=64, nb=16,
-                               row_axis=None, col_axis=None)
+    reduce = functools.partial(
+        tridiagonal.reduce_columns, steps=64, nb=16, row_axis=None, col_axis=None
+    )
     _, d, e = jax.jit(reduce)(jnp.asarray(a))
     t = np.diag(np.asarray(d)) + np.diag(np.asarray(e)[:-1], -1) + np.diag(np.asarray(e)[:-1], 1)
     assert value_ratio(a, np.linalg.eigvalsh(t)) <= THRESHOLD
@@ -128,9 +127,14 @@ def test_derivatives_follow_eigh():
 # ------------------------------------------- svdvals: bidiagonal reduction
 
 
-@pytest.mark.parametrize("shape, dtype", [
-    ((37, 37), np.float32), ((60, 24), np.complex64), ((24, 60), np.float32),
-])
+@pytest.mark.parametrize(
+    "shape, dtype",
+    [
+        ((37, 37), np.float32),
+        ((60, 24), np.complex64),
+        ((24, 60), np.float32),
+    ],
+)
 def test_svdvals_square_tall_and_wide(shape, dtype):
     mesh = build_mesh((4, 2), "explicit")
     rng = np.random.default_rng(11)
@@ -157,8 +161,9 @@ def test_svdvals_near_the_top_of_float32():
 def test_bidiagonal_kernel_alone(x64):
     # one device, a tall complex matrix: B = Qᴴ A P has A's singular values
     a = random_matrix(np.random.default_rng(13), (80, 48), np.complex128)
-    reduce = functools.partial(bidiagonal.reduce_to_bidiagonal, steps=48, nb=16,
-                               row_axis=None, col_axis=None)
+    reduce = functools.partial(
+        bidiagonal.reduce_to_bidiagonal, steps=48, nb=16, row_axis=None, col_axis=None
+    )
     _, d, e = jax.jit(reduce)(jnp.asarray(a))
     b = np.diag(np.asarray(d)) + np.diag(np.asarray(e)[:-1], 1)
     ref = np.linalg.svd(a, compute_uv=False)
@@ -190,11 +195,14 @@ def test_eigh_every_mesh_and_phases(mesh):
 def test_eigh_float64_two_phases_identity_and_zero(x64):
     mesh = build_mesh((2, 4), "auto")
     rng = np.random.default_rng(15)
-    for a in (hermitian(rng, 600, np.float64, "graded"), np.eye(64), np.zeros((64, 64)),
-              hermitian(rng, 64, np.complex128, "repeated")):
+    for a in (
+        hermitian(rng, 600, np.float64, "graded"),
+        np.eye(64),
+        np.zeros((64, 64)),
+        hermitian(rng, 64, np.complex128, "repeated"),
+    ):
         w, v = linalg.eigh(place(a, mesh), plan="distributed")
         check_eigh(a, w, v)
-
 
 
 def test_eigh_moves_no_matrix():
@@ -206,16 +214,25 @@ def test_eigh_moves_no_matrix():
     assert 0 < c.largest() <= 2 * block, (c.largest(), block)
     assert c.peak_memory_bytes <= 20 * block, c.peak_memory_bytes
 
+
 def test_tridiagonal_vectors_ranges_meet_at_wide_gaps():
     from distla.kernels import tridiagonal_vectors as tv
+
     w = jnp.asarray([0.0, 1, 1.001, 5, 5.001, 5.002, 9, 9.001], jnp.float32)
     bounds = tv.cuts(w, devices=4, block=2, guard=1)
     # nominal 2, 4, 6; each moved to the widest gap within one: 3 (1.001 → 5), 3, 6
     assert bounds.tolist() == [0, 3, 3, 6, 8]
-    z = tv.window_vectors(jnp.asarray([1.0, 2, 3, 4]), jnp.asarray([0.5, 0.5, 0.5, 0]),
-                          jnp.linalg.eigvalsh(jnp.diag(jnp.asarray([1.0, 2, 3, 4]))
-                                              + jnp.diag(jnp.full(3, 0.5), 1)
-                                              + jnp.diag(jnp.full(3, 0.5), -1)), 0, width=4)
+    z = tv.window_vectors(
+        jnp.asarray([1.0, 2, 3, 4]),
+        jnp.asarray([0.5, 0.5, 0.5, 0]),
+        jnp.linalg.eigvalsh(
+            jnp.diag(jnp.asarray([1.0, 2, 3, 4]))
+            + jnp.diag(jnp.full(3, 0.5), 1)
+            + jnp.diag(jnp.full(3, 0.5), -1)
+        ),
+        0,
+        width=4,
+    )
     t = np.diag([1.0, 2, 3, 4]) + np.diag([0.5] * 3, 1) + np.diag([0.5] * 3, -1)
     ref_w, _ = np.linalg.eigh(t)
     assert np.allclose(t @ np.asarray(z), np.asarray(z) * ref_w, atol=1e-5)
@@ -226,6 +243,7 @@ def test_window_vectors_are_unit_to_rounding():
     # the Cholesky QR's shift leaves norms of 1/√(1 + width·eps); the kernel restores
     # them, or the orthogonality probe fires at large n on every matrix
     from distla.kernels import tridiagonal_vectors as tv
+
     rng = np.random.default_rng(16)
     d = jnp.asarray(rng.standard_normal(128), jnp.float32)
     e = jnp.asarray(rng.standard_normal(128), jnp.float32)

@@ -45,7 +45,7 @@ KERNELS = Path(distla.kernels.__file__).resolve().parent
 CO_GENERATOR = 0x20
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def module_of(filename: str) -> str | None:
     path = Path(filename)
     for root, prefix in ((KERNELS, "distla.kernels"), (PACKAGE, "distla")):

@@ -28,7 +28,6 @@ Axes = tuple[str, ...]  # the mesh axes on one dimension, major first
 Layout = tuple[Axes, ...]  # one entry per dimension
 
 
-
 def source_layout(x: jax.Array, mesh: AbstractMesh) -> Layout | None:
     """The layout ``x`` arrives in, or ``None`` where it cannot be seen.
 

@@ -92,7 +92,8 @@ def single_thread_lapack_for_cpu_devices() -> None:
     _log.info(
         "distla: %d CPU devices share this process, so OpenBLAS runs one thread per "
         "call; distla.limit_cpu_blas(False) or %s=0 turns this off",
-        jax.local_device_count(), ENV_VAR,
+        jax.local_device_count(),
+        ENV_VAR,
     )
 
 

@@ -31,10 +31,14 @@ _TO_INEXACT = {
     np.dtype(k): np.dtype(v)
     for k, v in [
         ("bool", "float32"),
-        ("uint8", "float32"), ("int8", "float32"),
-        ("uint16", "float32"), ("int16", "float32"),
-        ("uint32", "float32"), ("int32", "float32"),
-        ("uint64", "float64"), ("int64", "float64"),
+        ("uint8", "float32"),
+        ("int8", "float32"),
+        ("uint16", "float32"),
+        ("int16", "float32"),
+        ("uint32", "float32"),
+        ("int32", "float32"),
+        ("uint64", "float64"),
+        ("int64", "float64"),
     ]
 }
 # dtypes jax's LAPACK path (lu, triangular_solve) does not take on CPU.
@@ -81,8 +85,9 @@ def result_dtype(what: str, *arrays: Any, inexact: bool = True) -> np.dtype:
     """
     dtype = np.dtype(jnp.result_type(*arrays))
     if not (jnp.issubdtype(dtype, jnp.number) or dtype == np.dtype(bool)):
-        got = ", ".join(str(jnp.asarray(a).dtype if not hasattr(a, "dtype") else a.dtype)
-                        for a in arrays)
+        got = ", ".join(
+            str(jnp.asarray(a).dtype if not hasattr(a, "dtype") else a.dtype) for a in arrays
+        )
         raise TypeError(f"{what} works on numeric arrays; got dtype {got}.")
     if not inexact:
         return dtype
@@ -179,14 +184,22 @@ def _concrete(x) -> bool:
 
 def _concrete_mesh(xs):
     """The mesh of several devices a concrete operand of ``xs`` lives on, or ``None``."""
-    return next((x.sharding.mesh for x in xs
-                 if _concrete(x) and isinstance(x.sharding, jax.sharding.NamedSharding)
-                 and x.sharding.mesh.size > 1), None)
+    return next(
+        (
+            x.sharding.mesh
+            for x in xs
+            if _concrete(x)
+            and isinstance(x.sharding, jax.sharding.NamedSharding)
+            and x.sharding.mesh.size > 1
+        ),
+        None,
+    )
 
 
 def _explicit(sharding) -> bool:
     return isinstance(sharding, jax.sharding.NamedSharding) and any(
-        t == jax.sharding.AxisType.Explicit for t in sharding.mesh.axis_types)
+        t == jax.sharding.AxisType.Explicit for t in sharding.mesh.axis_types
+    )
 
 
 def _empty_result(struct, mesh, anchor):
@@ -201,8 +214,9 @@ def _empty_result(struct, mesh, anchor):
     explicit = _explicit(sharding)
     if mesh is not None:
         spec = sharding.spec if explicit else jax.sharding.PartitionSpec()
-        return jax.device_put(np.zeros(struct.shape, struct.dtype),
-                              jax.sharding.NamedSharding(mesh, spec))
+        return jax.device_put(
+            np.zeros(struct.shape, struct.dtype), jax.sharding.NamedSharding(mesh, spec)
+        )
     if explicit and anchor is not None:
         zero = (jnp.sum(anchor) * 0).astype(struct.dtype)
         return lax.broadcast_in_dim(zero, struct.shape, (), out_sharding=sharding)
@@ -219,8 +233,10 @@ def onto_mesh(*xs):
     if mesh is None:
         return xs
     replicated = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())
-    return tuple(jax.device_put(x, replicated)
-                 if _concrete(x) and len(x.sharding.device_set) == 1 else x for x in xs)
+    return tuple(
+        jax.device_put(x, replicated) if _concrete(x) and len(x.sharding.device_set) == 1 else x
+        for x in xs
+    )
 
 
 def canonical_precision(precision: Any, what: str = "distla") -> Any:

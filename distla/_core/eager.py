@@ -197,8 +197,10 @@ class _Program:
         leaves, treedef = jax.tree.flatten(out)
         statics = None
         if not all(isinstance(x, jax.Array) for x in leaves):
-            statics = (treedef, tuple(None if isinstance(x, jax.Array) else (type(x), x)
-                                      for x in leaves))
+            statics = (
+                treedef,
+                tuple(None if isinstance(x, jax.Array) else (type(x), x) for x in leaves),
+            )
         if self.traced and statics != self.statics:
             raise _Unstable
         self.traced, self.statics = True, statics
@@ -249,11 +251,14 @@ def one_program(fn: Callable[..., Any]) -> Callable[..., Any]:
                         pass  # the path below marks the key eager
         operands: list = []
         try:
-            key = (_freeze(args, operands),
-                   tuple((name, _freeze(v, operands)) for name, v in kwargs.items()))
+            key = (
+                _freeze(args, operands),
+                tuple((name, _freeze(v, operands)) for name, v in kwargs.items()),
+            )
         except _NotOneDevice:
-            return fn(*on_their_meshes(args), **dict(zip(kwargs, on_their_meshes(
-                tuple(kwargs.values())))))
+            return fn(
+                *on_their_meshes(args), **dict(zip(kwargs, on_their_meshes(tuple(kwargs.values()))))
+            )
         if not operands:
             return fn(*args, **kwargs)
         key = (fn, *key)
@@ -291,22 +296,29 @@ def on_their_meshes(values: tuple) -> tuple:
     as for distla's. Tuples and lists (``lu_solve``'s factors, ``multi_dot``'s
     matrices) are walked one level. Eager calls come back unchanged.
     """
+
     def on_a_mesh(x):
         if not isinstance(x, jax.Array) or isinstance(x, jax.core.Tracer):
             return False
         sharding = x.sharding
-        return (type(sharding) is jax.sharding.NamedSharding and sharding.mesh.size > 1
-                and isinstance(sharding.mesh, jax.sharding.Mesh)
-                and all(t == jax.sharding.AxisType.Auto for t in sharding.mesh.axis_types))
+        return (
+            type(sharding) is jax.sharding.NamedSharding
+            and sharding.mesh.size > 1
+            and isinstance(sharding.mesh, jax.sharding.Mesh)
+            and all(t == jax.sharding.AxisType.Auto for t in sharding.mesh.axis_types)
+        )
 
     def pin(x):
         return jax.lax.with_sharding_constraint(x, x.sharding) if on_a_mesh(x) else x
 
-    if not any(on_a_mesh(w) for v in values
-               for w in (v if isinstance(v, (tuple, list)) else (v,))) or not tracing():
+    if (
+        not any(on_a_mesh(w) for v in values for w in (v if isinstance(v, (tuple, list)) else (v,)))
+        or not tracing()
+    ):
         return values
-    return tuple(type(v)(pin(w) for w in v) if isinstance(v, (tuple, list)) else pin(v)
-                 for v in values)
+    return tuple(
+        type(v)(pin(w) for w in v) if isinstance(v, (tuple, list)) else pin(v) for v in values
+    )
 
 
 def on_one_mesh(*arrays: Any) -> bool:

@@ -105,13 +105,12 @@ def product(
         return jnp.matmul(a, b, precision=precision)
     _plan.note("matmul", algorithm)
     dtype = np.dtype(jnp.result_type(a, b))
-    return _matmul(a, b, mesh=mesh, dtype=dtype, algorithm=algorithm, precision=precision,
-                   panels=panels)
+    return _matmul(
+        a, b, mesh=mesh, dtype=dtype, algorithm=algorithm, precision=precision, panels=panels
+    )
 
 
-@functools.partial(
-    jax.jit, static_argnames=("mesh", "dtype", "algorithm", "precision", "panels")
-)
+@functools.partial(jax.jit, static_argnames=("mesh", "dtype", "algorithm", "precision", "panels"))
 def _matmul(a, b, *, mesh, dtype, algorithm, precision, panels):
     grid = grid_of(mesh, what="distla.matmul")
     (m, k), n = a.shape, b.shape[1]
@@ -154,7 +153,10 @@ def _matmul(a, b, *, mesh, dtype, algorithm, precision, panels):
 
 
 def matvec(
-    a: jax.Array, x: jax.Array, mesh: AbstractMesh | None, *,
+    a: jax.Array,
+    x: jax.Array,
+    mesh: AbstractMesh | None,
+    *,
     precision: lax.PrecisionLike = HIGHEST,
 ) -> jax.Array:
     """``a @ x`` by :func:`product`, for a vector or a matrix ``x``."""
@@ -218,8 +220,9 @@ def checked_product(
     if algorithm == "auto":
         algorithm = "summa"
         if panels is None:
-            panels = auto_panels(grid, a.shape[0], a.shape[1], b.shape[1],
-                                 max(np.dtype(dtype).itemsize, 4))
+            panels = auto_panels(
+                grid, a.shape[0], a.shape[1], b.shape[1], max(np.dtype(dtype).itemsize, 4)
+            )
     if dtype == np.dtype(bool):  # logical and/or, as jnp.matmul: counted in int32
         a, b = a.astype(np.int32), b.astype(np.int32)
         return product(a, b, mesh, algorithm=algorithm, precision=precision, panels=panels) != 0

@@ -118,9 +118,14 @@ def operand_mesh(*operands: Any, names: Sequence[str]) -> AbstractMesh | None:
     for name, mesh, devs in found[1:]:
         same_devices = devs is None or devs0 is None or devs == devs0
         if mesh != mesh0 or not same_devices:
-            differ = "" if mesh != mesh0 else (
-                f" (the same shape and axes, over different devices or a different device "
-                f"order: {name0} on devices {list(devs0)}, {name} on {list(devs)})")
+            differ = (
+                ""
+                if mesh != mesh0
+                else (
+                    f" (the same shape and axes, over different devices or a different device "
+                    f"order: {name0} on devices {list(devs0)}, {name} on {list(devs)})"
+                )
+            )
             raise ValueError(
                 f"operands are on different meshes: {name0} on {describe_mesh(mesh0)} "
                 f"{mesh0.axis_types}, {name} on {describe_mesh(mesh)} {mesh.axis_types}"
@@ -313,7 +318,7 @@ def _whole_on_each_device(x: Any, *, only_one_device: bool, keep_batch: bool = F
         return x
     spec = tuple(sharding.spec) + (None,) * (x.ndim - len(sharding.spec))
     keep = spec[: x.ndim - 2] if keep_batch and x.ndim > 2 else ()
-    if (only_one_device and mesh.size != 1) or all(e is None for e in spec[len(keep):]):
+    if (only_one_device and mesh.size != 1) or all(e is None for e in spec[len(keep) :]):
         return x
     concrete = getattr(x, "sharding", None)
     target = concrete.mesh if isinstance(concrete, NamedSharding) else mesh
@@ -354,13 +359,20 @@ def rule_on_mesh(rule: Callable[..., Any]) -> Callable[..., Any]:
 
     def wrapped(primals, tangents):
         meshes = [getattr(jax.typeof(p).sharding, "mesh", None) for p in jax.tree.leaves(primals)]
-        on_explicit = any(isinstance(m, AbstractMesh) and m.size > 1 and is_explicit(m)
-                          for m in meshes)
+        on_explicit = any(
+            isinstance(m, AbstractMesh) and m.size > 1 and is_explicit(m) for m in meshes
+        )
         if not on_explicit:
             return rule(primals, tangents)
-        anchor = next((p for p in jax.tree.leaves(primals)
-                       if isinstance(getattr(p, "sharding", None), NamedSharding)
-                       and not isinstance(p, jax.core.Tracer)), None)
+        anchor = next(
+            (
+                p
+                for p in jax.tree.leaves(primals)
+                if isinstance(getattr(p, "sharding", None), NamedSharding)
+                and not isinstance(p, jax.core.Tracer)
+            ),
+            None,
+        )
         if anchor is not None:
             tangents = jax.tree.map(lambda t: tangent_on_mesh(t, anchor), tangents)
         return jax.jit(rule)(primals, tangents)

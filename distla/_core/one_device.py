@@ -74,17 +74,13 @@ def _block_index(coords: dict[str, int], mesh: AbstractMesh, axes: tuple[str, ..
 def _devices(mesh: AbstractMesh) -> list[dict[str, int]]:
     """Mesh coordinates of every device, in the linear order of ``ppermute``."""
     names = mesh.axis_names
-    return [
-        dict(zip(names, c)) for c in itertools.product(*(range(mesh.shape[a]) for a in names))
-    ]
+    return [dict(zip(names, c)) for c in itertools.product(*(range(mesh.shape[a]) for a in names))]
 
 
 def _blocks(spec: P, ndim: int, mesh: AbstractMesh) -> list[tuple[int, ...]]:
     """The block coordinates (one per dimension) each device holds under ``spec``."""
     entries = tuple(spec) + (None,) * (ndim - len(spec))
-    return [
-        tuple(_block_index(c, mesh, _axes_of(e)) for e in entries) for c in _devices(mesh)
-    ]
+    return [tuple(_block_index(c, mesh, _axes_of(e)) for e in entries) for c in _devices(mesh)]
 
 
 def _counts(spec: P, ndim: int, mesh: AbstractMesh) -> tuple[int, ...]:
@@ -174,14 +170,16 @@ def on_one_device(
         concrete = _held_mesh(args, mesh)
         if concrete is not None:
             return _eagerly(fn, args, concrete, out_specs, options)
-        return _on_one_device(fn, *args, mesh=mesh, in_specs=in_specs, out_specs=out_specs,
-                              options=options)
+        return _on_one_device(
+            fn, *args, mesh=mesh, in_specs=in_specs, out_specs=out_specs, options=options
+        )
     # Under jax.vmap the batched plan would move every member to the first device
     # (the budget was checked for one member); each device computes its own members
     # instead, as jnp does on a stack sharded along its batch. Derivatives: the
     # plan's own (custom_vmap has none).
-    call = functools.partial(_on_one_device, fn, mesh=mesh, in_specs=in_specs,
-                             out_specs=out_specs, options=options)
+    call = functools.partial(
+        _on_one_device, fn, mesh=mesh, in_specs=in_specs, out_specs=out_specs, options=options
+    )
     primal = jax.custom_jvp(
         vmappable(call, functools.partial(_per_member, fn, dict(options), mesh))
     )
@@ -203,8 +201,9 @@ def _held_mesh(args: tuple, mesh: AbstractMesh) -> jax.sharding.Mesh | None:
         if concrete is not None and m != concrete:
             return None
         concrete = m
-    if concrete is None or not all(d.process_index == jax.process_index()
-                                   for d in concrete.devices.flat):
+    if concrete is None or not all(
+        d.process_index == jax.process_index() for d in concrete.devices.flat
+    ):
         return None
     return concrete
 
@@ -247,8 +246,10 @@ def _eagerly(fn, args, mesh: jax.sharding.Mesh, out_specs, options):
     leaves, treedef = jax.tree.flatten(out)
     if len(leaves) != len(out_specs):
         raise ValueError(f"{len(out_specs)} output specs for {len(leaves)} outputs of {fn}")
-    placed = [jax.device_put(y, jax.sharding.NamedSharding(mesh, _as_jit_returns(s, mesh)))
-              for y, s in zip(leaves, out_specs)]
+    placed = [
+        jax.device_put(y, jax.sharding.NamedSharding(mesh, _as_jit_returns(s, mesh)))
+        for y, s in zip(leaves, out_specs)
+    ]
     return jax.tree.unflatten(treedef, placed)
 
 
@@ -262,8 +263,9 @@ def _per_member(fn: Callable[..., Any], options: dict, mesh: AbstractMesh, *xs: 
 
     def members(*ys):  # every result with ``core`` member dimensions (leading 1s), as stack needs
         outs = jax.tree.leaves(jax.vmap(fn)(*ys))
-        return tuple(y.reshape(y.shape[:1] + (1,) * (core - y.ndim + 1) + y.shape[1:])
-                     for y in outs)
+        return tuple(
+            y.reshape(y.shape[:1] + (1,) * (core - y.ndim + 1) + y.shape[1:]) for y in outs
+        )
 
     outs = stack(members, xs, tuple(x.ndim - 1 for x in xs), core, mesh=mesh)
     return jax.tree.unflatten(
@@ -290,9 +292,7 @@ def _on_one_device(
 
     def kernel(*blks):
         me = _linear_index(mesh)
-        gathered = [
-            _gather_to_first(b, s, mesh) for b, s in zip(blks, in_specs)
-        ]
+        gathered = [_gather_to_first(b, s, mesh) for b, s in zip(blks, in_specs)]
         counts = [_counts(s, b.ndim, mesh) for b, s in zip(blks, in_specs)]
 
         def compute(gathered):
@@ -303,9 +303,7 @@ def _on_one_device(
             return [jnp.zeros(o.shape, o.dtype) for o in leaves]
 
         outs = lax.cond(me == 0, compute, idle, gathered)
-        return tuple(
-            _scatter_from_first(y, s, mesh, me) for y, s in zip(outs, spec_leaves)
-        )
+        return tuple(_scatter_from_first(y, s, mesh, me) for y, s in zip(outs, spec_leaves))
 
     def body(*xs):
         xs = [constrain(x, s) for x, s in zip(xs, in_specs)]
@@ -326,8 +324,13 @@ def _results(fn: Callable[..., Any], args: tuple, options: tuple) -> tuple[list,
     result's dtype.
     """
     structs = tuple((tuple(x.shape), np.dtype(x.dtype)) for x in args)
-    key = (fn, structs, options, bool(jax.config.jax_enable_x64),
-           jax.config.jax_numpy_dtype_promotion)
+    key = (
+        fn,
+        structs,
+        options,
+        bool(jax.config.jax_enable_x64),
+        jax.config.jax_numpy_dtype_promotion,
+    )
     try:
         return _results_of(*key)
     except TypeError:  # an unhashable option
@@ -348,8 +351,11 @@ def _trace_results(fn, structs, options):
 def moved_bytes(fn: Callable[..., Any], *args: Any, **options: Any) -> int:
     """Bytes the one-device plan of ``fn(*args, **options)`` moves: operands there, results back."""
     structs, out = _results(fn, args, tuple(options.items()))
-    return int(sum(math.prod(x.shape) * np.dtype(x.dtype).itemsize
-                   for x in jax.tree.leaves((structs, out))))
+    return int(
+        sum(
+            math.prod(x.shape) * np.dtype(x.dtype).itemsize for x in jax.tree.leaves((structs, out))
+        )
+    )
 
 
 def block_layout(shape: tuple[int, ...], mesh: AbstractMesh) -> P:
@@ -403,11 +409,17 @@ def planned(
         return None
     outs = jax.tree.leaves(_results(fn, args, tuple(options))[1])
     # vectors (pivots) and scalars replicated, spelled as the distributed plan's (and jnp's)
-    out_specs = tuple(block_layout(o.shape, mesh) if o.ndim == 2 else P(*[None] * o.ndim)
-                      for o in outs)
-    return on_one_device(fn, *args, mesh=mesh, in_specs=tuple(block_layout(x.shape, mesh)
-                                                             for x in args),
-                         out_specs=out_specs, options=options)
+    out_specs = tuple(
+        block_layout(o.shape, mesh) if o.ndim == 2 else P(*[None] * o.ndim) for o in outs
+    )
+    return on_one_device(
+        fn,
+        *args,
+        mesh=mesh,
+        in_specs=tuple(block_layout(x.shape, mesh) for x in args),
+        out_specs=out_specs,
+        options=options,
+    )
 
 
 def replicated_on_one_device(
@@ -434,5 +446,11 @@ def replicated_on_one_device(
     if choose_plan(family, plan, fn, a, what=what, options=options) != "one_device":
         return None
     outs = jax.tree.leaves(_results(fn, (a,), tuple(options))[1])
-    return on_one_device(fn, a, mesh=mesh, in_specs=(block_layout(a.shape, mesh),),
-                         out_specs=(P(),) * len(outs), options=options)
+    return on_one_device(
+        fn,
+        a,
+        mesh=mesh,
+        in_specs=(block_layout(a.shape, mesh),),
+        out_specs=(P(),) * len(outs),
+        options=options,
+    )

@@ -72,8 +72,10 @@ def mesh_of(*operands: Any, names: tuple[str, ...]) -> AbstractMesh | None:
 def check_block_size(block_size: Any) -> None:
     """A caller's ``block_size``: ``None`` or a positive int (``ValueError`` otherwise)."""
     if block_size is not None and (not isinstance(block_size, int) or block_size < 1):
-        raise ValueError(f"block_size must be a positive int (or None, the algorithm's "
-                         f"choice); got {block_size!r}")
+        raise ValueError(
+            f"block_size must be a positive int (or None, the algorithm's "
+            f"choice); got {block_size!r}"
+        )
 
 
 def resolve(
@@ -94,6 +96,7 @@ def resolve(
 
 PLANS = ("auto", "distributed", "one_device")
 
+
 #: Default memory budget of the one-device plan: bytes of the operands plus the
 #: results that one device may receive and hold. ``DISTLA_PLAN_BUDGET`` (bytes,
 #: read at import) or ``set_plan_budget`` change it.
@@ -108,7 +111,8 @@ def _budget_from_environment(default: int) -> int:
     if nbytes < 0:
         raise ValueError(
             f"the environment variable DISTLA_PLAN_BUDGET must be a non-negative int of "
-            f"bytes (e.g. 536870912 for 512 MiB; 0 keeps every call distributed), got {text!r}")
+            f"bytes (e.g. 536870912 for 512 MiB; 0 keeps every call distributed), got {text!r}"
+        )
     return nbytes
 
 
@@ -205,9 +209,7 @@ def budget(nbytes: int) -> Iterator[None]:
         _budget[0] = previous
 
 
-def choose(
-    family: str, plan: str, *, n: int, nbytes: int, what: str, eager: bool = False
-) -> str:
+def choose(family: str, plan: str, *, n: int, nbytes: int, what: str, eager: bool = False) -> str:
     """``"distributed"`` or ``"one_device"`` for a call of ``family`` on an ``n``-sized problem.
 
     ``plan="auto"`` picks one device when ``n <= CROSSOVER[family]`` (for an

@@ -80,14 +80,16 @@ def stack(
     out_specs = jax.tree.map(lambda o: spec(o.shape, out_core), out)
     # computed in the kernel's layout (every mesh axis on the batch), returned in the one
     # the stack arrived in, as jnp returns it
-    back = out_specs if arrived is None else jax.tree.map(
-        lambda o: spec(o.shape, out_core, arrived), out)
+    back = (
+        out_specs
+        if arrived is None
+        else jax.tree.map(lambda o: spec(o.shape, out_core, arrived), out)
+    )
 
     # an operand with part of the batch (b of shape (4, n, k) against a of (2, 4, n, n)) is
     # broadcast to all of it, as jnp broadcasts it; one with no batch is shared, replicated
     in_specs = tuple(
-        spec(full + x.shape[x.ndim - c :], c) if bt else P()
-        for x, bt, c in zip(xs, batches, cores)
+        spec(full + x.shape[x.ndim - c :], c) if bt else P() for x, bt, c in zip(xs, batches, cores)
     )
     local = all(  # every device holds whole members: run fn on them in shard_map
         all(e is None for e in tuple(s)[len(full) :])
@@ -108,8 +110,9 @@ def stack(
             per_device = in_member_chunks(fn, cores, members_per_call(mesh, largest))
             # check_vma=False: jax's own loops (QDWH's convergence flag) carry unvarying
             # constants that the members make varying, which a checked shard_map refuses
-            return shard_map(per_device, in_specs=in_specs, out_specs=out_specs,
-                             check_vma=False)(*moved)
+            return shard_map(per_device, in_specs=in_specs, out_specs=out_specs, check_vma=False)(
+                *moved
+            )
         return fn(*moved)  # members split over devices: XLA partitions fn
 
     return jax.jit(lambda *ys: run_on_mesh(body, mesh, back, *ys))(*xs)

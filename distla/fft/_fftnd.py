@@ -14,9 +14,7 @@ from jax.sharding import PartitionSpec as P
 
 from distla.kernels.fftnd import fftnd_local
 
-from . import _route
 from .._core.matrix import pad_to
-from .._core.specs import layout_spec
 from .._core.mesh import (
     constrain,
     fitting_spec,
@@ -25,6 +23,8 @@ from .._core.mesh import (
     shard_map,
     spec_groups,
 )
+from .._core.specs import layout_spec
+from . import _route
 
 JNP = {
     "fft": jnp.fft.fftn,
@@ -196,8 +196,17 @@ def general(x, kind, s, axes, norm, mesh, in_dtype, spec, known=True):
     distributed and the result is in the largest even layout that fits.
     """
     plan, shape_in, back_to = _decide(kind, tuple(x.shape), s, axes, mesh, spec, known)
-    return transform(x, plan=plan, kind=kind, s=s, axes=axes, norm=norm, shape_in=shape_in,
-                     in_dtype=in_dtype, spec=back_to)
+    return transform(
+        x,
+        plan=plan,
+        kind=kind,
+        s=s,
+        axes=axes,
+        norm=norm,
+        shape_in=shape_in,
+        in_dtype=in_dtype,
+        spec=back_to,
+    )
 
 
 @functools.lru_cache(maxsize=256)

@@ -10,8 +10,8 @@ import numpy as np
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from . import _fftnd
 from .._core.checks import as_array
+from . import _fftnd
 
 
 def freqs(k, d, *, real: bool):

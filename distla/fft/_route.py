@@ -118,9 +118,7 @@ def plan(
     pending = list(axes)
     # a "stint" is the time an axis spends sharded; its padded length must be a
     # multiple of every group size it collects before it is whole again
-    stint: list[list[int] | None] = [
-        [math.prod(sizes[n] for n in gd)] if gd else None for gd in g
-    ]
+    stint: list[list[int] | None] = [[math.prod(sizes[n] for n in gd)] if gd else None for gd in g]
     input_stint = list(stint)
     steps: list = []  # SwapStep's u_len is filled in once each stint is known
     pads: list[tuple[int, list[int], int]] = []  # (step index, stint, true u length)
@@ -167,9 +165,7 @@ def plan(
         stint[t] = None
     for index, st, n in pads:
         steps[index] = steps[index]._replace(u_len=round_up(n, math.prod(st)))
-    pad_in = tuple(
-        round_up(n, math.prod(st)) if st else n for n, st in zip(shape, input_stint)
-    )
+    pad_in = tuple(round_up(n, math.prod(st)) if st else n for n, st in zip(shape, input_stint))
     out_shape = list(shape)
     if kind == "rfft":
         out_shape[real_axis] = shape[real_axis] // 2 + 1

@@ -1,7 +1,6 @@
 """The FFTs' public functions (re-exported by ``distla.fft``): checks, layouts, dispatch
 to the 3-D plans (``_fft3d``) or the general route (``_fftnd``)."""
 
-
 from __future__ import annotations
 
 import functools
@@ -14,10 +13,8 @@ import jax
 import jax.numpy as jnp
 from jax.sharding import PartitionSpec as P
 
-from .._core.eager import one_program
-from . import _fft3d, _fftnd, _freq
 from .._core.checks import as_array, empty_results, result_types
-from ._fft3d import ALGORITHMS
+from .._core.eager import one_program
 from .._core.mesh import (
     drop_trivial_sharding,
     grid_of,
@@ -27,7 +24,8 @@ from .._core.mesh import (
     spec_groups,
 )
 from .._core.specs import entry_axes
-
+from . import _fft3d, _fftnd, _freq
+from ._fft3d import ALGORITHMS
 
 NORMS = (None, "backward", "ortho", "forward")
 
@@ -372,8 +370,10 @@ def _length_along(a: jax.Array, n: int | None, axis: int, name: str) -> None:
     ``a.shape[axis]`` read when ``n`` is not given, so that an axis out of range is its
     ``IndexError`` there (elsewhere jnp's ``ValueError``)."""
     if isinstance(axis, (list, tuple)):
-        raise ValueError(f"distla.fft.{name} does not support multiple axes. Please use "
-                         f"distla.fft.{name}n. Got axis = {axis}.")
+        raise ValueError(
+            f"distla.fft.{name} does not support multiple axes. Please use "
+            f"distla.fft.{name}n. Got axis = {axis}."
+        )
     if n is None:
         a.shape[axis]  # noqa: B018 (the IndexError is the point)
 
@@ -381,8 +381,10 @@ def _length_along(a: jax.Array, n: int | None, axis: int, name: str) -> None:
 def _two_axes(axes: Sequence[int], name: str) -> None:
     """jnp's check of the 2-D transforms: exactly two axes (``ValueError``)."""
     if len(axes) != 2:
-        raise ValueError(f"distla.fft.{name} only supports 2 axes. Got axes = {axes!r}; "
-                         f"for other counts use distla.fft.{name[:-1]}n.")
+        raise ValueError(
+            f"distla.fft.{name} only supports 2 axes. Got axes = {axes!r}; "
+            f"for other counts use distla.fft.{name[:-1]}n."
+        )
 
 
 def _contiguous(flag: bool | None) -> bool:
@@ -420,8 +422,10 @@ def _public(x, name, kind, s, axes, norm, algorithm, order="xyz", contiguous=Tru
         # a zero length on the halved (last) axis: numpy refuses, jnp fails inside XLA, and
         # its Z//2 + 1 = 1 output would mean nothing. Zero lengths elsewhere give jnp's
         # empty result below.
-        raise ValueError(f"{what}: Invalid number of FFT data points (0) specified: "
-                         f"x of shape {x.shape}, lengths {tuple(s)} along axes {tuple(axes)}.")
+        raise ValueError(
+            f"{what}: Invalid number of FFT data points (0) specified: "
+            f"x of shape {x.shape}, lengths {tuple(s)} along axes {tuple(axes)}."
+        )
     if result.size == 0:  # an empty result: where jnp puts it (Explicit: in jax's type)
         ref = functools.partial(_fftnd.JNP[kind], s=given[0], axes=given[1], norm=norm)
         return empty_results(result_types(ref, (x,)) if order == "xyz" else result, x)
@@ -498,7 +502,18 @@ def _layout_unknown(x) -> bool:
 
 
 def _dispatch(
-    x, *, kind, s, axes, norm, algorithm, what, spec, on_cpu, order="xyz", contiguous=True,
+    x,
+    *,
+    kind,
+    s,
+    axes,
+    norm,
+    algorithm,
+    what,
+    spec,
+    on_cpu,
+    order="xyz",
+    contiguous=True,
     known=True,
 ):
     """The transform of ``x`` (already in the dtype the transform reads).
@@ -594,8 +609,11 @@ def _whole_along(x, kind, s, axes):
     out = dict(zip(axes, s))
     if kind == "rfft" and axes:
         out[axes[-1]] = s[-1] // 2 + 1
-    split = {d for d, n in out.items()
-             if n % math.prod(sharding.mesh.shape[a] for a in entry_axes(spec[d]))}
+    split = {
+        d
+        for d, n in out.items()
+        if n % math.prod(sharding.mesh.shape[a] for a in entry_axes(spec[d]))
+    }
     if not split:
         return x
     whole = P(*(None if d in split else e for d, e in enumerate(spec)))
@@ -620,8 +638,9 @@ def _swapped(norm, what):
 
 
 @one_program
-def hfft(a: jax.typing.ArrayLike, n: int | None = None, axis: int = -1,
-         norm: str | None = None) -> jax.Array:
+def hfft(
+    a: jax.typing.ArrayLike, n: int | None = None, axis: int = -1, norm: str | None = None
+) -> jax.Array:
     """FFT of a Hermitian-symmetric signal, as ``jnp.fft.hfft``.
 
     ``irfft(conj(a), n, axis)`` with the opposite normalisation (numpy's
@@ -646,8 +665,9 @@ def hfft(a: jax.typing.ArrayLike, n: int | None = None, axis: int = -1,
 
 
 @one_program
-def ihfft(a: jax.typing.ArrayLike, n: int | None = None, axis: int = -1,
-          norm: str | None = None) -> jax.Array:
+def ihfft(
+    a: jax.typing.ArrayLike, n: int | None = None, axis: int = -1, norm: str | None = None
+) -> jax.Array:
     """Inverse of :func:`hfft`, as ``jnp.fft.ihfft``: ``conj(rfft(a))``, norm swapped.
 
     Args:

@@ -77,8 +77,6 @@ from .._core.lapack_batch import in_member_chunks, members_per_call
 from .._core.mesh import fitting_spec, operand_mesh, run_on_mesh, shard_map
 from .._core.plan import Plan
 
-
-
 # --------------------------------------------------------------------------- public
 
 
@@ -466,6 +464,7 @@ def _call(*operands, mesh, op, cores, fills, out_cores, sources, trans):
         own_pad = tuple(s if b else p for s, b, p in zip(shape, bcast, padded))
         dst = tuple(() if b else e for b, e in zip(bcast, layout)) + ((),) * core
         plans.append((shape, core, own_pad, dst, src, fill))
+
     def body(*xs):
         ins, in_specs = [], []
         for x, plan in zip(xs, plans):

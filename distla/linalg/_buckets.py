@@ -39,8 +39,7 @@ from .._core.plan import Plan
 
 
 def _checked(steps: Any, where: str = "shape buckets: steps") -> int:
-    if (not isinstance(steps, int) or isinstance(steps, bool) or steps < 0
-            or steps & (steps - 1)):
+    if not isinstance(steps, int) or isinstance(steps, bool) or steps < 0 or steps & (steps - 1):
         raise ValueError(f"{where} must be 0 (off) or a power of two, got {steps!r}")
     return steps
 

@@ -25,7 +25,6 @@ from jax.sharding import PartitionSpec as P
 from distla.kernels.cholesky import cholesky_block_cyclic
 from distla.kernels.cyclic import from_block_cyclic, relayout_fraction
 
-from .._core.eager import one_program
 from .._core.checks import (
     as_array,
     empty_or_one_device,
@@ -35,16 +34,24 @@ from .._core.checks import (
     rhs_core,
     square,
 )
-from .._core.mesh import (Grid, constrain, fitting_spec, rule_on_mesh, run_on_mesh, shard_map,
-                          tangent_on_mesh)
+from .._core.eager import one_program
+from .._core.matmul import matvec, product
+from .._core.matrix import HIGHEST, ct_on, like, pad_identity, tril_mask
+from .._core.mesh import (
+    Grid,
+    constrain,
+    fitting_spec,
+    rule_on_mesh,
+    run_on_mesh,
+    shard_map,
+    tangent_on_mesh,
+)
 from .._core.one_device import block_layout, choose_plan, on_one_device
 from .._core.plan import Plan, check_block_size, resolve
 from .._core.stacked import stack, vmappable
 from . import _buckets
 from ._lu import solved_on_one_device
 from ._triangular import checked_solve_operands, solve_2d, solve_linear, to_cyclic
-from .._core.matmul import matvec, product
-from .._core.matrix import HIGHEST, ct_on, like, pad_identity, tril_mask
 
 # Panel width the default block size aims at, and the most segments (fori_loops)
 # one factorisation compiles into (see kernels/cholesky.py). Each segment is
@@ -115,7 +122,11 @@ def factor(a, *, call: Plan, upper=False, symmetrize=True, read_upper=False):
         def kernel(a_blk):
             l_cyc, ok = cholesky_block_cyclic(
                 to_cyclic(a_blk, grid, nb),
-                row_axis=grid.row, col_axis=grid.col, nb=nb, w=w, precision=HIGHEST,
+                row_axis=grid.row,
+                col_axis=grid.col,
+                nb=nb,
+                w=w,
+                precision=HIGHEST,
             )
             return _from_cyclic(l_cyc, grid, nb), _all_devices(ok, grid)
 
@@ -219,8 +230,12 @@ def chol_2d(a, *, call: Plan, upper, symmetrize, read_upper):
 
     if not is_traced(a):  # the rules act only under a transformation
         n = a.shape[0]
-        (l,) = _buckets.on_bucket(lambda a: (one(a),), a, call=call, results=lambda: (
-            ((n, n),), (fitting_spec((n, n), call.mesh, call.grid.block_spec),)))
+        (l,) = _buckets.on_bucket(
+            lambda a: (one(a),),
+            a,
+            call=call,
+            results=lambda: (((n, n),), (fitting_spec((n, n), call.mesh, call.grid.block_spec),)),
+        )
         return l
     primal = jax.custom_jvp(vmappable(one, stacked))
 
@@ -303,11 +318,19 @@ def cholesky(
     if a.ndim > 2:
         return stack(ref, (a,), (2,), 2, mesh=call.mesh)
     options = (("upper", bool(upper)), ("symmetrize_input", bool(symmetrize_input)))
-    if choose_plan("cholesky", plan, jnp.linalg.cholesky, a, what=what,
-                   options=options) == "one_device":
+    if (
+        choose_plan("cholesky", plan, jnp.linalg.cholesky, a, what=what, options=options)
+        == "one_device"
+    ):
         spec = block_layout(a.shape, call.mesh)
-        return on_one_device(jnp.linalg.cholesky, a, mesh=call.mesh, in_specs=(spec,),
-                             out_specs=(spec,), options=options)
+        return on_one_device(
+            jnp.linalg.cholesky,
+            a,
+            mesh=call.mesh,
+            in_specs=(spec,),
+            out_specs=(spec,),
+            options=options,
+        )
     return chol_2d(a, call=call, upper=upper, symmetrize=symmetrize_input, read_upper=False)
 
 
@@ -388,8 +411,17 @@ def cho_solve(
     if c.ndim > 2 or b.ndim > 2:
         core = rhs_core(c, b)
         return stack(ref, (c, b), (2, core), core, mesh=call.mesh)
-    one = solved_on_one_device("cho_solve", plan, _cho_solve_one, c, b, call=call, what=what,
-                               options=(("lower", bool(lower)),), like_b=True)
+    one = solved_on_one_device(
+        "cho_solve",
+        plan,
+        _cho_solve_one,
+        c,
+        b,
+        call=call,
+        what=what,
+        options=(("lower", bool(lower)),),
+        like_b=True,
+    )
     return one if one is not None else cho_solve_2d(c, b, lower=bool(lower), call=call)
 
 

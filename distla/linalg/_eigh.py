@@ -34,10 +34,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import PartitionSpec as P
 
-from . import _qr
-from .._core.mesh import grid_of
 from .._core.matmul import mm
-from .._core.plan import plan_here
 from .._core.matrix import (
     block_spec,
     ct,
@@ -50,6 +47,9 @@ from .._core.matrix import (
     tril,
     triu,
 )
+from .._core.mesh import grid_of
+from .._core.plan import plan_here
+from . import _qr
 from ._polar import count, pow2_scale, qdwh_eager
 
 # a fraction of a block's diagonal spread added to the median shift, so that a
@@ -153,7 +153,7 @@ def _sizes(n, mesh):
     ``O(N²/p)`` per device and save the levels below ``N/√p``; cap on levels."""
     p = grid_of(mesh, what="distla.linalg.eigh").size
     big = round_up(n, p)
-    k = max(1, min(p - 1, round(p ** 0.5) - 1))
+    k = max(1, min(p - 1, round(p**0.5) - 1))
     leaf = k * (big // p)
     return big, leaf, 4 * max(1, (big // leaf).bit_length()) + 8
 
@@ -221,8 +221,11 @@ def join(w0, w1, split, size, y0=None, y1=None, *, total, rows, spec):
     w = jnp.where(first, w0[i0], jnp.where(second, w1[i1], jnp.asarray(jnp.inf, w0.dtype)))
     if y0 is None:
         return w
-    z = jnp.where(first[None, :], jnp.take(put(y0, rows), i0, axis=1),
-                  jnp.where(second[None, :], jnp.take(put(y1, rows), i1, axis=1), 0))
+    z = jnp.where(
+        first[None, :],
+        jnp.take(put(y0, rows), i0, axis=1),
+        jnp.where(second[None, :], jnp.take(put(y1, rows), i1, axis=1), 0),
+    )
     return w, put(put(z, rows), spec)
 
 
@@ -263,10 +266,10 @@ class _Blocked:
         g = grid_of(mesh, what="distla.linalg.eigh")
         self.p = g.size
         self.rows = P(tuple(a for a in (g.row, g.col) if a is not None), None)
-        k = max(1, min(self.p - 1, round(self.p ** 0.5) - 1))
+        k = max(1, min(self.p - 1, round(self.p**0.5) - 1))
         self.grain = _grain(big, self.p)
         # a leaf (padded to the grain) holds at most N²/p elements on its one device
-        fits = int(big / self.p ** 0.5) // self.grain * self.grain
+        fits = int(big / self.p**0.5) // self.grain * self.grain
         self.leaf = max(k * (big // self.p), fits)
         self.lvl = 0
         self.start = on_mesh(sub_start, mesh, P())
@@ -279,14 +282,18 @@ class _Blocked:
         return replicated_int(like, value)
 
     def take(self, q, off, size, width):
-        return on_mesh(take_columns, self.mesh, self.spec,
-                       (("width", width), ("rows", self.rows), ("spec", self.spec)))(
-                           q, self.int(q, off), self.int(q, size))
+        return on_mesh(
+            take_columns,
+            self.mesh,
+            self.spec,
+            (("width", width), ("rows", self.rows), ("spec", self.spec)),
+        )(q, self.int(q, off), self.int(q, size))
 
     def join(self, total, *args):
         out = (P(), self.spec) if self.vectors else P()
-        return on_mesh(join, self.mesh, out, (("total", total), ("rows", self.rows),
-                                              ("spec", self.spec)))(*args)
+        return on_mesh(
+            join, self.mesh, out, (("total", total), ("rows", self.rows), ("spec", self.spec))
+        )(*args)
 
     def base(self, b, size):
         """A block of at most ``leaf`` rows: gathered on one device (``leaf² ≤ N²/p``)."""
@@ -334,8 +341,15 @@ class _Blocked:
         (o0, q0), (o1, q1) = halves
         if not self.vectors:
             return self.join(s, o0, o1, self.int(b, r), self.int(b, size))
-        return self.join(s, o0[0], o1[0], self.int(b, r), self.int(b, size), self.times(q0, o0[1]),
-                         self.times(q1, o1[1]))
+        return self.join(
+            s,
+            o0[0],
+            o1[0],
+            self.int(b, r),
+            self.int(b, size),
+            self.times(q0, o0[1]),
+            self.times(q1, o1[1]),
+        )
 
 
 def blocked_prep(a, *, big):

@@ -37,8 +37,6 @@ import numpy as np
 from jax import lax
 from jax.sharding import PartitionSpec as P
 
-from .._core.eager import one_program
-from . import _lu_rules, _triangular
 from .._core.checks import (
     ShapeError,
     as_array,
@@ -47,24 +45,32 @@ from .._core.checks import (
     result_dtype,
     square,
 )
+from .._core.eager import one_program
 from .._core.matmul import product_here
 from .._core.mesh import constrain, fitting_spec, is_explicit, run_on_mesh
 from .._core.one_device import block_layout, choose_plan, on_one_device
 from .._core.plan import Plan, resolve
 from .._core.stacked import stack
-
+from . import _lu_rules, _triangular
 
 # Higham (2005), Table 2.3: theta_m for the degrees his algorithm uses, in
 # double precision (u = 2^-53) and single precision (u = 2^-24).
 _THETA = {
-    8: ((3, 1.495585217958292e-2), (5, 2.539398330063230e-1), (7, 9.504178996162932e-1),
-        (9, 2.097847961257068e0), (13, 5.371920351148152e0)),
+    8: (
+        (3, 1.495585217958292e-2),
+        (5, 2.539398330063230e-1),
+        (7, 9.504178996162932e-1),
+        (9, 2.097847961257068e0),
+        (13, 5.371920351148152e0),
+    ),
     4: ((3, 4.258730016922831e-1), (5, 1.880152677804762e0), (7, 3.925724783138660e0)),
 }
 
 
 def pade_coefficients(m: int) -> tuple[float, ...]:
-    """``b_j`` of the ``[m/m]`` Padé approximant of ``eˣ``, ``p_m(x) = Σ b_j xʲ``, ``q_m(x) = p_m(−x)``.
+    """``b_j`` of the ``[m/m]`` Padé approximant of ``eˣ``.
+
+    ``p_m(x) = Σ b_j xʲ``, ``q_m(x) = p_m(−x)``.
 
     ``b_j = (2m − j)! / (j! (m − j)!)``: the textbook ``(2m−j)! m! / ((2m)! j! (m−j)!)``
     scaled so that ``b_m = 1`` (exact integers; Higham 2005, eq. (2.1)).
@@ -114,8 +120,7 @@ def _pade(x, a2, index, degrees, spec):
     if degrees[-1] >= 7:
         powers.append(product_if(index >= 2, lambda p, q: _mm(p, q, spec), powers[2], a2))
     if 9 in degrees:
-        powers.append(product_if(index == degrees.index(9), lambda p: _mm(p, p, spec),
-                                 powers[2]))
+        powers.append(product_if(index == degrees.index(9), lambda p: _mm(p, p, spec), powers[2]))
     odd, even = [], []  # per degree: the coefficients of the powers above
     for m in degrees:
         b = pade_coefficients(m)
@@ -131,11 +136,14 @@ def _pade(x, a2, index, degrees, spec):
         x2, x4, x6 = powers[1:4]
 
         def high(x2, x4, x6):
-            return (_mm(x6, b[13] * x6 + b[11] * x4 + b[9] * x2, spec),
-                    _mm(x6, b[12] * x6 + b[10] * x4 + b[8] * x2, spec))
+            return (
+                _mm(x6, b[13] * x6 + b[11] * x4 + b[9] * x2, spec),
+                _mm(x6, b[12] * x6 + b[10] * x4 + b[8] * x2, spec),
+            )
 
-        u_hi, v_hi = lax.cond(index == len(degrees) - 1, high, lambda *_: (zeros, zeros),
-                              x2, x4, x6)
+        u_hi, v_hi = lax.cond(
+            index == len(degrees) - 1, high, lambda *_: (zeros, zeros), x2, x4, x6
+        )
         u_in, v = u_in + u_hi, v + v_hi
     return _mm(x, constrain(u_in, spec), spec), constrain(v, spec)
 
@@ -187,11 +195,17 @@ def _pad_to(n: int, plan: Plan) -> int:
     return -(-n // q) * q
 
 
-@functools.partial(jax.jit, static_argnames=("call", "upper_triangular", "max_squarings",
-                                             "out_spec"))
+@functools.partial(
+    jax.jit, static_argnames=("call", "upper_triangular", "max_squarings", "out_spec")
+)
 def _expm_2d(a, *, call: Plan, upper_triangular: bool, max_squarings: int, out_spec: P):
-    body = functools.partial(_expm_body, dtype=call.dtype, n_pad=_pad_to(a.shape[0], call),
-                             upper_triangular=upper_triangular, max_squarings=max_squarings)
+    body = functools.partial(
+        _expm_body,
+        dtype=call.dtype,
+        n_pad=_pad_to(a.shape[0], call),
+        upper_triangular=upper_triangular,
+        max_squarings=max_squarings,
+    )
     return run_on_mesh(body, call.mesh, out_spec, a)
 
 
@@ -291,8 +305,9 @@ def expm(
     square(a, what)
     dtype = result_dtype(what, a)
     a = a.astype(dtype)
-    ref = functools.partial(jsl.expm, upper_triangular=upper_triangular,
-                            max_squarings=max_squarings)
+    ref = functools.partial(
+        jsl.expm, upper_triangular=upper_triangular, max_squarings=max_squarings
+    )
     call = resolve(a, names=("A",), dtype=dtype)
     if call is None or is_empty(a):
         return empty_or_one_device(ref, a)
@@ -301,11 +316,21 @@ def expm(
     out_spec = _result_spec(a, call)
     options = (("upper_triangular", upper_triangular), ("max_squarings", max_squarings))
     if choose_plan("expm", plan, jsl.expm, a, what=what, options=options) == "one_device":
-        return on_one_device(jsl.expm, a, mesh=call.mesh,
-                             in_specs=(block_layout(a.shape, call.mesh),), out_specs=(out_spec,),
-                             options=options)
-    return _expm_2d(a, call=call, upper_triangular=upper_triangular,
-                    max_squarings=max_squarings, out_spec=out_spec)
+        return on_one_device(
+            jsl.expm,
+            a,
+            mesh=call.mesh,
+            in_specs=(block_layout(a.shape, call.mesh),),
+            out_specs=(out_spec,),
+            options=options,
+        )
+    return _expm_2d(
+        a,
+        call=call,
+        upper_triangular=upper_triangular,
+        max_squarings=max_squarings,
+        out_spec=out_spec,
+    )
 
 
 @one_program
@@ -347,10 +372,10 @@ def expm_frechet(
         if x.ndim < 2 or x.shape[-1] != x.shape[-2]:
             raise ShapeError(
                 f"{what}: {name} must be a square matrix or a stack of them ([..., n, n]); "
-                f"got {name} of shape {x.shape}")
+                f"got {name} of shape {x.shape}"
+            )
     if a.shape != e.shape:
-        raise ShapeError(f"{what}: A and E must have the same shape; got A {a.shape}, "
-                         f"E {e.shape}")
+        raise ShapeError(f"{what}: A and E must have the same shape; got A {a.shape}, E {e.shape}")
     dtype = result_dtype(what, a, e)
     value, derivative = jax.jvp(expm, (a.astype(dtype),), (e.astype(dtype),))
     return (value, derivative) if compute_expm else derivative

@@ -35,15 +35,15 @@ from jax import lax
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from .._core.eager import one_program
-from . import _eigh, _spectral
 from .._core.checks import ShapeError, as_array, is_traced, result_dtype
+from .._core.eager import one_program
 from .._core.matmul import checked_product
 from .._core.matrix import block_spec, on_mesh, put, round_up
 from .._core.mesh import drop_trivial_sharding, fitting_spec, grid_of, operand_mesh, run_on_mesh
 from .._core.one_device import block_layout, choose_plan, on_one_device
 from .._core.plan import mesh_of
 from .._core.stacked import stack, vmappable
+from . import _eigh, _spectral
 from ._cholesky import cholesky
 from ._spectral import EighResult
 from ._triangular import solve_triangular
@@ -112,7 +112,8 @@ def _value_range(w, vl, vu, what):
         raise ValueError(
             f"{what}: subset_by_value gives as many eigenvalues as lie in (vl, vu], a shape "
             "known only from the values; call eigh outside jax.jit/jax.grad for it, or pass "
-            "subset_by_index=(lo, hi), whose shape is static")
+            "subset_by_index=(lo, hi), whose shape is static"
+        )
     wh = np.asarray(w)
     inside = np.nonzero((wh > vl) & (wh <= vu))[0]
     if inside.size == 0:
@@ -148,8 +149,12 @@ def _dense_mm(x, y):
     return jnp.matmul(x, y, precision=_HI)
 
 
-_DENSE_OPS = (functools.partial(jnp.linalg.cholesky, symmetrize_input=False), _dense_trsm,
-              _dense_mm, _dense_standard)
+_DENSE_OPS = (
+    functools.partial(jnp.linalg.cholesky, symmetrize_input=False),
+    _dense_trsm,
+    _dense_mm,
+    _dense_standard,
+)
 
 
 def dense(a, b=None, *, kind=1, symmetrize=True, lower=True, sel=None, vectors=True):
@@ -340,11 +345,13 @@ def _check_subsets(what, n, subset_by_index, subset_by_value):
         except (TypeError, ValueError):
             raise ValueError(
                 f"{what}: subset_by_index must be two integers (lo, hi), 0 <= lo <= hi <= "
-                f"n - 1 (inclusive, as scipy); got {subset_by_index!r}") from None
+                f"n - 1 (inclusive, as scipy); got {subset_by_index!r}"
+            ) from None
         if not 0 <= lo <= hi <= n - 1:
             raise ValueError(
                 f"{what}: subset_by_index={subset_by_index!r} is not within [0, {n - 1}] for a "
-                f"of shape ({n}, {n}): pass (lo, hi) with 0 <= lo <= hi <= {n - 1}")
+                f"of shape ({n}, {n}): pass (lo, hi) with 0 <= lo <= hi <= {n - 1}"
+            )
         return ("index", lo, hi + 1)
     if subset_by_value is not None:
         try:
@@ -352,11 +359,13 @@ def _check_subsets(what, n, subset_by_index, subset_by_value):
         except (TypeError, ValueError):
             raise ValueError(
                 f"{what}: subset_by_value must be two numbers (vl, vu) with vl < vu (the "
-                f"eigenvalues in (vl, vu], as scipy); got {subset_by_value!r}") from None
+                f"eigenvalues in (vl, vu], as scipy); got {subset_by_value!r}"
+            ) from None
         if not vl < vu:
             raise ValueError(
                 f"{what}: subset_by_value={subset_by_value!r} needs vl < vu (the half-open "
-                "interval (vl, vu], as scipy)")
+                "interval (vl, vu], as scipy)"
+            )
         return ("value", vl, vu)
     return None
 
@@ -366,8 +375,10 @@ def _jnp_positional(b, uplo, symmetrize_input):
     ``UPLO``: a string ``b`` is ``UPLO``, a bool ``UPLO`` is ``symmetrize_input``."""
     if isinstance(b, str):
         if uplo is not None and not isinstance(uplo, (bool, np.bool_)):
-            raise TypeError("distla.linalg.eigh: with UPLO given positionally, the third "
-                            f"argument is symmetrize_input (a bool); got {uplo!r}")
+            raise TypeError(
+                "distla.linalg.eigh: with UPLO given positionally, the third "
+                f"argument is symmetrize_input (a bool); got {uplo!r}"
+            )
         return None, b, bool(uplo) if uplo is not None else symmetrize_input
     if isinstance(uplo, (bool, np.bool_)):
         return b, None, bool(uplo)
@@ -465,44 +476,54 @@ def eigh(
     what = "distla.linalg.eigh"
     if eigvals is not None:
         if subset_by_index is not None:
-            raise ValueError(f"{what}: give subset_by_index or eigvals (its older name), "
-                             "not both")
+            raise ValueError(f"{what}: give subset_by_index or eigvals (its older name), not both")
         subset_by_index = eigvals
     b, UPLO, symmetrize_input = _jnp_positional(b, UPLO, symmetrize_input)
     if UPLO not in (None, "L", "U"):
         raise ValueError(f"{what}: UPLO must be one of None, 'L', or 'U'; got {UPLO!r}")
     if UPLO is None and not lower:
         UPLO = "U"
-    scipy_form = (b is not None or type != 1 or eigvals_only or subset_by_index is not None
-                  or subset_by_value is not None)
+    scipy_form = (
+        b is not None
+        or type != 1
+        or eigvals_only
+        or subset_by_index is not None
+        or subset_by_value is not None
+    )
     if not scipy_form:
         return _spectral.eigh(a, UPLO, symmetrize_input, plan=plan)
     if type not in (1, 2, 3):
-        raise ValueError(f"{what}: type must be 1 (a x = λ b x), 2 (a b x = λ x) or 3 "
-                         f"(b a x = λ x), as scipy; got {type!r}")
+        raise ValueError(
+            f"{what}: type must be 1 (a x = λ b x), 2 (a b x = λ x) or 3 "
+            f"(b a x = λ x), as scipy; got {type!r}"
+        )
     a = as_array(a, "a", what)
     if a.ndim != 2 or a.shape[0] != a.shape[1]:
         raise ShapeError(
             f"{what}: with b, type, a subset or eigvals_only a must be one square matrix "
             f"(n, n), as scipy.linalg.eigh; got a of shape {a.shape} (for a stack, call eigh "
-            "on each matrix)")
+            "on each matrix)"
+        )
     n = a.shape[0]
     if b is not None:
         b = as_array(b, "b", what)
         if b.shape != a.shape:
-            raise ShapeError(f"{what}: b must have a's shape {a.shape}; got b of shape "
-                             f"{b.shape}")
+            raise ShapeError(f"{what}: b must have a's shape {a.shape}; got b of shape {b.shape}")
     sel = _check_subsets(what, n, subset_by_index, subset_by_value)
     dtype = result_dtype(what, a) if b is None else result_dtype(what, a, b)
     a = a.astype(dtype)
     b = None if b is None else b.astype(dtype)
-    flags = dict(kind=int(type), symmetrize=bool(symmetrize_input), lower=UPLO in (None, "L"),
-                 vectors=not eigvals_only)
+    flags = dict(
+        kind=int(type),
+        symmetrize=bool(symmetrize_input),
+        lower=UPLO in (None, "L"),
+        vectors=not eigvals_only,
+    )
     operands = (a,) if b is None else (a, b)
     if n == 0:
         w = jnp.zeros((0,), _real_dtype(dtype))
         return w if eigvals_only else (w, jnp.zeros((0, 0), dtype))
-    mesh = mesh_of(*operands, names=("a", "b")[:len(operands)])
+    mesh = mesh_of(*operands, names=("a", "b")[: len(operands)])
     if mesh is None:  # unsharded, or on a one-device mesh: jnp's functions as they are
         return dense(*(drop_trivial_sharding(x) for x in operands), sel=sel, **flags)
     value_sel = sel if sel is not None and sel[0] == "value" else None
@@ -512,8 +533,9 @@ def eigh(
         k = n if static_sel is None else static_sel[2] - static_sel[1]
         layouts = tuple(block_layout(x.shape, mesh) for x in operands)
         outs = (P(),) if eigvals_only else (P(), block_layout((n, k), mesh))
-        out = on_one_device(dense, *operands, mesh=mesh, in_specs=layouts, out_specs=outs,
-                            options=options)
+        out = on_one_device(
+            dense, *operands, mesh=mesh, in_specs=layouts, out_specs=outs, options=options
+        )
         out = out if eigvals_only else tuple(out)
         return _selected(out, value_sel, not eigvals_only, what)
     if is_traced(*operands):  # concrete calls keep the eager steps of the pruned solver

@@ -15,7 +15,6 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import PartitionSpec as P
 
-from .._core.eager import one_program
 from .._core.checks import (
     ShapeError,
     as_array,
@@ -24,13 +23,13 @@ from .._core.checks import (
     onto_mesh,
     result_dtype,
 )
-from .._core.plan import mesh_of as _mesh_of
-from .._core.mesh import drop_trivial_sharding, fitting_spec, operand_mesh, run_on_mesh
+from .._core.eager import one_program
+from .._core.matmul import product_here
 from .._core.matrix import block_spec
+from .._core.mesh import drop_trivial_sharding, fitting_spec, operand_mesh, run_on_mesh
+from .._core.plan import mesh_of as _mesh_of
 from ._solve import inv
 from ._spectral import svd, svdvals
-from .._core.matmul import product_here
-
 
 
 def _one_matrix(a) -> bool:
@@ -161,8 +160,9 @@ def lstsq(
     if a.ndim != 2:
         raise TypeError(f"{what}: {a.ndim}-dimensional array given. Array must be two-dimensional")
     if b.ndim not in (1, 2):
-        raise TypeError(f"{what}: {b.ndim}-dimensional array given. Array must be one or "
-                        "two-dimensional")
+        raise TypeError(
+            f"{what}: {b.ndim}-dimensional array given. Array must be one or two-dimensional"
+        )
     if a.shape[0] != b.shape[0]:
         raise ShapeError(f"{what}: leading dimensions of a {a.shape} and b {b.shape} must match")
     operand_mesh(a, b, names=("a", "b"))  # the solves' check: one mesh for both
@@ -178,7 +178,8 @@ def lstsq(
         return x, resid, rank.astype(jnp.asarray(0).dtype), s
     if not _one_matrix(a) or is_empty(b):
         return empty_or_one_device(
-            lambda a, b: jnp.linalg.lstsq(a, b, rcond, numpy_resid=numpy_resid), a, b)
+            lambda a, b: jnp.linalg.lstsq(a, b, rcond, numpy_resid=numpy_resid), a, b
+        )
     a, b = onto_mesh(a, b)
     m, n = a.shape
     real = jnp.finfo(dtype).dtype
@@ -220,8 +221,9 @@ def matrix_rank(
     dtype = result_dtype(what, M)
     M = M.astype(dtype)
     if not _one_matrix(M):
-        return empty_or_one_device(lambda x: jnp.linalg.matrix_rank(x, rtol,
-                                                                    hermitian=hermitian), M)
+        return empty_or_one_device(
+            lambda x: jnp.linalg.matrix_rank(x, rtol, hermitian=hermitian), M
+        )
     s = svd(M, compute_uv=False, hermitian=True) if hermitian else svdvals(M)
     if rtol is None:
         # max(m, n)·eps first: s_max·max(m, n) may overflow near the top of the range
@@ -257,8 +259,9 @@ def cond(x: jax.typing.ArrayLike, p=None) -> jax.Array:
         r = s[-1] / s[0]
     else:
         if arr.shape[-2] != arr.shape[-1]:
-            raise ShapeError(f"{what}: for p={p!r}, array must be square; got "
-                             f"arr.shape={arr.shape}")
+            raise ShapeError(
+                f"{what}: for p={p!r}, array must be square; got arr.shape={arr.shape}"
+            )
         r = norm(arr, ord=p) * norm(inv(arr), ord=p)
     return jnp.where(jnp.isnan(r) & ~jnp.isnan(arr).any(), jnp.inf, r)
 
@@ -282,12 +285,20 @@ def norm(
     spectral = ord in (2, -2, "nuc")
     if spectral or not jnp.issubdtype(x.dtype, jnp.inexact):
         x = x.astype(result_dtype(what, x))  # half precision: as jnp, only without an SVD
-    matrix_axes = axis is None and x.ndim == 2 or (
-        isinstance(axis, tuple) and len(axis) == 2 and x.ndim == 2
-        and sorted(a % 2 for a in axis) == [0, 1])
+    matrix_axes = (
+        axis is None
+        and x.ndim == 2
+        or (
+            isinstance(axis, tuple)
+            and len(axis) == 2
+            and x.ndim == 2
+            and sorted(a % 2 for a in axis) == [0, 1]
+        )
+    )
     if spectral and matrix_axes and is_empty(x):
         return empty_or_one_device(
-            lambda y: jnp.linalg.norm(y, ord=ord, axis=axis, keepdims=keepdims), x)
+            lambda y: jnp.linalg.norm(y, ord=ord, axis=axis, keepdims=keepdims), x
+        )
     if spectral and matrix_axes and _one_matrix(x):
         if isinstance(axis, tuple) and axis[0] % 2 == 1:
             x = x.T

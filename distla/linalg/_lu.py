@@ -91,7 +91,14 @@ def _solve_local(lu_cyc, piv, b_blk, *, grid: Grid, nb: int, trans: int, few: bo
     rows = grid.row if trans == 0 else grid.col
     b = to_block_cyclic(b_blk, axis=0, axis_name=rows, nb=nb)
     x = lu_solve_block_cyclic(
-        lu_cyc, piv, b, trans=trans, few=few, row_axis=grid.row, col_axis=grid.col, nb=nb,
+        lu_cyc,
+        piv,
+        b,
+        trans=trans,
+        few=few,
+        row_axis=grid.row,
+        col_axis=grid.col,
+        nb=nb,
         precision=HIGHEST,
     )
     return from_block_cyclic(x, axis=0, axis_name=rows, nb=nb)
@@ -157,8 +164,7 @@ def result_spec(grid: Grid, shape: tuple[int, ...]) -> P:
     return fitting_spec(shape, grid.mesh, _natural_rhs_spec(grid, len(shape)))
 
 
-def solved_on_one_device(family, plan, fn, *operands, call: Plan, what, options=(),
-                         like_b=False):
+def solved_on_one_device(family, plan, fn, *operands, call: Plan, what, options=(), like_b=False):
     """``fn(*operands)`` by the one-device plan if ``plan`` resolves to it, else ``None``.
 
     For the solves with a factor (``solve_triangular``, ``cho_solve``, ``lu_solve``):
@@ -172,10 +178,13 @@ def solved_on_one_device(family, plan, fn, *operands, call: Plan, what, options=
         return None
     *factors, b = operands
     keep_b = like_b and is_explicit(call.mesh)
-    specs = (*(block_layout(f.shape, call.mesh) if f.ndim == 2 else P(None) for f in factors),
-             P(*jax.typeof(b).sharding.spec) if keep_b else result_spec(call.grid, b.shape))
-    return on_one_device(fn, *operands, mesh=call.mesh, in_specs=specs, out_specs=specs[-1:],
-                         options=options)
+    specs = (
+        *(block_layout(f.shape, call.mesh) if f.ndim == 2 else P(None) for f in factors),
+        P(*jax.typeof(b).sharding.spec) if keep_b else result_spec(call.grid, b.shape),
+    )
+    return on_one_device(
+        fn, *operands, mesh=call.mesh, in_specs=specs, out_specs=specs[-1:], options=options
+    )
 
 
 @functools.partial(jax.jit, static_argnames=("call", "trans"))

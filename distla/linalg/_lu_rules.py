@@ -20,12 +20,12 @@ from jax import lax
 from jax.custom_derivatives import SymbolicZero
 from jax.sharding import PartitionSpec as P
 
-from . import _batched, _buckets, _lu
 from .._core.checks import is_traced
 from .._core.matmul import matvec, product
 from .._core.matrix import like, natural, tril, triu
 from .._core.mesh import fitting_spec, rule_on_mesh
 from .._core.plan import Plan
+from . import _batched, _buckets, _lu
 
 
 def _not_differentiable(fn, what):
@@ -49,8 +49,15 @@ def _factor(a, call: Plan):
         m, n = a.shape
         if m != n:
             return factor(a)
-        return _buckets.on_bucket(factor, a, call=call, results=lambda: (
-            ((n, n), (n,)), (fitting_spec((n, n), call.mesh, call.grid.block_spec), P())))
+        return _buckets.on_bucket(
+            factor,
+            a,
+            call=call,
+            results=lambda: (
+                ((n, n), (n,)),
+                (fitting_spec((n, n), call.mesh, call.grid.block_spec), P()),
+            ),
+        )
     return _batched.with_vmap_rule("lu_factor", factor)(a)
 
 
@@ -106,8 +113,9 @@ def _solve_linear(a, b, call: Plan):
     # saving nothing, the transpose of a @ x recomputes from a what it would otherwise
     # hoist out of the product's program typed for Auto axes (jax.vmap of the solve
     # on an Explicit mesh refuses those): see _triangular.solve_linear
-    product = jax.checkpoint(lambda a, x: matvec(a, x, call.mesh),
-                             policy=jax.checkpoint_policies.nothing_saveable)
+    product = jax.checkpoint(
+        lambda a, x: matvec(a, x, call.mesh), policy=jax.checkpoint_policies.nothing_saveable
+    )
     mv = lambda x: like(product(a, x), x)  # noqa: E731
     return natural(lax.custom_linear_solve(mv, b, *_solves(lu, piv, 0, call)))
 
@@ -119,8 +127,13 @@ def solve_2d(a, b, *, call: Plan):
         return _lu.solve(a, b, call=call)
 
     if not is_traced(a, b):  # the rules act only under a transformation
-        (x,) = _buckets.on_bucket(lambda a, b: (fused(a, b),), a, b, call=call, results=lambda: (
-            (b.shape,), (_lu.result_spec(call.grid, b.shape),)))
+        (x,) = _buckets.on_bucket(
+            lambda a, b: (fused(a, b),),
+            a,
+            b,
+            call=call,
+            results=lambda: ((b.shape,), (_lu.result_spec(call.grid, b.shape),)),
+        )
         return x
 
     def jvp(primals, tangents):

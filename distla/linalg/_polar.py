@@ -32,7 +32,6 @@ from jax import lax
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from . import _qr
 from .._core.checks import (
     ShapeError,
     as_array,
@@ -41,12 +40,11 @@ from .._core.checks import (
     is_traced,
     result_dtype,
 )
-from .._core.mesh import fitting_spec, grid_of, is_explicit, operand_mesh, run_on_mesh
 from .._core.matmul import mm
-from .._core.plan import plan_here
 from .._core.matrix import block_spec, ct, eye, on_mesh, put, round_up
-
-
+from .._core.mesh import fitting_spec, grid_of, is_explicit, operand_mesh, run_on_mesh
+from .._core.plan import plan_here
+from . import _qr
 
 # ----------------------------------------------------------------- layout helpers
 
@@ -65,8 +63,7 @@ def pow2_scale(x: jax.Array) -> jax.Array:
     _, e = jnp.frexp(mx)
     top = jnp.finfo(real).maxexp - 2
     ok = (mx > 0) & jnp.isfinite(mx)
-    return jnp.where(ok, jnp.ldexp(jnp.ones((), real), jnp.clip(-e, -top, top)),
-                     jnp.ones((), real))
+    return jnp.where(ok, jnp.ldexp(jnp.ones((), real), jnp.clip(-e, -top, top)), jnp.ones((), real))
 
 
 def norm_bound(x: jax.Array) -> jax.Array:
@@ -138,8 +135,11 @@ def qdwh(x: jax.Array, spec: P, *, max_iterations: int = 12):
 
     ``x`` must split evenly in ``spec`` (the caller pads). Returns ``(u, iterations)``.
     """
-    state = lax.while_loop(functools.partial(qdwh_going, max_iterations=max_iterations),
-                           functools.partial(qdwh_qr_step, spec=spec), qdwh_init(x, spec))
+    state = lax.while_loop(
+        functools.partial(qdwh_going, max_iterations=max_iterations),
+        functools.partial(qdwh_qr_step, spec=spec),
+        qdwh_init(x, spec),
+    )
     k, x, _, _ = state
     return x, k
 
@@ -234,8 +234,9 @@ def _out_specs(mesh, shape, side, a_spec=None):
     spec = block_spec(mesh)
     m0, n0 = shape
     k = n0 if side == "right" else m0
-    u_spec = a_spec if a_spec is not None and is_explicit(mesh) else fitting_spec(
-        (m0, n0), mesh, spec)
+    u_spec = (
+        a_spec if a_spec is not None and is_explicit(mesh) else fitting_spec((m0, n0), mesh, spec)
+    )
     return (u_spec, fitting_spec((k, k), mesh, spec))
 
 
@@ -264,8 +265,12 @@ def polar_eager(a, *, side, max_iterations=12):
     spec = block_spec(mesh)
     xp, s = on_mesh(polar_prep, mesh, (spec, P()), (("mesh", mesh),))(a)
     u, _ = qdwh_eager(xp, mesh, spec, max_iterations=max_iterations)
-    finish = on_mesh(polar_finish, mesh, _out_specs(mesh, a.shape, side, _spec_of(a)),
-                     (("mesh", mesh), ("side", side), ("shape", a.shape)))
+    finish = on_mesh(
+        polar_finish,
+        mesh,
+        _out_specs(mesh, a.shape, side, _spec_of(a)),
+        (("mesh", mesh), ("side", side), ("shape", a.shape)),
+    )
     return finish(u, xp, s)
 
 
@@ -285,13 +290,13 @@ def _auto_axes_polar(ref, a, side):
     return jax.sharding.auto_axes(ref, out_sharding=(sh, p_sh))(a)
 
 
-
 def check_options(side: str, method: str, what: str) -> None:
     """Refuse a ``side`` or ``method`` that ``jax.scipy.linalg.polar`` does not know."""
     if side not in ("right", "left"):
         raise ValueError(f"{what}: side must be 'right' or 'left'; got {side!r}")
     if method not in ("qdwh", "svd"):
         raise ValueError(f"{what}: method must be 'qdwh' or 'svd'; got {method!r}")
+
 
 def polar(
     a: jax.typing.ArrayLike,
@@ -344,9 +349,11 @@ def polar(
     a = a.astype(dtype)
     mesh = operand_mesh(a, names=("a",))
     if mesh is None or mesh.size == 1 or is_empty(a) or a.ndim > 2 or method == "svd":
+
         def ref(x):
-            return jax.scipy.linalg.polar(x, side=side, method=method, eps=eps,
-                                          max_iterations=max_iterations)
+            return jax.scipy.linalg.polar(
+                x, side=side, method=method, eps=eps, max_iterations=max_iterations
+            )
 
         if not is_empty(a) and _explicit_batch(a):
             return _auto_axes_polar(ref, a, side)

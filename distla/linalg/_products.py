@@ -19,9 +19,9 @@ import numpy as np
 from jax import lax
 from jax.sharding import PartitionSpec as P
 
-from .._core.eager import hashable, on_one_mesh, one_program
 from .._core.batch_layout import live, source_layout
 from .._core.checks import ShapeError, as_array, canonical_precision, is_empty, result_dtype
+from .._core.eager import hashable, on_one_mesh, one_program
 from .._core.matmul import checked_product as _summa
 from .._core.matmul import product_here
 from .._core.mesh import fitting_spec, is_explicit, operand_mesh, run_on_mesh, shard_spec
@@ -92,23 +92,31 @@ def matmul(
     if a.ndim == 0 or b.ndim == 0:
         raise ShapeError(
             f"{what}: operands must be at least 1-D; got shapes {a.shape} and {b.shape}. "
-            "For a scalar factor use multiplication (x1 * x2).")
+            "For a scalar factor use multiplication (x1 * x2)."
+        )
     a, b = _with_preferred(a, b, preferred_element_type, what)
     if a.ndim == 1 or b.ndim == 1:
-        return jnp.linalg.matmul(a, b, precision=precision,
-                                 preferred_element_type=preferred_element_type)
+        return jnp.linalg.matmul(
+            a, b, precision=precision, preferred_element_type=preferred_element_type
+        )
     if a.shape[-1] != b.shape[-2]:
         raise ShapeError(
             f"{what}: inner dimensions differ: x1 is {a.shape}, x2 is {b.shape} "
-            f"({a.shape[-1]} != {b.shape[-2]})")
+            f"({a.shape[-1]} != {b.shape[-2]})"
+        )
     if a.ndim == 2 and b.ndim == 2:
         return _summa(a, b, precision=precision)
     if _batch_only(a, b):  # each device multiplies its own members: nothing to exchange
         return jnp.linalg.matmul(a, b, precision=precision)
     if a.ndim == 2 or b.ndim == 2:  # one matrix against a stack: one product (below)
         mesh = operand_mesh(a, b, names=("x1", "x2"))
-        return _with_one_matrix(a, b, precision=canonical_precision(precision, what),
-                                mesh=mesh, out_spec=_one_matrix_spec(a, b, mesh))
+        return _with_one_matrix(
+            a,
+            b,
+            precision=canonical_precision(precision, what),
+            mesh=mesh,
+            out_spec=_one_matrix_spec(a, b, mesh),
+        )
     batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
     a = jnp.broadcast_to(a, batch + a.shape[-2:])
     b = jnp.broadcast_to(b, batch + b.shape[-2:])
@@ -140,7 +148,8 @@ def _with_one_matrix(a, b, *, precision, mesh, out_spec):
             return rows.reshape(out_shape)
         cols = jnp.moveaxis(b, -2, 0).reshape(b.shape[-2], -1)  # (k, batch·n)
         out = product_here(a, cols, precision=precision).reshape(
-            (a.shape[0], *b.shape[:-2], b.shape[-1]))
+            (a.shape[0], *b.shape[:-2], b.shape[-1])
+        )
         return jnp.moveaxis(out, 0, -2)
 
     return run_on_mesh(body, mesh, out_spec, a, b)
@@ -233,12 +242,14 @@ def _chain(arrays: list[jax.Array], *, precision: lax.PrecisionLike) -> jax.Arra
         if m.ndim != 2:
             raise ShapeError(
                 f"{what}: arrays[{i}] must be 2-D (the ends may be 1-D); got shape "
-                f"{arrays[i].shape}")
+                f"{arrays[i].shape}"
+            )
     for i in range(len(mats) - 1):
         if mats[i].shape[1] != mats[i + 1].shape[0]:
             raise ShapeError(
                 f"{what}: arrays[{i}] of shape {arrays[i].shape} and arrays[{i + 1}] of shape "
-                f"{arrays[i + 1].shape} do not chain")
+                f"{arrays[i + 1].shape} do not chain"
+            )
     dtype = result_dtype(what, *mats, inexact=False)
     mats = [m.astype(dtype) for m in mats]
     split = chain_order([m.shape for m in mats])
@@ -280,10 +291,12 @@ def _contraction_axes(a, b, axes, what):
         if k < 0 or k > min(a.ndim, b.ndim):
             raise ValueError(
                 f"{what}: axes={k} must be in [0, {min(a.ndim, b.ndim)}] for shapes "
-                f"{a.shape} and {b.shape}")
+                f"{a.shape} and {b.shape}"
+            )
         ca, cb = list(range(a.ndim - k, a.ndim)), list(range(k))
     return [operator.index(x) % max(a.ndim, 1) for x in ca], [
-        operator.index(x) % max(b.ndim, 1) for x in cb]
+        operator.index(x) % max(b.ndim, 1) for x in cb
+    ]
 
 
 def _free_axes_sharding(a, b, free_a, free_b):
@@ -346,15 +359,26 @@ def tensordot(
     ca, cb = _contraction_axes(a, b, axes, what)
     free_a = [i for i in range(a.ndim) if i not in ca]
     free_b = [i for i in range(b.ndim) if i not in cb]
-    one_product = (len(ca) == 1 and len(cb) == 1 and len(free_a) <= 1 and len(free_b) <= 1
-                   and a.shape[ca[0]] == b.shape[cb[0]] and out_sharding is None
-                   and a.ndim + b.ndim >= 3)
+    one_product = (
+        len(ca) == 1
+        and len(cb) == 1
+        and len(free_a) <= 1
+        and len(free_b) <= 1
+        and a.shape[ca[0]] == b.shape[cb[0]]
+        and out_sharding is None
+        and a.ndim + b.ndim >= 3
+    )
     if not one_product:
         if out_sharding is None:
             out_sharding = _free_axes_sharding(a, b, free_a, free_b)
-        return jnp.linalg.tensordot(a, b, axes=axes, precision=precision,
-                                    preferred_element_type=preferred_element_type,
-                                    out_sharding=out_sharding)
+        return jnp.linalg.tensordot(
+            a,
+            b,
+            axes=axes,
+            precision=precision,
+            preferred_element_type=preferred_element_type,
+            out_sharding=out_sharding,
+        )
     a, b = _with_preferred(a, b, preferred_element_type, what)
     a2 = a[None, :] if a.ndim == 1 else (a.T if ca[0] == 0 else a)
     b2 = b[:, None] if b.ndim == 1 else (b.T if cb[0] == 1 else b)
@@ -367,8 +391,9 @@ def tensordot(
 
 
 @one_program
-def matrix_norm(x: jax.typing.ArrayLike, /, *, keepdims: bool = False,
-                ord: str | int = "fro") -> jax.Array:  # noqa: A002  (jnp's name)
+def matrix_norm(
+    x: jax.typing.ArrayLike, /, *, keepdims: bool = False, ord: str | int = "fro"
+) -> jax.Array:  # noqa: A002  (jnp's name)
     """Norm over the last two axes, as ``jnp.linalg.matrix_norm``.
 
     ``distla.linalg.norm`` with ``axis=(-2, -1)``: ``ord`` 2, -2 and
@@ -416,7 +441,8 @@ def matrix_power(a: jax.typing.ArrayLike, n: int) -> jax.Array:
     if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
         raise ShapeError(
             f"{what}: a must be a square matrix or a stack of them ([..., m, m]); got "
-            f"shape {a.shape}")
+            f"shape {a.shape}"
+        )
     if n != 0 and on_one_mesh(a):  # (n = 0 builds the identity: no product to compile)
         return _compiled_power(a, n)
     return _power(a, n)

@@ -31,10 +31,10 @@ from distla.kernels.cyclic import from_block_cyclic, relayout_fraction, to_block
 from distla.kernels.qr import form_q, global_index, qr_block_cyclic, stage_bounds
 from distla.kernels.tsqr import tsqr_local
 
-from .._core.eager import one_program
-from . import _lu
 from .._core import batch_layout as layouts
 from .._core.checks import ShapeError, as_array, empty_or_one_device, is_traced
+from .._core.eager import one_program
+from .._core.matrix import HIGHEST, round_up
 from .._core.mesh import (
     Grid,
     constrain,
@@ -44,9 +44,9 @@ from .._core.mesh import (
     run_on_mesh,
     shard_map,
 )
-from .._core.matrix import HIGHEST, round_up
 from .._core.one_device import replicated_on_one_device
 from .._core.plan import Plan, resolve
+from . import _lu
 
 # TSQR when every device holds at least this many times n rows: the gathered
 # R factors (p·n² elements) are then at most 1/TALL of the matrix.
@@ -151,7 +151,12 @@ def _householder(a, *, mode, call: Plan):
             x = to_block_cyclic(a_blk, axis=0, axis_name=row, nb=nb)
             x = to_block_cyclic(x, axis=1, axis_name=col, nb=nb)
             h, ts = qr_block_cyclic(
-                x, row_axis=row, col_axis=col, nb=nb, panels=panels, stages=stages,
+                x,
+                row_axis=row,
+                col_axis=col,
+                nb=nb,
+                panels=panels,
+                stages=stages,
                 precision=HIGHEST,
             )
             grow = global_index(h.shape[0], row, nb)
@@ -160,7 +165,13 @@ def _householder(a, *, mode, call: Plan):
             out = [r]
             if want_q:
                 q = form_q(
-                    h, ts, q_pad // grid.pc, row_axis=row, col_axis=col, nb=nb, stages=stages,
+                    h,
+                    ts,
+                    q_pad // grid.pc,
+                    row_axis=row,
+                    col_axis=col,
+                    nb=nb,
+                    stages=stages,
                     precision=HIGHEST,
                 )
                 out.append(q)
@@ -216,8 +227,9 @@ def _wide_tangent(q, r, a, da):
     square rule and ``r2 = qᴴ a2`` gives ``dr2 = dqᴴ a2 + qᴴ da2``."""
     m = q.shape[-1]
     dq, dr1 = _thin_tangent(q, r[:, :m], da[:, :m])
-    dr2 = (jnp.matmul(jnp.conj(dq).T, a[:, m:], precision=HIGHEST)
-           + jnp.matmul(jnp.conj(q).T, da[:, m:], precision=HIGHEST))
+    dr2 = jnp.matmul(jnp.conj(dq).T, a[:, m:], precision=HIGHEST) + jnp.matmul(
+        jnp.conj(q).T, da[:, m:], precision=HIGHEST
+    )
     return dq, jnp.concatenate([dr1, dr2], axis=1)
 
 
@@ -234,10 +246,11 @@ def _complete_tangent(q, r, a, da):
     eye = jnp.eye(n, dtype=q.dtype)
     z_h = jnp.linalg.solve(jnp.conj(q_nn - eye).T, jnp.conj(q_pn).T)  # zᴴ
     z = jnp.conj(z_h).T
-    dq_mp = (jnp.matmul(dq_mn, z_h, precision=hi)
-             - jnp.matmul(q_mn + jnp.matmul(q_mp, z, precision=hi),
-                          jnp.conj(dq_mn[n:] - jnp.matmul(z, dq_mn[:n], precision=hi)).T,
-                          precision=hi))
+    dq_mp = jnp.matmul(dq_mn, z_h, precision=hi) - jnp.matmul(
+        q_mn + jnp.matmul(q_mp, z, precision=hi),
+        jnp.conj(dq_mn[n:] - jnp.matmul(z, dq_mn[:n], precision=hi)).T,
+        precision=hi,
+    )
     dq = jnp.concatenate([dq_mn, dq_mp], axis=1)
     dr = jnp.concatenate([dr_nn, jnp.zeros((m - n, n), dr_nn.dtype)], axis=0)
     return dq, dr
@@ -305,8 +318,12 @@ def _batched_call(a, *, mode, call: Plan, source):
     batch = a.shape[:-2]
     nbd = len(batch)
     m, n = a.shape[-2:]
-    layout, padded = layouts.kernel_layout(batch, None if source is None else source[:nbd], mesh,
-                                           whole=layouts.whole_members(source, 2, mesh))
+    layout, padded = layouts.kernel_layout(
+        batch,
+        None if source is None else source[:nbd],
+        mesh,
+        whole=layouts.whole_members(source, 2, mesh),
+    )
     q_shape, r_shape = _out_shapes(m, n, mode)
     cores = [r_shape] if mode == "r" else [q_shape, r_shape]
     kernel_specs = tuple(layouts.layout_spec(layout + ((),) * 2) for _ in cores)
@@ -337,8 +354,11 @@ def _batched_call(a, *, mode, call: Plan, source):
 
     # returned as jnp returns it: in the stack's own batch layout (or replicated)
     arrived = layouts.arrived_layout(
-        batch, None if source is None else source[:nbd],
-        source is not None and not any(source), mesh)
+        batch,
+        None if source is None else source[:nbd],
+        source is not None and not any(source),
+        mesh,
+    )
     if arrived is not None:
         out_specs = tuple(layouts.layout_spec(arrived + ((), ())) for _ in cores)
     out = out_specs[0] if mode == "r" else out_specs
@@ -350,8 +370,9 @@ def _batched_call(a, *, mode, call: Plan, source):
 
 def _promoted(dtype):
     """The dtype ``jnp.linalg.qr`` computes in for ``dtype`` (under the current x64 setting)."""
-    return _promoted_under(np.dtype(dtype), bool(jax.config.jax_enable_x64),
-                           jax.config.jax_numpy_dtype_promotion)
+    return _promoted_under(
+        np.dtype(dtype), bool(jax.config.jax_enable_x64), jax.config.jax_numpy_dtype_promotion
+    )
 
 
 @functools.lru_cache(maxsize=64)
@@ -426,8 +447,9 @@ def qr(
     if a.size == 0:
         return empty_or_one_device(lambda x: jnp.linalg.qr(x, mode=mode), a)
     if call is not None and mode == "raw":  # jax's one-device geqrf: on one device
-        one = replicated_on_one_device("qr_raw", "auto", jnp.linalg.qr, a, what=what,
-                                       options=(("mode", "raw"),))
+        one = replicated_on_one_device(
+            "qr_raw", "auto", jnp.linalg.qr, a, what=what, options=(("mode", "raw"),)
+        )
         if one is not None:
             return one
     if call is None or mode == "raw":  # above the budget: jnp's gather onto every device

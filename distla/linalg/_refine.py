@@ -69,14 +69,9 @@ from distla.kernels.cyclic import from_block_cyclic, global_blocks, to_block_cyc
 from distla.kernels.lu import lu_block_cyclic
 from distla.kernels.trsm import lu_solve_block_cyclic
 
-from . import _batched, _lu
-from ._cholesky import cho_solve_2d
-from ._lu_rules import lu_factor_2d, lu_solve_2d
 from .._core.checks import as_array, empty_or_one_device, onto_mesh, result_dtype, rhs_core
 from .._core.matmul import matvec as product_matvec
 from .._core.matrix import HIGHEST, like, pad_identity
-from .._core.plan import Plan
-from .._core.stacked import stack
 from .._core.mesh import (
     Grid,
     constrain,
@@ -85,8 +80,12 @@ from .._core.mesh import (
     run_on_mesh,
     shard_map,
 )
+from .._core.plan import Plan
+from .._core.stacked import stack
+from . import _batched, _lu
+from ._cholesky import cho_solve_2d
+from ._lu_rules import lu_factor_2d, lu_solve_2d
 from ._refine_loop import GMRES_BASIS, GMRES_STEPS, MAX_ITERATIONS, Ops, dsgesv_test, iterate
-
 
 # the low precision of each input precision (LAPACK's dsgesv, zcgesv)
 _LOWER = {
@@ -196,7 +195,14 @@ def _refine_local(a_blk, b_blk, lu_blk, piv, *, grid, nb, n, factor_dtype, trans
 
     def solve_with(factors, v):
         return lu_solve_block_cyclic(
-            factors, piv, v, trans=trans, few=True, row_axis=row, col_axis=col, nb=nb,
+            factors,
+            piv,
+            v,
+            trans=trans,
+            few=True,
+            row_axis=row,
+            col_axis=col,
+            nb=nb,
             precision=HIGHEST,
         )
 
@@ -249,18 +255,24 @@ def _refine_2d(a, b, lu, piv, *, factor_dtype, trans, counts):
         if given:
             lu, piv = factors
             lu = constrain(pad_identity(lu, n_pad), blocks)
-            piv = jnp.concatenate(
-                [piv.astype(jnp.int32), jnp.arange(n, n_pad, dtype=jnp.int32)])
+            piv = jnp.concatenate([piv.astype(jnp.int32), jnp.arange(n, n_pad, dtype=jnp.int32)])
             factors = (lu, piv)
         kernel = functools.partial(
-            _refine_local, grid=grid, nb=nb, n=n, factor_dtype=factor_dtype, trans=trans,
+            _refine_local,
+            grid=grid,
+            nb=nb,
+            n=n,
+            factor_dtype=factor_dtype,
+            trans=trans,
             counts=dict(counts),
         )
         if not given:
             kernel = functools.partial(kernel, lu_blk=None, piv=None)
         x, its, converged, steps = shard_map(
-            kernel, in_specs=(blocks, b_spec) + ((blocks, P()) if given else ()),
-            out_specs=(b_spec, P(), P(), P()), check_vma=False,
+            kernel,
+            in_specs=(blocks, b_spec) + ((blocks, P()) if given else ()),
+            out_specs=(b_spec, P(), P(), P()),
+            check_vma=False,
         )(a, b2, *factors)
         x = x[:n]
         return (x[:, 0] if vector else x), its, converged, steps
@@ -286,7 +298,8 @@ def _lu_solve_any(factors, r, trans, mesh):
     lu, piv = factors
     if mesh is None:
         return empty_or_one_device(
-            lambda lu, piv, r: jsl.lu_solve((lu, piv), r, trans=trans), lu, piv, r)
+            lambda lu, piv, r: jsl.lu_solve((lu, piv), r, trans=trans), lu, piv, r
+        )
     call = Plan(mesh, np.dtype(lu.dtype))
     if lu.ndim > 2:  # one vector per member goes to the batched solve as a column
         vector = r.ndim == lu.ndim - 1
@@ -322,11 +335,14 @@ def _refine_generic(a, b, factors, *, factor_dtype, kind, trans, lower, counts, 
     if factors is None:
         factors = _lu_factor_any(a.astype(factor_dtype), mesh)
     if kind == "lu":
+
         def solve(f, r):
             return _lu_solve_any(f, r, trans, mesh)
     else:
+
         def solve(f, r):
             return _cho_solve_any(f[0], r, lower, mesh)
+
     factors_in = tuple(
         f.astype(dtype) if jnp.issubdtype(f.dtype, jnp.inexact) else f for f in factors
     )
@@ -334,8 +350,11 @@ def _refine_generic(a, b, factors, *, factor_dtype, kind, trans, lower, counts, 
 
     def matvec(v):  # HIGHEST: the residual is the refinement's accuracy
         if a.ndim > 2:
-            return (jnp.matmul(op_a, v[..., None], precision=HIGHEST)[..., 0] if vector
-                    else jnp.matmul(op_a, v, precision=HIGHEST))
+            return (
+                jnp.matmul(op_a, v[..., None], precision=HIGHEST)[..., 0]
+                if vector
+                else jnp.matmul(op_a, v, precision=HIGHEST)
+            )
         return product_matvec(op_a, v, mesh)
 
     # x0: the first correction; every later vector keeps its layout
@@ -361,13 +380,20 @@ def _refine_generic(a, b, factors, *, factor_dtype, kind, trans, lower, counts, 
 
 
 def _counts(max_iterations, gmres_steps, gmres_basis):
-    return (("max_iterations", max_iterations), ("gmres_steps", gmres_steps),
-            ("m", gmres_basis))
+    return (("max_iterations", max_iterations), ("gmres_steps", gmres_steps), ("m", gmres_basis))
 
 
 def refine(
-    a, b, *, factor_dtype, factors=None, kind: str = "lu", trans: int = 0, lower: bool = False,
-    max_iterations: int = MAX_ITERATIONS, gmres_steps: int = GMRES_STEPS,
+    a,
+    b,
+    *,
+    factor_dtype,
+    factors=None,
+    kind: str = "lu",
+    trans: int = 0,
+    lower: bool = False,
+    max_iterations: int = MAX_ITERATIONS,
+    gmres_steps: int = GMRES_STEPS,
     gmres_basis: int = GMRES_BASIS,
 ) -> MixedSolve:
     """Solve ``op(a) x = b`` with a factor in ``factor_dtype`` refined in ``a``'s precision.
@@ -399,8 +425,17 @@ def refine(
     if kind == "lu" and a.ndim == 2 and few and mesh is not None:
         lu, piv = factors if factors is not None else (None, None)
         return _refine_2d(a, b, lu, piv, factor_dtype=factor_dtype, trans=trans, counts=counts)
-    return _refine_generic(a, b, factors, factor_dtype=factor_dtype, kind=kind, trans=trans,
-                           lower=lower, counts=counts, mesh=mesh)
+    return _refine_generic(
+        a,
+        b,
+        factors,
+        factor_dtype=factor_dtype,
+        kind=kind,
+        trans=trans,
+        lower=lower,
+        counts=counts,
+        mesh=mesh,
+    )
 
 
 # ------------------------------------------------------------------ public entries
@@ -476,6 +511,7 @@ def _linear_solve(a, b, *, factor_dtype):
         def solve(_, r):
             x = refine(a_const, r, factor_dtype=factor_dtype, factors=factors, trans=trans).x
             return like(x, r)
+
         return solve
 
     return lax.custom_linear_solve(
@@ -494,8 +530,13 @@ def _system_of(what, factor, b, a):
     if _LOWER.get(dtype) != np.dtype(factor.dtype):
         return None  # not a lower-precision factor: the plain solve, as jax.scipy
     n = factor.shape[-1]
-    if (a.shape != factor.shape or a.ndim < 2 or b.shape[: a.ndim - 2] != a.shape[:-2]
-            or b.ndim not in (a.ndim - 1, a.ndim) or b.shape[a.ndim - 2] != n):
+    if (
+        a.shape != factor.shape
+        or a.ndim < 2
+        or b.shape[: a.ndim - 2] != a.shape[:-2]
+        or b.ndim not in (a.ndim - 1, a.ndim)
+        or b.shape[a.ndim - 2] != n
+    ):
         raise ValueError(
             f"{what}: with a, the factor {factor.shape}, a {a.shape} and b {b.shape} must "
             f"match: a the factorised matrix ({factor.shape}), b (..., {n}) or (..., {n}, k) "

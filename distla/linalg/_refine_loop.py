@@ -109,8 +109,9 @@ def _correction(ops: Ops, r, steps, *, m: int):
     u, s, vh = jnp.linalg.svd(h, full_matrices=False)
     cut = s[..., :1] * m * jnp.finfo(dtype).eps
     coef = jnp.conj(u[..., 0, :]) * beta[..., None].astype(dtype)  # U^H (beta e1)
-    y = jnp.einsum("...ji,...j->...i", jnp.conj(vh),
-                   jnp.where(s > cut, coef / jnp.where(s > cut, s, 1), 0))  # (cols, m)
+    y = jnp.einsum(
+        "...ji,...j->...i", jnp.conj(vh), jnp.where(s > cut, coef / jnp.where(s > cut, s, 1), 0)
+    )  # (cols, m)
     y = jnp.where(steps == 0, 0, jnp.moveaxis(y, -1, 0))  # (m, cols)
     # d = sum_i y_i v_i (i < m); classical: d = beta v_0 = M^-1 r
     coef = jnp.concatenate([y, jnp.zeros_like(y[:1])])
@@ -148,8 +149,9 @@ def iterate(ops: Ops, b, x0=None, *, max_iterations: int, gmres_steps: int, m: i
         its = its + (~in_gmres).astype(jnp.int32)
         steps = steps + in_gmres.astype(jnp.int32)
         # phase 0: classical, 1: GMRES-IR, 2: done (GMRES-IR too slow as well)
-        phase = jnp.where(in_gmres, jnp.where(slow, 2, 1),
-                          jnp.where(slow | (its >= max_iterations), 1, 0)).astype(jnp.int32)
+        phase = jnp.where(
+            in_gmres, jnp.where(slow, 2, 1), jnp.where(slow | (its >= max_iterations), 1, 0)
+        ).astype(jnp.int32)
         return its, steps, x, r, jnp.all(passed), phase, new_rnorm
 
     def keep(state):

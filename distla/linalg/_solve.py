@@ -23,20 +23,6 @@ import jax.scipy.linalg as jsl
 import numpy as np
 from jax.sharding import PartitionSpec as P
 
-from .._core.eager import one_program
-from . import _batched, _cholesky, _refine
-from ._cholesky import solve_pos
-from ._lu import solved_on_one_device
-from ._lu_rules import (
-    det_2d,
-    inv_2d,
-    lu_factor_2d,
-    lu_solve_2d,
-    plu_2d,
-    slogdet_2d,
-    solve_2d,
-)
-from ._triangular import checked_solve_operands
 from .._core.checks import (
     ShapeError,
     as_array,
@@ -46,6 +32,7 @@ from .._core.checks import (
     result_dtype,
     square,
 )
+from .._core.eager import one_program
 from .._core.matmul import product
 from .._core.matrix import like, natural, tril, triu
 from .._core.mesh import (
@@ -60,6 +47,19 @@ from .._core.mesh import (
 )
 from .._core.one_device import planned
 from .._core.plan import resolve
+from . import _batched, _cholesky, _refine
+from ._cholesky import solve_pos
+from ._lu import solved_on_one_device
+from ._lu_rules import (
+    det_2d,
+    inv_2d,
+    lu_factor_2d,
+    lu_solve_2d,
+    plu_2d,
+    slogdet_2d,
+    solve_2d,
+)
+from ._triangular import checked_solve_operands
 
 
 class SlogdetResult(NamedTuple):
@@ -94,8 +94,9 @@ def _check_scipy_flags(what, **flags):
     """``check_finite``/``overwrite_*``: accepted and ignored, as in jax.scipy.linalg."""
     for name, value in flags.items():
         if not isinstance(value, (bool, np.bool_)):
-            raise TypeError(f"{what}: {name} must be a bool (ignored, as in jax.scipy); got "
-                            f"{value!r}")
+            raise TypeError(
+                f"{what}: {name} must be a bool (ignored, as in jax.scipy); got {value!r}"
+            )
 
 
 @one_program
@@ -180,7 +181,8 @@ def lu_solve(
       b: ``[..., n]`` or ``[..., n, k]`` right-hand side(s), in any layout on
         the same mesh (an operand on one device is moved onto it). As in jax,
         ``b`` is a vector when it is 1-D (or, deprecated in jax, has one
-        dimension fewer than ``lu`` and ends in ``n``); batch dimensions broadcast: a 2-D factorisation serves a
+        dimension fewer than ``lu`` and ends in ``n``); batch dimensions broadcast: a 2-D
+        factorisation serves a
         ``[B, n, k]`` stack of right-hand sides (folded into ``n x B k``
         columns of one distributed solve) and a stacked one a single ``[n]``.
       trans: 0 solves ``a x = b``, 1 ``a^T x = b``, 2 ``a^H x = b``.
@@ -214,8 +216,11 @@ def lu_solve(
     what = "distla.linalg.lu_solve"
     _check_scipy_flags(what, overwrite_b=overwrite_b, check_finite=check_finite)
     if not isinstance(lu_and_piv, (tuple, list)) or len(lu_and_piv) != 2:
-        got = (f"a {type(lu_and_piv).__name__} of shape {np.shape(lu_and_piv)}"
-               if hasattr(lu_and_piv, "shape") else repr(type(lu_and_piv).__name__))
+        got = (
+            f"a {type(lu_and_piv).__name__} of shape {np.shape(lu_and_piv)}"
+            if hasattr(lu_and_piv, "shape")
+            else repr(type(lu_and_piv).__name__)
+        )
         raise TypeError(
             f"{what}: the first argument must be the pair (lu, piv) that lu_factor returns; "
             f"got {got}. Call lu_solve(lu_factor(a), b) or lu_solve((lu, piv), b)."
@@ -261,8 +266,17 @@ def lu_solve(
     lu, piv, b = onto_mesh(lu, piv, b)
     if lu.ndim == 2 and piv.ndim == 1:
         if b.ndim <= 2:
-            one = solved_on_one_device("lu_solve", plan, _lu_solve_one, lu, piv, b, call=call,
-                                       what=what, options=(("trans", trans),))
+            one = solved_on_one_device(
+                "lu_solve",
+                plan,
+                _lu_solve_one,
+                lu,
+                piv,
+                b,
+                call=call,
+                what=what,
+                options=(("trans", trans),),
+            )
             return one if one is not None else lu_solve_2d(lu, piv, b, trans=trans, call=call)
         cols = _fold_columns(b)  # [..., n, k] -> [n, (...) k]: one solve, many columns
         x = lu_solve_2d(lu, piv, cols, trans=trans, call=call)
@@ -281,7 +295,7 @@ def _lu_solve_one(lu, piv, b, *, trans):
 
 
 def _broadcast_batch(x, batch, core):
-    shape = (*batch, *x.shape[x.ndim - core:])
+    shape = (*batch, *x.shape[x.ndim - core :])
     return x if x.shape == shape else jnp.broadcast_to(x, shape)
 
 
@@ -355,8 +369,9 @@ def lu(
     See also: ``jax.scipy.linalg.lu``.
     """
     what = "distla.linalg.lu"
-    _check_scipy_flags(what, permute_l=permute_l, overwrite_a=overwrite_a,
-                       check_finite=check_finite)
+    _check_scipy_flags(
+        what, permute_l=permute_l, overwrite_a=overwrite_a, check_finite=check_finite
+    )
     a = as_array(a, "a", what)
     if a.ndim != 2:
         raise ShapeError(f"{what}: a must be a matrix (m, n); got a of shape {a.shape}")
@@ -366,8 +381,9 @@ def lu(
     if call is None or is_empty(a):
         out = empty_or_one_device(lambda a: jsl.lu(a, permute_l=permute_l), a)
         return tuple(out) if permute_l else LUResult(*out)
-    one = planned("lu", plan, jsl.lu, a, mesh=call.mesh, what=what,
-                  options=(("permute_l", permute_l),))
+    one = planned(
+        "lu", plan, jsl.lu, a, mesh=call.mesh, what=what, options=(("permute_l", permute_l),)
+    )
     if one is not None:
         return tuple(one) if permute_l else LUResult(*one)
     p, l, u = plu_2d(a, call=call)
@@ -467,8 +483,13 @@ def solve(
     See also: ``jnp.linalg.solve``, ``jax.scipy.linalg.solve``.
     """
     what = "distla.linalg.solve"
-    _check_scipy_flags(what, lower=lower, overwrite_a=overwrite_a, overwrite_b=overwrite_b,
-                       check_finite=check_finite)
+    _check_scipy_flags(
+        what,
+        lower=lower,
+        overwrite_a=overwrite_a,
+        overwrite_b=overwrite_b,
+        check_finite=check_finite,
+    )
     if assume_a not in _ASSUME_A:
         raise ValueError(
             f"{what}: assume_a must be one of {_ASSUME_A} (as jax.scipy.linalg.solve); got "
@@ -479,8 +500,15 @@ def solve(
     if assume_a == "pos" and a.ndim > 2 and a.ndim == b.ndim + 1 and b.shape[-1] == a.shape[-1]:
         # jax.scipy's Cholesky path (not jnp's numpy 2 rules) reads [..., n] as one
         # vector per member of an [..., n, n] stack
-        return solve(a, b[..., None], assume_a=assume_a, lower=lower, block_size=block_size,
-                     factor_dtype=factor_dtype, plan=plan)[..., 0]
+        return solve(
+            a,
+            b[..., None],
+            assume_a=assume_a,
+            lower=lower,
+            block_size=block_size,
+            factor_dtype=factor_dtype,
+            plan=plan,
+        )[..., 0]
     vector = _solve_shapes(a, b, what)
     dtype = result_dtype(what, a, b)
     a, b = a.astype(dtype), b.astype(dtype)
@@ -492,7 +520,7 @@ def solve(
         if _refine.check_factor_dtype(dtype, factor_dtype, what) != dtype:
             a, b = onto_mesh(a, b)
             if a.ndim > 2 or b.ndim > 2 and not vector:  # one system per member
-                batch = tuple(np.broadcast_shapes(a.shape[:-2], b.shape[:-2 + vector]))
+                batch = tuple(np.broadcast_shapes(a.shape[:-2], b.shape[: -2 + vector]))
                 a = _broadcast_batch(a, batch, 2)
                 b = _broadcast_batch(b, batch, 1 if vector else 2)
             return _refine.solve_mixed(a, b, factor_dtype=factor_dtype)
@@ -504,8 +532,17 @@ def solve(
     options = (("assume_a", assume_a), ("lower", bool(lower)))
     # the distributed plans' layouts: on Explicit meshes Cholesky's x keeps b's; the
     # LU's is the largest even one
-    one = solved_on_one_device("solve", plan, jsl.solve, a, b, call=call, what=what,
-                               options=options, like_b=assume_a == "pos")
+    one = solved_on_one_device(
+        "solve",
+        plan,
+        jsl.solve,
+        a,
+        b,
+        call=call,
+        what=what,
+        options=options,
+        like_b=assume_a == "pos",
+    )
     if one is not None:
         return one
     if assume_a == "pos":
@@ -594,14 +631,16 @@ def slogdet(
         )
     a, call = _square_operand(a, what, block_size)
     if method == "qr" and jnp.issubdtype(a.dtype, jnp.complexfloating):
-        raise NotImplementedError(f"{what}: method='qr' is not implemented for complex inputs "
-                                  "(nor in jnp)")
+        raise NotImplementedError(
+            f"{what}: method='qr' is not implemented for complex inputs (nor in jnp)"
+        )
     if call is None or is_empty(a):
         return SlogdetResult(*empty_or_one_device(jnp.linalg.slogdet, a))
     if a.ndim > 2:
         return SlogdetResult(*_batched.slogdet(a, call=call))
-    one = planned("det", plan, jnp.linalg.slogdet, a, mesh=call.mesh, what=what,
-                  options=(("method", method),))
+    one = planned(
+        "det", plan, jnp.linalg.slogdet, a, mesh=call.mesh, what=what, options=(("method", method),)
+    )
     return SlogdetResult(*(one if one is not None else slogdet_2d(a, call=call)))
 
 
@@ -637,7 +676,6 @@ def inv(
     return one if one is not None else inv_2d(a, call=call)
 
 
-
 @one_program
 def tensorinv(a: jax.typing.ArrayLike, ind: int = 2) -> jax.Array:
     """Tensor inverse, as ``jnp.linalg.tensorinv``: :func:`inv` of ``a`` as a matrix.
@@ -666,7 +704,8 @@ def tensorinv(a: jax.typing.ArrayLike, ind: int = 2) -> jax.Array:
     if n != math.prod(cols):
         raise ShapeError(
             f"{what}: the first {ind} axes of a {a.shape} hold {n} elements, the rest "
-            f"{math.prod(cols)}; they must match (choose ind so that they do)")
+            f"{math.prod(cols)}; they must match (choose ind so that they do)"
+        )
     if a.ndim == 2:
         return inv(a)
     mesh = getattr(jax.typeof(a).sharding, "mesh", None)
@@ -677,8 +716,11 @@ def tensorinv(a: jax.typing.ArrayLike, ind: int = 2) -> jax.Array:
     # its column axis onto the first column dimension, where they divide
     grid = grid_of(mesh, what=what)
     out = inv(_reshaped(a, (n, n), fitting_spec((n, n), mesh, grid.block_spec)))
-    spec = fitting_spec(cols + rows, mesh, P(grid.row, *[None] * (len(cols) - 1),
-                                             grid.col, *[None] * (len(rows) - 1)))
+    spec = fitting_spec(
+        cols + rows,
+        mesh,
+        P(grid.row, *[None] * (len(cols) - 1), grid.col, *[None] * (len(rows) - 1)),
+    )
     return _reshaped(out, cols + rows, spec)
 
 
@@ -714,13 +756,14 @@ def tensorsolve(
     if axes is not None:
         axes = [operator.index(i) % a.ndim for i in axes]
         a = jnp.moveaxis(a, axes, range(a.ndim - len(axes), a.ndim))
-    out_shape = a.shape[b.ndim:]
+    out_shape = a.shape[b.ndim :]
     n = math.prod(out_shape)
-    if a.shape[:b.ndim] != b.shape or math.prod(b.shape) != n:
+    if a.shape[: b.ndim] != b.shape or math.prod(b.shape) != n:
         raise ShapeError(
             f"{what}: a of shape {a.shape} does not make a square system for b of shape "
             f"{b.shape}: a's leading axes must be b's shape and its other axes must hold "
-            f"{math.prod(b.shape)} elements")
+            f"{math.prod(b.shape)} elements"
+        )
     matrix = a if a.ndim == 2 else a.reshape(n, n)
     x = solve(matrix, b.reshape(n))
     return x.reshape(out_shape)

@@ -21,8 +21,6 @@ import numpy as np
 from jax import lax
 from jax.sharding import PartitionSpec as P
 
-from .._core.eager import one_program
-from . import _eigh, _polar, _qr, _tridiagonal
 from .._core.checks import (
     ShapeError,
     as_array,
@@ -32,15 +30,16 @@ from .._core.checks import (
     result_dtype,
     square,
 )
+from .._core.eager import one_program
+from .._core.matmul import product, product_here
+from .._core.matrix import HIGHEST, block_spec, ct_on, diag_mask, diagonal, on_mesh, put
+from .._core.mesh import fitting_spec, operand_mesh, run_on_mesh, tangent_on_mesh
+from .._core.one_device import block_layout, choose_plan, on_one_device
 from .._core.plan import mesh_of as _mesh_of
 from .._core.plan import plan_here
 from .._core.stacked import stack as _stack
 from .._core.stacked import vmappable as _vmappable
-from .._core.mesh import fitting_spec, operand_mesh, run_on_mesh, tangent_on_mesh
-from .._core.one_device import block_layout, choose_plan, on_one_device
-from .._core.matmul import product, product_here
-from .._core.matrix import HIGHEST, block_spec, ct_on, diag_mask, diagonal, on_mesh, put
-
+from . import _eigh, _polar, _qr, _tridiagonal
 
 
 class EighResult(NamedTuple):
@@ -189,15 +188,24 @@ def eigh(
     lower = UPLO in (None, "L")
     mesh = _mesh_of(a, names=("a",))
     if mesh is None or is_empty(a):
-        return EighResult(*empty_or_one_device(
-            lambda x: jnp.linalg.eigh(x, UPLO, symmetrize_input), a))
+        return EighResult(
+            *empty_or_one_device(lambda x: jnp.linalg.eigh(x, UPLO, symmetrize_input), a)
+        )
     if a.ndim > 2:
         return _eigh_stack(a, uplo=UPLO, symmetrize=symmetrize_input)
     options = (("UPLO", UPLO), ("symmetrize_input", bool(symmetrize_input)))
     if choose_plan("eigh", plan, jnp.linalg.eigh, a, what=what, options=options) == "one_device":
         spec = block_layout(a.shape, mesh)
-        return EighResult(*on_one_device(jnp.linalg.eigh, a, mesh=mesh, in_specs=(spec,),
-                                         out_specs=(P(), spec), options=options))
+        return EighResult(
+            *on_one_device(
+                jnp.linalg.eigh,
+                a,
+                mesh=mesh,
+                in_specs=(spec,),
+                out_specs=(P(), spec),
+                options=options,
+            )
+        )
     return EighResult(*_eigh_2d(a, mesh=mesh, symmetrize=bool(symmetrize_input), lower=lower))
 
 
@@ -240,14 +248,23 @@ def eigvalsh(
     mesh = _mesh_of(a, names=("a",))
     if mesh is None or is_empty(a):
         return empty_or_one_device(
-            lambda x: jnp.linalg.eigvalsh(x, UPLO, symmetrize_input=symmetrize_input), a)
+            lambda x: jnp.linalg.eigvalsh(x, UPLO, symmetrize_input=symmetrize_input), a
+        )
     if a.ndim > 2:
         return _eigh_stack(a, uplo=UPLO, symmetrize=symmetrize_input).eigenvalues
     options = (("UPLO", UPLO), ("symmetrize_input", bool(symmetrize_input)))
-    if choose_plan("eigh", plan, jnp.linalg.eigvalsh, a, what=what,
-                   options=options) == "one_device":
-        return on_one_device(jnp.linalg.eigvalsh, a, mesh=mesh, in_specs=(block_layout(a.shape, mesh),),
-                             out_specs=(P(),), options=options)
+    if (
+        choose_plan("eigh", plan, jnp.linalg.eigvalsh, a, what=what, options=options)
+        == "one_device"
+    ):
+        return on_one_device(
+            jnp.linalg.eigvalsh,
+            a,
+            mesh=mesh,
+            in_specs=(block_layout(a.shape, mesh),),
+            out_specs=(P(),),
+            options=options,
+        )
     return _eigvalsh_2d(a, mesh=mesh, symmetrize=bool(symmetrize_input), lower=UPLO in (None, "L"))
 
 
@@ -403,8 +420,12 @@ def _svd_eager(a, *, full_matrices):
     u, s, v, kept = on_mesh(_svd_vectors, mesh, (u_spec, P(), v_spec, P()))(u_p, h, w, v)
     if not np.all(np.asarray(kept)):  # on the host: no program for the test
         u = on_mesh(_completed, mesh, u_spec)(u, kept)
-    assemble = on_mesh(_svd_assemble, mesh, _svd_specs(mesh, a.shape, full_matrices, True),
-                       (("wide", wide), ("full_matrices", full_matrices)))
+    assemble = on_mesh(
+        _svd_assemble,
+        mesh,
+        _svd_specs(mesh, a.shape, full_matrices, True),
+        (("wide", wide), ("full_matrices", full_matrices)),
+    )
     return assemble(u, s, v)
 
 
@@ -462,7 +483,8 @@ def _svd_diff(a, *, full_matrices, compute_uv):
         if compute_uv and full_matrices and a.shape[-1] != a.shape[-2]:  # square: the same
             raise NotImplementedError(
                 "distla.linalg.svd: the derivative of a non-square matrix's SVD needs "
-                "full_matrices=False (as jax's)")
+                "full_matrices=False (as jax's)"
+            )
         if compute_uv:
             u, s, vh = fn(a)
         else:
@@ -532,13 +554,20 @@ def svd(
     dtype = result_dtype(what, a)
     a = a.astype(dtype)
     if hermitian and a.shape[-1] != a.shape[-2]:
-        raise ShapeError(f"{what}: hermitian=True takes square matrices (as jnp's eigh "
-                         f"route); got a of shape {a.shape}")
+        raise ShapeError(
+            f"{what}: hermitian=True takes square matrices (as jnp's eigh "
+            f"route); got a of shape {a.shape}"
+        )
     mesh = _mesh_of(a, names=("a",))
 
     def ref(x):
-        return jnp.linalg.svd(x, full_matrices=full_matrices, compute_uv=compute_uv,
-                              hermitian=hermitian, subset_by_index=subset_by_index)
+        return jnp.linalg.svd(
+            x,
+            full_matrices=full_matrices,
+            compute_uv=compute_uv,
+            hermitian=hermitian,
+            subset_by_index=subset_by_index,
+        )
 
     if mesh is None or is_empty(a):
         out = empty_or_one_device(ref, a)
@@ -546,20 +575,31 @@ def svd(
     if subset_by_index is not None:
         if full_matrices:  # jnp's check comes first
             raise ValueError(f"{what}: full_matrices and subset_by_index cannot both be set")
-        raise NotImplementedError(f"{what}: subset_by_index is not supported for a sharded "
-                                  "matrix; pass None")
+        raise NotImplementedError(
+            f"{what}: subset_by_index is not supported for a sharded matrix; pass None"
+        )
     if a.ndim > 2:
         if not compute_uv:
             return _stack(lambda x: ref(x)[..., None, :], (a,), (2,), 2)[..., 0, :]
-        u, s, vh = _stack(lambda x: (lambda r: (r[0], r[1][..., None, :], r[2]))(ref(x)),
-                          (a,), (2,), 2)
+        u, s, vh = _stack(
+            lambda x: (lambda r: (r[0], r[1][..., None, :], r[2]))(ref(x)), (a,), (2,), 2
+        )
         return SVDResult(u, s[..., 0, :], vh)
-    options = (("full_matrices", bool(full_matrices)), ("compute_uv", bool(compute_uv)),
-               ("hermitian", bool(hermitian)))
+    options = (
+        ("full_matrices", bool(full_matrices)),
+        ("compute_uv", bool(compute_uv)),
+        ("hermitian", bool(hermitian)),
+    )
     if choose_plan("svd", plan, jnp.linalg.svd, a, what=what, options=options) == "one_device":
         specs = _svd_specs(mesh, a.shape, full_matrices, compute_uv)
-        out = on_one_device(jnp.linalg.svd, a, mesh=mesh, in_specs=(block_layout(a.shape, mesh),),
-                            out_specs=specs if compute_uv else (specs,), options=options)
+        out = on_one_device(
+            jnp.linalg.svd,
+            a,
+            mesh=mesh,
+            in_specs=(block_layout(a.shape, mesh),),
+            out_specs=specs if compute_uv else (specs,),
+            options=options,
+        )
         return SVDResult(*out) if compute_uv else out
     if hermitian:
         w, v = eigh(a, plan="distributed")
@@ -671,8 +711,11 @@ def _polar_on_one_device(a, side, method, eps, max_iterations):
     u = w if m >= n else jnp.conj(w.T)
     if (side == "right") == (m >= n):  # the factor qdwh returned is this side's
         return u, h
-    p = (jnp.matmul(a, jnp.conj(u.T), precision=HIGHEST) if side == "left"
-         else jnp.matmul(jnp.conj(u.T), a, precision=HIGHEST))
+    p = (
+        jnp.matmul(a, jnp.conj(u.T), precision=HIGHEST)
+        if side == "left"
+        else jnp.matmul(jnp.conj(u.T), a, precision=HIGHEST)
+    )
     return u, (p + jnp.conj(p.T)) / 2
 
 
@@ -691,18 +734,31 @@ def polar(a, side="right", *, method="qdwh", eps=None, max_iterations=None, plan
     mesh = _mesh_of(a, names=("a",))
     if a.ndim == 2 and mesh is not None and not is_empty(a):
         a = a.astype(result_dtype(what, a))
-        options = (("side", side), ("method", method), ("eps", eps),
-                   ("max_iterations", max_iterations))
+        options = (
+            ("side", side),
+            ("method", method),
+            ("eps", eps),
+            ("max_iterations", max_iterations),
+        )
         if method == "svd" and plan == "auto":
             plan = "one_device"
-        if choose_plan("polar", plan, _polar_on_one_device, a, what=what,
-                       options=options) == "one_device":
+        if (
+            choose_plan("polar", plan, _polar_on_one_device, a, what=what, options=options)
+            == "one_device"
+        ):
             specs = _polar._out_specs(mesh, a.shape, side, P(*jax.typeof(a).sharding.spec))
 
             def one(a):
-                return tuple(on_one_device(_polar_on_one_device, a, mesh=mesh,
-                                           in_specs=(block_layout(a.shape, mesh),),
-                                           out_specs=specs, options=options))
+                return tuple(
+                    on_one_device(
+                        _polar_on_one_device,
+                        a,
+                        mesh=mesh,
+                        in_specs=(block_layout(a.shape, mesh),),
+                        out_specs=specs,
+                        options=options,
+                    )
+                )
 
             m, n = a.shape
             if method == "svd" or (side == "right") != (m >= n) and m != n:
@@ -715,8 +771,12 @@ def polar(a, side="right", *, method="qdwh", eps=None, max_iterations=None, plan
     if a.ndim != 2 or method != "qdwh" or mesh is None or is_empty(a):
         return _polar.polar(a, side, method=method, eps=eps, max_iterations=max_iterations)
     a = a.astype(result_dtype(what, a))
-    return _with_polar_rule(lambda a: tuple(_polar.polar(a, side, max_iterations=max_iterations)),
-                            a, side=side, mesh=mesh)
+    return _with_polar_rule(
+        lambda a: tuple(_polar.polar(a, side, max_iterations=max_iterations)),
+        a,
+        side=side,
+        mesh=mesh,
+    )
 
 
 def _with_polar_rule(primal, a, *, side, mesh):
@@ -739,7 +799,8 @@ def _with_polar_rule(primal, a, *, side, mesh):
         else:
             raise NotImplementedError(
                 f"distla.linalg.polar: the derivative needs m >= n for side='right' and "
-                f"m <= n for side='left'; got a of shape {a.shape}, side={side!r}")
+                f"m <= n for side='left'; got a of shape {a.shape}, side={side!r}"
+            )
         return (u, p), (du, dp)
 
     fn.defjvp(rule)
@@ -747,8 +808,6 @@ def _with_polar_rule(primal, a, *, side, mesh):
 
 
 polar.__doc__ = _polar.polar.__doc__
-
-
 
 
 __all__ = ["EighResult", "SVDResult", "eigh", "eigvalsh", "polar", "svd", "svdvals"]

@@ -20,7 +20,6 @@ from jax import lax
 from distla.kernels.cyclic import from_block_cyclic, to_block_cyclic
 from distla.kernels.trsm import trsm_few, trsm_many
 
-from .._core.eager import one_program
 from .._core.checks import (
     as_array,
     empty_or_one_device,
@@ -30,12 +29,14 @@ from .._core.checks import (
     rhs_core,
     square,
 )
-from ._lu import blocking, result_spec, rhs_of, solved_on_one_device
+from .._core.eager import one_program
 from .._core.matmul import matvec
 from .._core.matrix import HIGHEST, diag_mask, like, pad_identity, tril, triu
 from .._core.mesh import Grid, constrain, run_on_mesh, shard_map
 from .._core.plan import Plan, resolve
 from .._core.stacked import stack, vmappable
+from ._lu import blocking, result_spec, rhs_of, solved_on_one_device
+
 
 def to_cyclic(x_blk, grid: Grid, nb: int):
     """A local 2D block in block-cyclic order on ``grid`` (both dimensions)."""
@@ -71,8 +72,14 @@ def triangular_solve(a, b, *, call: Plan, trans, lower, unit_diagonal):
                 t = t.T.conj() if trans == 2 else t.T
             x = to_block_cyclic(b_blk, axis=0, axis_name=rows, nb=nb)
             x = trsm(
-                t, x, lower=tri_lower, unit_diagonal=unit_diagonal, row_axis=rows, col_axis=cols,
-                nb=nb, precision=HIGHEST,
+                t,
+                x,
+                lower=tri_lower,
+                unit_diagonal=unit_diagonal,
+                row_axis=rows,
+                col_axis=cols,
+                nb=nb,
+                precision=HIGHEST,
             )
             return from_block_cyclic(x, axis=0, axis_name=rows, nb=nb)
 
@@ -129,8 +136,9 @@ def solve_linear(a, b, *, trans, lower, unit_diagonal, call: Plan):
     a_fixed = lax.stop_gradient(a)
 
     def product(a, x):
-        return triangle_matvec(a, x, trans=trans, mesh=call.mesh, lower=lower,
-                               unit_diagonal=unit_diagonal)
+        return triangle_matvec(
+            a, x, trans=trans, mesh=call.mesh, lower=lower, unit_diagonal=unit_diagonal
+        )
 
     # Transposing op(T) x (custom_linear_solve does, for its vecmat) would hoist what it
     # computes from a alone inside run_on_mesh, typed for Auto axes, out as constants;
@@ -242,9 +250,21 @@ def solve_triangular(
     if a.ndim > 2 or b.ndim > 2:
         core = rhs_core(a, b)
         return stack(
-            functools.partial(jsl.solve_triangular, **flags), (a, b), (2, core), core,
+            functools.partial(jsl.solve_triangular, **flags),
+            (a, b),
+            (2, core),
+            core,
             mesh=call.mesh,
         )
-    one = solved_on_one_device("solve_triangular", plan, jsl.solve_triangular, a, b,
-                               call=call, what=what, options=tuple(flags.items()), like_b=True)
+    one = solved_on_one_device(
+        "solve_triangular",
+        plan,
+        jsl.solve_triangular,
+        a,
+        b,
+        call=call,
+        what=what,
+        options=tuple(flags.items()),
+        like_b=True,
+    )
     return one if one is not None else solve_2d(a, b, call=call, **flags)

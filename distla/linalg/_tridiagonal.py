@@ -28,20 +28,26 @@ import math
 
 import jax
 import jax.numpy as jnp
+from jax import lax
 from jax.sharding import PartitionSpec as P
 
-from jax import lax
+from distla.kernels._axes import round_up
+from distla.kernels.bidiagonal import reduce_to_bidiagonal
+from distla.kernels.tridiagonal import bisect, reduce_columns
+from distla.kernels.tridiagonal_vectors import (
+    cuts,
+    inverse_iteration,
+    rank_of,
+    start_vectors,
+    to_columns,
+    window_vectors,
+)
 
 from .._core.checks import is_traced
 from .._core.matmul import mm
 from .._core.matrix import HIGHEST, block_spec, ct, diagonal, eye, pad_to, put
 from .._core.mesh import constrain, fitting_spec, grid_of, run_on_mesh, shard_map
 from .._core.plan import plan_here
-from distla.kernels._axes import round_up
-from distla.kernels.bidiagonal import reduce_to_bidiagonal
-from distla.kernels.tridiagonal import bisect, reduce_columns
-from distla.kernels.tridiagonal_vectors import (cuts, inverse_iteration, rank_of, start_vectors,
-                                                to_columns, window_vectors)
 from . import _cholesky, _triangular
 from ._eigh import hermitian_from, unit_scaled
 
@@ -81,14 +87,17 @@ def _reduce_in_phases(x, reduce, *, grid, bounds, multiples, vectors=False):
     ds, es, done = [], [], []
     for start, stop in zip(bounds, bounds[1:]):
         steps = stop - start
-        kernel = functools.partial(reduce, steps=steps, nb=PANEL,
-                                   row_axis=grid.row, col_axis=grid.col)
+        kernel = functools.partial(
+            reduce, steps=steps, nb=PANEL, row_axis=grid.row, col_axis=grid.col
+        )
         if vectors:
-            x, q, d, e = shard_map(kernel, in_specs=(spec, spec),
-                                   out_specs=(spec, spec, P(), P()), check_vma=False)(x, q)
+            x, q, d, e = shard_map(
+                kernel, in_specs=(spec, spec), out_specs=(spec, spec, P(), P()), check_vma=False
+            )(x, q)
         else:
-            x, d, e = shard_map(kernel, in_specs=spec, out_specs=(spec, P(), P()),
-                                check_vma=False)(x)
+            x, d, e = shard_map(kernel, in_specs=spec, out_specs=(spec, P(), P()), check_vma=False)(
+                x
+            )
         ds.append(d)
         es.append(e)
         if stop < bounds[-1]:  # the trailing matrix, laid out evenly again
@@ -104,8 +113,12 @@ def _bisect(d, e, *, grid, count, first=0):
     """``count`` eigenvalues of the tridiagonal ``(d, e)`` from index ``first``, replicated."""
     axes = tuple(name for name in (grid.row, grid.col) if name is not None)
     per_device = -(-count // grid.size)
-    w = shard_map(functools.partial(bisect, k=per_device, axis_names=axes, first=first),
-                  in_specs=(P(), P()), out_specs=P(axes), check_vma=False)(d, e)
+    w = shard_map(
+        functools.partial(bisect, k=per_device, axis_names=axes, first=first),
+        in_specs=(P(), P()),
+        out_specs=P(axes),
+        check_vma=False,
+    )(d, e)
     return w[:count]
 
 
@@ -121,8 +134,7 @@ def eigenvalues_body(h: jax.Array, *, mesh) -> jax.Array:
     h, scale = unit_scaled(h)
     h = pad_to(h, (bounds[-1], bounds[-1]))
     even = math.lcm(grid.pr, grid.pc)
-    d, e = _reduce_in_phases(h, reduce_columns, grid=grid, bounds=bounds,
-                             multiples=(even, even))
+    d, e = _reduce_in_phases(h, reduce_columns, grid=grid, bounds=bounds, multiples=(even, even))
     d, e = d[:n], e[:n]
     w = _bisect(d, e, grid=grid, count=n)
     w = (d if n == 1 else w) / scale  # bisection is within eps·‖T‖; one entry is exact
@@ -160,8 +172,9 @@ def _vectors_of_tridiagonal(d, e, w, *, grid, spec):
         window = window_vectors(d, e, w, bounds[rank_of(axes)], width=block + 2 * guard)
         return to_columns(window, bounds, block=block, axis_names=axes)
 
-    z = shard_map(kernel, in_specs=(P(), P(), P()), out_specs=P(None, axes),
-                  check_vma=False)(d, e, w)
+    z = shard_map(kernel, in_specs=(P(), P(), P()), out_specs=P(None, axes), check_vma=False)(
+        d, e, w
+    )
     return constrain(z[:, :n], spec)
 
 
@@ -216,8 +229,12 @@ def _repaired(z, d, e, w, *, grid, spec):
 
         x = constrain(pad_to(z, (n, cols)), P(None, axes))
         shift = pad_to(sweep_shift, (cols,))
-        x = shard_map(kernel, in_specs=(P(), P(), P(axes), P(None, axes)),
-                      out_specs=P(None, axes), check_vma=False)(d, e, shift, x)
+        x = shard_map(
+            kernel,
+            in_specs=(P(), P(), P(axes), P(None, axes)),
+            out_specs=P(None, axes),
+            check_vma=False,
+        )(d, e, shift, x)
         return put(x[:, :n], spec)
 
     def cholesky_qr(k, z):  # Z = Q R, R = Lᴴ with L Lᴴ = Zᴴ Z + s I: Q = (L⁻¹ Zᴴ)ᴴ
@@ -228,8 +245,9 @@ def _repaired(z, d, e, w, *, grid, spec):
         shift = jnp.where(k == 0, n * eps * jnp.max(jnp.abs(diagonal(gram))), 0)
         gram = put(gram + shift * eye(n, n, z.dtype, spec), spec)
         low = put(_cholesky.factor(gram, call=call, upper=False), spec)
-        y = _triangular.triangular_solve(low, zh, call=call, trans=0, lower=True,
-                                         unit_diagonal=False)
+        y = _triangular.triangular_solve(
+            low, zh, call=call, trans=0, lower=True, unit_diagonal=False
+        )
         return ct(put(y, spec), spec)
 
     # a pseudo-random nudge of eps^¼ makes nearly parallel columns independent
@@ -255,8 +273,9 @@ def _eigenpairs_parts(h: jax.Array, *, mesh):
     h, scale = unit_scaled(h)
     h = pad_to(h, (bounds[-1], bounds[-1]))
     even = math.lcm(grid.pr, grid.pc)
-    d, e, q = _reduce_in_phases(h, reduce_columns, grid=grid, bounds=bounds,
-                                multiples=(even, even), vectors=True)
+    d, e, q = _reduce_in_phases(
+        h, reduce_columns, grid=grid, bounds=bounds, multiples=(even, even), vectors=True
+    )
     d, e = d[:n], e[:n]
     w = d if n == 1 else _bisect(d, e, grid=grid, count=n)
     z = _vectors_of_tridiagonal(d, e, w, grid=grid, spec=spec)
@@ -281,8 +300,9 @@ def eigenpairs_body(h: jax.Array, *, mesh):
     grid = grid_of(mesh, what="distla.linalg.eigh")
     spec = fitting_spec(h.shape, mesh, grid.block_spec)
     w, z, q, d, e, scale, loose = _eigenpairs_parts(h, mesh=mesh)
-    z = lax.cond(loose, functools.partial(_repaired, d=d, e=e, w=w, grid=grid, spec=spec),
-                 lambda z: z, z)
+    z = lax.cond(
+        loose, functools.partial(_repaired, d=d, e=e, w=w, grid=grid, spec=spec), lambda z: z, z
+    )
     return _eigenpairs_finish(w, z, q, d, e, scale, spec=spec)
 
 
@@ -367,8 +387,9 @@ def svdvals_2d(a: jax.Array, *, mesh) -> jax.Array:
     def body(a):
         x, scale = unit_scaled(a if m >= n else jnp.conj(a.T))  # tall: rows >= columns
         x = pad_to(x, (max(x.shape[0], bounds[-1]), bounds[-1]))
-        d, e = _reduce_in_phases(x, reduce_to_bidiagonal, grid=grid, bounds=bounds,
-                                 multiples=(grid.pr, grid.pc))
+        d, e = _reduce_in_phases(
+            x, reduce_to_bidiagonal, grid=grid, bounds=bounds, multiples=(grid.pr, grid.pc)
+        )
         d, e = d[:k], e[:k]
         if k == 1:  # one value: |d₀| exactly
             s = jnp.abs(d) / scale

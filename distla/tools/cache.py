@@ -27,11 +27,15 @@ def default_dir() -> Path:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """``--compile-cache DIR`` and ``--no-compile-cache`` on a tool's parser."""
     p.add_argument(
-        "--compile-cache", metavar="DIR", type=Path, default=None,
+        "--compile-cache",
+        metavar="DIR",
+        type=Path,
+        default=None,
         help=f"keep compiled programs here across runs (default: {default_dir()})",
     )
     p.add_argument(
-        "--no-compile-cache", action="store_true",
+        "--no-compile-cache",
+        action="store_true",
         help="do not read or write jax's persistent compilation cache",
     )
 

@@ -52,8 +52,10 @@ def _note(op: Operation, rows: list[dict[str, Any]], mine: dict[str, Any]) -> st
     if ref is not None:
         parts.append(f"vs 1 dev: {ref['impl']}")
     if mine["plan"] == "one_device":
-        parts.append("plan='auto' took the one-device plan (the matrix to one device and back; "
-                     "plan='distributed' runs the distributed algorithm)")
+        parts.append(
+            "plan='auto' took the one-device plan (the matrix to one device and back; "
+            "plan='distributed' runs the distributed algorithm)"
+        )
     if mine["model_ratio"] is not None:
         parts.append(f"collective bytes {mine['model_ratio']:.2f}x the model of {op.model_source}")
     elif mine["model_mib"] == 0 and mine["collective_counts"] is not None:

@@ -26,10 +26,22 @@ FAMILIES = (
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--sizes", type=int, nargs="+", default=[512], help="matrix orders n (FFT: n/8 cubed, at least 8)")
-    p.add_argument("--dtype", default="float32", choices=["float32", "float64", "complex64", "complex128"])
-    p.add_argument("--devices", type=int, default=None, help="use the first N devices (default: all)")
-    p.add_argument("--only", nargs="+", choices=FAMILIES, default=None, help="run only these families")
+    p.add_argument(
+        "--sizes",
+        type=int,
+        nargs="+",
+        default=[512],
+        help="matrix orders n (FFT: n/8 cubed, at least 8)",
+    )
+    p.add_argument(
+        "--dtype", default="float32", choices=["float32", "float64", "complex64", "complex128"]
+    )
+    p.add_argument(
+        "--devices", type=int, default=None, help="use the first N devices (default: all)"
+    )
+    p.add_argument(
+        "--only", nargs="+", choices=FAMILIES, default=None, help="run only these families"
+    )
     p.add_argument("--repeat", type=int, default=3, help="timed calls per function (best is kept)")
 
 
@@ -76,13 +88,16 @@ def _cases(n: int, dtype: np.dtype, rng: np.random.Generator) -> dict[str, tuple
     vol = rand(m, m, m)
     stack = (rand(16, 32, 32) + 32 * np.eye(32)).astype(dtype)
     sb = rand(16, 32, 2)
+
     def w(x):  # float64 / complex128 for the reference arithmetic
         x = np.asarray(x)
         return x.astype(np.result_type(x.dtype, np.float64))
 
     def solve_ratio(x, a, b):
         x, a, b = w(x), w(a), w(b)
-        return np.abs(a @ x - b).max() / (np.abs(a).sum(-1).max() * np.abs(x).max() * a.shape[-1] * eps)
+        return np.abs(a @ x - b).max() / (
+            np.abs(a).sum(-1).max() * np.abs(x).max() * a.shape[-1] * eps
+        )
 
     def fact_ratio(rebuilt, a):
         return _norm1(w(rebuilt) - w(a)) / (a.shape[-1] * _norm1(w(a)) * eps)
@@ -109,35 +124,81 @@ def _cases(n: int, dtype: np.dtype, rng: np.random.Generator) -> dict[str, tuple
         return max(fact_ratio(q @ r, a), _norm1(q.conj().T @ q - np.eye(q.shape[1])) / (n * eps))
 
     return {
-        "matmul": ((a, a), distla.matmul, jnp.matmul,
-                   lambda c, x, y: np.linalg.norm(w(c) - w(x) @ w(y)) / (np.linalg.norm(w(x)) * np.linalg.norm(w(y)) * n * eps)),
+        "matmul": (
+            (a, a),
+            distla.matmul,
+            jnp.matmul,
+            lambda c, x, y: (
+                np.linalg.norm(w(c) - w(x) @ w(y))
+                / (np.linalg.norm(w(x)) * np.linalg.norm(w(y)) * n * eps)
+            ),
+        ),
         "solve": ((a, b), L.solve, jnp.linalg.solve, lambda x, a, b: solve_ratio(x, a, b)),
         "lu_factor": ((a,), L.lu_factor, jsl.lu_factor, lu_ratio),
-        "inv": ((a,), L.inv, jnp.linalg.inv,
-                lambda x, a: _norm1(w(a) @ w(x) - np.eye(n)) / (n * _norm1(w(a)) * _norm1(w(x)) * eps)),
-        "slogdet": ((a,), L.slogdet, jnp.linalg.slogdet,
-                    lambda r, a: abs(float(r[1]) - np.linalg.slogdet(w(a))[1]) / (n * eps * max(1.0, abs(np.linalg.slogdet(w(a))[1])))),
-        "cholesky": ((spd,), L.cholesky, jnp.linalg.cholesky,
-                     lambda c, a: fact_ratio(w(c) @ w(c).conj().T, a)),
-        "solve_triangular": ((low, b), lambda t, y: L.solve_triangular(t, y, lower=True),
-                             lambda t, y: jsl.solve_triangular(t, y, lower=True), solve_ratio),
+        "inv": (
+            (a,),
+            L.inv,
+            jnp.linalg.inv,
+            lambda x, a: _norm1(w(a) @ w(x) - np.eye(n)) / (n * _norm1(w(a)) * _norm1(w(x)) * eps),
+        ),
+        "slogdet": (
+            (a,),
+            L.slogdet,
+            jnp.linalg.slogdet,
+            lambda r, a: (
+                abs(float(r[1]) - np.linalg.slogdet(w(a))[1])
+                / (n * eps * max(1.0, abs(np.linalg.slogdet(w(a))[1])))
+            ),
+        ),
+        "cholesky": (
+            (spd,),
+            L.cholesky,
+            jnp.linalg.cholesky,
+            lambda c, a: fact_ratio(w(c) @ w(c).conj().T, a),
+        ),
+        "solve_triangular": (
+            (low, b),
+            lambda t, y: L.solve_triangular(t, y, lower=True),
+            lambda t, y: jsl.solve_triangular(t, y, lower=True),
+            solve_ratio,
+        ),
         "qr": ((a,), L.qr, jnp.linalg.qr, qr_ratio),
         "eigh": ((her,), L.eigh, jnp.linalg.eigh, eigh_ratio),
-        "svd": ((a,), lambda x: L.svd(x, full_matrices=False),
-                lambda x: jnp.linalg.svd(x, full_matrices=False),
-                lambda o, a: fact_ratio((w(o[0]) * w(o[1])) @ w(o[2]), a)),
+        "svd": (
+            (a,),
+            lambda x: L.svd(x, full_matrices=False),
+            lambda x: jnp.linalg.svd(x, full_matrices=False),
+            lambda o, a: fact_ratio((w(o[0]) * w(o[1])) @ w(o[2]), a),
+        ),
         "polar": ((a,), L.polar, jsl.polar, lambda o, a: fact_ratio(w(o[0]) @ w(o[1]), a)),
-        "lstsq": ((tall, tall[:, :2]), lambda x, y: L.lstsq(x, y)[0], lambda x, y: jnp.linalg.lstsq(x, y)[0],
-                  lambda x, a, y: np.abs(w(a).conj().T @ (w(a) @ w(x) - w(y))).max()
-                  / (_norm1(w(a)) ** 2 * max(np.abs(w(x)).max(), 1) * a.shape[0] * eps)),
+        "lstsq": (
+            (tall, tall[:, :2]),
+            lambda x, y: L.lstsq(x, y)[0],
+            lambda x, y: jnp.linalg.lstsq(x, y)[0],
+            lambda x, a, y: (
+                np.abs(w(a).conj().T @ (w(a) @ w(x) - w(y))).max()
+                / (_norm1(w(a)) ** 2 * max(np.abs(w(x)).max(), 1) * a.shape[0] * eps)
+            ),
+        ),
         "batched_solve": ((stack, sb), L.solve, jnp.linalg.solve, solve_ratio),
-        "fftn": ((vol,), distla.fft.fftn, jnp.fft.fftn, lambda y, v: fft_ratio(y, np.fft.fftn(w(v)))),
-        "rfftn": ((vol.real.copy(),), distla.fft.rfftn, jnp.fft.rfftn,
-                  lambda y, v: fft_ratio(y, np.fft.rfftn(np.asarray(v, np.float64)))),
-    }  # fmt: skip
+        "fftn": (
+            (vol,),
+            distla.fft.fftn,
+            jnp.fft.fftn,
+            lambda y, v: fft_ratio(y, np.fft.fftn(w(v))),
+        ),
+        "rfftn": (
+            (vol.real.copy(),),
+            distla.fft.rfftn,
+            jnp.fft.rfftn,
+            lambda y, v: fft_ratio(y, np.fft.rfftn(np.asarray(v, np.float64))),
+        ),
+    }
 
 
-def run(mesh, sizes: Sequence[int], dtype: str, *, only=None, repeat: int = 3) -> list[dict[str, Any]]:
+def run(
+    mesh, sizes: Sequence[int], dtype: str, *, only=None, repeat: int = 3
+) -> list[dict[str, Any]]:
     """One row per (family, size): the residual ratio, distla's and jnp's best time."""
     import jax
     from jax.sharding import NamedSharding
@@ -151,7 +212,12 @@ def run(mesh, sizes: Sequence[int], dtype: str, *, only=None, repeat: int = 3) -
         for name, (host, ours, theirs, ratio) in cases.items():
             if only and name not in only:
                 continue
-            row = {"family": name, "n": n, "mesh": "x".join(map(str, mesh.devices.shape)), "dtype": dtype}
+            row = {
+                "family": name,
+                "n": n,
+                "mesh": "x".join(map(str, mesh.devices.shape)),
+                "dtype": dtype,
+            }
             try:
                 if name == "batched_solve":
                     spec = P(tuple(mesh.axis_names))
@@ -175,7 +241,9 @@ def _cells(rows: list[dict[str, Any]]) -> list[tuple[str, ...]]:
     out = []
     for r in rows:
         if "error" in r:
-            out.append((r["family"], str(r["n"]), r["mesh"], r["dtype"], "-", "-", "-", "-", "ERROR"))
+            out.append(
+                (r["family"], str(r["n"]), r["mesh"], r["dtype"], "-", "-", "-", "-", "ERROR")
+            )
             continue
         out.append((
             r["family"], str(r["n"]), r["mesh"], r["dtype"], f"{r['ratio']:.2f}",

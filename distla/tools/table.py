@@ -6,7 +6,10 @@ from collections.abc import Sequence
 
 
 def format_table(
-    header: Sequence[str], rows: Sequence[Sequence[str]], *, markdown: bool = False,
+    header: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    *,
+    markdown: bool = False,
     right: Sequence[int] = (),
 ) -> str:
     """``rows`` under ``header`` as aligned text (a dashed rule under the header) or markdown.

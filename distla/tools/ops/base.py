@@ -82,8 +82,8 @@ class Operation:
       baselines: the others; the first must be a one-device baseline and is
         the reference of the parallel efficiency.
       flops: ``(shape, dtype) -> useful flops of one call``.
-      check: ``(host inputs, host result) -> LAPACK-style scaled ratio of ``distla.tools.ratios```` (pass
-        at <= 30), or None.
+      check: ``(host inputs, host result) -> scaled ratio`` (LAPACK-style, from
+        ``distla.tools.ratios``; pass at <= 30), or None.
       weak: ``(shape, p) -> shape`` for ``--mode weak``: the problem grown so
         that the work or memory per device stays as on one device.
       weak_rule: that rule in words.

@@ -55,8 +55,11 @@ def build() -> Operation:
             ),
         ),
         baselines=(
-            Impl("one device: scipy.linalg.cholesky",
-                 lambda a: scipy.linalg.cholesky(a, lower=True), "host"),
+            Impl(
+                "one device: scipy.linalg.cholesky",
+                lambda a: scipy.linalg.cholesky(a, lower=True),
+                "host",
+            ),
             Impl("one device: jax.scipy.linalg.cho_factor", cho_factor, "device"),
             Impl("jnp.linalg.cholesky on the sharded input (XLA)", jnp.linalg.cholesky, "auto"),
         ),  # fmt: skip

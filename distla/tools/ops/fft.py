@@ -58,9 +58,7 @@ def _build(real: bool) -> Operation:
 
     def model(shape, grid, dtype) -> float:
         spectrum = np.result_type(dtype, np.complex64)  # what the all-to-alls move
-        return distla.fft.model_bytes(
-            shape, grid, real=real, itemsize=np.dtype(spectrum).itemsize
-        )
+        return distla.fft.model_bytes(shape, grid, real=real, itemsize=np.dtype(spectrum).itemsize)
 
     return Operation(
         name="rfft" if real else "fft",

@@ -52,8 +52,9 @@ def build() -> Operation:
             ),
         ),
         baselines=(
-            Impl("one device: scipy.linalg.qr",
-                 lambda a: scipy.linalg.qr(a, mode="economic"), "host"),
+            Impl(
+                "one device: scipy.linalg.qr", lambda a: scipy.linalg.qr(a, mode="economic"), "host"
+            ),
             Impl("one device: jnp.linalg.qr", jnp.linalg.qr, "device"),
             Impl("jnp.linalg.qr on the sharded input (XLA)", jnp.linalg.qr, "auto"),
         ),  # fmt: skip

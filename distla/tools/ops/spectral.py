@@ -57,7 +57,9 @@ def eigh() -> Operation:
         dtypes=_DTYPES,
         make=_hermitian,
         specs=lambda mesh: (None,),
-        variants=(Impl("distla.linalg.eigh", distla.linalg.eigh, "mesh", model_text=_model_text()),),
+        variants=(
+            Impl("distla.linalg.eigh", distla.linalg.eigh, "mesh", model_text=_model_text()),
+        ),
         baselines=(
             Impl("one device: scipy.linalg.eigh", scipy.linalg.eigh, "host"),
             Impl("one device: jnp.linalg.eigh", jnp.linalg.eigh, "device"),
@@ -97,12 +99,21 @@ def svd() -> Operation:
         specs=lambda mesh: (None,),
         variants=(Impl("distla.linalg.svd", reduced, "mesh", model_text=_model_text()),),
         baselines=(
-            Impl("one device: scipy.linalg.svd",
-                 functools.partial(scipy.linalg.svd, full_matrices=False), "host"),
-            Impl("one device: jnp.linalg.svd",
-                 functools.partial(jnp.linalg.svd, full_matrices=False), "device"),
-            Impl("jnp.linalg.svd on the sharded input (XLA)",
-                 functools.partial(jnp.linalg.svd, full_matrices=False), "auto"),
+            Impl(
+                "one device: scipy.linalg.svd",
+                functools.partial(scipy.linalg.svd, full_matrices=False),
+                "host",
+            ),
+            Impl(
+                "one device: jnp.linalg.svd",
+                functools.partial(jnp.linalg.svd, full_matrices=False),
+                "device",
+            ),
+            Impl(
+                "jnp.linalg.svd on the sharded input (XLA)",
+                functools.partial(jnp.linalg.svd, full_matrices=False),
+                "auto",
+            ),
         ),  # fmt: skip
         # LAPACK's gesdd with vectors: about 22 n^3 real flops for a square matrix.
         flops=lambda s, dt: 22.0 * s[0] ** 3 * cplx(dt),
