@@ -10,6 +10,7 @@ from importlib import metadata as _metadata
 
 from . import fft as fft
 from . import linalg as linalg
+from . import scipy as scipy
 from ._core.blas import limit_cpu_blas as limit_cpu_blas
 from .cost import Cost as Cost
 from .cost import cost as cost
@@ -33,5 +34,6 @@ __all__ = [
     "linalg",
     "make_mesh",
     "matmul",
+    "scipy",
     "shard",
 ]

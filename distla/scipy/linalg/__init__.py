@@ -1,0 +1,54 @@
+"""``jax.scipy.linalg``, distributed: ``distla.scipy.linalg``.
+
+``import distla.scipy.linalg as sla`` replaces ``import jax.scipy.linalg as sla``:
+every public name of the installed jax's ``jax.scipy.linalg``, with jax's
+parameters and defaults (distla adds keyword-only ones such as ``plan=`` and
+``block_size=``) and jax.scipy's semantics (``cholesky`` returns the upper
+factor by default, ``qr`` has ``mode="full"`` and ``pivoting``), while
+``distla.linalg`` keeps ``jnp.linalg``'s. Both namespaces share one
+implementation per family: the names ``jnp.linalg`` lacks or spells alike
+(``lu_factor``, ``cho_solve``, ``expm``, ...) are distla.linalg's own functions,
+re-exported; ``cholesky``, ``eigh``, ``qr`` and ``svd`` take scipy's parameters
+and call distla.linalg's. The names only scipy has live in the private
+modules of this package: the structured matrices (``toeplitz``, ``hilbert``,
+...), the Hessenberg and Schur forms, the matrix functions and the Sylvester
+solver (see docs/scipy-linalg.md).
+"""
+
+from __future__ import annotations
+
+from ...linalg import cho_factor as cho_factor
+from ...linalg import cho_solve as cho_solve
+from ...linalg import det as det
+from ...linalg import expm as expm
+from ...linalg import expm_frechet as expm_frechet
+from ...linalg import inv as inv
+from ...linalg import lu as lu
+from ...linalg import lu_factor as lu_factor
+from ...linalg import lu_solve as lu_solve
+from ...linalg import polar as polar
+from ...linalg import solve as solve
+from ...linalg import solve_triangular as solve_triangular
+from ._decompositions import cholesky as cholesky
+from ._decompositions import eigh as eigh
+from ._decompositions import qr as qr
+from ._decompositions import svd as svd
+
+__all__ = [
+    "cho_factor",
+    "cho_solve",
+    "cholesky",
+    "det",
+    "eigh",
+    "expm",
+    "expm_frechet",
+    "inv",
+    "lu",
+    "lu_factor",
+    "lu_solve",
+    "polar",
+    "qr",
+    "solve",
+    "solve_triangular",
+    "svd",
+]
