@@ -33,22 +33,54 @@ from ._decompositions import cholesky as cholesky
 from ._decompositions import eigh as eigh
 from ._decompositions import qr as qr
 from ._decompositions import svd as svd
+from ._special import block_diag as block_diag
+from ._special import circulant as circulant
+from ._special import companion as companion
+from ._special import convolution_matrix as convolution_matrix
+from ._special import dft as dft
+from ._special import fiedler as fiedler
+from ._special import fiedler_companion as fiedler_companion
+from ._special import hadamard as hadamard
+from ._special import hankel as hankel
+from ._special import helmert as helmert
+from ._special import hilbert as hilbert
+from ._special import invhilbert as invhilbert
+from ._special import invpascal as invpascal
+from ._special import leslie as leslie
+from ._special import pascal as pascal
+from ._special import toeplitz as toeplitz
 
 __all__ = [
+    "block_diag",
     "cho_factor",
     "cho_solve",
     "cholesky",
+    "circulant",
+    "companion",
+    "convolution_matrix",
     "det",
+    "dft",
     "eigh",
     "expm",
     "expm_frechet",
+    "fiedler",
+    "fiedler_companion",
+    "hadamard",
+    "hankel",
+    "helmert",
+    "hilbert",
     "inv",
+    "invhilbert",
+    "invpascal",
+    "leslie",
     "lu",
     "lu_factor",
     "lu_solve",
+    "pascal",
     "polar",
     "qr",
     "solve",
     "solve_triangular",
     "svd",
+    "toeplitz",
 ]
