@@ -33,6 +33,7 @@ from ._decompositions import cholesky as cholesky
 from ._decompositions import eigh as eigh
 from ._decompositions import qr as qr
 from ._decompositions import svd as svd
+from ._hessenberg import hessenberg as hessenberg
 from ._special import block_diag as block_diag
 from ._special import circulant as circulant
 from ._special import companion as companion
@@ -68,6 +69,7 @@ __all__ = [
     "hadamard",
     "hankel",
     "helmert",
+    "hessenberg",
     "hilbert",
     "inv",
     "invhilbert",
