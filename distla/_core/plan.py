@@ -149,15 +149,10 @@ CROSSOVER = {
     "eig": 2**62,
     "qr_raw": 2**62,
     # distla.scipy.linalg's options and functions with no distributed algorithm:
-    # qr(pivoting=True), svd(lapack_driver="gesvd"), schur's QR iteration, funm's
-    # Schur-Parlett for non-normal matrices, solve_sylvester's triangular solve,
-    # sqrtm's fallback (the Schur method) where its Newton iteration fails
+    # qr(pivoting=True), svd(lapack_driver="gesvd"), schur's QR iteration
     "qr_pivoting": 2**62,
     "svd_gesvd": 2**62,
     "schur": 2**62,
-    "funm": 2**62,
-    "sylvester": 2**62,
-    "sqrtm_schur": 2**62,
 }
 
 #: Crossovers that apply to eager calls only (concrete operands whose devices the

@@ -34,6 +34,8 @@ from ._decompositions import eigh as eigh
 from ._decompositions import qr as qr
 from ._decompositions import svd as svd
 from ._hessenberg import hessenberg as hessenberg
+from ._matfuncs import funm as funm
+from ._matfuncs import sqrtm as sqrtm
 from ._special import block_diag as block_diag
 from ._special import circulant as circulant
 from ._special import companion as companion
@@ -66,6 +68,7 @@ __all__ = [
     "expm_frechet",
     "fiedler",
     "fiedler_companion",
+    "funm",
     "hadamard",
     "hankel",
     "helmert",
@@ -83,6 +86,7 @@ __all__ = [
     "qr",
     "solve",
     "solve_triangular",
+    "sqrtm",
     "svd",
     "toeplitz",
 ]
