@@ -61,6 +61,11 @@ def test_signatures_are_jaxs():
     assert not problems, problems
 
 
+def test_every_name_is_there():
+    missing = _public(jsl) - _public(sla)
+    assert not missing, f"distla.scipy.linalg lacks {sorted(missing)}"
+
+
 def test_shared_families_are_distla_linalgs_own():
     for name in ("lu_factor", "lu_solve", "cho_factor", "cho_solve", "solve", "det", "inv"):
         assert getattr(sla, name) is getattr(distla.linalg, name), name

@@ -33,9 +33,14 @@ from ._decompositions import cholesky as cholesky
 from ._decompositions import eigh as eigh
 from ._decompositions import qr as qr
 from ._decompositions import svd as svd
+from ._eigh_tridiagonal import eigh_tridiagonal as eigh_tridiagonal
 from ._hessenberg import hessenberg as hessenberg
 from ._matfuncs import funm as funm
 from ._matfuncs import sqrtm as sqrtm
+from ._qr_multiply import qr_multiply as qr_multiply
+from ._schur import rsf2csf as rsf2csf
+from ._schur import schur as schur
+from ._schur import solve_sylvester as solve_sylvester
 from ._special import block_diag as block_diag
 from ._special import circulant as circulant
 from ._special import companion as companion
@@ -64,6 +69,7 @@ __all__ = [
     "det",
     "dft",
     "eigh",
+    "eigh_tridiagonal",
     "expm",
     "expm_frechet",
     "fiedler",
@@ -84,7 +90,11 @@ __all__ = [
     "pascal",
     "polar",
     "qr",
+    "qr_multiply",
+    "rsf2csf",
+    "schur",
     "solve",
+    "solve_sylvester",
     "solve_triangular",
     "sqrtm",
     "svd",
