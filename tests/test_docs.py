@@ -7,8 +7,9 @@
   page defined). A block preceded by ``<!-- docs-test: skip REASON -->`` is
   not run (for what needs several processes, say); keep those rare.
 - The names documented in ``docs/api.md`` are exactly the public API:
-  ``distla.__all__``, ``distla.linalg.__all__`` and ``distla.fft``'s public
-  functions, each rendered from the object it names.
+  ``distla.__all__``, ``distla.linalg.__all__``, ``distla.fft``'s public
+  functions and ``distla.scipy.linalg``'s own (not re-exported) functions, each
+  rendered from the object it names.
 
 Run as a script (``python tests/test_docs.py PAGES.json RESULTS.json``) it is the
 block runner the tests start.
@@ -305,6 +306,15 @@ def _public_names() -> set[str]:
             and getattr(v, "__module__", "").startswith("distla")
         ]
     names |= {f"distla.fft.{n}" for n in fft_names}
+    # distla.scipy.linalg's own functions (the names it re-exports from distla.linalg are
+    # documented there)
+    import distla.scipy.linalg as sla
+
+    names |= {
+        f"distla.scipy.linalg.{n}"
+        for n in sla.__all__
+        if getattr(distla.linalg, n, None) is not getattr(sla, n)
+    }
     # the matmul module's communication model (``distla.matmul`` itself is the function)
     names.add("distla.matmul.model_bytes")
     return names

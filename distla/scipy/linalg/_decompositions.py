@@ -24,9 +24,10 @@ from ... import linalg as _linalg
 from ..._core.checks import ShapeError, as_array, result_dtype
 from ..._core.eager import one_program
 from ..._core.matrix import block_spec
-from ..._core.mesh import drop_trivial_sharding, fitting_spec, replicated, run_on_mesh
+from ..._core.mesh import drop_trivial_sharding, fitting_spec, run_on_mesh
 from ..._core.one_device import planned
 from ..._core.plan import mesh_of
+from ._everywhere import everywhere
 
 _QR_MODES = ("full", "economic", "r")
 _SVD_DRIVERS = ("gesdd", "gesvd")
@@ -274,8 +275,9 @@ def _qr_with_pivoting(a, *, mode, plan, what):
         )
         if one is not None:
             return tuple(one)
-    # above the budget: jax's call, which gathers the matrix onto every device
-    return tuple(jsl.qr(replicated(drop_trivial_sharding(a)), mode=mode, pivoting=True))
+    if mesh is not None and a.ndim == 2 and a.size:  # above the budget: jax's call, which
+        return tuple(everywhere(_qr_pivoted, a, mesh=mesh, options=(("mode", mode),)))  # gathers
+    return tuple(jsl.qr(drop_trivial_sharding(a), mode=mode, pivoting=True))
 
 
 # --------------------------------------------------------------------------- svd

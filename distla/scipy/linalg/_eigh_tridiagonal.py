@@ -31,6 +31,7 @@ from ..._core.mesh import (
     run_on_mesh,
 )
 from ...linalg._tridiagonal import _bisect, _loose, _repaired, _vectors_of_tridiagonal
+from ._everywhere import result_types
 
 
 def _body(d, e, *, first, count, vectors, w_dtype, v_dtype):
@@ -128,9 +129,7 @@ def eigh_tridiagonal(
     simple = mesh is None or d.ndim != 1 or e.ndim != 1 or n <= 1 or select not in ("a", "i")
     if simple or d.dtype != e.dtype or e.shape[0] != n - 1:
         return ref(drop_trivial_sharding(d), drop_trivial_sharding(e))
-    out = jax.eval_shape(
-        ref, jax.ShapeDtypeStruct(d.shape, d.dtype), jax.ShapeDtypeStruct(e.shape, e.dtype)
-    )
+    out = result_types(ref, d, e)
     w_dtype = np.dtype(jax.tree.leaves(out)[0].dtype)
     v_dtype = None if eigvals_only else np.dtype(out[1].dtype)
     first, count = 0, n

@@ -45,10 +45,11 @@ from ..._core import plan as _plan
 from ..._core.checks import ShapeError, as_array, is_traced
 from ..._core.matmul import product, product_here
 from ..._core.matrix import block_spec, ct, eye, pad_identity
-from ..._core.mesh import constrain, drop_trivial_sharding, fitting_spec, replicated, run_on_mesh
+from ..._core.mesh import constrain, drop_trivial_sharding, fitting_spec, run_on_mesh
 from ..._core.one_device import block_layout, moved_bytes, on_one_device
 from ..._core.plan import Plan, resolve
 from ...linalg._lu_rules import inv_2d
+from ._everywhere import everywhere, result_types
 
 #: Most Denman–Beavers steps (quadratic convergence: about 6-10 once scaled).
 MAX_ITERATIONS = 40
@@ -208,7 +209,7 @@ def sqrtm(
         raise ShapeError(f"{what}: A must be a square matrix (n, n); got A of shape {a.shape}")
     if plan not in _plan.PLANS:
         raise ValueError(f"{what}: plan must be one of {_plan.PLANS}, got {plan!r}")
-    out_dtype = np.dtype(jax.eval_shape(jsl.sqrtm, jax.ShapeDtypeStruct(a.shape, a.dtype)).dtype)
+    out_dtype = np.dtype(result_types(jsl.sqrtm, a).dtype)
     dtype = np.dtype(jnp.finfo(out_dtype).dtype) if not jnp.iscomplexobj(a) else out_dtype
     call = resolve(a, names=("A",), dtype=dtype)
     if call is None or a.size == 0 or a.shape[0] == 1:
@@ -447,9 +448,7 @@ def funm(
         raise ShapeError(f"{what}: A must be a square matrix (n, n); got A of shape {a.shape}")
     if plan not in _plan.PLANS:
         raise ValueError(f"{what}: plan must be one of {_plan.PLANS}, got {plan!r}")
-    out = jax.eval_shape(
-        functools.partial(_schur_funm, func=func, disp=disp), jax.ShapeDtypeStruct(a.shape, a.dtype)
-    )
+    out = result_types(functools.partial(_schur_funm, func=func, disp=disp), a)
     out_dtype = np.dtype(jax.tree.leaves(out)[0].dtype)
     dtype = np.dtype(jnp.finfo(out_dtype).dtype) if not jnp.iscomplexobj(a) else out_dtype
     call = resolve(a, names=("A",), dtype=dtype)
@@ -466,7 +465,7 @@ def funm(
     def schur_route(a):
         one = _fallback_funm(a, mesh=mesh, out_spec=out_spec, options=options)
         if one is None:  # above the budget: jax's call, which gathers A onto every device
-            one = _schur_funm(replicated(a), func=func, disp=disp)
+            one = everywhere(_schur_funm, a, mesh=mesh, options=options)
         f = _placed((one if disp else one[0]).astype(out_dtype), mesh=mesh)
         return f if disp else (f, one[1].astype(jnp.finfo(out_dtype).dtype))
 

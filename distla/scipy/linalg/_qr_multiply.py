@@ -28,13 +28,13 @@ from ..._core.mesh import (
     constrain,
     drop_trivial_sharding,
     fitting_spec,
-    replicated,
     run_on_mesh,
     shard_map,
 )
 from ..._core.one_device import planned
 from ..._core.plan import Plan, resolve
 from ...linalg._qr import blocking, stages_for
+from ._everywhere import everywhere
 
 
 def _multiply_body(a, c, *, call: Plan, mode: str, conjugate: bool):
@@ -202,7 +202,7 @@ def qr_multiply(
         )
         if one is not None:
             return tuple(one)
-        return tuple(_pivoted(replicated(a), replicated(c), mode=mode, conjugate=conjugate))
+        return tuple(everywhere(_pivoted, a, c, mesh=call.mesh, options=options))
     result, r = _qr_multiply_2d(a, c2, call=call, mode=mode, conjugate=bool(conjugate))
     if onedim:
         result = result.ravel()

@@ -49,7 +49,6 @@ from ..._core.mesh import (
     fitting_spec,
     grid_of,
     operand_mesh,
-    replicated,
     run_on_mesh,
     shard_map,
     spec_groups,
@@ -57,6 +56,7 @@ from ..._core.mesh import (
 from ..._core.one_device import planned
 from ..._core.plan import resolve
 from ..._core.stacked import stack
+from ._everywhere import everywhere, result_types
 from ._hessenberg import hessenberg
 
 # --------------------------------------------------------------------------- helpers
@@ -152,7 +152,7 @@ def _on_one_device_or_jax(a, *, mesh, options, what, plan="auto"):
     one = planned("schur", plan, _schur_one, a, mesh=mesh, what=what, options=options)
     if one is not None:
         return tuple(one)
-    return tuple(_schur_one(replicated(a), **dict(options)))  # jax's: gathers onto every device
+    return tuple(everywhere(_schur_one, a, mesh=mesh, options=options))  # jax's: gathers
 
 
 # --------------------------------------------------------------------------- rsf2csf
@@ -288,25 +288,19 @@ def rsf2csf(
     mesh = operand_mesh(t, z, names=("T", "Z"))
     if mesh is None or t.ndim != 2 or z.ndim != 2 or t.shape[0] <= 1:
         return tuple(_rsf2csf_one(drop_trivial_sharding(t), drop_trivial_sharding(z)))
-    structs = (jax.ShapeDtypeStruct(t.shape, t.dtype), jax.ShapeDtypeStruct(z.shape, z.dtype))
-    dtype = np.dtype(jax.eval_shape(_rsf2csf_one, *structs)[0].dtype)
+    dtype = np.dtype(result_types(_rsf2csf_one, t, z)[0].dtype)
     t2, z2, adjacent = _rsf2csf_2d(t, z, mesh=mesh, dtype=dtype)
 
     def sequential(tz):  # jax's order, on one device within the budget
         t, z = (x.astype(dtype) for x in tz)
         one = planned("schur", "auto", _rsf2csf_one, t, z, mesh=mesh, what=what)
         if one is None:
-            one = _rsf2csf_one(replicated(t), replicated(z))
-        return tuple(_placed(x, mesh=mesh) for x in one)
+            one = everywhere(_rsf2csf_one, t, z, mesh=mesh)
+        return tuple(one)
 
     if not is_traced(t, adjacent):
         return sequential((t, z)) if bool(adjacent) else (t2, z2)
     return lax.cond(adjacent, sequential, lambda tz: (t2, z2), (t, z))
-
-
-@functools.partial(jax.jit, static_argnames=("mesh",))
-def _placed(x, *, mesh):
-    return run_on_mesh(lambda x: x, mesh, fitting_spec(x.shape, mesh, block_spec(mesh)), x)
 
 
 # --------------------------------------------------------------------------- sylvester
@@ -410,14 +404,14 @@ def solve_sylvester(
         )
         if one is not None:
             return one
-        return ref(*(replicated(x) for x in (a, b, c)))
+        return everywhere(_eigen_method, a, b, c, mesh=mesh, options=options)
     cdtype = np.dtype(jnp.result_type(dtype, jnp.complex64))
     r, u = schur(a, "complex", plan=plan)
     s, v = schur(_ct(b, mesh=mesh), "complex", plan=plan)
     f = _mm(_mm(_ct(u, mesh=mesh), c.astype(cdtype), mesh), v, mesh)
     y = planned("sylvester", "auto", _triangular_sylvester, r, s, f, mesh=mesh, what=what)
     if y is None:  # above the budget: on every device, as jax's would be
-        y = _placed(_triangular_sylvester(*(replicated(x) for x in (r, s, f))), mesh=mesh)
+        y = everywhere(_triangular_sylvester, r, s, f, mesh=mesh)
     x = _mm(_mm(u, y, mesh), _ct(v, mesh=mesh), mesh)
     if not jnp.issubdtype(dtype, jnp.complexfloating):
         x = jnp.real(x)

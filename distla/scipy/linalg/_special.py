@@ -40,6 +40,7 @@ from ..._core.mesh import (
     shard_spec,
     spec_groups,
 )
+from ._everywhere import result_types
 
 #: Rows of ``L`` per step of the symmetric inverse Pascal matrix's product.
 GRAM_CHUNK = 256
@@ -240,7 +241,7 @@ def _vector_matrix(jax_fn, entries, vectors, *, options=(), prepare=None):
     ``prepare`` (module level, or a :class:`_Static`: part of the program's key) maps
     the replicated vectors to the formula's operands inside the program.
     """
-    out = jax.eval_shape(jax_fn, *(jax.ShapeDtypeStruct(v.shape, v.dtype) for v in vectors))
+    out = result_types(jax_fn, *vectors)
     mesh = operand_mesh(*vectors, names=tuple(f"v{k}" for k in range(len(vectors))))
     if mesh is None or out.ndim != 2 or 0 in out.shape or any(v.ndim != 1 for v in vectors):
         return jax_fn(*(drop_trivial_sharding(v) for v in vectors))
@@ -269,7 +270,7 @@ def _sized_matrix(jax_fn, entries, device, *, options=(), gram=False):
     device builds each device's block where it lies, in the largest even layout of
     its mesh that fits the shape (its own spec where that divides the shape).
     """
-    out = jax.eval_shape(jax_fn)
+    out = result_types(jax_fn)
     if device is None:
         return jax_fn()
     if isinstance(device, jax.Device):
@@ -555,7 +556,7 @@ def hilbert(n: int, *, device: Any = None) -> jax.Array:
     """
     n = _size(n)
     ref = functools.partial(jsl.hilbert, n)
-    dtype = np.dtype(jax.eval_shape(ref).dtype)
+    dtype = np.dtype(result_types(ref).dtype)
     return _sized_matrix(ref, _hilbert, device, options=(("dtype", dtype),))
 
 
@@ -573,7 +574,7 @@ def invhilbert(n: int, *, device: Any = None) -> jax.Array:
     """
     n = _size(n)
     ref = functools.partial(jsl.invhilbert, n)
-    dtype = np.dtype(jax.eval_shape(ref).dtype)
+    dtype = np.dtype(result_types(ref).dtype)
     return _sized_matrix(ref, _invhilbert, device, options=(("n", n), ("dtype", dtype)))
 
 
@@ -633,7 +634,7 @@ def invpascal(n: int, kind: str | None = None, *, device: Any = None) -> jax.Arr
     n = _size(n)
     kind = _check_kind(kind)
     ref = functools.partial(jsl.invpascal, n, kind)
-    dtype = np.dtype(jax.eval_shape(ref).dtype)
+    dtype = np.dtype(result_types(ref).dtype)
     if kind == "symmetric":
         factor = _Static(functools.partial(_inv_pascal_lower, n=n, dtype=dtype))
         return _sized_matrix(ref, factor, device, gram=True)
@@ -661,7 +662,7 @@ def helmert(n: int, full: bool = False, *, device: Any = None) -> jax.Array:
     if n < 1:
         raise ValueError(f"n must be a positive integer; got {n}.")
     ref = functools.partial(jsl.helmert, n, bool(full))
-    dtype = np.dtype(jax.eval_shape(ref).dtype)
+    dtype = np.dtype(result_types(ref).dtype)
     options = (("n", n), ("full", bool(full)), ("dtype", dtype))
     return _sized_matrix(ref, _helmert, device, options=options)
 
@@ -688,7 +689,7 @@ def hadamard(n: int, dtype: jax.typing.DTypeLike = int, *, device: Any = None) -
     if n < 1 or not math.log2(n).is_integer():
         raise ValueError(f"n must be a positive power of 2; got {n}.")
     ref = functools.partial(jsl.hadamard, n, dtype)
-    out_dtype = np.dtype(jax.eval_shape(ref).dtype)
+    out_dtype = np.dtype(result_types(ref).dtype)
     return _sized_matrix(ref, _hadamard, device, options=(("dtype", out_dtype),))
 
 
@@ -722,7 +723,7 @@ def dft(
     """
     n = _size(n)
     ref = functools.partial(jsl.dft, n, scale, dtype=dtype)
-    out_dtype = np.dtype(jax.eval_shape(ref).dtype)  # jax's checks of scale and dtype
+    out_dtype = np.dtype(result_types(ref).dtype)  # jax's checks of scale and dtype
     options = (("n", n), ("scale", scale), ("dtype", out_dtype))
     return _sized_matrix(ref, _dft, device, options=options)
 
