@@ -8,6 +8,7 @@ status 2 before jax starts. ``HelpFormatter`` prints every option's default.
 from __future__ import annotations
 
 import argparse
+import textwrap
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
@@ -17,11 +18,28 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefau
     happens without them.
     """
 
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        """Paragraphs wrapped to the terminal; indented ones (examples) kept as written."""
+        out = []
+        for para in text.strip("\n").split("\n\n"):
+            if any(line.startswith((" ", "\t")) for line in para.splitlines()):
+                out.append("\n".join(indent + line for line in para.splitlines()))
+            else:
+                out.append(
+                    textwrap.fill(
+                        " ".join(para.split()),
+                        width,
+                        initial_indent=indent,
+                        subsequent_indent=indent,
+                    )
+                )
+        return "\n\n".join(out)
+
     def _get_help_string(self, action: argparse.Action) -> str | None:
         text = action.help or ""
         if (
             "%(default)" in text
-            or "default" in text
+            or "(default" in text
             or action.default in (None, False, argparse.SUPPRESS)
             or not action.option_strings
         ):

@@ -322,7 +322,8 @@ def main(args: argparse.Namespace, *, devices: bool = False) -> int:
     print(
         f"distla doctor: {len(devs)} {devs[0].platform} device(s) ({devs[0].device_kind}), mesh "
         f"{'x'.join(map(str, mesh.devices.shape))}, jax {jax.__version__}, {args.dtype}; ratios "
-        f"pass at <= {THRESHOLD:g}; 'vs jnp': distla time / the jnp function's on the same input.",
+        f"pass at <= {THRESHOLD:g}; 'vs jnp': distla's time / the jnp function's on the same "
+        "input (lower is better; 0.50x is twice as fast).",
         flush=True,
     )
     rows = run(mesh, args.sizes, args.dtype, only=args.only, repeat=args.repeat)
