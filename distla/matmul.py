@@ -78,9 +78,11 @@ def matmul(
       sharded) give ``jnp.matmul(a, b)``.
 
     Raises:
-      ValueError: an operand is not 2-D, the inner dimensions differ,
-        ``"cannon"`` on a non-square mesh, an unknown algorithm, or operands
-        on different meshes.
+      ShapeError: an operand is not 2-D or the inner dimensions differ
+        ([`distla.ShapeError`][distla.ShapeError]: a ``ValueError`` and a
+        ``TypeError``, as jnp raises either).
+      ValueError: ``"cannon"`` on a non-square mesh, an unknown algorithm, or
+        operands on different meshes.
       TypeError: dtypes jnp.matmul would not combine (for example under
         ``jax_numpy_dtype_promotion="strict"``).
 
