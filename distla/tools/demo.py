@@ -326,8 +326,10 @@ def main(args: argparse.Namespace, *, devices: bool = False) -> int:
             )
         if jax.process_count() > 1:
             print(
-                "Across processes the one-device baseline cannot run (no device holds the "
-                "operands): '-' in vs 1 dev. Times are process 0's."
+                _wrap_plain(
+                    "Across processes the one-device baseline cannot run (no device holds the "
+                    "operands): '-' in vs 1 dev. Times are process 0's."
+                )
             )
         print(f"demo finished in {time.perf_counter() - started:.0f} s", flush=True)
     return 0 if passed else 1
