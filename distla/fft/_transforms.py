@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import functools
 import math
-import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -24,7 +23,7 @@ from .._core.mesh import (
     spec_groups,
 )
 from .._core.specs import entry_axes
-from . import _fft3d, _fftnd, _freq
+from . import _fft3d, _fftnd, _freq, _settings
 from ._fft3d import ALGORITHMS
 
 NORMS = (None, "backward", "ortho", "forward")
@@ -242,8 +241,9 @@ def pfft3d(
       algorithm: the 3-D plan (``docs/fft.md``).
       transpose_axis_contiguous: jaxdecomp's setting of that name: ``True``
         returns ``(Y, Z, X)``, ``False`` the natural ``(X, Y, Z)`` order.
-        ``None`` reads ``jaxdecomp.config`` when jaxdecomp is imported, else
-        ``True``.
+        ``None`` reads ``distla.jaxdecomp.config``, which follows
+        ``jaxdecomp.config`` when jaxdecomp is imported until it is set
+        itself (else ``True``).
       a: jaxdecomp's keyword for ``x`` (``pfft3d(a=vol)``); give one of
         the two.
 
@@ -388,11 +388,9 @@ def _two_axes(axes: Sequence[int], name: str) -> None:
 
 
 def _contiguous(flag: bool | None) -> bool:
-    if flag is not None:
-        return bool(flag)
-    jaxdecomp = sys.modules.get("jaxdecomp")
-    config = getattr(jaxdecomp, "config", None)
-    return bool(getattr(config, "transpose_axis_contiguous", True))
+    """``transpose_axis_contiguous``: ``flag``, else ``distla.jaxdecomp.config``'s (which
+    follows jaxdecomp's own until set)."""
+    return _settings.contiguous(flag)
 
 
 def _check_backend(backend: Any, name: str) -> None:
