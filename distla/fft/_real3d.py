@@ -325,4 +325,7 @@ def _one_device(x, *, norm, contiguous):
 
 @functools.partial(jax.jit, static_argnames=("norm", "s", "contiguous"))
 def _one_device_inverse(y, *, norm, s, contiguous):
-    return jnp.fft.irfftn(y.transpose(2, 0, 1) if contiguous else y, s=s, norm=norm)
+    y = y.transpose(2, 0, 1) if contiguous else y
+    # s only where it is not the default (jnp pads by zero whenever s is given)
+    default = (*y.shape[:2], 2 * (y.shape[2] - 1))
+    return jnp.fft.irfftn(y, s=None if tuple(s) == default else s, norm=norm)

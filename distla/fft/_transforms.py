@@ -15,7 +15,6 @@ from jax.sharding import PartitionSpec as P
 from .._core.checks import as_array, empty_results, result_types
 from .._core.eager import one_program
 from .._core.mesh import (
-    drop_trivial_sharding,
     grid_of,
     is_explicit,
     operand_mesh,
@@ -521,7 +520,9 @@ def _dispatch(
     """
     mesh = operand_mesh(x, names=("x",))
     if mesh is None or mesh.size == 1:  # one device: jnp's own transform, no padding
-        x = _whole_along(drop_trivial_sharding(x), kind, s, axes)
+        # (on a one-device Explicit mesh in x's own layout: the result in jnp's, which
+        # shard_map over that mesh takes back as it is)
+        x = _whole_along(x, kind, s, axes)
         return _one_device(x, kind, s, axes, norm, order, contiguous)
     grid_of(mesh, what=what)  # a 1- or 2-axis mesh, or ValueError
     if spec is None:
