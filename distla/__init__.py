@@ -1,7 +1,8 @@
 """distla: distributed dense linear algebra and 3D FFT for sharded JAX arrays.
 
 Keep your ``jax.Array``s sharded over a device mesh and call distla where you
-would call ``@``, ``jnp.linalg``, ``jax.scipy.linalg`` or ``jnp.fft``: the work
+would call ``@``, ``jnp.linalg``, ``jax.scipy.linalg``, ``jnp.fft`` or
+``jax.scipy.fft`` (``distla.scipy.fft``; jaxdecomp's names: ``distla.jaxdecomp``): the work
 stays distributed (no device holds a whole operand) and the result comes back
 sharded.
 """
@@ -10,6 +11,7 @@ from importlib import metadata as _metadata
 
 from . import fft as fft
 from . import linalg as linalg
+from . import scipy as scipy
 from ._core.blas import limit_cpu_blas as limit_cpu_blas
 from .cost import Cost as Cost
 from .cost import cost as cost
@@ -33,5 +35,6 @@ __all__ = [
     "linalg",
     "make_mesh",
     "matmul",
+    "scipy",
     "shard",
 ]
