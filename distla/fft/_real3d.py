@@ -11,31 +11,31 @@ Layout. Where the mesh divides ``Zt`` as ``pfft3d``'s layout splits Z, the
 spectrum is in that layout, from the same 3-D kernels (``_fft3d``). A
 power-of-two Z gives an odd ``Zt``, which no split of an even mesh axis
 divides; jax allows no uneven layout, so the spectrum then keeps ``Zt``
-whole and puts the mesh axes that would have split it on the axis the fewest
-bytes reach, by one of the routes below (``kernels/fftnd.py``'s steps, run
-by ``_fftnd.transform``; natural axes ``(X, Y, Z)``, input pencils
-``P(a, b, None)``, ``pa x pb`` mesh, ``P = pa * pb``):
+whole and all the devices split Y or X instead, whichever the smaller first
+exchange reaches (``kernels/half_spectrum.py``; natural axes ``(X, Y, Z)``,
+input pencils ``P(a, b, None)``, ``pa x pb`` mesh, ``P = pa * pb``):
 
 - Y-split (``pb <= pa``, and slabs ``P(a, None, None)``)::
 
       (X/pa, Y/pb, Z)     rfft along Z
-        swap Y -> X over b, pb-way      (X/P, Y, Zt)     fft along Y
-        swap X -> Y over (a, b), P-way  (X, Y/P, Zt)     fft along X
+        all_to_all over b, pb-way       (X/P, Y, Zt)     fft along Y
+        all_to_all over (a, b), P-way   (X, Y/P, Zt)     fft along X
 
   result ``P((a, b), None, None)`` in the contiguous order ``(Y, Zt, X)``.
 - X-split (``pb > pa``, and slabs ``P(None, b, None)``)::
 
       (X/pa, Y/pb, Z)     rfft along Z
-        swap X -> Y over a, pa-way      (X, Y/P, Zt)     fft along X
-        swap Y -> X over (b, a), P-way  (X/P, Y, Zt)     fft along Y
+        all_to_all over a, pa-way       (X, Y/P, Zt)     fft along X
+        all_to_all over (b, a), P-way   (X/P, Y, Zt)     fft along Y
 
   result ``P(None, None, (b, a))`` in the contiguous order.
 
 Each moves ``(p_first - 1)/p_first + (P - 1)/P`` of a local block of the
 half spectrum (``p_first = min(pa, pb)``), against ``pfft3d``'s
 ``(pb - 1)/pb + (pa - 1)/pa`` of the full one; slabs move ``(p - 1)/p`` of
-the half spectrum. ``pirfft3d`` runs the route backwards from either layout
-(and the 3-D kernels from ``pfft3d``'s) and returns ``P(a, b, None)``.
+the half spectrum. ``pirfft3d`` runs the kernel backwards (the 3-D kernels
+from ``pfft3d``'s layout) and returns ``P(a, b, None)``. Concrete CPU arrays
+get ``cpu_compiler_options``, as the 3-D plans do.
 """
 
 from __future__ import annotations
@@ -45,16 +45,16 @@ import math
 
 import jax
 import jax.numpy as jnp
+from jax.sharding import PartitionSpec as P
 
-from distla.kernels.fftnd import FftStep, SwapStep
+from distla.kernels.half_spectrum import half_spectrum_forward, half_spectrum_inverse
 
 from .._core.checks import as_array
 from .._core.eager import one_program
-from .._core.matrix import round_up
-from .._core.mesh import grid_of, operand_mesh
+from .._core.matrix import pad_to, round_up
+from .._core.mesh import constrain, fitting_spec, grid_of, operand_mesh, run_on_mesh, shard_map
 from .._core.specs import layout_spec
 from . import _fft3d, _fftnd
-from ._route import Route
 from ._transforms import NORMS, _check_backend, _contiguous, _operand
 
 
@@ -123,7 +123,8 @@ def prfft3d(
     zt = zg // 2 + 1
     if x.size == 0:
         return jnp.zeros((yg, zt, xg) if contiguous else (xg, yg, zt), out_dtype)
-    x = x.astype(in_dtype)
+    if x.dtype != in_dtype:  # (an eager astype to the same dtype still copies)
+        x = x.astype(in_dtype)
     mesh = operand_mesh(x, names=("x",))
     if mesh is None or mesh.size == 1:
         return _one_device(x, norm=norm, contiguous=contiguous)
@@ -135,10 +136,12 @@ def prfft3d(
             order="yzx", algorithm="auto", in_dtype=in_dtype, swap_grid=False,
             contiguous=contiguous,
         )  # fmt: skip
-    route = _forward_route(tuple(x.shape), gx, gy, dict(mesh.shape))
-    return _run(
-        x, route=route, norm=norm, in_dtype=in_dtype, perm=(1, 2, 0) if contiguous else None
-    )
+    y_split = _y_split(gx, gy, dict(mesh.shape))
+    order = "yzx" if contiguous else "xyz"
+    return _half_on(x)(
+        x, sizes=tuple(x.shape), norm=norm, in_dtype=in_dtype, y_split=y_split, order=order,
+        inverse=False,
+    )  # fmt: skip
 
 
 @one_program
@@ -193,7 +196,8 @@ def pirfft3d(
         )
     if y.size == 0:
         return jnp.zeros(s, out_dtype)
-    y = y.astype(in_dtype)
+    if y.dtype != in_dtype:
+        y = y.astype(in_dtype)
     mesh = operand_mesh(y, names=("y",))
     if mesh is None or mesh.size == 1:
         return _one_device_inverse(y, norm=norm, s=s, contiguous=contiguous)
@@ -205,9 +209,10 @@ def pirfft3d(
             order="yzx", algorithm="auto", in_dtype=in_dtype, swap_grid=False,
             contiguous=contiguous,
         )  # fmt: skip
-    route = _inverse_route(s, gx, gy, dict(mesh.shape))
-    return _run(
-        y, route=route, norm=norm, in_dtype=in_dtype, perm=(2, 0, 1) if contiguous else None
+    y_split = _y_split(gx, gy, dict(mesh.shape))
+    order = "yzx" if contiguous else "xyz"
+    return _half_on(y, s)(
+        y, sizes=s, norm=norm, in_dtype=in_dtype, y_split=y_split, order=order, inverse=True
     )
 
 
@@ -240,81 +245,69 @@ def _y_split(gx, gy, sizes) -> bool:
     return bool(gx) and (not gy or size[gy] <= size[gx])
 
 
-def _forward_route(shape, gx, gy, sizes) -> Route:
-    """The Y-split or X-split route of the module docstring, natural axes in and out."""
-    xg, yg, zg = shape
-    zt = zg // 2 + 1
-    every = gx + gy if _y_split(gx, gy, sizes) else gy + gx
-    parts = math.prod(sizes[n] for n in every)
-    steps = [FftStep((2,), "rfft")]
-    if _y_split(gx, gy, sizes):
-        if gy:  # all_to_all over b -> (X/P, Y, Zt)
-            steps.append(SwapStep(1, 0, gy, None, yg))
-        steps += [FftStep((1,), "fft"), SwapStep(0, 1, every, round_up(yg, parts), xg)]
-        steps.append(FftStep((0,), "fft"))  # (X, Y/P, Zt)
-        pad_in, out = (round_up(xg, parts), round_up(yg, _size(gy, sizes)), zg), ((), every, ())
-    else:
-        if gx:  # all_to_all over a -> (X, Y/P, Zt)
-            steps.append(SwapStep(0, 1, gx, None, xg))
-        steps += [FftStep((0,), "fft"), SwapStep(1, 0, every, round_up(xg, parts), yg)]
-        steps.append(FftStep((1,), "fft"))  # (X/P, Y, Zt)
-        pad_in, out = (round_up(xg, _size(gx, sizes)), round_up(yg, parts), zg), (every, (), ())
-    return Route(
-        steps=tuple(steps),
-        pad_in=pad_in,
-        spec_in=layout_spec((gx, gy, ())),
-        spec_out=layout_spec(out),
-        out_shape=(xg, yg, zt),
-    )
-
-
-def _inverse_route(s, gx, gy, sizes) -> Route:
-    """:func:`_forward_route` backwards: natural half spectrum in, pencils out."""
-    xg, yg, zg = s
-    zt = zg // 2 + 1
-    if _y_split(gx, gy, sizes):
-        every = gx + gy
-        parts = math.prod(sizes[n] for n in every)
-        steps = [FftStep((0,), "ifft"), SwapStep(1, 0, every, round_up(xg, parts), yg)]
-        steps.append(FftStep((1,), "ifft"))  # (X/P, Y, Zt)
-        if gy:  # all_to_all over b -> (X/pa, Y/pb, Zt); X stays split over a
-            local_x = round_up(xg, parts) // _size(gx, sizes)
-            steps.append(SwapStep(0, 1, gy, round_up(yg, _size(gy, sizes)), local_x))
-        pad_in, src = (xg, round_up(yg, parts), zt), ((), every, ())
-    else:
-        every = gy + gx
-        parts = math.prod(sizes[n] for n in every)
-        steps = [FftStep((1,), "ifft"), SwapStep(0, 1, every, round_up(yg, parts), xg)]
-        steps.append(FftStep((0,), "ifft"))  # (X, Y/P, Zt)
-        if gx:  # all_to_all over a -> (X/pa, Y/pb, Zt); Y stays split over b
-            local_y = round_up(yg, parts) // _size(gy, sizes)
-            steps.append(SwapStep(1, 0, gx, round_up(xg, _size(gx, sizes)), local_y))
-        pad_in, src = (round_up(xg, parts), yg, zt), (every, (), ())
-    steps.append(FftStep((2,), "irfft", zg))
-    return Route(
-        steps=tuple(steps),
-        pad_in=pad_in,
-        spec_in=layout_spec(src),
-        spec_out=layout_spec((gx, gy, ())),
-        out_shape=(xg, yg, zg),
-    )
-
-
 def _size(group, sizes) -> int:
     return math.prod(sizes[n] for n in group)
 
 
-@functools.partial(jax.jit, static_argnames=("route", "norm", "in_dtype", "perm"))
-def _run(x, *, route, norm, in_dtype, perm):
-    """``route`` on the natural-order operand (``x.transpose(perm)`` first for the
-    inverse, after for the forward)."""
-    if perm == (2, 0, 1):  # pirfft3d: (Y, Zt, X) in
-        x = x.transpose(perm)
-    y = _fftnd.transform(
-        x, plan=route, kind="rfft", s=None, axes=None, norm=norm,
-        shape_in=tuple(x.shape), in_dtype=in_dtype, spec=None,
-    )  # fmt: skip
-    return y.transpose(perm) if perm == (1, 2, 0) else y
+_HALF_STATIC = ("sizes", "norm", "in_dtype", "y_split", "order", "inverse")
+
+
+def _half_on(x, shape=None):
+    """:func:`_half` compiled for ``x``: with ``cpu_compiler_options`` for a concrete CPU
+    array outside a trace (as the 3-D plans are), else as it is."""
+    if not _fft3d._on_cpu_outside_jit(x):
+        return _half
+    mesh = jax.typeof(x).sharding.mesh
+    opts = _fft3d.cpu_compiler_options(shape or x.shape, x.dtype, mesh.size)
+    return _half_with(**opts)
+
+
+@functools.cache
+def _half_with(**compiler_options: int):
+    return jax.jit(_half_impl, static_argnames=_HALF_STATIC, compiler_options=compiler_options)
+
+
+def _half_impl(x, *, sizes, norm, in_dtype, y_split, order, inverse):
+    """``kernels/half_spectrum.py`` between pencils and the half spectrum's layout
+    (:func:`_y_split` chooses which of X and Y the devices split), padded inside."""
+    mesh = jax.typeof(x).sharding.mesh
+    grid = grid_of(mesh, what="distla.fft.prfft3d")
+    # every mesh axis, size-1 ones included (shard_map tracks them as the input's)
+    names = tuple(n for n in (grid.row, grid.col) if n is not None)
+    every = names if y_split else names[::-1]
+    parts = _size(every, dict(mesh.shape))
+    xg, yg, zg = sizes
+    zt = zg // 2 + 1
+    pencils = P(grid.row, grid.col, None)
+    entry = layout_spec((every,))[0]
+    if y_split:
+        pad_real = (round_up(xg, parts), round_up(yg, grid.pc), zg)
+        half, spec = ((round_up(yg, parts), zt, xg), P(entry, None, None))
+    else:
+        pad_real = (round_up(xg, grid.pr), round_up(yg, parts), zg)
+        half, spec = ((yg, zt, round_up(xg, parts)), P(None, None, entry))
+    true_half = (yg, zt, xg)
+    if order == "xyz":  # the same blocks in the natural order
+        half, true_half = (half[2], half[0], half[1]), (xg, yg, zt)
+        spec = P(spec[2], spec[0], spec[1])
+    kw = dict(row_axis=grid.row, col_axis=grid.col, sizes=sizes, norm=norm, y_split=y_split)
+    kernel = functools.partial(
+        half_spectrum_inverse if inverse else half_spectrum_forward, order=order, **kw
+    )
+    if inverse:
+        shape_in, pad_in, spec_in, crop, spec_out = true_half, half, spec, sizes, pencils
+    else:
+        shape_in, pad_in, spec_in, crop, spec_out = sizes, pad_real, pencils, true_half, spec
+
+    def body(x):
+        x = constrain(pad_to(pad_to(x.astype(in_dtype), shape_in), pad_in), spec_in)
+        y = shard_map(kernel, in_specs=spec_in, out_specs=spec_out)(x)
+        return pad_to(y, crop)
+
+    return run_on_mesh(body, mesh, fitting_spec(crop, mesh, spec_out), x)
+
+
+_half = jax.jit(_half_impl, static_argnames=_HALF_STATIC)
 
 
 @functools.partial(jax.jit, static_argnames=("norm", "contiguous"))
