@@ -8,8 +8,9 @@ family, where jaxdecomp runs): ``distla.fft.fftn`` of a complex64 volume and
 ``distla.scipy.fft.dctn`` of a float32 one of the same size (the contract: dctn
 within 1.3x of fftn); ``distla.jaxdecomp.fft.pfft3d`` of the complex64 volume and
 ``prfft3d`` of the float32 one (the contract: prfft3d at most 0.7x of pfft3d), and
-jaxdecomp's own ``pfft3d`` where jaxdecomp is installed. Ratios are of medians;
-``distla.cost`` gives each case's bytes per device.
+jaxdecomp's own ``pfft3d`` where jaxdecomp is installed; ``halo_exchange`` of the
+float32 volume with 2 ghost cells per side, distla's and jaxdecomp's (``Auto``).
+Ratios are of medians; ``distla.cost`` gives each case's bytes per device.
 """
 
 import argparse
@@ -46,10 +47,12 @@ def _cases(n: int, shape: tuple[int, int]) -> tuple[dict, dict]:
         "pfft3d": (jd.pfft3d, ac),
         "prfft3d": (jd.prfft3d, ar),
     }
+    cases["halo"] = (lambda v: distla.jaxdecomp.halo_exchange(v, (2, 2), (True, True)), ar)
     try:
         import jaxdecomp
 
         cases["jaxdecomp pfft3d"] = (jaxdecomp.fft.pfft3d, ac)
+        cases["jaxdecomp halo"] = (lambda v: jaxdecomp.halo_exchange(v, (2, 2), (True, True)), ar)
     except ImportError:
         pass
     calls = {name: (lambda fn=fn, x=x: fn(x)) for name, (fn, x) in cases.items()}
@@ -69,20 +72,23 @@ def main() -> None:
     args = parser.parse_args()
     print(
         "| mesh | n³ | fftn ms | dctn ms | dctn / fftn | pfft3d ms | prfft3d ms "
-        "| prfft3d / pfft3d | bytes prfft3d / pfft3d | jaxdecomp pfft3d ms |"
+        "| prfft3d / pfft3d | bytes prfft3d / pfft3d | jaxdecomp pfft3d ms "
+        "| halo ms | jaxdecomp halo ms |"
     )
-    print("|---" * 10 + "|")
+    print("|---" * 12 + "|")
     for mesh in args.meshes:
         shape = tuple(int(s) for s in mesh.split("x"))
         for n in args.sizes:
             calls, nbytes = _cases(n, shape)
             ms = {name: s * 1e3 for name, s in medians(calls, args.rounds).items()}
             jd = f"{ms['jaxdecomp pfft3d']:.1f}" if "jaxdecomp pfft3d" in ms else "-"
+            jd_halo = f"{ms['jaxdecomp halo']:.1f}" if "jaxdecomp halo" in ms else "-"
             print(
                 f"| {mesh} | {n} | {ms['fftn']:.1f} | {ms['dctn']:.1f} "
                 f"| {ms['dctn'] / ms['fftn']:.2f}x | {ms['pfft3d']:.1f} | {ms['prfft3d']:.1f} "
                 f"| {ms['prfft3d'] / ms['pfft3d']:.2f}x "
-                f"| {nbytes['prfft3d'] / nbytes['pfft3d']:.3f} | {jd} |",
+                f"| {nbytes['prfft3d'] / nbytes['pfft3d']:.3f} | {jd} "
+                f"| {ms['halo']:.1f} | {jd_halo} |",
                 flush=True,
             )
 
