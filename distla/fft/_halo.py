@@ -101,7 +101,7 @@ def halo_exchange(
 
     See also:
       ``jnp.pad(..., mode="wrap")``, the one-device equivalent of a periodic
-      exchange; :func:`distla.jaxdecomp.transposeXtoY`.
+      exchange; [`distla.jaxdecomp.transposeXtoY`][distla.jaxdecomp.transposeXtoY].
 
     Example:
       >>> import jax, numpy as np, distla, distla.jaxdecomp as jaxdecomp
@@ -109,7 +109,7 @@ def halo_exchange(
       >>> x = distla.shard(np.ones((8, 16, 4), np.float32), mesh)
       >>> y = jaxdecomp.halo_exchange(x, halo_extents=(1, 1), halo_periods=(True, True))
       >>> y.sharding.spec
-      PartitionSpec('z', 'y', None)
+      P('z', 'y', None)
     """
     check_backend(backend, WHAT)
     x = as_array(x, "x", WHAT)

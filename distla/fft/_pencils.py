@@ -23,8 +23,6 @@ from jax.sharding import PartitionSpec as P
 
 from distla.kernels.fftnd import SwapStep, fftnd_local
 
-from .._core.checks import as_array
-from .._core.eager import one_program
 from .._core.matrix import pad_to, round_up
 from .._core.mesh import (
     constrain,
@@ -39,7 +37,6 @@ from .._core.mesh import (
 from .._core.specs import layout_spec
 from . import _settings
 from ._fftnd import spec_of
-from ._halo import check_backend
 from ._route import Route
 
 KINDS = ("x_y", "y_z", "z_y", "y_x", "x_z", "z_x")
@@ -93,7 +90,7 @@ def source_spec(kind: str, contiguous: bool, names: tuple[str, ...]) -> tuple:
 def transpose(x: jax.Array, kind: str, *, contiguous: bool, what: str) -> jax.Array:
     """The ``kind`` transpose of ``x`` (``[X, Y, Z]`` or a batch ``[B, X, Y, Z]``).
 
-    See the module docstring; the result is laid out by :func:`output_spec`
+    See the module docstring; the result is laid out by `output_spec`
     (the largest even layout like it where the mesh does not divide the
     result's shape).
     """
@@ -218,106 +215,6 @@ def pfft3d_output_specs(
 
 # --- the public functions (re-exported by distla.jaxdecomp) ---------------------------
 
-_TRANSPOSE_DOC = """Pencil transpose {src} -> {dst}, as ``jaxdecomp.transpose{name}``.
-
-    In value, ``x.transpose({order})`` when ``transpose_axis_contiguous``
-    (jaxdecomp's default), else ``x`` itself; in layout, the mesh axes that
-    split the {src}-pencil's distributed axis move to the axis that was
-    whole, by one ``all_to_all`` ({bytes} of the local block received per
-    device). Also on ``Explicit`` meshes, 1-axis meshes, sizes the mesh
-    does not divide, and {both}.
-
-    Args:
-      x: ``[d0, d1, d2]`` volume (or ``[B, d0, d1, d2]``) in a {src}-pencil
-        layout: jaxdecomp's chain from X-pencils ``P(a, b, None)`` gives
-        {layouts}. An ``x`` whose layout splits nothing (replicated, or a
-        tracer on an ``Auto`` mesh, whose layout jax does not tell while
-        tracing) is taken in that layout. On one device, jaxdecomp's local
-        transpose.
-      backend: ``"jax"`` or ``"cudecomp"``, accepted for compatibility.
-      transpose_axis_contiguous: jaxdecomp's setting for this call; ``None``
-        reads ``distla.jaxdecomp.config``.
-
-    Returns:
-      The transposed volume, laid out as jaxdecomp lays it out: the operand's
-      ``(s0, s1, s2)`` becomes ``(s1, s0, s2)`` (contiguous), else {plain}
-      (the largest even layout like it where the mesh does not divide).
-
-    Raises:
-      ValueError: ``x`` is not 3-D or 4-D, its mesh has more than 2 axes, or
-        ``backend`` is unknown.
-
-    See also:
-      ``jnp.transpose``, the one-device equivalent; :func:`{inverse}`.
-
-    Example:
-      >>> import numpy as np, distla, distla.jaxdecomp as jaxdecomp
-      >>> mesh = distla.make_mesh((2, 4), ("z", "y"))
-      >>> x = distla.shard(np.ones((8, 16, 32), np.float32), mesh)
-      >>> y = jaxdecomp.transposeXtoY(x)
-      >>> y.shape, y.sharding.spec
-      ((32, 8, 16), PartitionSpec('y', 'z', None))
-    """
-
-_LAYOUTS = {
-    "x": "``P(a, b, None)``",
-    "y": "``P(b, a, None)`` (contiguous) or ``P(a, None, b)``",
-    "z": "``P(a, b, None)`` (contiguous; ``P(b, a, None)`` after "
-    "``transposeXtoZ``) or ``P(None, a, b)``",
-}
-_PLAIN = {
-    "x_y": "``(s0, s2, s1)``",
-    "y_x": "``(s0, s2, s1)``",
-    "y_z": "``(s1, s0, s2)``",
-    "z_y": "``(s1, s0, s2)``",
-    "x_z": "``(s2, s1, s0)``",
-    "z_x": "``(s2, s1, s0)``",
-}
-_MESH_AXIS = {"x_y": "b", "y_x": "b", "y_z": "a", "z_y": "a", "x_z": "a", "z_x": "a"}
-
-
-def _public_transpose(kind: str):
-    src, dst = kind.upper().split("_")
-    name = f"{src}to{dst}"
-    what = f"distla.jaxdecomp.transpose{name}"
-
-    def transpose_fn(
-        x: jax.typing.ArrayLike,
-        backend: str = "jax",
-        *,
-        transpose_axis_contiguous: bool | None = None,
-    ) -> jax.Array:
-        check_backend(backend, what)
-        x = as_array(x, "x", what)
-        return transpose(
-            x, kind, contiguous=_settings.contiguous(transpose_axis_contiguous), what=what
-        )
-
-    axis = _MESH_AXIS[kind]
-    transpose_fn.__name__ = transpose_fn.__qualname__ = f"transpose{name}"
-    transpose_fn.__doc__ = _TRANSPOSE_DOC.format(
-        src=src,
-        dst=dst,
-        name=name,
-        order=_ORDER[kind],
-        bytes=f"``(p{axis} - 1)/p{axis}``",
-        both="with ``transpose_axis_contiguous=False`` for X<->Z, which jaxdecomp refuses"
-        if kind in ("x_z", "z_x")
-        else "under either setting",
-        layouts=_LAYOUTS[src.lower()],
-        plain=_PLAIN[kind],
-        inverse=f"transpose{dst}to{src}",
-    )
-    return one_program(transpose_fn)
-
-
-transposeXtoY = _public_transpose("x_y")
-transposeYtoZ = _public_transpose("y_z")
-transposeZtoY = _public_transpose("z_y")
-transposeYtoX = _public_transpose("y_x")
-transposeXtoZ = _public_transpose("x_z")
-transposeZtoX = _public_transpose("z_x")
-
 
 def get_output_specs(fft_type: Any, pencil_type: Any, spec: Any, backend: str = "JAX") -> tuple:
     """jaxdecomp's ``get_output_specs``: where ``pfft3d`` puts an operand's mesh axes.
@@ -367,7 +264,7 @@ def get_fft_output_sharding(fft_sharding: NamedSharding) -> NamedSharding:
         mesh; a 4-D spec's leading entry is a batch axis, as jaxdecomp reads it).
 
     Returns:
-      ``NamedSharding`` on the same mesh, by :func:`get_output_specs` with the
+      ``NamedSharding`` on the same mesh, by `get_output_specs` with the
       mesh's decomposition (its last two axes' sizes, ``(1, n)`` for a 1-axis
       mesh). It equals ``distla.fft.pfft3d(x).sharding`` for pencils and slabs
       laid out as jaxdecomp lays them out.
@@ -377,7 +274,7 @@ def get_fft_output_sharding(fft_sharding: NamedSharding) -> NamedSharding:
       >>> from jax.sharding import NamedSharding, PartitionSpec as P
       >>> mesh = distla.make_mesh((4, 2), ("z", "y"))
       >>> jaxdecomp.get_fft_output_sharding(NamedSharding(mesh, P("z", "y"))).spec
-      PartitionSpec('z', 'y', None)
+      P('z', 'y', None)
     """
     spec, mesh = tuple(fft_sharding.spec), fft_sharding.mesh
     decomposition = pencil_type(tuple(mesh.axis_sizes))
@@ -396,9 +293,23 @@ def validate_spec_matches_mesh(spec: Any, mesh: Any) -> None:
     distla's functions take any layout and need no such check; this is for code that
     calls it.
 
+    Args:
+      spec: a ``PartitionSpec`` (or tuple) over a volume's three axes.
+      mesh: the mesh (concrete or abstract).
+
     Raises:
       ValueError: ``spec`` names another axis at some position, or leaves a
         position whole that a mesh axis of size > 1 should split.
+
+    Examples:
+      >>> import distla, distla.jaxdecomp as jaxdecomp
+      >>> from jax.sharding import PartitionSpec as P
+      >>> mesh = distla.make_mesh((2, 4), ("z", "y"))
+      >>> jaxdecomp.validate_spec_matches_mesh(P("z", "y"), mesh)  # fine: no error
+      >>> jaxdecomp.validate_spec_matches_mesh(P("y", "z"), mesh)
+      Traceback (most recent call last):
+      ...
+      ValueError: Spec ('y', 'z', None) does not match mesh axis names ('z', 'y'). ...
     """
     spec = (tuple(spec) + (None,) * 3)[: max(3, len(tuple(spec)))]
     names = tuple(mesh.axis_names)

@@ -4,7 +4,7 @@ Code written for jaxdecomp sets ``jaxdecomp.config.update(key, value)`` and
 passes its enums (``jaxdecomp.PENCILS``, ``jaxdecomp.HALO_COMM_NCCL``, ...).
 distla keeps the same names with the same values. The one setting that
 changes results is ``transpose_axis_contiguous``: the pencil transposes and
-``pfft3d``'s family read it through :func:`contiguous` (a keyword argument
+``pfft3d``'s family read it through `contiguous` (a keyword argument
 of the call first, then this object once set, then jaxdecomp's own
 ``config`` when jaxdecomp is imported, else ``True``). The communication
 backends select cuDecomp's transports on GPUs; distla records them and runs
@@ -108,13 +108,23 @@ config = JAXDecompConfig()
 
 
 def contiguous(flag: bool | None) -> bool:
-    """``transpose_axis_contiguous`` for one call: ``flag`` when given, else :data:`config`'s."""
+    """``transpose_axis_contiguous`` for one call: ``flag`` when given, else `config`'s."""
     return config.transpose_axis_contiguous if flag is None else bool(flag)
 
 
 def init() -> None:
-    """jaxdecomp's ``init``: starts cuDecomp there; nothing to start here."""
+    """jaxdecomp's ``init``: starts cuDecomp there; nothing to start here.
+
+    Examples:
+      >>> import distla.jaxdecomp as jaxdecomp
+      >>> jaxdecomp.init()
+    """
 
 
 def finalize() -> None:
-    """jaxdecomp's ``finalize``: stops cuDecomp there; nothing to stop here."""
+    """jaxdecomp's ``finalize``: stops cuDecomp there; nothing to stop here.
+
+    Examples:
+      >>> import distla.jaxdecomp as jaxdecomp
+      >>> jaxdecomp.finalize()
+    """

@@ -19,12 +19,6 @@ which query and tune cuDecomp's own runtime.
 from distla.fft._halo import halo_exchange as halo_exchange
 from distla.fft._pencils import get_fft_output_sharding as get_fft_output_sharding
 from distla.fft._pencils import get_output_specs as get_output_specs
-from distla.fft._pencils import transposeXtoY as transposeXtoY
-from distla.fft._pencils import transposeXtoZ as transposeXtoZ
-from distla.fft._pencils import transposeYtoX as transposeYtoX
-from distla.fft._pencils import transposeYtoZ as transposeYtoZ
-from distla.fft._pencils import transposeZtoX as transposeZtoX
-from distla.fft._pencils import transposeZtoY as transposeZtoY
 from distla.fft._pencils import validate_spec_matches_mesh as validate_spec_matches_mesh
 from distla.fft._settings import Decomposition as Decomposition
 from distla.fft._settings import HaloCommBackend as HaloCommBackend
@@ -34,6 +28,12 @@ from distla.fft._settings import TransposeType as TransposeType
 from distla.fft._settings import config as config
 from distla.fft._settings import finalize as finalize
 from distla.fft._settings import init as init
+from distla.fft._transposes import transposeXtoY as transposeXtoY
+from distla.fft._transposes import transposeXtoZ as transposeXtoZ
+from distla.fft._transposes import transposeYtoX as transposeYtoX
+from distla.fft._transposes import transposeYtoZ as transposeYtoZ
+from distla.fft._transposes import transposeZtoX as transposeZtoX
+from distla.fft._transposes import transposeZtoY as transposeZtoY
 
 from . import fft as fft
 from .fft import fftfreq3d as fftfreq3d
