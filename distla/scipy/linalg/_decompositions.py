@@ -73,11 +73,15 @@ def cholesky(
 
     See also: ``jax.scipy.linalg.cholesky``, ``distla.linalg.cho_factor``.
 
-    Example:
-      >>> import distla, distla.scipy.linalg as sla, jax.numpy as jnp
-      >>> a = distla.shard(4.0 * jnp.eye(8), distla.make_mesh((2, 4)))
-      >>> float(sla.cholesky(a)[0, 0])
-      2.0
+    Examples:
+      >>> import distla, distla.scipy.linalg as sla, jax.numpy as jnp, numpy as np
+      >>> mesh = distla.make_mesh((2, 4))
+      >>> a = distla.shard(jnp.eye(256) * 4.0 + 1.0, mesh)
+      >>> u = sla.cholesky(a)
+      >>> np.allclose(np.triu(np.asarray(u)), np.asarray(u))
+      True
+      >>> np.allclose(np.asarray(u).T @ np.asarray(u), np.asarray(a), atol=1e-4)
+      True
     """
     del overwrite_a, check_finite
     return _linalg.cho_factor(a, lower=lower, block_size=block_size)[0]
@@ -141,6 +145,13 @@ def eigh(
       ValueError: as ``distla.linalg.eigh``.
 
     See also: ``jax.scipy.linalg.eigh``, ``distla.linalg.eigh``.
+
+    Examples:
+      >>> import distla, distla.scipy.linalg as sla, jax.numpy as jnp, numpy as np
+      >>> mesh = distla.make_mesh((2, 4))
+      >>> a = distla.shard(jnp.diag(jnp.arange(4.0)), mesh)
+      >>> np.round(np.asarray(sla.eigh(a, eigvals_only=True)), 4) + 0.0
+      array([0., 1., 2., 3.], dtype=float32)
     """
     del overwrite_a, overwrite_b, turbo, check_finite
     uplo = "L" if lower else "U"
@@ -237,6 +248,16 @@ def qr(
       ValueError: an unknown ``mode``, or ``a`` with fewer than 2 dimensions.
 
     See also: ``jax.scipy.linalg.qr``, ``distla.linalg.qr``.
+
+    Examples:
+      >>> import distla, distla.scipy.linalg as sla, jax.numpy as jnp, numpy as np
+      >>> mesh = distla.make_mesh((2, 4))
+      >>> a = distla.shard(jnp.eye(256) + 0.5, mesh)
+      >>> q, r = sla.qr(a)
+      >>> q.shape, r.shape
+      ((256, 256), (256, 256))
+      >>> np.allclose(np.asarray(q) @ np.asarray(r), np.asarray(a), atol=1e-4)
+      True
     """
     del overwrite_a, lwork, check_finite
     what = "distla.scipy.linalg.qr"
@@ -333,6 +354,13 @@ def svd(
       ValueError: an unknown ``lapack_driver``.
 
     See also: ``jax.scipy.linalg.svd``, ``distla.linalg.svd``.
+
+    Examples:
+      >>> import distla, distla.scipy.linalg as sla, jax.numpy as jnp, numpy as np
+      >>> mesh = distla.make_mesh((2, 4))
+      >>> a = distla.shard(jnp.diag(jnp.array([1.0, 3.0, 2.0])), mesh)
+      >>> np.round(np.asarray(sla.svd(a, compute_uv=False)), 4) + 0.0
+      array([3., 2., 1.], dtype=float32)
     """
     del overwrite_a, check_finite
     what = "distla.scipy.linalg.svd"

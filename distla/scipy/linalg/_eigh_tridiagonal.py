@@ -112,6 +112,15 @@ def eigh_tridiagonal(
       NotImplementedError: ``select="v"``, as jax.
 
     See also: ``jax.scipy.linalg.eigh_tridiagonal``, ``distla.linalg.eigvalsh``.
+
+    Examples:
+      >>> import distla, distla.scipy.linalg as sla, jax.numpy as jnp, numpy as np
+      >>> mesh = distla.make_mesh((2, 4))
+      >>> d = jnp.full(256, 2.0)
+      >>> e = jnp.full(255, -1.0)
+      >>> w = sla.eigh_tridiagonal(d, e, eigvals_only=True)
+      >>> w.shape, bool(w.min() > 0) and bool(w.max() < 4)
+      ((256,), True)
     """
     what = "distla.scipy.linalg.eigh_tridiagonal"
     d = as_array(d, "d", what)

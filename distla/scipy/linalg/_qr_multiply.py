@@ -163,6 +163,15 @@ def qr_multiply(
       ValueError: an unknown ``mode``, or shapes that do not fit, as jax.
 
     See also: ``jax.scipy.linalg.qr_multiply``, ``distla.scipy.linalg.qr``.
+
+    Examples:
+      >>> import distla, distla.scipy.linalg as sla, jax.numpy as jnp, numpy as np
+      >>> mesh = distla.make_mesh((2, 4))
+      >>> a = distla.shard(jnp.eye(256) + 0.5, mesh)
+      >>> c = distla.shard(jnp.ones((8, 256)), mesh)
+      >>> cq, r = sla.qr_multiply(a, c)
+      >>> cq.shape, r.shape
+      ((8, 256), (256, 256))
     """
     del overwrite_a, overwrite_c
     what = "distla.scipy.linalg.qr_multiply"

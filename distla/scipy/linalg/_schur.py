@@ -122,7 +122,17 @@ def schur(
     Raises:
       ValueError: an unknown ``output``, or ``a`` not square.
 
-    See also: ``jax.scipy.linalg.schur``, :func:`rsf2csf`.
+    See also: ``jax.scipy.linalg.schur``, [`rsf2csf`][distla.scipy.linalg.rsf2csf].
+
+    Examples:
+      >>> import distla, distla.scipy.linalg as sla, jax.numpy as jnp, numpy as np
+      >>> mesh = distla.make_mesh((2, 4))
+      >>> a = distla.shard(jnp.triu(jnp.ones((256, 256))) + jnp.eye(256), mesh)
+      >>> t, z = sla.schur(a)
+      >>> t.shape, z.shape
+      ((256, 256), (256, 256))
+      >>> np.allclose(np.asarray(z) @ np.asarray(t) @ np.asarray(z).T, np.asarray(a), atol=1e-3)
+      True
     """
     what = "distla.scipy.linalg.schur"
     if output not in ("real", "complex"):
@@ -273,7 +283,16 @@ def rsf2csf(
     Raises:
       ValueError: ``T`` or ``Z`` not square, or their shapes differ, as jax.
 
-    See also: ``jax.scipy.linalg.rsf2csf``, :func:`schur`.
+    See also: ``jax.scipy.linalg.rsf2csf``, [`schur`][distla.scipy.linalg.schur].
+
+    Examples:
+      >>> import distla, distla.scipy.linalg as sla, jax.numpy as jnp, numpy as np
+      >>> mesh = distla.make_mesh((2, 4))
+      >>> a = distla.shard(jnp.array([[0.0, 1.0], [-1.0, 0.0]]), mesh)
+      >>> t, z = sla.schur(a)
+      >>> t_c, z_c = sla.rsf2csf(t, z)
+      >>> t_c.dtype, np.allclose(np.tril(np.asarray(t_c), -1), 0)
+      (dtype('complex64'), True)
     """
     del check_finite
     what = "distla.scipy.linalg.rsf2csf"
@@ -355,7 +374,8 @@ def solve_sylvester(
     """Solve ``A X + X B = C``, as ``jax.scipy.linalg.solve_sylvester``.
 
     ``method="schur"`` (Bartels–Stewart) on a mesh: the complex Schur forms
-    ``A = U R Uᴴ`` and ``Bᴴ = V S Vᴴ`` on the plan :func:`schur` takes (one device
+    ``A = U R Uᴴ`` and ``Bᴴ = V S Vᴴ`` on the plan [`schur`][distla.scipy.linalg.schur] takes
+    (one device
     within the budget), ``F = Uᴴ C V`` by SUMMA, the triangular equation
     ``R Y + Y Sᴴ = F`` column by column (one ``m x m`` triangular solve each,
     ``O(m²n + mn²)``; jax scans the ``m·n`` entries one by one) on the one-device
@@ -370,7 +390,8 @@ def solve_sylvester(
       method: ``"schur"`` or ``"eigen"``.
       tol: NaN is returned when ``|λ_A + λ_B| < tol`` for two eigenvalues, as jax.
       plan: the Schur forms' and the triangular solve's plan: ``"auto"`` or
-        ``"one_device"`` (``"distributed"``: :func:`schur`'s distributed plan).
+        ``"one_device"`` (``"distributed"``: [`schur`][distla.scipy.linalg.schur]'s
+        distributed plan).
 
     Returns:
       ``X`` (``[m, n]``, real for real ``C``, as jax) in the mesh's 2D block layout
@@ -379,7 +400,17 @@ def solve_sylvester(
     Raises:
       ValueError: shapes that do not fit, or an unknown ``method``.
 
-    See also: ``jax.scipy.linalg.solve_sylvester``, :func:`schur`.
+    See also: ``jax.scipy.linalg.solve_sylvester``, [`schur`][distla.scipy.linalg.schur].
+
+    Examples:
+      >>> import distla, distla.scipy.linalg as sla, jax.numpy as jnp, numpy as np
+      >>> mesh = distla.make_mesh((2, 4))
+      >>> a = distla.shard(jnp.diag(jnp.arange(1.0, 65.0)), mesh)
+      >>> b = distla.shard(jnp.diag(jnp.arange(1.0, 65.0)), mesh)
+      >>> c = distla.shard(jnp.ones((64, 64)), mesh)
+      >>> x = sla.solve_sylvester(a, b, c)
+      >>> np.allclose(np.asarray(a) @ np.asarray(x) + np.asarray(x) @ np.asarray(b), 1.0, atol=1e-4)
+      True
     """
     what = "distla.scipy.linalg.solve_sylvester"
     a, b, c = (as_array(x, name, what) for x, name in ((A, "A"), (B, "B"), (C, "C")))

@@ -238,7 +238,7 @@ def _sized_program(entries, options, shape, dtype, sharding: NamedSharding, gram
 def _vector_matrix(jax_fn, entries, vectors, *, options=(), prepare=None):
     """``jax_fn(*vectors)``, built on the vectors' mesh when they are sharded there.
 
-    ``prepare`` (module level, or a :class:`_Static`: part of the program's key) maps
+    ``prepare`` (module level, or a `_Static`: part of the program's key) maps
     the replicated vectors to the formula's operands inside the program.
     """
     out = result_types(jax_fn, *vectors)
@@ -330,12 +330,15 @@ def toeplitz(c: jax.typing.ArrayLike, r: jax.typing.ArrayLike | None = None) -> 
 
     See also: ``jax.scipy.linalg.toeplitz``.
 
-    Example:
-      >>> import distla, distla.scipy.linalg as sla, jax.numpy as jnp
-      >>> c = distla.shard(jnp.arange(8.0), distla.make_mesh((2, 4)))
-      >>> t = sla.toeplitz(c)
-      >>> t.shape, float(t[5, 2])
-      ((8, 8), 3.0)
+    Examples:
+      >>> import distla, distla.scipy.linalg as sla, jax.numpy as jnp, numpy as np
+      >>> mesh = distla.make_mesh((2, 4))
+      >>> c = distla.shard(jnp.arange(1.0, 257.0), mesh)
+      >>> m = sla.toeplitz(c)
+      >>> m.shape, m.sharding.spec
+      ((256, 256), P('rows', 'cols'))
+      >>> float(np.asarray(m)[5, 2])
+      4.0
     """
     c = _vector(c, "c")
     if r is None:
@@ -353,12 +356,20 @@ def hankel(c: jax.typing.ArrayLike, r: jax.typing.ArrayLike | None = None) -> ja
       r: last row ``[M]`` (``r[0]`` ignored); ``None``: zeros.
 
     Returns:
-      ``[N, M]``, built where it lies as :func:`toeplitz`.
+      ``[N, M]``, built where it lies as [`toeplitz`][distla.scipy.linalg.toeplitz].
 
     Raises:
       ValueError: ``c`` or ``r`` is a scalar.
 
     See also: ``jax.scipy.linalg.hankel``.
+
+    Examples:
+      >>> import distla, distla.scipy.linalg as sla, jax.numpy as jnp, numpy as np
+      >>> mesh = distla.make_mesh((2, 4))
+      >>> c = distla.shard(jnp.arange(1.0, 257.0), mesh)
+      >>> m = sla.hankel(c)
+      >>> m.shape, float(np.asarray(m)[1, 0]), float(np.asarray(m)[255, 1])
+      ((256, 256), 2.0, 0.0)
     """
     c = _vector(c, "c")
     r = jnp.zeros_like(c) if r is None else _vector(r, "r")
@@ -374,9 +385,19 @@ def circulant(c: jax.typing.ArrayLike) -> jax.Array:
       c: first column ``[N]`` (sharded or not).
 
     Returns:
-      ``[N, N]``, built where it lies as :func:`toeplitz`.
+      ``[N, N]``, built where it lies as [`toeplitz`][distla.scipy.linalg.toeplitz].
 
     See also: ``jax.scipy.linalg.circulant``.
+
+    Examples:
+      >>> import distla, distla.scipy.linalg as sla, jax.numpy as jnp, numpy as np
+      >>> mesh = distla.make_mesh((2, 4))
+      >>> c = distla.shard(jnp.arange(1.0, 257.0), mesh)
+      >>> m = sla.circulant(c)
+      >>> m.shape, m.sharding.spec
+      ((256, 256), P('rows', 'cols'))
+      >>> float(np.asarray(m)[1, 0]), float(np.asarray(m)[0, 1])
+      (2.0, 256.0)
     """
     c = jnp.atleast_1d(_vector(c, "c"))
     return _vector_matrix(jsl.circulant, _circulant, (c,))
@@ -391,12 +412,22 @@ def leslie(f: jax.typing.ArrayLike, s: jax.typing.ArrayLike) -> jax.Array:
       s: survivals ``[N - 1]``.
 
     Returns:
-      ``[N, N]``, built where it lies as :func:`toeplitz`.
+      ``[N, N]``, built where it lies as [`toeplitz`][distla.scipy.linalg.toeplitz].
 
     Raises:
       ValueError: the lengths do not fit, as jax.
 
     See also: ``jax.scipy.linalg.leslie``.
+
+    Examples:
+      >>> import distla, distla.scipy.linalg as sla, jax.numpy as jnp, numpy as np
+      >>> mesh = distla.make_mesh((2, 4))
+      >>> f = distla.shard(jnp.array([0.1, 2.0, 1.0]), mesh)
+      >>> s = distla.shard(jnp.array([0.2, 0.8]), mesh)
+      >>> np.asarray(sla.leslie(f, s))
+      array([[0.1, 2. , 1. ],
+             [0.2, 0. , 0. ],
+             [0. , 0.8, 0. ]], dtype=float32)
     """
     f, s = jnp.atleast_1d(_vector(f, "f")), jnp.atleast_1d(_vector(s, "s"))
     if f.shape[-1] < 2 or s.shape[-1] != f.shape[-1] - 1:
@@ -414,12 +445,21 @@ def companion(a: jax.typing.ArrayLike) -> jax.Array:
 
     Returns:
       ``[N - 1, N - 1]``: first row ``-a[1:]/a[0]``, ones on the first subdiagonal;
-      built where it lies as :func:`toeplitz`.
+      built where it lies as [`toeplitz`][distla.scipy.linalg.toeplitz].
 
     Raises:
       ValueError: ``N < 2``, as jax.
 
     See also: ``jax.scipy.linalg.companion``.
+
+    Examples:
+      >>> import distla, distla.scipy.linalg as sla, jax.numpy as jnp, numpy as np
+      >>> mesh = distla.make_mesh((2, 4))
+      >>> a = distla.shard(jnp.array([1.0, -3.0, 2.0]), mesh)
+      >>> m = sla.companion(a)
+      >>> np.asarray(m)
+      array([[ 3., -2.],
+             [ 1.,  0.]], dtype=float32)
     """
     a = jnp.atleast_1d(_vector(a, "a"))
     if a.shape[-1] < 2:
@@ -434,9 +474,18 @@ def fiedler(a: jax.typing.ArrayLike) -> jax.Array:
       a: ``[N]`` (sharded or not).
 
     Returns:
-      ``[N, N]``, built where it lies as :func:`toeplitz`.
+      ``[N, N]``, built where it lies as [`toeplitz`][distla.scipy.linalg.toeplitz].
 
     See also: ``jax.scipy.linalg.fiedler``.
+
+    Examples:
+      >>> import distla, distla.scipy.linalg as sla, jax.numpy as jnp, numpy as np
+      >>> mesh = distla.make_mesh((2, 4))
+      >>> a = distla.shard(jnp.array([1.0, 4.0, 12.0]), mesh)
+      >>> np.asarray(sla.fiedler(a))
+      array([[ 0.,  3., 11.],
+             [ 3.,  0.,  8.],
+             [11.,  8.,  0.]], dtype=float32)
     """
     a = jnp.atleast_1d(_vector(a, "a"))
     return _vector_matrix(jsl.fiedler, _fiedler, (a,))
@@ -450,13 +499,21 @@ def fiedler_companion(a: jax.typing.ArrayLike) -> jax.Array:
       a: ``[N]`` coefficients (sharded or not); ints promote to the default float.
 
     Returns:
-      ``[N - 1, N - 1]``, built where it lies as :func:`toeplitz` (``N <= 2``:
-      jax's).
+      ``[N - 1, N - 1]``, built where it lies as
+      [`toeplitz`][distla.scipy.linalg.toeplitz] (``N <= 2``: jax's).
 
     Raises:
       ValueError: ``a`` is empty, as jax.
 
     See also: ``jax.scipy.linalg.fiedler_companion``.
+
+    Examples:
+      >>> import distla, distla.scipy.linalg as sla, jax.numpy as jnp, numpy as np
+      >>> mesh = distla.make_mesh((2, 4))
+      >>> a = distla.shard(jnp.array([1.0, -3.0, 2.0]), mesh)
+      >>> np.asarray(sla.fiedler_companion(a))
+      array([[ 3., -2.],
+             [ 1.,  0.]], dtype=float32)
     """
     a = jnp.atleast_1d(_vector(a, "a"))
     if a.shape[-1] <= 2:
@@ -492,12 +549,20 @@ def convolution_matrix(a: jax.typing.ArrayLike, n: int, mode: str = "full") -> j
 
     Returns:
       ``[k, n]`` (``k`` by ``mode``, as jax), a Toeplitz matrix built where it lies
-      as :func:`toeplitz`.
+      as [`toeplitz`][distla.scipy.linalg.toeplitz].
 
     Raises:
       ValueError: a bad ``n``, ``mode`` or ``a``, as jax.
 
     See also: ``jax.scipy.linalg.convolution_matrix``.
+
+    Examples:
+      >>> import distla, distla.scipy.linalg as sla, jax.numpy as jnp, numpy as np
+      >>> mesh = distla.make_mesh((2, 4))
+      >>> a = distla.shard(jnp.array([1.0, 2.0, 3.0]), mesh)
+      >>> m = sla.convolution_matrix(a, 4)
+      >>> m.shape
+      (6, 4)
     """
     a = _vector(a, "a")
     n = operator.index(n)
@@ -546,13 +611,13 @@ def hilbert(n: int, *, device: Any = None) -> jax.Array:
 
     See also: ``jax.scipy.linalg.hilbert``.
 
-    Example:
-      >>> import distla, distla.scipy.linalg as sla
-      >>> from jax.sharding import NamedSharding, PartitionSpec as P
+    Examples:
+      >>> import distla, distla.scipy.linalg as sla, jax.numpy as jnp, numpy as np
       >>> mesh = distla.make_mesh((2, 4))
-      >>> h = sla.hilbert(16, device=NamedSharding(mesh, P("rows", "cols")))
-      >>> h.sharding.spec, float(h[1, 2])
-      (PartitionSpec('rows', 'cols'), 0.25)
+      >>> from jax.sharding import NamedSharding, PartitionSpec as P
+      >>> m = sla.hilbert(256, device=NamedSharding(mesh, P('rows', 'cols')))
+      >>> m.sharding.spec, float(np.asarray(m)[1, 1])
+      (P('rows', 'cols'), 0.3333333432674408)
     """
     n = _size(n)
     ref = functools.partial(jsl.hilbert, n)
@@ -565,12 +630,20 @@ def invhilbert(n: int, *, device: Any = None) -> jax.Array:
 
     Args:
       n: the order.
-      device: as :func:`hilbert`'s.
+      device: as [`hilbert`][distla.scipy.linalg.hilbert]'s.
 
     Returns:
       ``[n, n]`` of the default float dtype (no ``exact=True``, as jax).
 
     See also: ``jax.scipy.linalg.invhilbert``.
+
+    Examples:
+      >>> import distla, distla.scipy.linalg as sla, jax.numpy as jnp, numpy as np
+      >>> mesh = distla.make_mesh((2, 4))
+      >>> np.round(np.asarray(sla.invhilbert(3))).astype(int)
+      array([[   9,  -36,   30],
+             [ -36,  192, -180],
+             [  30, -180,  180]])
     """
     n = _size(n)
     ref = functools.partial(jsl.invhilbert, n)
@@ -595,7 +668,7 @@ def pascal(n: int, kind: str | None = None, *, device: Any = None) -> jax.Array:
     Args:
       n: the order.
       kind: ``"symmetric"`` (``None``), ``"lower"`` or ``"upper"``.
-      device: as :func:`hilbert`'s.
+      device: as [`hilbert`][distla.scipy.linalg.hilbert]'s.
 
     Returns:
       ``[n, n]`` float32.
@@ -604,6 +677,15 @@ def pascal(n: int, kind: str | None = None, *, device: Any = None) -> jax.Array:
       ValueError: an unknown ``kind``.
 
     See also: ``jax.scipy.linalg.pascal``.
+
+    Examples:
+      >>> import distla, distla.scipy.linalg as sla, jax.numpy as jnp, numpy as np
+      >>> mesh = distla.make_mesh((2, 4))
+      >>> np.round(np.asarray(sla.pascal(4))).astype(int)
+      array([[ 1,  1,  1,  1],
+             [ 1,  2,  3,  4],
+             [ 1,  3,  6, 10],
+             [ 1,  4, 10, 20]])
     """
     n = _size(n)
     kind = _check_kind(kind)
@@ -621,7 +703,7 @@ def invpascal(n: int, kind: str | None = None, *, device: Any = None) -> jax.Arr
     Args:
       n: the order.
       kind: ``"symmetric"`` (``None``), ``"lower"`` or ``"upper"``.
-      device: as :func:`hilbert`'s.
+      device: as [`hilbert`][distla.scipy.linalg.hilbert]'s.
 
     Returns:
       ``[n, n]`` of the default float dtype.
@@ -630,6 +712,14 @@ def invpascal(n: int, kind: str | None = None, *, device: Any = None) -> jax.Arr
       ValueError: an unknown ``kind``.
 
     See also: ``jax.scipy.linalg.invpascal``.
+
+    Examples:
+      >>> import distla, distla.scipy.linalg as sla, jax.numpy as jnp, numpy as np
+      >>> mesh = distla.make_mesh((2, 4))
+      >>> np.round(np.asarray(sla.invpascal(3))).astype(int)
+      array([[ 3, -3,  1],
+             [-3,  5, -2],
+             [ 1, -2,  1]])
     """
     n = _size(n)
     kind = _check_kind(kind)
@@ -648,7 +738,7 @@ def helmert(n: int, full: bool = False, *, device: Any = None) -> jax.Array:
     Args:
       n: the columns, a positive int.
       full: prepend the row ``1/sqrt(n)`` (``[n, n]``; else ``[n - 1, n]``).
-      device: as :func:`hilbert`'s.
+      device: as [`hilbert`][distla.scipy.linalg.hilbert]'s.
 
     Returns:
       ``[n - 1, n]`` or ``[n, n]`` of the default float dtype.
@@ -657,6 +747,14 @@ def helmert(n: int, full: bool = False, *, device: Any = None) -> jax.Array:
       ValueError: ``n < 1``, as jax.
 
     See also: ``jax.scipy.linalg.helmert``.
+
+    Examples:
+      >>> import distla, distla.scipy.linalg as sla, jax.numpy as jnp, numpy as np
+      >>> mesh = distla.make_mesh((2, 4))
+      >>> from jax.sharding import NamedSharding, PartitionSpec as P
+      >>> m = sla.helmert(256, device=NamedSharding(mesh, P('rows', 'cols')))
+      >>> m.shape, np.allclose(np.asarray(m) @ np.asarray(m).T, np.eye(255), atol=1e-5)
+      ((255, 256), True)
     """
     n = _size(n)
     if n < 1:
@@ -675,7 +773,7 @@ def hadamard(n: int, dtype: jax.typing.DTypeLike = int, *, device: Any = None) -
     Args:
       n: the order, a positive power of 2.
       dtype: the result's dtype (``int``: the default int, as jax).
-      device: as :func:`hilbert`'s.
+      device: as [`hilbert`][distla.scipy.linalg.hilbert]'s.
 
     Returns:
       ``[n, n]`` of ``dtype``.
@@ -684,6 +782,16 @@ def hadamard(n: int, dtype: jax.typing.DTypeLike = int, *, device: Any = None) -
       ValueError: ``n`` is not a positive power of 2, as jax.
 
     See also: ``jax.scipy.linalg.hadamard``.
+
+    Examples:
+      >>> import distla, distla.scipy.linalg as sla, jax.numpy as jnp, numpy as np
+      >>> mesh = distla.make_mesh((2, 4))
+      >>> from jax.sharding import NamedSharding, PartitionSpec as P
+      >>> m = sla.hadamard(256, device=NamedSharding(mesh, P('rows', 'cols')))
+      >>> m.shape, m.sharding.spec
+      ((256, 256), P('rows', 'cols'))
+      >>> int(np.asarray(m)[1, 1])
+      -1
     """
     n = _size(n)
     if n < 1 or not math.log2(n).is_integer():
@@ -711,7 +819,7 @@ def dft(
       n: the order.
       scale: ``None``, ``"sqrtn"`` (unitary) or ``"n"``.
       dtype: a complex dtype (``None``: the default complex).
-      device: as :func:`hilbert`'s.
+      device: as [`hilbert`][distla.scipy.linalg.hilbert]'s.
 
     Returns:
       ``[n, n]`` complex.
@@ -720,6 +828,14 @@ def dft(
       ValueError: a bad ``scale`` or ``dtype``, as jax.
 
     See also: ``jax.scipy.linalg.dft``.
+
+    Examples:
+      >>> import distla, distla.scipy.linalg as sla, jax.numpy as jnp, numpy as np
+      >>> mesh = distla.make_mesh((2, 4))
+      >>> from jax.sharding import NamedSharding, PartitionSpec as P
+      >>> m = sla.dft(256, device=NamedSharding(mesh, P('rows', 'cols')))
+      >>> m.shape, m.dtype, m.sharding.spec
+      ((256, 256), dtype('complex64'), P('rows', 'cols'))
     """
     n = _size(n)
     ref = functools.partial(jsl.dft, n, scale, dtype=dtype)
@@ -768,6 +884,15 @@ def block_diag(*arrs: jax.typing.ArrayLike) -> jax.Array:
       ValueError: a block with more than 2 dimensions, as jax.
 
     See also: ``jax.scipy.linalg.block_diag``.
+
+    Examples:
+      >>> import distla, distla.scipy.linalg as sla, jax.numpy as jnp, numpy as np
+      >>> mesh = distla.make_mesh((2, 4))
+      >>> a = distla.shard(jnp.ones((128, 128)), mesh)
+      >>> b = distla.shard(2 * jnp.ones((128, 128)), mesh)
+      >>> m = sla.block_diag(a, b)
+      >>> m.shape, float(np.asarray(m)[200, 200])
+      ((256, 256), 2.0)
     """
     arrs = tuple(_vector(a, "arrs") for a in arrs)
     mesh = operand_mesh(*arrs, names=tuple(f"arrs[{k}]" for k in range(len(arrs))))
