@@ -22,10 +22,10 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
+from .._core.buckets import set_shape_buckets as set_shape_buckets
+from .._core.buckets import shape_buckets as shape_buckets
 from .._core.plan import plan_budget as plan_budget
 from .._core.plan import set_plan_budget as set_plan_budget
-from ._buckets import set_shape_buckets as set_shape_buckets
-from ._buckets import shape_buckets as shape_buckets
 from ._cholesky import cho_factor as cho_factor
 from ._cholesky import cholesky as cholesky
 from ._cholesky import model_bytes as cholesky_model_bytes

@@ -20,12 +20,14 @@ from jax import lax
 from jax.custom_derivatives import SymbolicZero
 from jax.sharding import PartitionSpec as P
 
+from .._core.block_cyclic import result_spec
+from .._core.buckets import on_bucket
 from .._core.checks import is_traced
 from .._core.matmul import matvec, product
 from .._core.matrix import like, natural, tril, triu
 from .._core.mesh import fitting_spec, rule_on_mesh
 from .._core.plan import Plan
-from . import _batched, _buckets, _lu
+from . import _batched, _lu
 
 
 def _not_differentiable(fn, what):
@@ -49,7 +51,7 @@ def _factor(a, call: Plan):
         m, n = a.shape
         if m != n:
             return factor(a)
-        return _buckets.on_bucket(
+        return on_bucket(
             factor,
             a,
             call=call,
@@ -127,12 +129,12 @@ def solve_2d(a, b, *, call: Plan):
         return _lu.solve(a, b, call=call)
 
     if not is_traced(a, b):  # the rules act only under a transformation
-        (x,) = _buckets.on_bucket(
+        (x,) = on_bucket(
             lambda a, b: (fused(a, b),),
             a,
             b,
             call=call,
-            results=lambda: ((b.shape,), (_lu.result_spec(call.grid, b.shape),)),
+            results=lambda: ((b.shape,), (result_spec(call.grid, b.shape),)),
         )
         return x
 

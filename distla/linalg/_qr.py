@@ -32,6 +32,7 @@ from distla.kernels.qr import form_q, global_index, qr_block_cyclic, stage_bound
 from distla.kernels.tsqr import tsqr_local
 
 from .._core import batch_layout as layouts
+from .._core.block_cyclic import blocking as lu_blocking
 from .._core.checks import ShapeError, as_array, empty_or_one_device, is_traced
 from .._core.eager import one_program
 from .._core.matrix import HIGHEST, round_up
@@ -46,7 +47,6 @@ from .._core.mesh import (
 )
 from .._core.one_device import replicated_on_one_device
 from .._core.plan import Plan, resolve
-from . import _lu
 
 # TSQR when every device holds at least this many times n rows: the gathered
 # R factors (p·n² elements) are then at most 1/TALL of the matrix.
@@ -82,11 +82,11 @@ def _tsqr_rows(mesh) -> str | tuple[str, ...]:
 def blocking(grid: Grid, m: int, n: int, block_size: int | None = None) -> tuple[int, int, int]:
     """``(nb, m_pad, n_pad)`` for the Householder kernel on ``grid``.
 
-    The block size is the LU's choice for ``min(m, n)`` (``distla.linalg._lu.blocking``)
+    The block size is the LU's choice for ``min(m, n)`` (``distla._core.block_cyclic.blocking``)
     unless ``block_size`` is given; ``m_pad`` is a multiple of ``nb·pr`` and
     ``n_pad`` of ``nb·pc``.
     """
-    nb, _ = _lu.blocking(grid, max(1, min(m, n)), block_size)
+    nb, _ = lu_blocking(grid, max(1, min(m, n)), block_size)
     return nb, round_up(m, nb * grid.pr), round_up(n, nb * grid.pc)
 
 

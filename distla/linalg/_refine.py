@@ -69,6 +69,7 @@ from distla.kernels.cyclic import from_block_cyclic, global_blocks, to_block_cyc
 from distla.kernels.lu import lu_block_cyclic
 from distla.kernels.trsm import lu_solve_block_cyclic
 
+from .._core.block_cyclic import FEW_RHS, blocking, result_spec
 from .._core.checks import as_array, empty_or_one_device, onto_mesh, result_dtype, rhs_core
 from .._core.matmul import matvec as product_matvec
 from .._core.matrix import HIGHEST, like, pad_identity
@@ -82,7 +83,7 @@ from .._core.mesh import (
 )
 from .._core.plan import Plan
 from .._core.stacked import stack
-from . import _batched, _lu
+from . import _batched
 from ._cholesky import cho_solve_2d
 from ._lu_rules import lu_factor_2d, lu_solve_2d
 from ._refine_loop import GMRES_BASIS, GMRES_STEPS, MAX_ITERATIONS, Ops, dsgesv_test, iterate
@@ -244,7 +245,7 @@ def _refine_2d(a, b, lu, piv, *, factor_dtype, trans, counts):
     n = a.shape[0]
     vector = b.ndim == 1
     k = 1 if vector else b.shape[1]
-    nb, n_pad = _lu.blocking(grid, n)
+    nb, n_pad = blocking(grid, n)
     blocks = grid.block_spec
     b_spec = P(grid.row if trans == 0 else grid.col, None)
     given = lu is not None
@@ -277,7 +278,7 @@ def _refine_2d(a, b, lu, piv, *, factor_dtype, trans, counts):
         x = x[:n]
         return (x[:, 0] if vector else x), its, converged, steps
 
-    out = (_lu.result_spec(grid, b.shape), P(), P(), P())
+    out = (result_spec(grid, b.shape), P(), P(), P())
     args = (a, b) + ((lu, piv) if given else ())
     return MixedSolve(*run_on_mesh(body, grid.mesh, out, *args))
 
@@ -421,7 +422,7 @@ def refine(
     others = tuple(factors or ())
     names = ("a", "b") + tuple(f"f{i}" for i in range(len(others)))
     mesh = operand_mesh(a, b, *others, names=names)
-    few = b.ndim == 1 or (b.ndim == 2 and b.shape[1] <= _lu.FEW_RHS)
+    few = b.ndim == 1 or (b.ndim == 2 and b.shape[1] <= FEW_RHS)
     if kind == "lu" and a.ndim == 2 and few and mesh is not None:
         lu, piv = factors if factors is not None else (None, None)
         return _refine_2d(a, b, lu, piv, factor_dtype=factor_dtype, trans=trans, counts=counts)

@@ -23,6 +23,8 @@ import jax.scipy.linalg as jsl
 import numpy as np
 from jax.sharding import PartitionSpec as P
 
+from .._core import route
+from .._core.block_cyclic import solve_layouts
 from .._core.checks import (
     ShapeError,
     as_array,
@@ -30,6 +32,7 @@ from .._core.checks import (
     is_empty,
     onto_mesh,
     result_dtype,
+    rhs_core,
     square,
 )
 from .._core.eager import one_program
@@ -45,11 +48,10 @@ from .._core.mesh import (
     run_on_mesh,
     shard_spec,
 )
-from .._core.one_device import planned
+from .._core.one_device import choose_plan, on_one_device, planned
 from .._core.plan import resolve
 from . import _batched, _cholesky, _refine
 from ._cholesky import solve_pos
-from ._lu import solved_on_one_device
 from ._lu_rules import (
     det_2d,
     inv_2d,
@@ -59,7 +61,26 @@ from ._lu_rules import (
     slogdet_2d,
     solve_2d,
 )
-from ._triangular import checked_solve_operands
+
+
+def checked_solve_operands(what: str, a, b):
+    """``(a, b, dtype)``: a square ``a`` and a matching ``b`` (jax.scipy's rule), promoted."""
+    a = as_array(a, "a", what)
+    b = as_array(b, "b", what)
+    square(a, what)
+    rhs_core(a, b, what)
+    dtype = result_dtype(what, a, b)
+    return a.astype(dtype), b.astype(dtype), dtype
+
+
+def solved_on_one_device(family, plan, fn, *operands, call, what, options=(), like_b=False):
+    """``fn(*operands)`` by the one-device plan if ``plan`` resolves to it, else ``None``."""
+    if choose_plan(family, plan, fn, *operands, what=what, options=options) != "one_device":
+        return None
+    ins, outs = solve_layouts(call, *operands, results=None, like_b=like_b)
+    return on_one_device(
+        fn, *operands, mesh=call.mesh, in_specs=ins, out_specs=outs, options=options
+    )
 
 
 class SlogdetResult(NamedTuple):
@@ -818,4 +839,6 @@ def cho_solve(
         x = _refine.cho_solve_mixed(c, lower, b_checked, a=a)  # the factor's own dtype
         if x is not None:
             return x
-    return _cholesky.cho_solve(c_and_lower, b, overwrite_b, check_finite, plan=plan)
+    del overwrite_b, check_finite
+    c, lower = c_and_lower
+    return route.call(_cholesky.CHO_SOLVE, c, b, plan=plan, lower=bool(lower))
