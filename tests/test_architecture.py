@@ -182,9 +182,9 @@ def import_graph():
 
 def test_import_graph_reads_relative_and_function_level_imports():
     graph = import_graph()
-    solve = {t for t, _, _ in graph["distla.linalg._solve"]}
-    assert {"distla.linalg._refine", "distla._core.checks", "distla._core.plan"} <= solve
-    assert "distla.kernels.lu" in {t for t, _, _ in graph["distla.linalg._lu"]}
+    solve = {t for t, _, _ in graph["distla.linalg._lu.solve"]}
+    assert {"distla.linalg._refine", "distla._core.checks", "distla._core.route"} <= solve
+    assert "distla.kernels.lu" in {t for t, _, _ in graph["distla.linalg._lu.programs"]}
     tools = [t for t, _, inside in graph["distla.tools.doctor"] if inside]
     assert "distla" in tools
 

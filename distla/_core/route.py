@@ -42,6 +42,7 @@ from jax.custom_derivatives import SymbolicZero
 from jax.sharding import PartitionSpec as P
 
 from .checks import as_array, empty_or_one_device, is_empty, is_traced, onto_mesh, result_dtype
+from .checks import square as _square
 from .eager import one_program
 from .mesh import rule_on_mesh
 from .one_device import block_layout, choose_plan, on_one_device, result_structs
@@ -49,7 +50,8 @@ from .plan import Plan, resolve
 from .stacked import stack
 
 
-def _cast_all(dtype, *operands):
+def _cast_all(dtype, *operands, **options):
+    del options
     return tuple(x.astype(dtype) for x in operands)
 
 
@@ -76,6 +78,32 @@ def _default_layouts(plan: Plan, *operands, results, **options):
     return ins, outs
 
 
+def _same_options(**options):
+    return options
+
+
+def _run(run, plan, *operands, **options):
+    del plan, options
+    return run(*operands)
+
+
+@dataclasses.dataclass(frozen=True)
+class Planned:
+    """What an op's one-device plan does besides running its one-device function.
+
+    Attributes:
+      options: ``options(**options)`` -> the options the one-device function,
+        its budget and its layouts take (a selection by value, whose shape
+        depends on values, made after it).
+      finish: ``finish(run, plan, *operands, **options)`` -> the results, where
+        ``run(*operands)`` runs the one-device function on one device (a rule
+        put around it, a selection made after it).
+    """
+
+    options: Callable[..., dict] = _same_options
+    finish: Callable[..., Any] = _run
+
+
 @dataclasses.dataclass(frozen=True, eq=False)
 class Op:
     """What one public function declares; :func:`call` does the rest the same way for all.
@@ -86,8 +114,8 @@ class Op:
     Attributes:
       name: the public name, for error messages (``"distla.linalg.cholesky"``).
       one_device: jnp's (or ``jax.scipy``'s) function of the operands and the
-        options, a module-level function: the unsharded and empty calls, the
-        one-device plan and, by default, each member of a stack run it.
+        options, a module-level function: the one-device plan runs it, and
+        unless ``unsharded`` says otherwise, the unsharded and empty calls too.
       distributed: ``driver(plan, *operands, **options)``: one problem on the
         plan's mesh (operands checked, promoted and on that mesh).
       operands: the array operands' names, as errors name them.
@@ -96,9 +124,11 @@ class Op:
         ``TypeError``.
       promote: ``promote(what, *operands, **options)`` -> the dtype of the call
         (default: ``jnp.linalg``'s, ``_core.checks.result_dtype``).
-      cast: ``cast(dtype, *operands)`` -> the operands the call computes on
-        (default: each cast to ``dtype``).
+      cast: ``cast(dtype, *operands, **options)`` -> the operands the call
+        computes on (default: each cast to ``dtype``).
       voters: the operands whose mesh is the call's (default: all).
+      empty: ``empty(*operands, **options)``: the call takes the unsharded
+        function as an empty one (default: any operand has no elements).
       is_stack: ``is_stack(*operands, **options)``: the call is a stack sharded
         along its batch (default: never).
       stacked: ``stacked(plan, *operands, **options)``: a stack, each device its
@@ -112,15 +142,28 @@ class Op:
       sizes: the function whose operands and results the one-device plan's
         budget counts, when it is not ``one_device`` (a result whose shape
         depends on values).
+      planned: what the one-device plan does besides running ``one_device``
+        (:class:`Planned`).
       jvp: ``jvp(fn, plan, primals, tangents, **options)`` -> ``(out, tangents)``,
         the derivative rule (``fn`` is the differentiated function itself, for
         higher orders); ``None``: jax differentiates the driver.
       symbolic_zeros: the rule takes ``None`` for a zero tangent.
       on_mesh: the rule runs through ``_core.mesh.rule_on_mesh`` (one program
         on an ``Explicit`` mesh, whose devices the primals carry).
+      jitted: the rules run inside a ``jax.jit`` of their own (an eager
+        ``custom_jvp`` of the FFT trips XLA:CPU).
       vmap: ``vmap(plan, axis_size, in_batched, *operands, **options)`` ->
         ``(out, out_batched)``, the rule that makes ``jax.vmap`` of one call
         one stacked call (:func:`by_stacks`); ``None``: jax batches the driver.
+      refuse: ``refuse(what, *operands, **options)``: raises for what the op
+        takes on one device but not on a mesh (checked once the operands are
+        known to be sharded and not empty).
+      unsharded: the function of unsharded and empty calls, where it is not
+        ``one_device`` (a one-device stand-in for a jax function that cannot
+        take the operands as they are).
+      instead: ``instead(dtype, *operands, **options)`` -> another op that takes
+        the call from step 3 on (``None``: this one), once the dtype is known
+        (``solve`` with ``factor_dtype``: mixed precision).
       result: ``result(out, **options)``: the results as the function returns them.
     """
 
@@ -132,15 +175,21 @@ class Op:
     promote: Callable[..., Any] = _promote
     cast: Callable[..., tuple] = _cast_all
     voters: tuple[int, ...] | None = None
+    empty: Callable[..., bool] | None = None
     is_stack: Callable[..., bool] = _no_stack
     stacked: Callable[..., Any] | None = None
     family: str | None = None
     layouts: Callable[..., tuple] = _default_layouts
     sizes: Callable[..., Any] | None = None
+    planned: Planned | None = None
     jvp: Callable[..., Any] | None = None
     symbolic_zeros: bool = False
     on_mesh: bool = True
+    jitted: bool = False
     vmap: Callable[..., Any] | None = None
+    refuse: Callable[..., None] | None = None
+    unsharded: Callable[..., Any] | None = None
+    instead: Callable[..., Any] | None = None
     result: Callable[..., Any] | None = None
 
 
@@ -173,37 +222,62 @@ def call(op: Op, *operands: Any, plan: str = "auto", block_size: int | None = No
     if op.check is not None:
         op.check(what, *operands, **options)
     dtype = op.promote(what, *operands, **options)
-    operands = op.cast(dtype, *operands)
-    voters = operands if op.voters is None else tuple(operands[i] for i in op.voters)
-    names = op.operands if op.voters is None else tuple(op.operands[i] for i in op.voters)
-    resolved = resolve(*voters, names=names, dtype=dtype, block_size=block_size)
-    if resolved is None or is_empty(*operands):
-        out = empty_or_one_device(functools.partial(op.one_device, **options), *operands)
+    operands = op.cast(dtype, *operands, **options)
+    names = op.operands[: len(operands)]
+    if op.voters is not None:
+        names = tuple(names[i] for i in op.voters)
+        voters = tuple(operands[i] for i in op.voters)
     else:
-        out = _on_mesh(op, resolved, onto_mesh(*operands), plan, options)
+        voters = operands
+    resolved = resolve(*voters, names=names, dtype=dtype, block_size=block_size)
+    if op.instead is not None:
+        op = op.instead(dtype, *operands, **options) or op
+    empty = is_empty(*operands) if op.empty is None else op.empty(*operands, **options)
+    if resolved is None or empty:
+        unsharded = op.unsharded or op.one_device
+        out = empty_or_one_device(functools.partial(unsharded, **options), *operands)
+        return out if op.result is None else op.result(out, **options)
+    return on_plan(op, resolved, *onto_mesh(*operands), plan=plan, **options)
+
+
+def on_plan(op: Op, resolved: Plan, *operands: jax.Array, plan: str = "auto", **options):
+    """Steps 4 to 7 on a plan already resolved: a stack, the one-device plan (where ``plan``
+    resolves to it), or the distributed driver; then the results.
+
+    :func:`call` ends here; so does a public function built on another op whose
+    operands it has checked, promoted and put on ``resolved``'s mesh already
+    (``lstsq`` on ``svd``'s), so that nothing is checked or read again.
+    """
+    if op.refuse is not None:
+        op.refuse(op.name, *operands, **options)
+    if op.is_stack(*operands, **options):
+        out = op.stacked(resolved, *operands, **options)
+    else:
+        out = None if op.family is None else _one_device(op, resolved, operands, plan, options)
+        if out is None:
+            out = distributed(op, resolved, *operands, **options)
     return out if op.result is None else op.result(out, **options)
 
 
-def _on_mesh(op: Op, resolved: Plan, operands: tuple, plan: str, options: dict):
-    """Steps 4 to 6: a stack, the one-device plan, or the distributed driver."""
-    if op.is_stack(*operands, **options):
-        return op.stacked(resolved, *operands, **options)
-    if op.family is not None:
-        fixed = tuple(options.items())
-        sizes = op.sizes or op.one_device
-        chosen = choose_plan(op.family, plan, sizes, *operands, what=op.name, options=fixed)
-        if chosen == "one_device":
-            results = result_structs(sizes, operands, fixed)
-            ins, outs = op.layouts(resolved, *operands, results=results, **options)
-            return on_one_device(
-                op.one_device,
-                *operands,
-                mesh=resolved.mesh,
-                in_specs=ins,
-                out_specs=outs,
-                options=fixed,
-            )
-    return distributed(op, resolved, *operands, **options)
+def _one_device(op: Op, resolved: Plan, operands: tuple, plan: str, options: dict):
+    """Step 5: the one-device plan's results, or ``None`` where ``plan`` keeps the call
+    distributed (``_core.plan.choose``)."""
+    chosen = options if op.planned is None else op.planned.options(**options)
+    fixed = tuple(chosen.items())
+    sizes = op.sizes or op.one_device
+    if choose_plan(op.family, plan, sizes, *operands, what=op.name, options=fixed) != "one_device":
+        return None
+    results = result_structs(sizes, operands, fixed)
+    ins, outs = op.layouts(resolved, *operands, results=results, **chosen)
+
+    def run(*xs):
+        return on_one_device(
+            op.one_device, *xs, mesh=resolved.mesh, in_specs=ins, out_specs=outs, options=fixed
+        )
+
+    if op.planned is None:
+        return run(*operands)
+    return op.planned.finish(run, resolved, *operands, **options)
 
 
 def distributed(op: Op, plan: Plan, *operands: jax.Array, **options: Any):
@@ -212,7 +286,8 @@ def distributed(op: Op, plan: Plan, *operands: jax.Array, **options: Any):
     For calls made inside a family (an op whose operands are already checked,
     promoted and on ``plan``'s mesh).
     """
-    if not is_traced(*operands):  # the rules act only under a transformation
+    if not is_traced(*operands) or (op.vmap is None and op.jvp is None):
+        # the rules act only under a transformation (options may then be arrays)
         return op.distributed(plan, *operands, **options)
     return _ruled(op, plan, tuple(sorted(options.items())))(*operands)
 
@@ -225,17 +300,24 @@ def _ruled(op: Op, plan: Plan, options: tuple) -> Callable[..., Any]:
     if op.vmap is not None:
         fn = jax.custom_batching.custom_vmap(fn)
         fn.def_vmap(lambda size, batched, *xs: op.vmap(plan, size, batched, *xs, **kw))
-    if op.jvp is None:
-        return fn
-    fn = jax.custom_jvp(fn)
+    if op.jvp is not None:
+        fn = jax.custom_jvp(fn)
+        differentiated = fn
 
-    def rule(primals, tangents):
-        if op.symbolic_zeros:  # jax would instantiate them eagerly, outside any mesh
-            tangents = tuple(None if isinstance(t, SymbolicZero) else t for t in tangents)
-        return op.jvp(fn, plan, primals, tangents, **kw)
+        def rule(primals, tangents):
+            return op.jvp(differentiated, plan, primals, tangents, **kw)
 
-    fn.defjvp(rule_on_mesh(rule) if op.on_mesh else rule, symbolic_zeros=op.symbolic_zeros)
-    return fn
+        rule = rule_on_mesh(rule) if op.on_mesh else rule
+        if op.symbolic_zeros:  # zeros stay None: jax would instantiate them eagerly, with
+            # the operand's sharding, which outside jax.set_mesh names no devices
+            fn.defjvp(lambda p, t: rule(p, tuple(_live(x) for x in t)), symbolic_zeros=True)
+        else:
+            fn.defjvp(rule)
+    return jax.jit(fn) if op.jitted else fn
+
+
+def _live(tangent):
+    return None if isinstance(tangent, SymbolicZero) else tangent
 
 
 # ------------------------------------------------------------------ stacks and vmap
@@ -250,6 +332,12 @@ def members(fn: Callable[..., Any], cores: tuple[int, ...], out_core: int) -> Ca
         return stack(functools.partial(fn, **options), operands, cores, out_core, mesh=plan.mesh)
 
     return stacked
+
+
+def square(what: str, a, *others, **options) -> None:
+    """``check`` of an op whose first operand is a square matrix or a stack of them."""
+    del others, options
+    _square(a, what)
 
 
 def beyond(*cores: int) -> Callable[..., bool]:

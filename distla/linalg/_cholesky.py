@@ -19,6 +19,7 @@ import math
 import jax
 import jax.numpy as jnp
 import jax.scipy.linalg as jsl
+import numpy as np
 from jax import lax
 from jax.sharding import PartitionSpec as P
 
@@ -28,12 +29,13 @@ from distla.kernels.cyclic import relayout_fraction
 from .._core import route
 from .._core.block_cyclic import from_cyclic, solve_layouts, to_cyclic
 from .._core.buckets import on_bucket
-from .._core.checks import rhs_core, square
+from .._core.checks import as_array, empty_or_one_device, result_dtype, rhs_core, square
 from .._core.matmul import matvec, product
 from .._core.matrix import HIGHEST, ct_on, like, pad_identity, tril_mask
 from .._core.mesh import Grid, constrain, fitting_spec, run_on_mesh, shard_map, tangent_on_mesh
 from .._core.plan import Plan, check_block_size
 from .._core.stacked import stack
+from ._refine import Factorisation, check_system, lower_precision, refine
 from ._triangular import solve_2d, solve_linear
 
 # Panel width the default block size aims at, and the most segments (fori_loops)
@@ -252,21 +254,11 @@ def chol_2d(a, *, call: Plan, upper, symmetrize, read_upper):
     return route.distributed(FACTOR, call, a, **flags)
 
 
-def _square(what, a, **options):
-    del options
-    square(a, what)
-
-
-def _stack(a, **options):
-    del options
-    return a.ndim > 2
-
-
 CHOLESKY = route.Op(
     "distla.linalg.cholesky",
-    check=_square,
+    check=route.square,
     one_device=jnp.linalg.cholesky,
-    is_stack=_stack,
+    is_stack=route.beyond(2),
     stacked=route.members(jnp.linalg.cholesky, (2,), 2),
     family="cholesky",
     distributed=lambda plan, a, *, upper, symmetrize_input: chol_2d(
@@ -337,9 +329,9 @@ def _cho_factor_one(x, *, lower):
 
 CHO_FACTOR = route.Op(
     "distla.linalg.cho_factor",
-    check=_square,
+    check=route.square,
     one_device=_cho_factor_one,
-    is_stack=_stack,
+    is_stack=route.beyond(2),
     stacked=route.members(_cho_factor_one, (2,), 2),
     distributed=lambda plan, a, *, lower: chol_2d(
         a, call=plan, upper=not lower, symmetrize=False, read_upper=not lower
@@ -412,12 +404,121 @@ CHO_SOLVE = route.Op(
     operands=("c", "b"),
     check=_check_solve,
     one_device=_cho_solve_one,
-    is_stack=lambda c, b, **options: c.ndim > 2 or b.ndim > 2,
+    is_stack=route.beyond(2, 2),
     stacked=_cho_solve_stacks,
     family="cho_solve",
     layouts=functools.partial(solve_layouts, like_b=True),
     distributed=lambda plan, c, b, *, lower: cho_solve_2d(c, b, lower=lower, call=plan),
 )
+
+
+# ------------------------------------------------------------- mixed precision
+# A Cholesky factor as refinement's factorisation (distla.linalg._refine): the solves on
+# the call's plan, jax's on one device (plan None); the factor is the caller's.
+
+
+def _refine_solve(plan: Plan | None, factors, r, trans, *, lower):
+    del trans  # (a Hermitian system)
+    (c,) = factors
+    ref = functools.partial(_cho_solve_one, lower=lower)
+    if plan is None:
+        return empty_or_one_device(ref, c, r)
+    if c.ndim > 2:
+        core = rhs_core(c, r)
+        return stack(ref, (c, r), (2, core), core, mesh=plan.mesh)
+    plan = dataclasses.replace(plan, dtype=np.dtype(c.dtype))
+    return cho_solve_2d(c, r, lower=lower, call=plan)
+
+
+@functools.cache
+def _factorisation(lower: bool) -> Factorisation:
+    return Factorisation(factor=None, solve=functools.partial(_refine_solve, lower=lower))
+
+
+def _system_dtype(what, c, b, a, **options):
+    """The system's dtype: ``a``'s with ``b`` promoted against the factor first."""
+    del options
+    return result_dtype(what, a, result_dtype(what, c, b))
+
+
+def _check_refined(what, c, b, a, **options):
+    _check_solve(what, c, b)
+    check_system(what, c, a, b)
+
+
+def _cast_refined(dtype, c, b, a, **options):
+    del options
+    return c, b.astype(dtype), a.astype(dtype)
+
+
+def _refined(plan: Plan | None, c, b, a, *, lower):
+    fn = _factorisation(lower)
+    return refine(a, b, plan=plan, factorisation=fn, factor_dtype=c.dtype, factors=(c,)).x
+
+
+# cho_solve with a: a lower-precision factor refined against the Hermitian a
+CHO_SOLVE_MIXED = route.Op(
+    "distla.linalg.cho_solve",
+    operands=("c", "b", "a"),
+    check=_check_refined,
+    promote=_system_dtype,
+    cast=_cast_refined,
+    one_device=functools.partial(_refined, None),
+    distributed=_refined,
+)
+
+
+@route.public
+def cho_solve(
+    c_and_lower: tuple[jax.typing.ArrayLike, bool],
+    b: jax.typing.ArrayLike,
+    overwrite_b: bool = False,
+    check_finite: bool = True,
+    *,
+    a: jax.typing.ArrayLike | None = None,
+    plan: str = "auto",
+) -> jax.Array:
+    """Solve ``a x = b`` from :func:`cho_factor`, as ``jax.scipy.linalg.cho_solve``.
+
+    Two distributed triangular solves with the factor (``Lᴴ x = L⁻¹ b`` or
+    ``U x = U⁻ᴴ b``).
+
+    Args:
+      c_and_lower: ``(c, lower)`` from :func:`cho_factor`.
+      b: ``[n]`` or ``[n, k]`` right-hand side(s) on the same mesh, any
+        layout (with ``c``'s batch dimensions in front for a stack).
+      overwrite_b: accepted and ignored, as in jax.
+      check_finite: accepted and ignored, as in jax.
+      a: mixed precision (a distla extension): the Hermitian matrix that was
+        factored, in the system's precision, when ``c`` is its factor in the
+        lower precision (float32 for float64, complex64 for complex128). The
+        solve is then refined against ``a`` to ``a``'s precision (as
+        :func:`lu_solve` with ``a``; NaN where refinement does not converge).
+        With a factor of any other dtype ``a`` is ignored; without ``a`` the
+        semantics are jax's.
+      plan: ``"auto"``, ``"distributed"`` or ``"one_device"`` for one sharded
+        factor, as :func:`solve`'s; ``"auto"`` takes one device only when
+        called eagerly (as a compiled program the plan's collectives cost
+        more than the two triangular solves).
+
+    Returns:
+      ``x`` with ``b``'s shape: ``[n, k]`` in the mesh's 2D block layout,
+      ``[n]`` split over all devices (the largest even layout that fits).
+      Differentiable in ``c`` and ``b`` to any order.
+
+    Raises:
+      ValueError: shapes that do not match.
+
+    See also: ``jax.scipy.linalg.cho_solve``.
+    """
+    del overwrite_b, check_finite
+    c, lower = c_and_lower
+    what = CHO_SOLVE.name
+    if a is not None:  # mixed precision: a lower-precision factor refined against a
+        c, b, a = as_array(c, "c", what), as_array(b, "b", what), as_array(a, "a", what)
+        if lower_precision(_system_dtype(what, c, b, a)) == c.dtype:
+            return route.call(CHO_SOLVE_MIXED, c, b, a, lower=bool(lower))
+    return route.call(CHO_SOLVE, c, b, plan=plan, lower=bool(lower))
 
 
 def solve_pos(a: jax.Array, b: jax.Array, *, lower: bool, call: Plan) -> jax.Array:

@@ -51,7 +51,8 @@ from .._core.mesh import constrain, fitting_spec, is_explicit, run_on_mesh
 from .._core.one_device import block_layout, choose_plan, on_one_device
 from .._core.plan import Plan, resolve
 from .._core.stacked import stack
-from . import _lu_rules, _triangular
+from . import _triangular
+from ._lu import rules as lu_rules
 
 # Higham (2005), Table 2.3: theta_m for the degrees his algorithm uses, in
 # double precision (u = 2^-53) and single precision (u = 2^-24).
@@ -174,7 +175,7 @@ def _expm_body(a, *, dtype, n_pad, upper_triangular, max_squarings):
     if upper_triangular:  # q_m(A) is upper triangular too: substitution, no pivoting
         r = _triangular.solve_2d(q, p, trans=0, lower=False, unit_diagonal=False, call=inner)
     else:
-        r = _lu_rules.solve_2d(q, p, call=inner)
+        r = lu_rules.solve_2d(q, p, call=inner)
     r = constrain(r, spec)
     steps = s.astype(jnp.int32)
 

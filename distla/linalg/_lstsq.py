@@ -28,7 +28,7 @@ from .._core.matmul import product_here
 from .._core.matrix import block_spec
 from .._core.mesh import drop_trivial_sharding, fitting_spec, operand_mesh, run_on_mesh
 from .._core.plan import mesh_of as _mesh_of
-from ._solve import inv
+from ._lu.inverse import inv
 from ._spectral import svd, svdvals
 
 

@@ -27,7 +27,7 @@ from .._core.matmul import product_here
 from .._core.mesh import fitting_spec, is_explicit, operand_mesh, run_on_mesh, shard_spec
 from .._core.specs import layout_spec
 from ._lstsq import norm
-from ._solve import inv
+from ._lu.inverse import inv
 
 
 def _with_preferred(a, b, preferred_element_type, what):

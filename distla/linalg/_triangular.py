@@ -155,33 +155,12 @@ def _solve_2d_jvp(fn, plan: Plan, primals, tangents, **flags):
     return jax.jvp(functools.partial(solve_linear, call=plan, **flags), primals, tangents)
 
 
-def _check(what, a, b, **flags):
-    """A square ``a`` and a matching ``b`` (jax.scipy's rule)."""
-    del flags
-    square(a, what)
-    rhs_core(a, b, what)
-
-
-def _stacked(plan: Plan, a, b, **flags):
-    core = rhs_core(a, b)
-    return stack(
-        functools.partial(jsl.solve_triangular, **flags), (a, b), (2, core), core, mesh=plan.mesh
-    )
-
-
-# The public function: one matrix by blocked substitution; its primal is one solve whose
-# jax.vmap is one stacked call (each device its own members, no collective when the
-# mapped axis is sharded); its derivatives are solve_linear's, whose solves are the same
-# stacked calls under jax.vmap.
-SOLVE_TRIANGULAR = route.Op(
+# op(T)^-1 b for one matrix: its primal is one solve whose jax.vmap is one stacked call
+# (each device its own members, no collective when the mapped axis is sharded); its
+# derivatives are solve_linear's, whose solves are the same stacked calls under jax.vmap.
+_SOLVE_2D = route.Op(
     "distla.linalg.solve_triangular",
-    operands=("a", "b"),
-    check=_check,
     one_device=jsl.solve_triangular,
-    is_stack=lambda a, b, **flags: a.ndim > 2 or b.ndim > 2,
-    stacked=_stacked,
-    family="solve_triangular",
-    layouts=functools.partial(solve_layouts, like_b=True),
     distributed=lambda plan, a, b, **flags: like(_solve(plan, a, b, **flags), b),
     jvp=_solve_2d_jvp,
     on_mesh=False,
@@ -197,7 +176,34 @@ def solve_2d(a, b, *, trans, lower, unit_diagonal, call: Plan):
     the same stacked calls under ``jax.vmap``.
     """
     flags = dict(trans=trans, lower=lower, unit_diagonal=unit_diagonal)
-    return route.distributed(SOLVE_TRIANGULAR, call, a, b, **flags)
+    return route.distributed(_SOLVE_2D, call, a, b, **flags)
+
+
+def _check(what, a, b, **flags):
+    """A square ``a`` and a matching ``b`` (jax.scipy's rule)."""
+    del flags
+    square(a, what)
+    rhs_core(a, b, what)
+
+
+def _stacked(plan: Plan, a, b, **flags):
+    core = rhs_core(a, b)
+    return stack(
+        functools.partial(jsl.solve_triangular, **flags), (a, b), (2, core), core, mesh=plan.mesh
+    )
+
+
+SOLVE_TRIANGULAR = route.Op(
+    "distla.linalg.solve_triangular",
+    operands=("a", "b"),
+    check=_check,
+    one_device=jsl.solve_triangular,
+    is_stack=route.beyond(2, 2),
+    stacked=_stacked,
+    family="solve_triangular",
+    layouts=functools.partial(solve_layouts, like_b=True),
+    distributed=lambda plan, a, b, **flags: solve_2d(a, b, call=plan, **flags),
+)
 
 
 @route.public

@@ -1,4 +1,4 @@
-"""Global view of the distributed LU and its solves (private; see distla.linalg).
+"""The LU family's distributed programs: one matrix on a mesh (private; see distla.linalg).
 
 Each function here takes one matrix on a mesh and the call's
 ``distla._core.plan.Plan`` (its mesh, dtype and block size, resolved once by the
@@ -23,10 +23,10 @@ from distla.kernels.lu import lu_block_cyclic
 from distla.kernels.lu import phases as lu_phases
 from distla.kernels.trsm import lu_solve_block_cyclic
 
-from .._core.block_cyclic import blocking, from_cyclic, result_spec, rhs_of, to_cyclic
-from .._core.matrix import HIGHEST, diag_mask, pad_identity, tril_mask, triu
-from .._core.mesh import Grid, constrain, fitting_spec, run_on_mesh, shard_map
-from .._core.plan import Plan
+from ..._core.block_cyclic import blocking, from_cyclic, result_spec, rhs_of, to_cyclic
+from ..._core.matrix import HIGHEST, diag_mask, pad_identity, tril_mask, triu
+from ..._core.mesh import Grid, constrain, fitting_spec, run_on_mesh, shard_map
+from ..._core.plan import Plan
 
 
 def _factor_local(a_blk, *, grid: Grid, nb: int):
