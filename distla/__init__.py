@@ -6,11 +6,11 @@ stays distributed (no device holds a whole operand) and the result comes back
 sharded.
 """
 
-from importlib import metadata as _metadata
-
 from . import fft as fft
 from . import linalg as linalg
 from ._core.blas import limit_cpu_blas as limit_cpu_blas
+from ._core.checks import ShapeError as ShapeError
+from ._version import __version__ as __version__
 from .cost import Cost as Cost
 from .cost import cost as cost
 from .distributed import init_distributed as init_distributed
@@ -18,13 +18,9 @@ from .layout import make_mesh as make_mesh
 from .layout import shard as shard
 from .matmul import matmul as matmul
 
-try:
-    __version__ = _metadata.version("distla")
-except _metadata.PackageNotFoundError:  # running from a source tree without install
-    __version__ = "0+unknown"
-
 __all__ = [
     "Cost",
+    "ShapeError",
     "__version__",
     "cost",
     "fft",
