@@ -31,7 +31,7 @@ from .._core.block_cyclic import from_cyclic, solve_layouts, to_cyclic
 from .._core.buckets import on_bucket
 from .._core.checks import as_array, empty_or_one_device, result_dtype, rhs_core, square
 from .._core.matmul import matvec, product
-from .._core.matrix import HIGHEST, ct_on, like, pad_identity, tril_mask
+from .._core.matrix import HIGHEST, ct_on, hermitian_from, like, pad_identity, tril_mask
 from .._core.mesh import Grid, constrain, fitting_spec, run_on_mesh, shard_map, tangent_on_mesh
 from .._core.plan import Plan, check_block_size
 from .._core.stacked import stack
@@ -74,11 +74,6 @@ def _all_devices(ok, grid: Grid):
     return (lax.psum(bad, axes) if axes else bad) == 0
 
 
-def hermitian_part(a: jax.Array) -> jax.Array:
-    """``(a + aᴴ) / 2``, as ``jnp.linalg.cholesky(symmetrize_input=True)`` computes it."""
-    return (a + jnp.conj(a.T)) / 2
-
-
 @functools.partial(jax.jit, static_argnames=("call", "upper", "symmetrize", "read_upper"))
 def factor(a, *, call: Plan, upper=False, symmetrize=True, read_upper=False):
     """Cholesky factor of one sharded matrix (the public functions check and call it).
@@ -96,7 +91,7 @@ def factor(a, *, call: Plan, upper=False, symmetrize=True, read_upper=False):
         if read_upper:  # scipy's lower=False reads the upper triangle: factor aᴴ instead
             a = jnp.conj(a.T)
         if symmetrize:
-            a = hermitian_part(a)
+            a = hermitian_from(a, symmetrize=True, lower=True)  # (a + aᴴ)/2, as jnp's
         a = constrain(pad_identity(a, n_pad), blocks)
 
         def kernel(a_blk):
