@@ -10,8 +10,9 @@
   print that text (doctest's rules: ``...`` matches anything, whitespace is
   normalised), so that what a page says a block prints is what it prints.
 - The names documented in ``docs/api.md`` are exactly the public API:
-  ``distla.__all__``, ``distla.linalg.__all__`` and ``distla.fft``'s public
-  functions, each rendered from the object it names.
+  ``distla.__all__``, ``distla.linalg.__all__``, ``distla.fft``'s and
+  ``distla.scipy.fft``'s public functions and ``distla.jaxdecomp``'s own, each
+  rendered from the object it names.
 
 Run as a script (``python tests/test_docs.py PAGES.json RESULTS.json``) it is the
 block runner the tests start.
@@ -353,6 +354,17 @@ def _public_names() -> set[str]:
             and getattr(v, "__module__", "").startswith("distla")
         ]
     names |= {f"distla.fft.{n}" for n in fft_names}
+    # the scipy namespaces, and jaxdecomp's functions that distla.fft does not export
+    names |= {f"distla.scipy.fft.{n}" for n in distla.scipy.fft.__all__}
+    import distla.jaxdecomp
+
+    exported = {id(getattr(distla.fft, n)) for n in distla.fft.__all__}
+    names |= {
+        f"distla.jaxdecomp.{n}"
+        for n in distla.jaxdecomp.__all__
+        if inspect.isfunction(getattr(distla.jaxdecomp, n))
+        and id(getattr(distla.jaxdecomp, n)) not in exported
+    }
     # the matmul module's communication model (``distla.matmul`` itself is the function)
     names.add("distla.matmul.model_bytes")
     return names

@@ -83,9 +83,13 @@ def runtime_object(name: str):
     parts = name.split(".")
     obj = importlib.import_module(parts[0])
     for i, p in enumerate(parts[1:], 1):
-        if not hasattr(obj, p):  # a module's member where the package exports a function
-            obj = importlib.import_module(".".join(parts[:i]))
-            return getattr(obj, ".".join(parts[i:]))
+        if not hasattr(obj, p):
+            try:  # a subpackage the package does not import (distla.jaxdecomp)
+                obj = importlib.import_module(".".join(parts[: i + 1]))
+                continue
+            except ImportError:  # a module's member where the package exports a function
+                obj = importlib.import_module(".".join(parts[:i]))
+                return getattr(obj, ".".join(parts[i:]))
         obj = getattr(obj, p)
     return obj
 

@@ -286,7 +286,9 @@ def test_launch_command_line(argv, command):
     "argv, message",
     [
         pytest.param([], "no script given", id="no-script"),
-        pytest.param(["-n", "0", "s.py"], "-n must be at least 1", id="zero-processes"),
+        pytest.param(
+            ["-n", "0", "s.py"], "-n/--num-processes: must be at least 1", id="zero-processes"
+        ),
         pytest.param(["--devices-per-process", "0", "s.py"], "at least 1", id="zero-devices"),
         pytest.param(["--", "-m"], "-m needs a module name", id="module-missing"),
     ],

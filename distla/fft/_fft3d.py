@@ -191,15 +191,13 @@ def _transform_impl(
     if order == "yzx" and inverse and not contiguous:  # (X, Y, Z) in: to jaxdecomp's (Y, Z, X)
         x = x.transpose(1, 2, 0)
         shape = tuple(x.shape)
-    if order == "yzx" and inverse:  # pifft3d: (Y, Z, X) in, (X, Y, Z) out
-        shape_out = (shape[2], shape[0], shape[1])
-    elif kind == "irfft":
-        shape_out = s
+    if order == "yzx" and inverse:  # pifft3d: (Y, Z, X) in, (X, Y, Z) out (pirfft3d: s out)
+        shape_out = s if kind == "irfft" else (shape[2], shape[0], shape[1])
+        shape_in = shape
+    elif kind == "irfft":  # jnp.fft.irfftn: crop/zero-pad to (X', Y', Z'//2 + 1) first
+        shape_out, shape_in = s, (s[0], s[1], s[2] // 2 + 1)
     else:
-        shape_out = s or shape
-    shape_in = s or shape
-    if kind == "irfft":  # jnp.fft.irfftn: crop/zero-pad to (X', Y', Z'//2 + 1) first
-        shape_in = (s[0], s[1], s[2] // 2 + 1)
+        shape_out = shape_in = s or shape
     kernel, pad_in, spec_in, spec_k, crop, desired = _layouts(
         grid, kind, order, algorithm, shape_in, shape_out
     )

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import functools
 import math
-import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -16,7 +15,6 @@ from jax.sharding import PartitionSpec as P
 from .._core.checks import as_array, empty_results, result_types
 from .._core.eager import one_program
 from .._core.mesh import (
-    drop_trivial_sharding,
     grid_of,
     is_explicit,
     operand_mesh,
@@ -24,7 +22,7 @@ from .._core.mesh import (
     spec_groups,
 )
 from .._core.specs import entry_axes
-from . import _fft3d, _fftnd, _freq
+from . import _fft3d, _fftnd, _freq, _settings
 from ._fft3d import ALGORITHMS
 
 NORMS = (None, "backward", "ortho", "forward")
@@ -548,8 +546,9 @@ def pfft3d(
       algorithm: the 3-D plan (``docs/fft.md``).
       transpose_axis_contiguous: jaxdecomp's setting of that name: ``True``
         returns ``(Y, Z, X)``, ``False`` the natural ``(X, Y, Z)`` order.
-        ``None`` reads ``jaxdecomp.config`` when jaxdecomp is imported, else
-        ``True``.
+        ``None`` reads ``distla.jaxdecomp.config``, which follows
+        ``jaxdecomp.config`` when jaxdecomp is imported until it is set
+        itself (else ``True``).
       a: jaxdecomp's keyword for ``x`` (``pfft3d(a=vol)``); give one of
         the two.
 
@@ -755,11 +754,9 @@ def _two_axes(axes: Sequence[int], name: str) -> None:
 
 
 def _contiguous(flag: bool | None) -> bool:
-    if flag is not None:
-        return bool(flag)
-    jaxdecomp = sys.modules.get("jaxdecomp")
-    config = getattr(jaxdecomp, "config", None)
-    return bool(getattr(config, "transpose_axis_contiguous", True))
+    """``transpose_axis_contiguous``: ``flag``, else ``distla.jaxdecomp.config``'s (which
+    follows jaxdecomp's own until set)."""
+    return _settings.contiguous(flag)
 
 
 def _check_backend(backend: Any, name: str) -> None:
@@ -890,7 +887,9 @@ def _dispatch(
     """
     mesh = operand_mesh(x, names=("x",))
     if mesh is None or mesh.size == 1:  # one device: jnp's own transform, no padding
-        x = _whole_along(drop_trivial_sharding(x), kind, s, axes)
+        # (on a one-device Explicit mesh in x's own layout: the result in jnp's, which
+        # shard_map over that mesh takes back as it is)
+        x = _whole_along(x, kind, s, axes)
         return _one_device(x, kind, s, axes, norm, order, contiguous)
     grid_of(mesh, what=what)  # a 1- or 2-axis mesh, or ValueError
     if spec is None:

@@ -170,10 +170,6 @@ def parse(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.Name
     args.command = ["-m", args.module, *args.command] if args.module else list(args.command)
     if not args.command:
         parser.error("no script given: python -m distla launch -n 2 -- script.py [args]")
-    if args.num_processes < 1:
-        parser.error(f"-n must be at least 1; got {args.num_processes}")
-    if args.devices_per_process < 1:
-        parser.error(f"--devices-per-process must be at least 1; got {args.devices_per_process}")
     return args
 
 
