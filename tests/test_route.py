@@ -98,7 +98,7 @@ ROUTED = [(p, n) for p, n in public_names() if n not in NOT_ROUTED[p]]
 def test_every_public_name_is_listed():
     listed = {(p, n) for p, names in NOT_ROUTED.items() if p in PACKAGES for n in names}
     assert listed <= set(public_names()), listed - set(public_names())
-    assert len(ROUTED) >= 40, ROUTED
+    assert len(ROUTED) >= 30, ROUTED  # a floor: the list cannot come out empty
 
 
 @pytest.mark.parametrize("package, name", ROUTED, ids=[n for _, n in ROUTED])
