@@ -206,7 +206,6 @@ def test_pinv_gradient_at_a_rank_deficient_point_is_jaxs(mesh):
     np.testing.assert_allclose(got[fin], ref[fin], rtol=1e-3, atol=1e-3 * np.abs(ref[fin]).max())
 
 
-@open_case("generalized eigh's vjp outside jax.set_mesh fails inside distla")
 def test_generalized_eigh_gradient_outside_set_mesh(mesh):
     """Found: jax.grad of the generalized eigh on an Explicit mesh outside jax.set_mesh
     failed inside distla (jax's "Length of device assignment 1 ..."). Now the forward pass
@@ -244,3 +243,20 @@ def test_wavenumbers_traced_outside_set_mesh(transform):
     of the mesh 8"; the wavenumbers come back as jnp's constants there."""
     check(SPECS["fft.fftfreq3d"], Variant(n=3, transform=transform))
     check(SPECS["fft.rfftfreq3d"], Variant(n=8, transform=transform))
+
+
+@pytest.mark.parametrize(
+    "name, transform",
+    [
+        ("linalg.solve", "jacfwd"),
+        ("linalg.solve", "vjp_outside"),
+        ("linalg.lu", "vjp_outside"),
+        ("linalg.lu_factor", "jacfwd"),
+    ],
+)
+def test_one_device_plans_derivatives_outside_set_mesh(name, transform):
+    """Found: jax.jacfwd and jax.vjp of the one-device plan on an Explicit mesh outside
+    jax.set_mesh raised "Passing lowering_platforms ... is required when only AbstractMesh
+    exists" (jax made the zero tangents of the operands not differentiated, and of LU's
+    pivots, from their avals, as programs with no devices)."""
+    check(SPECS[name], Variant(n=3, transform=transform))

@@ -138,8 +138,8 @@ VMAP_MEMBERS = (
 )
 JACFWD = (
     "jax.jacfwd (or jax.vjp) outside jax.set_mesh: 'Passing lowering_platforms ... is "
-    "required when only AbstractMesh exists in a jitted computation' (the LU family's and "
-    "the triangular solves' derivatives)"
+    "required when only AbstractMesh exists in a jitted computation' (the triangular "
+    "solves' derivatives)"
 )
 VJP_OUTSIDE = (
     "jax.vjp outside jax.set_mesh: 'Length of device assignment 1 is not equal to the size "
@@ -149,10 +149,8 @@ OPEN_CALLS = [
     ("linalg.solve", V(n=8, transform="vmap"), VMAP_MEMBERS),
     ("linalg.cholesky", V(n=8, transform="vmap"), VMAP_MEMBERS),
     ("linalg.svd", V(n=8, transform="vmap"), VMAP_MEMBERS),
-    ("linalg.solve", V(n=3, transform="jacfwd"), JACFWD),
     ("linalg.solve_triangular", V(n=3, transform="jacfwd"), JACFWD),
-    ("linalg.solve", V(n=3, transform="vjp_outside"), VJP_OUTSIDE),
-    ("linalg.lu", V(n=3, transform="vjp_outside"), JACFWD),
+    ("linalg.cho_solve", V(n=3, transform="vjp_outside"), VJP_OUTSIDE),
     (
         "linalg.solve_triangular",
         V(n=3, place="mixed_device"),
