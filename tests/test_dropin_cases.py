@@ -260,3 +260,10 @@ def test_one_device_plans_derivatives_outside_set_mesh(name, transform):
     exists" (jax made the zero tangents of the operands not differentiated, and of LU's
     pivots, from their avals, as programs with no devices)."""
     check(SPECS[name], Variant(n=3, transform=transform))
+
+
+@pytest.mark.parametrize("name", ["linalg.solve_triangular", "linalg.cho_solve"])
+def test_sharded_a_beside_a_one_device_b(name):
+    """Found: a sharded ``a`` beside a ``b`` on one device raised jax's "Received
+    incompatible devices for jitted computation" (b was not moved onto a's mesh)."""
+    check(SPECS[name], Variant(n=3, place="mixed_device"))
