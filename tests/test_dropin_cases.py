@@ -155,7 +155,6 @@ def test_tensor_solves_of_4d_tensors_in_shards_layout(name):
 # ---------------------------------------------------------------- bad input
 
 
-@open_case("tensorsolve wraps axes=(5,) modulo ndim and solves another system")
 def test_tensorsolve_refuses_axes_out_of_range(mesh):
     """Found: axes=(5,) on a 3-D ``a`` was wrapped modulo ndim (a different system)."""
     a = np.arange(36, dtype=np.float32).reshape(2, 3, 6)

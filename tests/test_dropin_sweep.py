@@ -113,7 +113,6 @@ def test_dropin(name):
 # Bad input distla does not refuse as jnp does (label: what happens).
 OPEN_BAD = {
     "lstsq of a 3-D a": "distla checks the rank before the shapes: TypeError, jnp ValueError",
-    "tensorsolve with axes out of range": "axes=(5,) wraps modulo ndim on sharded operands",
 }
 
 
