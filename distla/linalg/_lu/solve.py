@@ -287,7 +287,14 @@ def tensorsolve(
     a = as_array(a, "a", what)
     b = as_array(b, "b", what)
     if axes is not None:
-        axes = [operator.index(i) % a.ndim for i in axes]
+        axes = [operator.index(i) for i in axes]
+        for i in axes:  # out of range: refused, as jnp refuses it (never wrapped)
+            if not -a.ndim <= i < a.ndim:
+                raise ValueError(
+                    f"{what}: axis {i} is out of bounds for array of dimension {a.ndim} "
+                    f"(a of shape {a.shape}); give axes in [-{a.ndim}, {a.ndim})"
+                )
+        axes = [i % a.ndim for i in axes]
         a = jnp.moveaxis(a, axes, range(a.ndim - len(axes), a.ndim))
     out_shape = a.shape[b.ndim :]
     n = math.prod(out_shape)
