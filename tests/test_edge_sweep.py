@@ -596,6 +596,8 @@ NOT_SWEPT = {
         "cost": "reads a compiled program",
         "fft": "a package, swept name by name",
         "linalg": "a package, swept name by name",
+        "scipy": "a package: distla.scipy.linalg and distla.scipy.fft in the drop-in sweep "
+        "(tests/dropin.py)",
         "init_distributed": "starts jax's multi-process runtime",
         "limit_cpu_blas": "sets OpenBLAS's thread count",
         "make_mesh": "builds a mesh (used by every test)",
@@ -623,7 +625,17 @@ NOT_SWEPT = {
         "set_shape_buckets": "sets the shape buckets of eager factorisations",
     },
     "fft": {
-        **{n: _JNP_OWN for n in ("fftfreq", "rfftfreq", "fftshift", "ifftshift")},
+        **{n: _JNP_OWN for n in ("fftfreq", "rfftfreq")},
+        **{
+            n: "distla's roll of split axes (distla/fft/_shift.py): the drop-in sweep "
+            "(tests/dropin.py) and tests/test_namespace.py"
+            for n in ("fftshift", "ifftshift")
+        },
+        **{
+            n: "jaxdecomp's half-spectrum pair: tests/test_jaxdecomp.py, on every mesh "
+            "shape and odd Z, against the half of pfft3d"
+            for n in ("prfft3d", "pirfft3d")
+        },
         "model_bytes": _MODEL,
     },
 }
