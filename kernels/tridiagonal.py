@@ -193,21 +193,7 @@ def reduce_columns(
         # the deferred rank-2nb update, local: A ← A − V Wᴴ − W Vᴴ
         a_blk = rank_2k_update(a_blk, v_all, w_all, w_all, v_all, at)
         if q is not None:
-            # Q takes two panels' reflectors at once (one block reflector of 2nb
-            # columns): reading Q's local block is the cost, so half as many reads
-            q_blk, v_two, t_two = q
-            half = (k % 2).astype(jnp.int32)
-            v_two = lax.dynamic_update_slice(
-                jnp.where(half == 0, 0, v_two), v_all, (zero, half * nb)
-            )
-            t_two = lax.dynamic_update_slice(jnp.where(half == 0, 0, t_two), taus, (half * nb,))
-            q_blk = lax.cond(
-                (half == 1) | (k == panels - 1),
-                lambda q: times_reflectors(q, v_two, t_two, at, col_axis),
-                lambda q: q,
-                q_blk,
-            )
-            q = (q_blk, v_two, t_two)
+            q = times_two_panels(q, v_all, taus, k=k, last=k == panels - 1, at=at, axis=col_axis)
         return a_blk, q, d, e
 
     d = jnp.zeros((steps,), real)
@@ -219,6 +205,28 @@ def reduce_columns(
     )
     a_blk, q, d, e = lax.fori_loop(0, panels, panel, (a_blk, q, d, e))
     return (a_blk, d, e) if q is None else (a_blk, q[0], d, e)
+
+
+def times_two_panels(acc, v_all, taus, *, k, last, at: Local, axis: str | None):
+    """Accumulate panel ``k``'s reflectors (``v_all``: ``m x nb``, ``taus``) into
+    ``acc = (blk, V₂, T₂)`` and apply panels ``k − 1`` and ``k`` to ``blk`` at once, one
+    block reflector of ``2nb`` columns (:func:`times_reflectors`), after every second
+    panel and after the ``last``: reading ``blk``'s local block is the cost, so half as
+    many reads. ``at``: where ``blk``'s columns lie (they index ``v_all``'s rows)."""
+    blk, v_two, t_two = acc
+    nb = taus.shape[0]
+    half = (k % 2).astype(jnp.int32)
+    v_two = lax.dynamic_update_slice(
+        jnp.where(half == 0, 0, v_two), v_all, (jnp.int32(0), half * nb)
+    )
+    t_two = lax.dynamic_update_slice(jnp.where(half == 0, 0, t_two), taus, (half * nb,))
+    blk = lax.cond(
+        (half == 1) | last,
+        lambda b: times_reflectors(b, v_two, t_two, at, axis),
+        lambda b: b,
+        blk,
+    )
+    return blk, v_two, t_two
 
 
 @highest_precision
