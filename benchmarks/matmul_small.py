@@ -1,7 +1,7 @@
 """Products on 2x4: eager ``distla.matmul`` on ``Auto`` and ``Explicit`` meshes, ``jax.jit``
 of it, ``jnp.matmul`` on the same sharded inputs (XLA's own partitioning) and on one
 device, one call of each in turn per round (waited for, as a user's eager call is),
-medians over the rounds (docs/benchmarks.md, "Small products"):
+medians over the rounds (docs/benchmarks-log.md, "Small products"):
 
     JAX_PLATFORMS=cpu python benchmarks/matmul_small.py --sizes 128 256 512 1024 --rounds 100
     JAX_PLATFORMS=cpu python benchmarks/matmul_small.py --sizes 2048 --rounds 15

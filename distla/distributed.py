@@ -5,7 +5,7 @@ runtime: every process runs the same program, ``jax.devices()`` lists the
 devices of all processes, and a ``jax.Array`` on a mesh of those devices is a
 *global* array of which each process holds its own devices' shards.
 Collectives go over gloo on CPU and NCCL on GPU; distla adds no transport of
-its own. :func:`init_distributed` finds out how the processes were started
+its own. [`init_distributed`][distla.init_distributed] finds out how the processes were started
 (``python -m distla launch``, ``srun``, ``mpirun``, or explicit arguments) and
 calls ``jax.distributed.initialize`` accordingly. See docs/multiprocess.md.
 """
@@ -173,12 +173,19 @@ def init_distributed(
       ``jax.distributed.initialize``; ``python -m distla launch`` and
       docs/multiprocess.md for launching, srun and mpirun.
 
-    Example:
+    Examples:
+      The first lines of a script that runs alone or under a launcher. Run
+      alone, with no launcher's variables in the environment, it starts
+      nothing:
+
       >>> import distla
       >>> info = distla.init_distributed()  # first, before any other jax call
-      >>> # under a launcher: init_distributed(exit_on_uncaught_exception=True)
-      >>> info.num_processes  # 2 under python -m distla launch -n 2 -- script.py
-      1
+      >>> info.num_processes, info.process_id, info.source
+      (1, 0, 'single process')
+
+      Under ``python -m distla launch -n 2 -- script.py``, ``srun`` or ``mpirun``
+      the same call joins the other processes and reports, for example,
+      ``(2, 1, 'environment')``.
     """
     if cpu_collectives not in (None, "gloo", "mpi"):
         raise ValueError(

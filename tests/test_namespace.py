@@ -1,4 +1,5 @@
-"""distla.linalg and distla.fft have every public name of jnp.linalg and jnp.fft.
+"""distla.linalg, distla.fft and distla.scipy.fft have every public name of jnp.linalg,
+jnp.fft and jax.scipy.fft.
 
 Name for name and signature for signature; values of the names distla builds
 against numpy on the 2x4 mesh (Auto and Explicit, a size the mesh does not
@@ -10,6 +11,7 @@ import inspect
 
 import jax
 import jax.numpy as jnp
+import jax.scipy.fft
 import numpy as np
 import pytest
 from conftest import build_mesh
@@ -19,15 +21,21 @@ from jax.sharding import PartitionSpec as P
 import distla
 import distla.fft
 import distla.linalg
+import distla.scipy.fft
 
 
 def _public(module):
     return {n for n in dir(module) if not n.startswith("_")}
 
 
-@pytest.mark.parametrize(
-    "ours, theirs", [(distla.linalg, jnp.linalg), (distla.fft, jnp.fft)], ids=["linalg", "fft"]
-)
+NAMESPACES = [
+    pytest.param(distla.linalg, jnp.linalg, id="linalg"),
+    pytest.param(distla.fft, jnp.fft, id="fft"),
+    pytest.param(distla.scipy.fft, jax.scipy.fft, id="scipy.fft"),
+]
+
+
+@pytest.mark.parametrize("ours, theirs", NAMESPACES)
 def test_every_jnp_name_is_there(ours, theirs):
     missing = _public(theirs) - _public(ours)
     assert not missing, f"{ours.__name__} lacks {sorted(missing)}"
@@ -35,9 +43,7 @@ def test_every_jnp_name_is_there(ours, theirs):
         assert callable(getattr(ours, name)) == callable(getattr(theirs, name)), name
 
 
-@pytest.mark.parametrize(
-    "ours, theirs", [(distla.linalg, jnp.linalg), (distla.fft, jnp.fft)], ids=["linalg", "fft"]
-)
+@pytest.mark.parametrize("ours, theirs", NAMESPACES)
 def test_signatures_include_jnps(ours, theirs):
     for name in sorted(_public(theirs)):
         try:

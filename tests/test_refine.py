@@ -104,7 +104,7 @@ def test_gmres_ir_takes_over_where_classical_refinement_is_slow(x64):
 
 
 def _assert_handed_over_early(res, where):
-    # the counts and the BLAS they ran on, for `pytest -rP` (docs/benchmarks.md)
+    # the counts and the BLAS they ran on, for `pytest -rP` (docs/benchmarks-log.md)
     blas = {
         (p["architecture"], p["num_threads"])
         for p in threadpoolctl.threadpool_info()
@@ -118,7 +118,7 @@ def _assert_handed_over_early(res, where):
     # residuals would have had to shrink by 1/4 or more at this condition
     # number, where the first two shrink by 0.24 to 6 (40 matrices); measured
     # here: 1 step on the mesh, 2 on one device, under every OpenBLAS core type
-    # and BLAS thread count this machine runs (docs/benchmarks.md).
+    # and BLAS thread count this machine runs (docs/benchmarks-log.md).
     assert 1 <= int(res.iterations) <= 6
     # GMRES-IR was needed (classical refinement at rate 1/4 or slower cannot
     # reach float64 in 6 steps), and two of its steps (1e-15 or better) reach

@@ -40,7 +40,7 @@ from .mesh import Grid, constrain, fitting_spec, grid_of, operand_mesh, run_on_m
 #: block layout. It all-gathers A's block rows over the column axis and B's
 #: block columns over the row axis (the panels SUMMA broadcasts, in one step),
 #: never a whole operand, and measured faster than SUMMA for n <= 512 here
-#: (docs/benchmarks.md). ``"auto"`` stays SUMMA: the distributed drivers call
+#: (docs/benchmarks-log.md). ``"auto"`` stays SUMMA: the distributed drivers call
 #: this same entry point and their communication models assume SUMMA.
 Algorithm = Literal["auto", "summa", "cannon", "xla"]
 ALGORITHMS = ("auto", "summa", "cannon", "xla")
@@ -51,10 +51,10 @@ ALGORITHMS = ("auto", "summa", "cannon", "xla")
 #: together hold at most this many bytes per device: below it, each further step
 #: costs a rendezvous of every device that the smaller panels do not win back (n = 256
 #: on 2x4: 1.28 ms in 4 steps, 0.91 ms in one, jnp on the same sharded input 0.73 ms
-#: with the eager call's Python; docs/benchmarks.md). Up to n = 1792 for float32 on 2x4
+#: with the eager call's Python; docs/benchmarks-log.md). Up to n = 1792 for float32 on 2x4
 #: (9.2 MiB) one step times as XLA's own partitioning, where SUMMA's four steps took
 #: 1.02-1.25x in two runs; from n = 2048 (12 MiB) the steps are level or faster
-#: (0.82-0.99x jnp from 2048 to 4096; docs/benchmarks.md, "Large products").
+#: (0.82-0.99x jnp from 2048 to 4096; docs/benchmarks-log.md, "Large products").
 ONE_STEP_BYTES = 10 * 2**20
 
 

@@ -62,7 +62,9 @@ def _shard_along(v: jax.Array, k: jax.Array, axis: int) -> jax.Array:
         mesh = getattr(jax.typeof(k).sharding, "mesh", None)
     entry = (tuple(spec) + (None,) * 3)[axis]
     names = (entry,) if isinstance(entry, str) else tuple(entry or ())
-    if mesh is None:
+    if mesh is None or mesh.empty:
+        # k on one device (no mesh, or jax's empty one, which an unsharded array and
+        # its tracers carry): the vector as jaxdecomp returns it there
         return v
     parts = 1
     for n in names:

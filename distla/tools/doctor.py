@@ -18,7 +18,10 @@ from typing import Any
 
 import numpy as np
 
+from .argtypes import positive_int
+
 THRESHOLD = 30.0
+DTYPES = ("float32", "float64", "complex64", "complex128")
 FAMILIES = (
     "matmul", "solve", "lu_factor", "inv", "slogdet", "cholesky", "solve_triangular", "qr",
     "eigh", "svd", "polar", "lstsq", "batched_solve", "fftn", "rfftn",
@@ -26,23 +29,38 @@ FAMILIES = (
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The options of ``python -m distla doctor``."""
     p.add_argument(
         "--sizes",
-        type=int,
+        type=positive_int,
         nargs="+",
         default=[512],
+        metavar="N",
         help="matrix orders n (FFT: n/8 cubed, at least 8)",
     )
+    p.add_argument("--dtype", default="float32", choices=DTYPES, help="the operands' dtype")
     p.add_argument(
-        "--dtype", default="float32", choices=["float32", "float64", "complex64", "complex128"]
+        "--devices",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="use the first N devices (default: all)",
     )
     p.add_argument(
-        "--devices", type=int, default=None, help="use the first N devices (default: all)"
+        "--only",
+        nargs="+",
+        choices=FAMILIES,
+        default=None,
+        metavar="FAMILY",
+        help="run only these families: " + ", ".join(FAMILIES) + " (default: all)",
     )
     p.add_argument(
-        "--only", nargs="+", choices=FAMILIES, default=None, help="run only these families"
+        "--repeat",
+        type=positive_int,
+        default=3,
+        metavar="R",
+        help="timed calls per function (the fastest is kept)",
     )
-    p.add_argument("--repeat", type=int, default=3, help="timed calls per function (best is kept)")
 
 
 def _best(fn: Callable, args: Sequence[Any], repeat: int) -> float:
@@ -304,7 +322,8 @@ def main(args: argparse.Namespace, *, devices: bool = False) -> int:
     print(
         f"distla doctor: {len(devs)} {devs[0].platform} device(s) ({devs[0].device_kind}), mesh "
         f"{'x'.join(map(str, mesh.devices.shape))}, jax {jax.__version__}, {args.dtype}; ratios "
-        f"pass at <= {THRESHOLD:g}; 'vs jnp': distla time / the jnp function's on the same input.",
+        f"pass at <= {THRESHOLD:g}; 'vs jnp': distla's time / the jnp function's on the same "
+        "input (lower is better; 0.50x is twice as fast).",
         flush=True,
     )
     rows = run(mesh, args.sizes, args.dtype, only=args.only, repeat=args.repeat)
