@@ -268,11 +268,10 @@ def out_specs(mesh, shape, full_matrices):
     return (fitting_spec(us, mesh, spec), P(), fitting_spec(vs, mesh, spec))
 
 
-@functools.partial(jax.jit, static_argnames=("full_matrices",))
-def _svd_program(a, *, full_matrices):
-    """The SVD of a traced matrix as one program: the repair and the completion under
-    ``lax.cond``."""
-    mesh = operand_mesh(a, names=("a",))
+@functools.partial(jax.jit, static_argnames=("full_matrices", "mesh"))
+def _svd_program(a, *, full_matrices, mesh):
+    """The SVD of a traced matrix on ``mesh`` as one program: the repair and the
+    completion under ``lax.cond``."""
     m, n = a.shape
     wide = m < n
 
@@ -315,17 +314,19 @@ def _rest(x, scale, q, p, s, z, *, full_matrices, wide):
     return assemble(u, s, v, wide=wide, full_matrices=full_matrices)
 
 
-def svd_2d(a: jax.Array, *, full_matrices: bool):
+def svd_2d(a: jax.Array, *, full_matrices: bool, mesh=None):
     """``(U, S, Vh)`` of one matrix on a 1- or 2-axis mesh, as ``jnp.linalg.svd``.
 
     A traced ``a`` gives one program (:func:`_svd_program`). A concrete one runs
     the common path first and a second program only for a matrix that needs the
     completion (values below the cut, or halves the probe finds not orthonormal),
-    so a first call compiles it only for such a matrix.
+    so a first call compiles it only for such a matrix. ``mesh``: the mesh ``a``
+    lies on (read from ``a`` when ``None``).
     """
+    if mesh is None:
+        mesh = operand_mesh(a, names=("a",))
     if is_traced(a):
-        return _svd_program(a, full_matrices=full_matrices)
-    mesh = operand_mesh(a, names=("a",))
+        return _svd_program(a, full_matrices=full_matrices, mesh=mesh)
     m, n = a.shape
     wide = m < n
     x = ct_on(a, mesh=mesh) if wide else a
