@@ -15,9 +15,7 @@ from ._core.matmul import Algorithm, checked_product
 # the mesh look-up run once, when the call is traced, and every later call with the
 # same shapes, dtypes, shardings and options is jax's own dispatch (about 0.2 ms of
 # Python a call otherwise: n = 256 on 2x4 took 1.28 ms eagerly, 1.09 ms under jit).
-_compiled_product = jax.jit(
-    checked_product, static_argnames=("algorithm", "precision", "panels", "what")
-)
+_compiled_product = jax.jit(checked_product, static_argnames=("algorithm", "precision", "panels"))
 
 
 @one_program

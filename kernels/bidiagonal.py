@@ -41,12 +41,15 @@ instead (docs/spectral.md, "SVD").
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 from jax import lax
 
 from ._axes import highest_precision
 from .tridiagonal import (
+    Local,
     column_piece,
     local,
     rank_2k_update,
@@ -92,79 +95,10 @@ def reduce_to_bidiagonal(
     assert m >= n and steps % nb == 0 and steps <= n, (a_blk.shape, m, n, steps, nb)
     dtype = a_blk.dtype
     real = jnp.finfo(dtype).dtype
-    rows = jnp.arange(m, dtype=jnp.int32)
-    cols = jnp.arange(n, dtype=jnp.int32)
-    zero = jnp.int32(0)
-
     panels = steps // nb
-
-    def panel(k, carry):
-        a_blk, qp, d, e = carry
-        k0 = (k * nb).astype(jnp.int32)
-
-        def step(i, carry):
-            u_all, x_all, v_all, y_all, taus, d, e, col = carry
-            i = i.astype(jnp.int32)
-            j = k0 + i
-            # column j of A − U Yᴴ − X Vᴴ, and its reflector from the left
-            a_j = col - u_all @ jnp.conj(y_all[j]) - x_all @ jnp.conj(v_all[j])
-            u, tau_u, beta_u = reflector(a_j, j - 1, rows)
-            d = lax.dynamic_update_slice(d, beta_u[None].astype(real), (j,))
-            mine_u = lax.dynamic_slice(u, (at.row0,), (at.mloc,))
-            both = lax.psum(
-                jnp.stack(
-                    [
-                        spread(jnp.conj(jnp.conj(mine_u) @ a_blk), at.col0, n),
-                        spread(row_piece(a_blk, j, at), at.col0, n),
-                    ]
-                ),
-                at.every,
-            )
-            ahu, row = both[0], both[1]
-            ahu = ahu - y_all @ (jnp.conj(u_all.T) @ u) - v_all @ (jnp.conj(x_all.T) @ u)
-            y = tau_u * ahu  # Hᴴ A = A − u yᴴ
-            u_all = lax.dynamic_update_slice(u_all, u[:, None], (zero, i))
-            y_all = lax.dynamic_update_slice(y_all, y[:, None], (zero, i))
-            # row j of the updated matrix, and its reflector from the right
-            r = row - jnp.conj(y_all @ jnp.conj(u_all[j])) - jnp.conj(v_all @ jnp.conj(x_all[j]))
-            v, tau_v, beta_v = reflector(jnp.conj(r), j, cols)
-            e = lax.dynamic_update_slice(e, beta_v[None].astype(real), (j,))
-            mine_v = lax.dynamic_slice(v, (at.col0,), (at.nloc,))
-            both = lax.psum(
-                jnp.stack(
-                    [
-                        spread(a_blk @ mine_v, at.row0, m),
-                        spread(column_piece(a_blk, j + 1, at), at.row0, m),
-                    ]
-                ),
-                at.every,
-            )
-            av, col = both[0], both[1]
-            av = av - u_all @ (jnp.conj(y_all.T) @ v) - x_all @ (jnp.conj(v_all.T) @ v)
-            x = jnp.where(rows > j, tau_v * av, 0)  # A G = A − x vᴴ
-            x_all = lax.dynamic_update_slice(x_all, x[:, None], (zero, i))
-            v_all = lax.dynamic_update_slice(v_all, v[:, None], (zero, i))
-            taus = lax.dynamic_update_slice(taus, jnp.stack([tau_u, tau_v])[:, None], (zero, i))
-            return u_all, x_all, v_all, y_all, taus, d, e, col
-
-        col = lax.psum(spread(column_piece(a_blk, k0, at), at.row0, m), at.every)
-        tall, short = jnp.zeros((m, nb), dtype), jnp.zeros((n, nb), dtype)
-        u_all, x_all, v_all, y_all, taus, d, e, _ = lax.fori_loop(
-            0, nb, step, (tall, tall, short, short, jnp.zeros((2, nb), dtype), d, e, col)
-        )
-        # the deferred update, local: A ← A − U Yᴴ − X Vᴴ
-        a_blk = rank_2k_update(a_blk, u_all, y_all, x_all, v_all, at)
-        if qp is not None:  # Q ← Q H_k0 ⋯, P ← P G_k0 ⋯ (two panels at once)
-            last = k == panels - 1
-            qp = (
-                times_two_panels(qp[0], u_all, taus[0], k=k, last=last, at=at_q, axis=col_axis),
-                times_two_panels(qp[1], v_all, taus[1], k=k, last=last, at=at_p, axis=col_axis),
-            )
-        return a_blk, qp, d, e
-
     d = jnp.zeros((steps,), real)
     e = jnp.zeros((steps,), real)
-    qp = None
+    qp, at_q, at_p = None, None, None
     if q_blk is not None:
         # where this device's columns of Q (indexed as A's rows) and of P (as A's columns) lie
         at_q, at_p = local(q_blk, row_axis, col_axis), local(p_blk, row_axis, col_axis)
@@ -173,7 +107,88 @@ def reduce_to_bidiagonal(
             (blk, jnp.zeros((size, 2 * nb), dtype), jnp.zeros((2 * nb,), dtype))
             for blk, size in ((q_blk, m), (p_blk, n))
         )
+    panel = functools.partial(
+        _reduce_panel, nb=nb, panels=panels, at=at, at_q=at_q, at_p=at_p, col_axis=col_axis
+    )
     a_blk, qp, d, e = lax.fori_loop(0, panels, panel, (a_blk, qp, d, e))
     if qp is None:
         return a_blk, d, e
     return a_blk, qp[0][0], qp[1][0], d, e
+
+
+def _reflect_pair(i, carry, *, k0, a_blk, at: Local):
+    """Step ``i`` of a panel: column ``j = k0 + i`` of ``A − U Yᴴ − X Vᴴ`` and its
+    reflector from the left, then row ``j`` of the updated matrix and its reflector
+    from the right (``xLABRD``'s step); the next column comes with the second psum."""
+    u_all, x_all, v_all, y_all, taus, d, e, col = carry
+    m, n = at.m, at.n
+    real = d.dtype
+    rows = jnp.arange(m, dtype=jnp.int32)
+    cols = jnp.arange(n, dtype=jnp.int32)
+    zero = jnp.int32(0)
+    i = i.astype(jnp.int32)
+    j = k0 + i
+    # column j of A − U Yᴴ − X Vᴴ, and its reflector from the left
+    a_j = col - u_all @ jnp.conj(y_all[j]) - x_all @ jnp.conj(v_all[j])
+    u, tau_u, beta_u = reflector(a_j, j - 1, rows)
+    d = lax.dynamic_update_slice(d, beta_u[None].astype(real), (j,))
+    mine_u = lax.dynamic_slice(u, (at.row0,), (at.mloc,))
+    both = lax.psum(
+        jnp.stack(
+            [
+                spread(jnp.conj(jnp.conj(mine_u) @ a_blk), at.col0, n),
+                spread(row_piece(a_blk, j, at), at.col0, n),
+            ]
+        ),
+        at.every,
+    )
+    ahu, row = both[0], both[1]
+    ahu = ahu - y_all @ (jnp.conj(u_all.T) @ u) - v_all @ (jnp.conj(x_all.T) @ u)
+    y = tau_u * ahu  # Hᴴ A = A − u yᴴ
+    u_all = lax.dynamic_update_slice(u_all, u[:, None], (zero, i))
+    y_all = lax.dynamic_update_slice(y_all, y[:, None], (zero, i))
+    # row j of the updated matrix, and its reflector from the right
+    r = row - jnp.conj(y_all @ jnp.conj(u_all[j])) - jnp.conj(v_all @ jnp.conj(x_all[j]))
+    v, tau_v, beta_v = reflector(jnp.conj(r), j, cols)
+    e = lax.dynamic_update_slice(e, beta_v[None].astype(real), (j,))
+    mine_v = lax.dynamic_slice(v, (at.col0,), (at.nloc,))
+    both = lax.psum(
+        jnp.stack(
+            [
+                spread(a_blk @ mine_v, at.row0, m),
+                spread(column_piece(a_blk, j + 1, at), at.row0, m),
+            ]
+        ),
+        at.every,
+    )
+    av, col = both[0], both[1]
+    av = av - u_all @ (jnp.conj(y_all.T) @ v) - x_all @ (jnp.conj(v_all.T) @ v)
+    x = jnp.where(rows > j, tau_v * av, 0)  # A G = A − x vᴴ
+    x_all = lax.dynamic_update_slice(x_all, x[:, None], (zero, i))
+    v_all = lax.dynamic_update_slice(v_all, v[:, None], (zero, i))
+    taus = lax.dynamic_update_slice(taus, jnp.stack([tau_u, tau_v])[:, None], (zero, i))
+    return u_all, x_all, v_all, y_all, taus, d, e, col
+
+
+def _reduce_panel(k, carry, *, nb, panels, at: Local, at_q, at_p, col_axis):
+    """Panel ``k``: its ``nb`` columns and rows reflected, the deferred update, and
+    ``Q``, ``P`` times its reflectors (two panels at once) when they are carried."""
+    a_blk, qp, d, e = carry
+    m, n = at.m, at.n
+    dtype = a_blk.dtype
+    k0 = (k * nb).astype(jnp.int32)
+    col = lax.psum(spread(column_piece(a_blk, k0, at), at.row0, m), at.every)
+    tall, short = jnp.zeros((m, nb), dtype), jnp.zeros((n, nb), dtype)
+    step = functools.partial(_reflect_pair, k0=k0, a_blk=a_blk, at=at)
+    u_all, x_all, v_all, y_all, taus, d, e, _ = lax.fori_loop(
+        0, nb, step, (tall, tall, short, short, jnp.zeros((2, nb), dtype), d, e, col)
+    )
+    # the deferred update, local: A ← A − U Yᴴ − X Vᴴ
+    a_blk = rank_2k_update(a_blk, u_all, y_all, x_all, v_all, at)
+    if qp is not None:  # Q ← Q H_k0 ⋯, P ← P G_k0 ⋯ (two panels at once)
+        last = k == panels - 1
+        qp = (
+            times_two_panels(qp[0], u_all, taus[0], k=k, last=last, at=at_q, axis=col_axis),
+            times_two_panels(qp[1], v_all, taus[1], k=k, last=last, at=at_p, axis=col_axis),
+        )
+    return a_blk, qp, d, e

@@ -144,6 +144,15 @@ def rhs_core(a: jax.Array, b: jax.Array, what: str | None = None) -> int:
     return core
 
 
+def scipy_flags(what: str, **flags: Any) -> None:
+    """``check_finite``/``overwrite_*``: accepted and ignored, as in jax.scipy.linalg."""
+    for name, value in flags.items():
+        if not isinstance(value, (bool, np.bool_)):
+            raise TypeError(
+                f"{what}: {name} must be a bool (ignored, as in jax.scipy); got {value!r}"
+            )
+
+
 def is_empty(*arrays: jax.Array) -> bool:
     """True when any operand has no elements (jnp's result needs no mesh)."""
     return any(0 in np.shape(x) for x in arrays)

@@ -351,6 +351,12 @@ def _trace_results(fn, structs, options):
         return operands, jax.eval_shape(functools.partial(fn, **dict(options)), *operands)
 
 
+def result_structs(fn: Callable[..., Any], args: tuple, options: tuple) -> list:
+    """The result structs (shapes and dtypes, ``jax.tree.leaves`` order) of
+    ``fn(*args, **dict(options))``, traced once per signature."""
+    return jax.tree.leaves(_results(fn, args, options)[1])
+
+
 def moved_bytes(fn: Callable[..., Any], *args: Any, **options: Any) -> int:
     """Bytes the one-device plan of ``fn(*args, **options)`` moves: operands there, results back."""
     structs, out = _results(fn, args, tuple(options.items()))

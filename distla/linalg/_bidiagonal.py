@@ -1,7 +1,7 @@
 """Distributed ``svd`` by Householder reduction to bidiagonal form (see docs/spectral.md).
 
 LAPACK's route (``xGEBRD`` + ``xORGBR``, ``xBDSVDX`` on ``B``) on the 2D block
-layout, as ``eigh`` runs ``xHETRD`` + ``xSTEIN`` (``distla/linalg/_tridiagonal.py``):
+layout, as ``eigh`` runs ``xHETRD`` + ``xSTEIN`` (``distla/linalg/_eigh/tridiagonal.py``):
 
 1. **Reduction** ``Qᴴ x P = B`` (``kernels/bidiagonal.py``), ``Q`` and ``P``
    accumulated, in the tridiagonal reduction's phases.
@@ -60,8 +60,8 @@ from .._core.matrix import block_spec, ct_on, diagonal, eye, on_mesh, pad_to, pu
 from .._core.mesh import constrain, fitting_spec, grid_of, operand_mesh, run_on_mesh, shard_map
 from .._core.plan import plan_here
 from . import _qr
-from ._eigh import unit_scaled
-from ._tridiagonal import PANEL, PHASE_ORDER, _bisect, _loose
+from ._eigh.tridiagonal import PANEL, PHASE_ORDER, _bisect, _loose
+from ._qdwh import unit_scaled
 
 #: The reduction with vectors runs in at most two phases (``eigvalsh`` and ``svdvals``
 #: run four). Each phase is its own compiled kernel: the reduction with ``Q`` and ``P``
@@ -76,7 +76,7 @@ PHASE_CUT = 0.42
 
 def phase_bounds(n: int) -> tuple[int, ...]:
     """The reduction's column bounds: one phase below ``2·PHASE_ORDER`` columns (as
-    ``_tridiagonal.phase_bounds``), else two, cut at :data:`PHASE_CUT`."""
+    ``_eigh.tridiagonal.phase_bounds``), else two, cut at :data:`PHASE_CUT`."""
     total = round_up(n, PANEL)
     if n < 2 * PHASE_ORDER:
         return (0, total)

@@ -72,7 +72,7 @@ def all_blas_threads(fn: Callable[..., Any]) -> Callable[..., Any]:
     return call
 
 
-def mesh_of(grid: tuple[int, int], auto: bool = False):
+def grid_mesh(grid: tuple[int, int], auto: bool = False):
     """A ``grid`` mesh on the first devices, ``Explicit`` axes (``Auto`` with ``auto``)."""
     import jax
     from jax.sharding import AxisType
@@ -107,7 +107,7 @@ class _Group:
                 d0 = jax.devices()[0]
                 self._placed[on] = tuple(jax.device_put(x, d0) for x in self.host)
             else:
-                self._placed[on] = place(self.op, self.host, mesh_of(self.grid, on == "auto"))
+                self._placed[on] = place(self.op, self.host, grid_mesh(self.grid, on == "auto"))
         return self._placed[on]
 
 

@@ -30,7 +30,7 @@ from ..._core.mesh import (
     operand_mesh,
     run_on_mesh,
 )
-from ...linalg._tridiagonal import _bisect, _loose, _repaired, _vectors_of_tridiagonal
+from ...linalg._eigh.tridiagonal import _bisect, _loose, _repaired, _vectors_of_tridiagonal
 from ._everywhere import result_types
 
 

@@ -48,7 +48,7 @@ from ..._core.matrix import block_spec, ct, eye, pad_identity
 from ..._core.mesh import constrain, drop_trivial_sharding, fitting_spec, run_on_mesh
 from ..._core.one_device import block_layout, moved_bytes, on_one_device
 from ..._core.plan import Plan, resolve
-from ...linalg._lu_rules import inv_2d
+from ...linalg._lu.rules import inv_2d
 from ._everywhere import everywhere, result_types
 
 #: Most Denman–Beavers steps (quadratic convergence: about 6-10 once scaled).
