@@ -1,12 +1,15 @@
-"""Small products on 2x4: eager ``distla.matmul``, ``jax.jit`` of it and ``jnp.matmul`` on
-the same sharded inputs (XLA's own partitioning), one call of each in turn per round
-(waited for, as a user's eager call is), medians over the rounds (docs/benchmarks-log.md,
-"Small products"):
+"""Products on 2x4: eager ``distla.matmul`` on ``Auto`` and ``Explicit`` meshes, ``jax.jit``
+of it, ``jnp.matmul`` on the same sharded inputs (XLA's own partitioning) and on one
+device, one call of each in turn per round (waited for, as a user's eager call is),
+medians over the rounds (docs/benchmarks-log.md, "Small products"):
 
     JAX_PLATFORMS=cpu python benchmarks/matmul_small.py --sizes 128 256 512 1024 --rounds 100
+    JAX_PLATFORMS=cpu python benchmarks/matmul_small.py --sizes 2048 --rounds 15
 
 On an ``Explicit`` mesh ``jnp.matmul`` of two ``P(x, y)`` matrices is refused (the
-contracting dimension is sharded two ways), so only the ``Auto`` rows have a jnp column.
+contracting dimension is sharded two ways), so both mesh kinds' rows take the ``Auto``
+mesh's ``jnp.matmul`` of the same values, timed in the same rounds, as their reference;
+the last column is the eager call over one device's ``jnp.matmul``.
 """
 
 import argparse
@@ -29,28 +32,33 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[128, 256, 512, 1024])
     parser.add_argument("--rounds", type=int, default=100)
     args = parser.parse_args()
-    print("| mesh | n | distla ms | jit(distla) ms | jnp ms | distla / jnp |")
-    print("|---|---|---|---|---|---|")
-    for kind in (AxisType.Auto, AxisType.Explicit):
-        mesh = jax.make_mesh((2, 4), ("x", "y"), axis_types=(kind,) * 2)
-        for n in args.sizes:
-            rng = np.random.default_rng(0)
-            a, b = (
-                jax.device_put(
-                    rng.standard_normal((n, n)).astype(np.float32), NamedSharding(mesh, P("x", "y"))
-                )
-                for _ in range(2)
-            )
-            jitted, xla = jax.jit(distla.matmul), jax.jit(jnp.matmul)
-            cases = {"distla": lambda: distla.matmul(a, b), "jit": lambda: jitted(a, b)}
+    print(
+        "| mesh | n | distla ms | jit(distla) ms | jnp, sharded (Auto) ms | one device ms "
+        "| distla / jnp | distla / one device |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    xla = jax.jit(jnp.matmul)
+    jitted = jax.jit(distla.matmul)
+    kinds = (AxisType.Auto, AxisType.Explicit)
+    for n in args.sizes:
+        rng = np.random.default_rng(0)
+        a_np, b_np = (rng.standard_normal((n, n)).astype(np.float32) for _ in range(2))
+        one_a, one_b = (jax.device_put(x, jax.devices()[0]) for x in (a_np, b_np))
+        cases = {"jnp": None, "one": lambda: xla(one_a, one_b)}
+        for kind in kinds:
+            mesh = jax.make_mesh((2, 4), ("x", "y"), axis_types=(kind,) * 2)
+            a, b = (jax.device_put(x, NamedSharding(mesh, P("x", "y"))) for x in (a_np, b_np))
+            cases[f"distla {kind.name}"] = (lambda a, b: lambda: distla.matmul(a, b))(a, b)
+            cases[f"jit {kind.name}"] = (lambda a, b: lambda: jitted(a, b))(a, b)
             if kind == AxisType.Auto:
-                cases["jnp"] = lambda: xla(a, b)
-            ms = {name: s * 1e3 for name, s in medians(cases, args.rounds).items()}
-            jnp_ms = f"{ms['jnp']:.3f}" if "jnp" in ms else "-"
-            ratio = f"{ms['distla'] / ms['jnp']:.2f}x" if "jnp" in ms else "-"
+                cases["jnp"] = (lambda a, b: lambda: xla(a, b))(a, b)
+        ms = {name: s * 1e3 for name, s in medians(cases, args.rounds).items()}
+        for kind in kinds:
+            got = ms[f"distla {kind.name}"]
             print(
-                f"| 2x4 {kind.name} | {n} | {ms['distla']:.3f} | {ms['jit']:.3f} | {jnp_ms} "
-                f"| {ratio} |",
+                f"| 2x4 {kind.name} | {n} | {got:.3f} | {ms[f'jit {kind.name}']:.3f} "
+                f"| {ms['jnp']:.3f} | {ms['one']:.3f} | {got / ms['jnp']:.2f}x "
+                f"| {got / ms['one']:.2f}x |",
                 flush=True,
             )
 

@@ -148,21 +148,26 @@ def _reflect_column(i, carry, *, k0, a_blk, at: Local, idx, real):
     return v_all, w_all, taus, d, e, col
 
 
-def _q_times_panels(q, k, v_all, taus, *, panels, nb, at: Local, col_axis):
-    """``Q`` times two panels' reflectors at once (one block reflector of ``2nb`` columns):
-    reading ``Q``'s local block is the cost, so half as many reads."""
-    q_blk, v_two, t_two = q
-    zero = jnp.int32(0)
+def times_two_panels(acc, v_all, taus, *, k, last, at: Local, axis: str | None):
+    """Accumulate panel ``k``'s reflectors (``v_all``: ``m x nb``, ``taus``) into
+    ``acc = (blk, V₂, T₂)`` and apply panels ``k − 1`` and ``k`` to ``blk`` at once, one
+    block reflector of ``2nb`` columns (:func:`times_reflectors`), after every second
+    panel and after the ``last``: reading ``blk``'s local block is the cost, so half as
+    many reads. ``at``: where ``blk``'s columns lie (they index ``v_all``'s rows)."""
+    blk, v_two, t_two = acc
+    nb = taus.shape[0]
     half = (k % 2).astype(jnp.int32)
-    v_two = lax.dynamic_update_slice(jnp.where(half == 0, 0, v_two), v_all, (zero, half * nb))
-    t_two = lax.dynamic_update_slice(jnp.where(half == 0, 0, t_two), taus, (half * nb,))
-    q_blk = lax.cond(
-        (half == 1) | (k == panels - 1),
-        lambda q: times_reflectors(q, v_two, t_two, at, col_axis),
-        lambda q: q,
-        q_blk,
+    v_two = lax.dynamic_update_slice(
+        jnp.where(half == 0, 0, v_two), v_all, (jnp.int32(0), half * nb)
     )
-    return q_blk, v_two, t_two
+    t_two = lax.dynamic_update_slice(jnp.where(half == 0, 0, t_two), taus, (half * nb,))
+    blk = lax.cond(
+        (half == 1) | last,
+        lambda b: times_reflectors(b, v_two, t_two, at, axis),
+        lambda b: b,
+        blk,
+    )
+    return blk, v_two, t_two
 
 
 def _reduce_panel(k, carry, *, nb, panels, at: Local, idx, real, col_axis):
@@ -178,7 +183,7 @@ def _reduce_panel(k, carry, *, nb, panels, at: Local, idx, real, col_axis):
     # the deferred rank-2nb update, local: A ← A − V Wᴴ − W Vᴴ
     a_blk = rank_2k_update(a_blk, v_all, w_all, w_all, v_all, at)
     if q is not None:
-        q = _q_times_panels(q, k, v_all, taus, panels=panels, nb=nb, at=at, col_axis=col_axis)
+        q = times_two_panels(q, v_all, taus, k=k, last=k == panels - 1, at=at, axis=col_axis)
     return a_blk, q, d, e
 
 

@@ -69,6 +69,7 @@ class _NotOneDevice(Exception):
 
 
 _CONCRETE: set[type] = set()  # types of operands that took the one-program path
+_CONCRETE_ON_MESHES: set[type] = set()  # types of concrete operands seen on several devices
 
 
 # Option values the fast look-up keys by exact type and value (flags, names, numbers):
@@ -233,6 +234,12 @@ def one_program(fn: Callable[..., Any]) -> Callable[..., Any]:
         # Python step costs several times what it costs in a loop of calls.
         if jax.sharding.get_abstract_mesh().size > 1:
             return fn(*args, **kwargs)
+        # an eager call on a mesh of several devices: the function as written, with none
+        # of the look-ups below (on_their_meshes leaves concrete operands alone when no
+        # trace runs); distla.matmul's eager call is then one jax.jit dispatch
+        first = args[0] if args else None
+        if type(first) in _CONCRETE_ON_MESHES and first.sharding.num_devices > 1 and not tracing():
+            return fn(*args, **kwargs)
         # (after a wait every Python step costs several times what it costs in a loop of
         # calls, so this is written out: no calls but the look-ups, a loop with no generator)
         key = plain_keys.get(_fast_key(len(args), kwargs) if kwargs else len(args))
@@ -256,6 +263,9 @@ def one_program(fn: Callable[..., Any]) -> Callable[..., Any]:
                 tuple((name, _freeze(v, operands)) for name, v in kwargs.items()),
             )
         except _NotOneDevice:
+            concrete = isinstance(first, jax.Array) and not isinstance(first, jax.core.Tracer)
+            if concrete and first.sharding.num_devices > 1:
+                _CONCRETE_ON_MESHES.add(type(first))
             return fn(
                 *on_their_meshes(args), **dict(zip(kwargs, on_their_meshes(tuple(kwargs.values()))))
             )

@@ -1,12 +1,11 @@
 """The singular value decomposition: ``svd`` and ``svdvals`` (private; see docs/spectral.md).
 
-One matrix sharded over a mesh: the polar decomposition ``a = U_p H`` by QDWH
-(``_qdwh``), then ``H = V Σ Vᴴ`` by eigh's tridiagonal driver
-(``_eigh.tridiagonal``), ``U = U_p V``; the values alone by bidiagonal
-reduction. A stack sharded along its batch runs jnp's function on each device
-with no collective (``distla._core.stacked.stack``); one-device and empty
-inputs fall back to jnp. Each public function declares its op
-(``distla._core.route.Op``).
+One matrix sharded over a mesh: ``svd`` by reduction to bidiagonal form
+(``_bidiagonal``: LAPACK's route, distributed), the values alone by
+bidiagonal reduction (``_eigh.tridiagonal.svdvals_2d``). A stack sharded
+along its batch runs jnp's function on each device with no collective
+(``distla._core.stacked.stack``); one-device and empty inputs fall back to
+jnp. Each public function declares its op (``distla._core.route.Op``).
 """
 
 from __future__ import annotations
@@ -16,22 +15,20 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from jax import lax
 from jax.sharding import PartitionSpec as P
 
 from .._core import route
-from .._core.checks import ShapeError, is_traced
+from .._core.checks import ShapeError
 from .._core.matmul import product, product_here
-from .._core.matrix import block_spec, ct_on, diag_mask, diagonal, on_mesh, put
+from .._core.matrix import block_spec, ct_on, diag_mask, diagonal
 from .._core.mesh import fitting_spec, run_on_mesh
 from .._core.one_device import block_layout
-from .._core.plan import Plan, plan_here
+from .._core.plan import Plan
 from .._core.stacked import stack
+from . import _bidiagonal as bidiagonal
 from ._eigh import rules as eigh_rules
 from ._eigh import tridiagonal
-from ._qdwh import polar_body, polar_eager, unit_scaled
-from ._qr import qr_2d
 
 
 class SVDResult(NamedTuple):
@@ -63,138 +60,9 @@ def _check(what, a, *, hermitian, **options):
 
 
 def _svd_specs(mesh, shape, full_matrices, compute_uv):
-    spec = block_spec(mesh)
-    m, n = shape
-    k = min(m, n)
     if not compute_uv:
         return P()
-    us = (m, m) if full_matrices else (m, k)
-    vs = (n, n) if full_matrices else (k, n)
-    return (fitting_spec(us, mesh, spec), P(), fitting_spec(vs, mesh, spec))
-
-
-def _kept(s, rows):
-    """Which singular values keep their ``u = u_p v`` column: ``s > max(rows, k)·eps·s₀``.
-
-    ``u_p`` is the polar factor of ``x``; for a singular ``x`` it is not unitary on
-    the null space, so the columns of the values below are replaced
-    (`_completed`), as LAPACK's any completion."""
-    k = s.shape[0]
-    eps = float(jnp.finfo(s.dtype).eps)
-    return s > s[0] * (max(rows, k) * eps)
-
-
-def _completed(u, kept):
-    """``u`` with its columns not ``kept`` replaced by an orthonormal basis of the
-    complement of the others: ``[u_kept | filler] = QR`` by distla's QR,
-    ``u = Q·diag(phase(R_jj))`` (the kept columns come back as they were, ``s``
-    descending puts them first)."""
-    rows, k = u.shape
-    mesh = jax.sharding.get_abstract_mesh()
-    spec = fitting_spec(u.shape, mesh, block_spec(mesh))
-    filler = jax.random.normal(jax.random.key(1), (rows, k), jnp.finfo(u.dtype).dtype)
-    y = put(jnp.where(kept[None, :], u, put(filler.astype(u.dtype), spec)), spec)
-    q, r = qr_2d(y, mode="reduced", call=plan_here(y.dtype))
-    d = diagonal(r)
-    mag = jnp.abs(d)
-    phase = jnp.where(mag > 0, d / jnp.where(mag > 0, mag, 1).astype(d.dtype), 1)
-    return put(q * phase[None, :].astype(q.dtype), spec)
-
-
-def _rayleigh_quotients(h, v):
-    """``vᵢᴴ h vᵢ`` for every column ``vᵢ`` of ``v``: one distributed product ``h v``.
-
-    The singular values of ``x = u_p h`` as the Rayleigh quotients of the computed
-    eigenvectors rather than the bisected eigenvalues of ``h``: a vector's error
-    enters its quotient squared, so what is left is the product's rounding. On a
-    rank-9 float32 matrix of order 37 the values that are zero in exact arithmetic
-    come out at 0.1-0.17·eps·σ₁ (runs differ), below LAPACK's xGESDD (0.76) and the
-    bisected eigenvalues of the reduction (1.96; LAPACK's own xSYEVR on the same ``h``, 2.56:
-    a Householder reduction's backward error is ``O(eps·‖h‖)`` on every eigenvalue),
-    so a rank cut at ``eps·σ₁`` sees what LAPACK sees (docs/spectral.md).
-    """
-    h, scale = unit_scaled(h)
-    hv = product_here(h, v)
-    return jnp.real(jnp.sum(jnp.conj(v) * hv, axis=0)) / scale
-
-
-def _svd_vectors(u_p, h, w, v):
-    """``(u, s, v, kept)`` from ``x = u_p h`` (``x`` tall: ``a`` or ``aᴴ``) and
-    ``h = v diag(w) vᴴ`` (``w`` ascending): ``v`` reversed, ``u = u_p v``, ``s`` the
-    Rayleigh quotients of ``v`` (`_rayleigh_quotients`) sorted descending.
-    Quotients that leave the bisection's order do so within their rounding, so ``v``
-    keeps its order."""
-    v = jnp.flip(v, axis=1)
-    s = jnp.maximum(_rayleigh_quotients(h, v), 0)
-    s = jnp.where(jnp.isnan(jnp.sum(w)), jnp.nan, -jnp.sort(-s))
-    mesh = jax.sharding.get_abstract_mesh()
-    u = product_here(u_p, v)
-    u = put(u, fitting_spec(u.shape, mesh, block_spec(mesh)))
-    return u, s, v, _kept(s, u_p.shape[0])
-
-
-def _svd_assemble(u, s, v, *, wide, full_matrices):
-    """``(U, S, Vh)``: ``u`` completed to ``m x m`` for ``full_matrices``, NaN vectors
-    for a NaN input (as LAPACK's), and ``a = xᴴ`` undone for a wide ``a``."""
-    rows, k = u.shape
-    if full_matrices and rows > k:
-        # q[:, :k] = u·diag(±1): keep u, add the rest
-        q, _ = qr_2d(u, mode="complete", call=plan_here(u.dtype))
-        u = jnp.concatenate([u, q[:, k:]], axis=1)
-    bad = jnp.isnan(jnp.sum(s))
-    u = jnp.where(bad, jnp.asarray(jnp.nan, u.dtype), u)
-    v = jnp.where(bad, jnp.asarray(jnp.nan, v.dtype), v)
-    if wide:  # a = xᴴ = v s uᴴ
-        return v, s, jnp.conj(u.T)
-    return u, s, jnp.conj(v.T)
-
-
-def _svd_finish(u_p, h, w, v, *, wide, full_matrices):
-    """``(U, S, Vh)`` traced: `_svd_vectors`, the completion under ``lax.cond``
-    (only when some value is not kept), `_svd_assemble`."""
-    u, s, v, kept = _svd_vectors(u_p, h, w, v)
-    u = lax.cond(jnp.all(kept), lambda u: u, lambda u: _completed(u, kept), u)
-    return _svd_assemble(u, s, v, wide=wide, full_matrices=full_matrices)
-
-
-@functools.partial(jax.jit, static_argnames=("full_matrices", "mesh"))
-def _svd_2d(a, *, full_matrices, mesh):
-    """Traced SVD of one matrix on ``mesh`` (for callers under ``jax.jit``)."""
-    spec = block_spec(mesh)
-    m, n = a.shape
-
-    def body(a):
-        wide = m < n
-        x = jnp.conj(a.T) if wide else a  # tall: x = u_p h
-        u_p, h = polar_body(x, mesh=mesh, side="right")
-        h = put(h, fitting_spec(h.shape, mesh, spec))
-        w, v = tridiagonal.eigenpairs_body(h, mesh=mesh)
-        return _svd_finish(u_p, h, w, v, wide=wide, full_matrices=full_matrices)
-
-    return run_on_mesh(body, mesh, _svd_specs(mesh, a.shape, full_matrices, True), a)
-
-
-def _svd_eager(a, *, full_matrices, mesh):
-    """SVD of a concrete matrix on ``mesh``: the eager polar and eigh (compiled steps
-    shared), then the completion's program only for a matrix that needs it (a singular one)."""
-    m, n = a.shape
-    wide = m < n
-    x = ct_on(a, mesh=mesh) if wide else a
-    u_p, h = polar_eager(x, mesh=mesh, side="right")
-    w, v = tridiagonal.eigh_2d(h, mesh=mesh, symmetrize=False, lower=True)
-    rows, k = u_p.shape
-    spec = block_spec(mesh)
-    u_spec, v_spec = fitting_spec((rows, k), mesh, spec), fitting_spec((k, k), mesh, spec)
-    u, s, v, kept = on_mesh(_svd_vectors, mesh, (u_spec, P(), v_spec, P()))(u_p, h, w, v)
-    if not np.all(np.asarray(kept)):  # on the host: no program for the test
-        u = on_mesh(_completed, mesh, u_spec)(u, kept)
-    assemble = on_mesh(
-        _svd_assemble,
-        mesh,
-        _svd_specs(mesh, a.shape, full_matrices, True),
-        (("wide", wide), ("full_matrices", full_matrices)),
-    )
-    return assemble(u, s, v)
+    return bidiagonal.out_specs(mesh, shape, full_matrices)
 
 
 @functools.partial(jax.jit, static_argnames=("mesh",))
@@ -236,8 +104,7 @@ def _svd_tangent(u, s, vh, da, *, mesh):
 def _svd_one(plan: Plan, a, *, full_matrices, compute_uv):
     if not compute_uv:  # the eigenvalues of [[0, r], [rᴴ, 0]] by tridiagonal reduction
         return tridiagonal.svdvals_2d(a, mesh=plan.mesh)
-    run = _svd_2d if is_traced(a) else _svd_eager
-    return tuple(run(a, full_matrices=full_matrices, mesh=plan.mesh))
+    return tuple(bidiagonal.svd_2d(a, full_matrices=full_matrices, mesh=plan.mesh))
 
 
 def _svd_jvp(fn, plan: Plan, primals, tangents, *, full_matrices, compute_uv):
@@ -361,14 +228,17 @@ def svd(
 ) -> SVDResult | jax.Array:
     """Singular value decomposition ``a = U diag(S) Vh``, as ``jnp.linalg.svd``.
 
-    One matrix sharded over a mesh: the distributed polar decomposition
-    ``a = U_p H`` (QDWH), then ``H = V Σ Vᴴ`` by the distributed
-    [`eigh`][distla.linalg.eigh], ``U = U_p V`` (for ``m < n`` the same on ``aᴴ``). No device
-    holds the whole matrix. Stacks sharded along the batch run jnp's function
-    on each device. That route does about 4.6x LAPACK's flops; below the
-    one-device budget (``distla.linalg.set_plan_budget``) ``plan="auto"``
-    moves the matrix to one device, runs ``jnp.linalg.svd`` there and shards
-    the result back in the same layouts (``distla.cost`` reports it).
+    One matrix sharded over a mesh: LAPACK's route, distributed: Householder
+    reduction to real bidiagonal form ``a = Q B Pᴴ`` on the 2D block layout,
+    ``B``'s singular values by bisection and its vectors by inverse iteration
+    on the Golub–Kahan tridiagonal (each device a range), ``U = Q U_B``,
+    ``V = P V_B`` (for ``m < n`` the same on ``aᴴ``); values at the rounding
+    level are taken from ``a`` itself (docs/spectral.md). No device holds the
+    whole matrix. Stacks sharded along the batch run jnp's function on each
+    device. Below the one-device budget (``distla.linalg.set_plan_budget``)
+    ``plan="auto"`` moves the matrix to one device, runs ``jnp.linalg.svd``
+    there and shards the result back in the same layouts (``distla.cost``
+    reports it).
 
     Args:
       a: ``[m, n]`` matrix sharded on a 1- or 2-axis mesh, or a stack.

@@ -1,0 +1,349 @@
+"""Distributed ``svd`` by Householder reduction to bidiagonal form (see docs/spectral.md).
+
+LAPACK's route (``xGEBRD`` + ``xORGBR``, ``xBDSVDX`` on ``B``) on the 2D block
+layout, as ``eigh`` runs ``xHETRD`` + ``xSTEIN`` (``distla/linalg/_eigh/tridiagonal.py``):
+
+1. **Reduction** ``Qᴴ x P = B`` (``kernels/bidiagonal.py``), ``Q`` and ``P``
+   accumulated, in the tridiagonal reduction's phases.
+2. **Singular values** of ``B``: the top ``k`` eigenvalues of the Golub–Kahan
+   tridiagonal ``TGK`` (order ``2k``), bisected ``k/p`` per device.
+3. **Singular vectors** of ``B``: ``TGK``'s eigenvectors by inverse iteration,
+   each device a range (``kernels/bidiagonal_vectors.py``), split into
+   ``V_B`` and ``U_B`` and each column of each half normalized (mixing with
+   the partner for ``−σ`` only rescales the halves).
+4. **Orthogonality, and values at the rounding level.** A probe
+   ``‖V_Bᴴ V_B r − r‖`` (and of ``U_B``) tells whether the halves are
+   orthonormal: they are to about ``eps·‖B‖/σ`` (mixing with ``−σⱼ``), and
+   across devices only up to clusters wider than a device's guard. Below
+   ``max(m, n)·eps·σ₁`` they mean nothing, and ``B``'s own values there are
+   the reduction's rounding (the
+   blocked reduction's backward error on a rank-deficient matrix is about
+   ``2·eps·σ₁``, as LAPACK's blocked ``xGEBRD``'s; see
+   ``kernels/bidiagonal.py``). So those columns of ``U_B`` and ``V_B`` are
+   completed (an orthonormal basis of the complement of the others, by QR),
+   and their values are taken from the original matrix, ``|uᵢᴴ x vᵢ|`` with
+   ``u = Q U_B``, ``v = P V_B``: ``uᵢ`` and ``vᵢ`` lie in the null spaces up to
+   the backward error over the gap to the kept values, so the quotient is of
+   second order in it and what is left is the product's rounding (a rank cut at
+   ``eps·σ₁``, ``lstsq(rcond=-1)``'s, counts what LAPACK's unblocked
+   reduction counts). The QR orthonormalizes the kept columns in order too,
+   which repairs the probe's cases: within a cluster the two halves have the
+   same Gram matrix (``u = Bv/σ``, ``B/σ`` orthogonal on the cluster), so
+   their QRs pair them again, and elsewhere a column moves by about
+   ``eps·‖B‖/σ``, which costs ``eps·‖B‖`` of backward error. This runs only
+   when some value is below the cut or the probe fires: ``lax.cond`` under a
+   trace, a second program on concrete arrays.
+5. ``U = Q U_B``, ``V = P V_B`` by SUMMA.
+
+About ``8n³/3`` (reduction) + ``4n³``-ish (accumulating ``Q`` and ``P``) + ``4n³``
+(two products) flops for a square matrix, against the polar + ``eigh`` route's
+``50n³`` it replaced.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+from jax.sharding import PartitionSpec as P
+
+from distla.kernels._axes import round_up
+from distla.kernels.bidiagonal import reduce_to_bidiagonal
+from distla.kernels.bidiagonal_vectors import golub_kahan, golub_kahan_vectors, halves
+
+from .._core.checks import is_traced
+from .._core.matmul import mm
+from .._core.matrix import block_spec, ct_on, diagonal, eye, on_mesh, pad_to, put
+from .._core.mesh import constrain, fitting_spec, grid_of, operand_mesh, run_on_mesh, shard_map
+from .._core.plan import plan_here
+from . import _qr
+from ._eigh.tridiagonal import PANEL, PHASE_ORDER, _bisect, _loose
+from ._qdwh import unit_scaled
+
+#: The reduction with vectors runs in at most two phases (``eigvalsh`` and ``svdvals``
+#: run four). Each phase is its own compiled kernel: the reduction with ``Q`` and ``P``
+#: at n = 1024 took 2.6 / 6.1 / 13.5 CPU seconds of XLA's compile for 1 / 2 / 4
+#: phases on the test bed, whatever n, while two phases already cut the work of the
+#: matrix-vector products and of accumulating ``Q`` and ``P`` to about 1.3x that of four.
+#: The cut is where two phases' work is least: a cut at ``c·n`` leaves ``c + (1 − c)³``
+#: of one phase's (the trailing matrix's area times the columns), least at
+#: ``c = 1 − 1/√3 ≈ 0.42``.
+PHASE_CUT = 0.42
+
+
+def phase_bounds(n: int) -> tuple[int, ...]:
+    """The reduction's column bounds: one phase below ``2·PHASE_ORDER`` columns (as
+    ``_eigh.tridiagonal.phase_bounds``), else two, cut at `PHASE_CUT`."""
+    total = round_up(n, PANEL)
+    if n < 2 * PHASE_ORDER:
+        return (0, total)
+    return (0, round_up(int(total * PHASE_CUT), PANEL), total)
+
+
+def _reduce_with_vectors(x, *, grid):
+    """``(d, e, q, p)`` with ``qᴴ x p = B`` (``x``: ``m x n``, ``m >= n``), ``B``'s
+    diagonal ``d`` and superdiagonal ``e`` (``n`` each, padded), ``q`` and ``p``
+    square and padded (``q[:m, :n]``, ``p[:n, :n]`` are ``x``'s).
+
+    ``x`` is padded with zeros to multiples of the grid's both sizes (then the
+    padded rows and columns stay zero and ``B`` is ``x``'s bidiagonal padded
+    with zeros); after each phase the trailing matrix, ``q``'s and ``p``'s
+    columns that later phases touch are cut out and laid out evenly again.
+    """
+    m, n = x.shape
+    bounds = phase_bounds(n)
+    spec = grid.block_spec
+    multiple = math.lcm(grid.pr, grid.pc)
+
+    def even(y, rows=None):
+        cols = round_up(y.shape[1], multiple)
+        rows = round_up(max(y.shape[0], cols), multiple) if rows is None else rows
+        return constrain(pad_to(y, (rows, cols)), spec)
+
+    x = even(pad_to(x, (max(m, bounds[-1]), bounds[-1])))
+    rows, cols = x.shape
+    q, p = eye(rows, rows, x.dtype, spec), eye(cols, cols, x.dtype, spec)
+    ds, es, done_q, done_p = [], [], [], []
+    for start, stop in zip(bounds, bounds[1:]):
+        steps = stop - start
+        kernel = functools.partial(
+            reduce_to_bidiagonal, steps=steps, nb=PANEL, row_axis=grid.row, col_axis=grid.col
+        )
+        x, q, p, d, e = shard_map(
+            kernel, in_specs=(spec,) * 3, out_specs=(spec,) * 3 + (P(), P()), check_vma=False
+        )(x, q, p)
+        ds.append(d)
+        es.append(e)
+        if stop < bounds[-1]:  # the trailing matrix and the columns still to come
+            x = even(x[steps:, steps:])
+            done_q.append(q[:, :steps])
+            q = even(q[:, steps:], rows=rows)
+            done_p.append(p[:, :steps])
+            p = even(p[:, steps:], rows=cols)
+    cat = functools.partial(jnp.concatenate, axis=1)
+    return jnp.concatenate(ds), jnp.concatenate(es), cat(done_q + [q]), cat(done_p + [p])
+
+
+def _tgk_vectors(d, e, s, *, grid, spec):
+    """``TGK``'s unit eigenvectors (``2k x k``, columns for ``s`` ascending), in ``spec``."""
+    k = d.shape[0]
+    # device ranges column-major over the grid, as eigh's (one all-to-all to ``spec``)
+    axes = tuple(name for name in (grid.col, grid.row) if name is not None)
+    block = -(-k // grid.size)
+    kernel = functools.partial(golub_kahan_vectors, block=block, guard=block // 4, axis_names=axes)
+    z = shard_map(kernel, in_specs=(P(), P(), P()), out_specs=P(None, axes), check_vma=False)(
+        d, e, s
+    )
+    return constrain(z[:, :k], spec)
+
+
+def kept(s, rows):
+    """Which singular values keep their computed vectors: ``s > max(rows, k)·eps·s₀``
+    (``s`` descending); the others are completed (`completed`)."""
+    k = s.shape[0]
+    eps = float(jnp.finfo(s.dtype).eps)
+    return s > s[0] * (max(rows, k) * eps)
+
+
+def completed(u, keep):
+    """``u`` with its columns not in ``keep`` replaced by an orthonormal basis of the
+    complement of the others: ``[u_keep | filler] = QR`` by distla's QR,
+    ``u = Q·diag(phase(R_jj))`` (the kept columns, first since ``s`` is descending,
+    come back as they were, orthonormalized in order)."""
+    rows, k = u.shape
+    mesh = jax.sharding.get_abstract_mesh()
+    spec = fitting_spec(u.shape, mesh, block_spec(mesh))
+    filler = jax.random.normal(jax.random.key(1), (rows, k), jnp.finfo(u.dtype).dtype)
+    y = put(jnp.where(keep[None, :], u, put(filler.astype(u.dtype), spec)), spec)
+    q, r = _qr.qr_2d(y, mode="reduced", call=plan_here(y.dtype))
+    d = diagonal(r)
+    mag = jnp.abs(d)
+    phase = jnp.where(mag > 0, d / jnp.where(mag > 0, mag, 1).astype(d.dtype), 1)
+    return put(q * phase[None, :].astype(q.dtype), spec)
+
+
+def _parts(a, *, mesh):
+    """The common path: ``(x, scale, q, p, s, z)`` of the tall ``a``.
+
+    ``x = a·scale`` (a power of two), ``qᴴ x p = B``, ``s`` ``B``'s singular values
+    ascending, ``z`` ``TGK``'s eigenvectors for them.
+    """
+    grid = grid_of(mesh, what="distla.linalg.svd")
+    m, k = a.shape
+    x, scale = unit_scaled(a)
+    d, e, q, p = _reduce_with_vectors(x, grid=grid)
+    d, e = d[:k], e[:k]
+    t_diag, t_off = golub_kahan(d, e)
+    s = jnp.abs(d) if k == 1 else _bisect(t_diag, t_off, grid=grid, count=k, first=k)
+    z = _tgk_vectors(d, e, s, grid=grid, spec=fitting_spec((2 * k, k), mesh, grid.block_spec))
+    finite = jnp.isfinite(jnp.sum(d) + jnp.sum(e))
+    return x, scale, q, p, jnp.where(finite, s, jnp.nan), z
+
+
+def _vectors_of_b(z, s, rows):
+    """``(u_b, v_b, s, keep, loose)``: ``B``'s singular vectors from ``TGK``'s ``z``
+    (each column of each half normalized), columns and ``s`` descending; ``keep``
+    (`kept`); ``loose``: whether the probe finds either half further from
+    orthonormal than about ``√k·eps``."""
+    k = s.shape[0]
+    mesh = jax.sharding.get_abstract_mesh()
+    grid = grid_of(mesh, what="distla.linalg.svd")
+    spec = fitting_spec((k, k), mesh, grid.block_spec)
+    # every row on each device (columns split), so splitting the rows is local
+    axes = tuple(name for name in (grid.col, grid.row) if name is not None)
+    cols = P(None, axes)
+    z = constrain(pad_to(z, (2 * k, round_up(k, grid.size))), cols)
+    split = shard_map(halves, in_specs=cols, out_specs=cols)(z)[:, :k]
+    v_b, u_b = (_unit_columns(put(jnp.flip(h, axis=1), spec)) for h in (split[:k], split[k:]))
+    s = jnp.flip(s)
+    keep = kept(s, rows)
+    return u_b, v_b, s, keep, _loose(u_b) | _loose(v_b)
+
+
+def _unit_columns(x):
+    """``x`` with each column scaled to unit norm (zero columns stay zero)."""
+    norm = jnp.linalg.norm(x, axis=0)
+    return x / jnp.where(norm > 0, norm, 1).astype(x.dtype)[None, :]
+
+
+def _complete_both(u_b, v_b, keep):
+    """`completed` of both halves, one QR traced for the two (a loop of two)."""
+    both = jnp.stack([u_b, v_b])
+    both = lax.fori_loop(0, 2, lambda i, both: both.at[i].set(completed(both[i], keep)), both)
+    return both[0], both[1]
+
+
+def _products(x, scale, q, p, u_b, v_b, s, keep, *, quotients):
+    """``(u, s, v)``: ``u = Q U_B``, ``v = P V_B`` and, where ``quotients`` (``True``,
+    ``False`` or a traced flag), the values not kept replaced by ``|uᵢᴴ x vᵢ|``
+    (sorted descending among themselves; they stay below the kept ones)."""
+    m = x.shape[0]
+    k = s.shape[0]
+    mesh = jax.sharding.get_abstract_mesh()
+    spec = block_spec(mesh)
+    # B's vectors are real; Q and P are in the matrix's dtype
+    u = mm(q[:m, :k], u_b.astype(q.dtype), fitting_spec((m, k), mesh, spec))
+    v = mm(p[:k, :k], v_b.astype(p.dtype), fitting_spec((k, k), mesh, spec))
+
+    def with_quotients(s):
+        xv = mm(x, v, fitting_spec((m, k), mesh, spec))
+        quot = jnp.abs(jnp.sum(jnp.conj(u) * xv, axis=0)).astype(s.dtype)
+        low = jnp.where(keep, jnp.inf, jnp.minimum(quot, s[0]))
+        return jnp.where(keep, s, -jnp.sort(-low))
+
+    if quotients is True:
+        s = with_quotients(s)
+    elif quotients is not False:
+        s = lax.cond(quotients, with_quotients, lambda s: s, s)
+    finite = jnp.isfinite(jnp.sum(s))
+    return u, jnp.where(finite, s / scale, jnp.nan), v
+
+
+def assemble(u, s, v, *, wide, full_matrices):
+    """``(U, S, Vh)``: ``u`` completed to ``m x m`` for ``full_matrices``, NaN vectors
+    for a NaN input (as LAPACK's), and ``a = xᴴ`` undone for a wide ``a``."""
+    rows, k = u.shape
+    if full_matrices and rows > k:
+        # q[:, :k] = u·diag(±1): keep u, add the rest
+        q, _ = _qr.qr_2d(u, mode="complete", call=plan_here(u.dtype))
+        u = jnp.concatenate([u, q[:, k:]], axis=1)
+    bad = jnp.isnan(jnp.sum(s))
+    u = jnp.where(bad, jnp.asarray(jnp.nan, u.dtype), u)
+    v = jnp.where(bad, jnp.asarray(jnp.nan, v.dtype), v)
+    if wide:  # a = xᴴ = v s uᴴ
+        return v, s, jnp.conj(u.T)
+    return u, s, jnp.conj(v.T)
+
+
+def out_specs(mesh, shape, full_matrices):
+    """The layouts of ``(U, S, Vh)`` for an ``m x n`` matrix."""
+    spec = block_spec(mesh)
+    m, n = shape
+    k = min(m, n)
+    us = (m, m) if full_matrices else (m, k)
+    vs = (n, n) if full_matrices else (k, n)
+    return (fitting_spec(us, mesh, spec), P(), fitting_spec(vs, mesh, spec))
+
+
+@functools.partial(jax.jit, static_argnames=("full_matrices", "mesh"))
+def _svd_program(a, *, full_matrices, mesh):
+    """The SVD of a traced matrix on ``mesh`` as one program: the repair and the
+    completion under ``lax.cond``."""
+    m, n = a.shape
+    wide = m < n
+
+    def body(a):
+        x = jnp.conj(a.T) if wide else a
+        x, scale, q, p, s, z = _parts(x, mesh=mesh)
+        u_b, v_b, s, keep, loose_halves = _vectors_of_b(z, s, x.shape[0])
+        incomplete = ~jnp.all(keep)
+        u_b, v_b = lax.cond(
+            incomplete | loose_halves,
+            _complete_both,
+            lambda u, v, _: (u, v),
+            u_b,
+            v_b,
+            keep,
+        )
+        u, s, v = _products(x, scale, q, p, u_b, v_b, s, keep, quotients=incomplete)
+        return assemble(u, s, v, wide=wide, full_matrices=full_matrices)
+
+    return run_on_mesh(body, mesh, out_specs(mesh, a.shape, full_matrices), a)
+
+
+def _common(a, *, mesh, full_matrices, wide):
+    """Eager first program: the answer if nothing needs repair or completion, the flags
+    that say whether something does, and the parts the other programs start from."""
+    x, scale, q, p, s, z = _parts(a, mesh=mesh)
+    u_b, v_b, s_desc, keep, loose = _vectors_of_b(z, s, x.shape[0])
+    u, s_out, v = _products(x, scale, q, p, u_b, v_b, s_desc, keep, quotients=False)
+    out = assemble(u, s_out, v, wide=wide, full_matrices=full_matrices)
+    return out, ~jnp.all(keep) | loose, (x, scale, q, p, s, z)
+
+
+def _rest(x, scale, q, p, s, z, *, full_matrices, wide):
+    """Eager second program, for a matrix that needs it: the completion of ``U_B`` and
+    ``V_B`` (`_complete_both`) and the values below the cut from the original
+    matrix."""
+    u_b, v_b, s, keep, _ = _vectors_of_b(z, s, x.shape[0])
+    u_b, v_b = _complete_both(u_b, v_b, keep)
+    u, s, v = _products(x, scale, q, p, u_b, v_b, s, keep, quotients=~jnp.all(keep))
+    return assemble(u, s, v, wide=wide, full_matrices=full_matrices)
+
+
+def svd_2d(a: jax.Array, *, full_matrices: bool, mesh=None):
+    """``(U, S, Vh)`` of one matrix on a 1- or 2-axis mesh, as ``jnp.linalg.svd``.
+
+    A traced ``a`` gives one program (`_svd_program`). A concrete one runs
+    the common path first and a second program only for a matrix that needs the
+    completion (values below the cut, or halves the probe finds not orthonormal),
+    so a first call compiles it only for such a matrix. ``mesh``: the mesh ``a``
+    lies on (read from ``a`` when ``None``).
+    """
+    if mesh is None:
+        mesh = operand_mesh(a, names=("a",))
+    if is_traced(a):
+        return _svd_program(a, full_matrices=full_matrices, mesh=mesh)
+    m, n = a.shape
+    wide = m < n
+    x = ct_on(a, mesh=mesh) if wide else a
+    specs = out_specs(mesh, a.shape, full_matrices)
+    k = min(m, n)
+    grid_spec = block_spec(mesh)
+    part_specs = (
+        fitting_spec(x.shape, mesh, grid_spec),
+        P(),
+        grid_spec,
+        grid_spec,
+        P(),
+        fitting_spec((2 * k, k), mesh, grid_spec),
+    )
+    static = (("full_matrices", full_matrices), ("wide", wide))
+    common = on_mesh(_common, mesh, (specs, P(), part_specs), static + (("mesh", mesh),))
+    out, incomplete, parts = common(x)
+    if not bool(incomplete):  # on the host: no program for the test
+        return out
+    return on_mesh(_rest, mesh, specs, static)(*parts)
