@@ -50,6 +50,20 @@ def add_block(x: jax.Array, start: tuple[int, ...], value: jax.Array) -> jax.Arr
     return lax.dynamic_update_slice(x, lax.slice(x, start, stop) + value.astype(x.dtype), start)
 
 
+def after(index: int, x: jax.Array) -> jax.Array:
+    """The static ``index`` as a value that XLA can compute only once ``x`` exists.
+
+    An operation that takes it (the start of a ``dynamic_slice``) runs after the
+    one that makes ``x``: XLA's CPU scheduler otherwise runs independent operations
+    in any order, for example every chunk's GEMM of a step before the first of
+    them is added into the result, and holds every product at once.
+    ``lax.optimization_barrier`` does not order them on XLA:CPU. ``isnan`` of one
+    entry of ``x`` is 0 or 1, and its minimum with 0 is 0.
+    """
+    first = lax.index_in_dim(x.reshape(-1), 0, keepdims=False)
+    return index + jax.numpy.minimum(jax.numpy.isnan(first).astype("int32"), 0)
+
+
 def highest_precision(kernel):
     """``kernel`` traced with every ``@`` / ``jnp.matmul`` at ``Precision.HIGHEST``.
 
