@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import jax.scipy.linalg as jsl
 from jax import lax
 
-from distla.kernels.cyclic import from_block_cyclic, to_block_cyclic
+from distla.kernels.cyclic import from_block_cyclic_2d, to_block_cyclic_2d
 from distla.kernels.trsm import trsm_few, trsm_many
 
 from .._core.checks import (
@@ -39,9 +39,8 @@ from ._lu import blocking, result_spec, rhs_of, solved_on_one_device
 
 
 def to_cyclic(x_blk, grid: Grid, nb: int):
-    """A local 2D block in block-cyclic order on ``grid`` (both dimensions)."""
-    x = to_block_cyclic(x_blk, axis=0, axis_name=grid.row, nb=nb)
-    return to_block_cyclic(x, axis=1, axis_name=grid.col, nb=nb)
+    """A local 2D block in block-cyclic order on ``grid`` (both dimensions), in place."""
+    return to_block_cyclic_2d(x_blk, row_axis=grid.row, col_axis=grid.col, nb=nb)
 
 
 def _trans_code(trans, what: str) -> int:
@@ -70,7 +69,7 @@ def triangular_solve(a, b, *, call: Plan, trans, lower, unit_diagonal):
             t = to_cyclic(a_blk, grid, nb)
             if trans:
                 t = t.T.conj() if trans == 2 else t.T
-            x = to_block_cyclic(b_blk, axis=0, axis_name=rows, nb=nb)
+            x = to_block_cyclic_2d(b_blk, row_axis=rows, col_axis=None, nb=nb)
             x = trsm(
                 t,
                 x,
@@ -81,7 +80,7 @@ def triangular_solve(a, b, *, call: Plan, trans, lower, unit_diagonal):
                 nb=nb,
                 precision=HIGHEST,
             )
-            return from_block_cyclic(x, axis=0, axis_name=rows, nb=nb)
+            return from_block_cyclic_2d(x, row_axis=rows, col_axis=None, nb=nb)
 
         x = shard_map(kernel, in_specs=(blocks, rhs.spec), out_specs=rhs.spec, check_vma=False)(
             a, rhs.pad(b, n_pad, dtype)
