@@ -31,8 +31,9 @@ runs over its panels ``k``:
 After the segment, one **trailing update** ``A22 -= L_seg L_segᴴ`` of rank
 ``W`` (the segment's rows are already on every device of their mesh row;
 their transposes go along mesh columns in one psum), restricted to the lower
-triangle: the local columns are cut into chunks and each chunk's GEMM starts
-at the first local row that can be below the diagonal on any device.
+triangle: the local rows are cut into chunks and each chunk's GEMM ends at the
+last local column that can be on or below the diagonal on any device (one
+chunk's operands and product at a time, a fraction of the local block).
 
 The program grows with the number of segments (at most ``max_segments``),
 not with ``n``: the loop over panels is a ``fori_loop``.
@@ -44,10 +45,10 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from ._axes import add_block, axis_index, axis_size, fori, set_block
+from ._axes import add_block, after, axis_index, axis_size, fori, set_block, zeros_after
 from .cyclic import global_blocks
 
-# The trailing update of a segment is cut into at most this many column chunks.
+# The trailing update of a segment is cut into at most this many row chunks.
 MAX_CHUNKS = 8
 
 
@@ -97,22 +98,24 @@ def transpose_rows(
     return _psum(rows, row_axis)
 
 
-def _chunks(c0: int, nloc: int, *, nb: int, pr: int, pc: int) -> list[tuple[int, int, int]]:
-    """Column chunks ``[lo, hi)`` of the local trailing columns, each with its first row.
+def _row_chunks(r1: int, c1: int, mloc: int, nloc: int, *, nb: int, pr: int, pc: int):
+    """Row chunks ``[lo, hi)`` of the local trailing rows, each with its last column.
 
-    The first local row of a chunk is the smallest, over all devices, that
-    holds a block row ``I >= J`` for the chunk's first block column ``J``
-    (device ``(pr-1, 0)`` has it).
+    The trailing columns of a chunk end at the last local column that can be on
+    or below the diagonal for one of its rows on some device (device ``(pr-1, 0)``
+    has the most): the GEMM of the chunk skips the columns wholly above it.
     """
-    blocks = (nloc - c0) // nb
-    if blocks <= 0:
+    blocks = (mloc - r1) // nb
+    if blocks <= 0 or c1 >= nloc:
         return []
     count = min(MAX_CHUNKS, blocks)
-    edges = [c0 // nb + (blocks * t) // count for t in range(count + 1)]
+    edges = [r1 // nb + (blocks * t) // count for t in range(count + 1)]
     out = []
-    for v0, v1 in zip(edges[:-1], edges[1:]):
-        u0 = max(0, -(-(v0 * pc - (pr - 1)) // pr))
-        out.append((v0 * nb, v1 * nb, u0 * nb))
+    for u0, u1 in zip(edges[:-1], edges[1:]):
+        last_row_block = (u1 - 1) * pr + pr - 1  # the largest global block row of the chunk
+        end = min(nloc, (last_row_block // pc + 1) * nb)
+        if end > c1:
+            out.append((u0 * nb, u1 * nb, end))
     return out
 
 
@@ -216,7 +219,8 @@ def cholesky_block_cyclic(
             a = set_block(a, (r0, c0), jnp.where((seg_cols_g > k)[None, :], blk - upd, blk))
             return a, lseg, bad | failed
 
-        lseg = jnp.zeros((h, width), a.dtype)
+        # the segment's panels, made once the previous segment is done (else at the start)
+        lseg = zeros_after((h, width), a.dtype, a)
         a, lseg, bad = fori(0, w, panel_step, (a, lseg, bad))
 
         # trailing update A22 -= L_seg L_seg^H (rank W), lower triangle only
@@ -226,10 +230,12 @@ def cholesky_block_cyclic(
         r1, c1 = (k1 // pr) * nb, (k1 // pc) * nb
         # L_seg^H for the trailing columns: one psum along mesh columns -> (nloc - c1, W)
         lt = transpose_rows(lseg, col_g[c1:], first_block=k0, row_axis=row_axis, nb=nb)
-        for lo, hi, first in _chunks(c1, nloc, nb=nb, pr=pr, pc=pc):
-            top = max(first, r1)
-            if top >= mloc:
-                continue
-            upd = jnp.dot(lseg[top - r0 :], lt[lo - c1 : hi - c1].conj().T, precision=precision)
-            a = add_block(a, (top, lo), -upd)
+        for lo, hi, end in _row_chunks(r1, c1, mloc, nloc, nb=nb, pr=pr, pc=pc):
+            # the chunk's rows of L_seg and the L_seg^H of its columns, read once the
+            # previous chunk is written (else XLA slices every chunk's operands first,
+            # and holds them all)
+            rows = lax.dynamic_slice_in_dim(lseg, after(lo - r0, a), hi - lo, axis=0)
+            cols = lax.dynamic_slice_in_dim(lt, after(0, a), end - c1, axis=0)
+            upd = jnp.dot(rows, cols.conj().T, precision=precision)
+            a = add_block(a, (lo, c1), -upd)
     return a, ~bad

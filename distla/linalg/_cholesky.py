@@ -23,7 +23,7 @@ from jax import lax
 from jax.sharding import PartitionSpec as P
 
 from distla.kernels.cholesky import cholesky_block_cyclic
-from distla.kernels.cyclic import from_block_cyclic, relayout_fraction
+from distla.kernels.cyclic import from_block_cyclic_2d, relayout_fraction
 
 from .._core.checks import (
     as_array,
@@ -83,8 +83,7 @@ def blocking(grid: Grid, n: int, block_size: int | None = None) -> tuple[int, in
 
 
 def _from_cyclic(x_cyc, grid: Grid, nb: int):
-    x = from_block_cyclic(x_cyc, axis=1, axis_name=grid.col, nb=nb)
-    return from_block_cyclic(x, axis=0, axis_name=grid.row, nb=nb)
+    return from_block_cyclic_2d(x_cyc, row_axis=grid.row, col_axis=grid.col, nb=nb)
 
 
 def _all_devices(ok, grid: Grid):
