@@ -62,9 +62,11 @@ def after(index: int, x: jax.Array) -> jax.Array:
     Reading ``x`` is not linear: a kernel that jax may transpose
     (``jax.linear_transpose``, as ``lax.custom_linear_solve`` does with a product)
     orders its chunks with a loop instead (``summa.py``).
+    It has jax's default integer type (``int64`` with x64), as a Python index
+    beside it in a ``dynamic_slice`` start has: the starts must share one type.
     """
     first = lax.index_in_dim(x.reshape(-1), 0, keepdims=False)
-    return index + jax.numpy.minimum(jax.numpy.isnan(first).astype("int32"), 0)
+    return index + jax.numpy.minimum(jax.numpy.isnan(first).astype(int), 0)
 
 
 def zeros_after(shape: tuple[int, ...], dtype, x: jax.Array) -> jax.Array:

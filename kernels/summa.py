@@ -28,10 +28,13 @@ are read where they lie (a rearranged copy of A would be one more share of
 memory) and gathered along a new leading axis, whose result is contiguous
 (gathered along its columns, XLA lays out the A-panel column-major and then
 copies it, or copies all of A). The product is added into C in
-``ROW_CHUNKS`` row chunks, each a plain row-major ``(m/pr/ROW_CHUNKS,
-k/panels) @ (k/panels, n/pc)`` GEMM (XLA:CPU hands that to its fastest GEMM; a
-transposed operand it does not) written into C in place: the whole product
-of a step would be one more share of C.
+``ROW_CHUNKS`` row chunks by an inner loop, each a plain row-major
+``(m/pr/ROW_CHUNKS, k/panels) @ (k/panels, n/pc)`` GEMM (XLA:CPU hands that to
+its fastest GEMM; a transposed operand it does not) written into C in place:
+the whole product of a step would be one more share of C. A loop, not a data
+dependence that orders unrolled chunks (``_axes.after``): the kernel stays
+linear in A and in B, so ``jax.linear_transpose`` (``lax.custom_linear_solve``'s
+transpose of a product) can transpose it.
 """
 
 from __future__ import annotations
@@ -42,7 +45,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from ._axes import after, all_gather, axis_size, fori
+from ._axes import all_gather, axis_index, axis_size, fori
 
 #: The product of a step is added into C in this many row chunks, so that the
 #: step holds a quarter of C's block for it rather than all of it.
@@ -92,8 +95,9 @@ def summa_local(
             f"{chunks} chunks x {panels} panels"
         )
     b_r = b_blk.reshape(cb, panels, w, nb)
-    q = min(ROW_CHUNKS, mb)
-    edges = [mb * r // q for r in range(q + 1)]
+    # row chunks of the product (one step, the one-gather product of small operands: one)
+    q = 1 if panels == 1 else max(d for d in range(1, ROW_CHUNKS + 1) if mb % d == 0)
+    mq = mb // q
 
     def step(s, c):
         # slice s of each of A's k-chunks, read in place: (m/pr, ca*w)
@@ -107,22 +111,31 @@ def summa_local(
         a_pan = all_gather(a_piece, col_axis, axis=0, tiled=False)
         # all_gather over row -> (L*w, n/pc): B-panel, the same k indices in the same order
         b_pan = all_gather(b_piece, row_axis, axis=0, tiled=True)
-        for lo, hi in zip(edges[:-1], edges[1:]):
-            # rows [lo, hi) of the A-panel, read after the previous chunk is written into C
-            # (else XLA runs every chunk's GEMM first and holds all their products at once)
-            start = lo if lo == 0 else after(lo, c)
-            rows = lax.dynamic_slice_in_dim(a_pan, start, hi - lo, axis=1)
-            rows = rows.transpose(1, 0, 2).reshape(hi - lo, chunks * w)
-            part = lax.dynamic_slice_in_dim(c, lo, hi - lo, axis=0)
-            c = lax.dynamic_update_slice_in_dim(
-                c, part + jnp.dot(rows, b_pan, precision=precision), lo, axis=0
-            )
-        return c
+
+        def add_rows(r, c):  # C[rows] += A-panel[rows] @ B-panel, in place
+            lo = r * mq
+            rows = lax.dynamic_slice_in_dim(a_pan, lo, mq, axis=1)
+            rows = rows.transpose(1, 0, 2).reshape(mq, chunks * w)
+            part = lax.dynamic_slice_in_dim(c, lo, mq, axis=0)
+            prod = jnp.dot(rows, b_pan, precision=precision)
+            return lax.dynamic_update_slice_in_dim(c, part + prod, lo, axis=0)
+
+        # a loop over the row chunks, so that one chunk's product is added before the
+        # next is computed (unrolled, XLA computes every chunk's GEMM first and holds
+        # their products at once)
+        return add_rows(0, c) if q == 1 else fori(0, q, add_rows, c)
 
     # A real loop (not unrolled): XLA would otherwise hoist every gather to the
     # start and hold all panels at once.
     axes = tuple(x for x in (row_axis, col_axis) if x is not None)
-    c = jnp.zeros((mb, nb), jnp.result_type(a_blk, b_blk))
+    dtype = jnp.result_type(a_blk, b_blk)
+    c = jnp.zeros((mb, nb), dtype)
     if axes:
+        # C's zeros made once B is there: XLA makes an operand-free zeros first thing
+        # in the program, and a product at its end (eigh's Q Z) would hold its C
+        # from the start. B's first entry, selected where no device is, keeps the
+        # kernel linear in B.
         c = lax.pcast(c, axes, to="varying")
+        first = jnp.broadcast_to(b_blk[0, 0].astype(dtype), (mb, nb))
+        c = jnp.where(axis_index(axes[0]) < 0, first, c)
     return step(0, c) if panels == 1 else fori(0, panels, step, c)
