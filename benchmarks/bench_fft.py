@@ -2,7 +2,7 @@
 
 Groups are ``fft n=N MESH`` (complex64 fftn) and ``rfft n=N MESH`` (float32
 rfftn); every case of a group runs in the same session and
-benchmarks/report.py turns the medians into ratios (docs/benchmarks.md).
+benchmarks/report.py turns the medians into ratios (docs/benchmarks-log.md).
 
     pytest benchmarks/bench_fft.py --benchmark-json=out/fft.json
     python benchmarks/report.py out/fft.json

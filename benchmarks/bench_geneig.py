@@ -33,7 +33,7 @@ from jax.sharding import AxisType, NamedSharding  # noqa: E402
 from jax.sharding import PartitionSpec as P  # noqa: E402
 
 from distla import linalg  # noqa: E402
-from distla.linalg import _polar  # noqa: E402
+from distla.linalg import _qdwh as _polar  # noqa: E402
 
 MESH = (2, 4)
 SIZES = [int(s) for s in os.environ.get("DISTLA_GENEIG_SIZES", "2048").split(",")]

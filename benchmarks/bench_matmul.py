@@ -1,7 +1,7 @@
 """distla.matmul against one device and against XLA's partitioning of jnp.matmul.
 
 Every case of a group runs in the same session; benchmarks/report.py turns
-the medians into ratios (docs/benchmarks.md).
+the medians into ratios (docs/benchmarks-log.md).
 """
 
 import jax

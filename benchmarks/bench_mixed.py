@@ -61,7 +61,8 @@ def test_mixed_scipy_solve64(run, benchmark):
 
 @pytest.mark.parametrize("case", ["float64", "factor float32", "lu_solve a= (factor made once)"])
 def test_mixed_distla_solve64(run, benchmark, case):
-    from distla.linalg import _refine
+    from distla import _core
+    from distla.linalg import _lu, _refine
     from distla.tools.ratios import solve_ratio
 
     benchmark.group = GROUP
@@ -77,7 +78,11 @@ def test_mixed_distla_solve64(run, benchmark, case):
             fn = jax.jit(distla.linalg.solve)
         elif case == "factor float32":
             fn = jax.jit(functools.partial(distla.linalg.solve, factor_dtype=jnp.float32))
-            res = _refine.refine(*args, factor_dtype=np.dtype(np.float32))
+            plan = _core.plan.resolve(*args, names=("a", "b"), dtype=np.float64)
+            factorisation = _lu.rules.LU
+            res = _refine.refine(
+                *args, plan=plan, factorisation=factorisation, factor_dtype=np.dtype(np.float32)
+            )
             extra = dict(
                 iterations=int(res.iterations),
                 gmres_steps=int(res.gmres_steps),

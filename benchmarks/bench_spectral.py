@@ -36,7 +36,8 @@ from jax.sharding import PartitionSpec as P
 
 import distla
 from distla import linalg
-from distla.linalg import _polar, _spectral, _tridiagonal
+from distla.linalg import _eigh, _svd
+from distla.linalg import _qdwh as _polar
 
 MESH = (2, 4)
 SIZES = [1024, 2048]
@@ -80,11 +81,12 @@ def _flops(mesh, n, p):
         _polar.on_mesh(_polar.qdwh_qr_step, amesh, (P(), spec, P(), P()), (("spec", spec),)),
         (index, mat(big, big), sc, sc),
     )
+    tridiagonal = _eigh.tridiagonal
     eigh = distla.cost(
-        functools.partial(_tridiagonal.eigh_2d, mesh=amesh, symmetrize=True, lower=True), mat(n, n)
+        functools.partial(tridiagonal.eigh_2d, mesh=amesh, symmetrize=True, lower=True), mat(n, n)
     )
     svd = distla.cost(
-        _polar.on_mesh(_spectral._svd_vectors, amesh, (spec, P(), spec, P())),
+        _polar.on_mesh(_svd._svd_vectors, amesh, (spec, P(), spec, P())),
         mat(n, n),
         mat(n, n),
         vec,

@@ -1,5 +1,5 @@
 """eigh on 2x4: the first call (compile + run), the median of three timed calls, and
-jnp.linalg.eigh on one device (docs/benchmarks.md, "eigh by tridiagonal reduction")."""
+jnp.linalg.eigh on one device (docs/benchmarks-log.md, "eigh by tridiagonal reduction")."""
 
 import os
 import sys

@@ -1,7 +1,7 @@
 """The solves from a factor with few right-hand sides against jnp on the same sharded
 input: eager ``solve_triangular``, ``cho_solve`` and ``lu_solve`` (defaults, as users
 call them) and ``jax.jit`` of the jax.scipy function, on a 2x4 ``Auto`` mesh, one call
-of each in turn per round, medians (docs/benchmarks.md, "The LU, Cholesky and expm
+of each in turn per round, medians (docs/benchmarks-log.md, "The LU, Cholesky and expm
 crossovers"):
 
     JAX_PLATFORMS=cpu python benchmarks/few_rhs_solves.py --sizes 256 1024 --rhs 1 4 --rounds 30

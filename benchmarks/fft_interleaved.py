@@ -1,5 +1,5 @@
 """3D FFTs on 2x4 and 4x2, one call of each case in turn per round (so that load falls on
-every case alike), medians over the rounds (docs/benchmarks.md, "3D FFT, interleaved"):
+every case alike), medians over the rounds (docs/benchmarks-log.md, "3D FFT, interleaved"):
 
     JAX_PLATFORMS=cpu python benchmarks/fft_interleaved.py --sizes 64 128 256 --rounds 15
 
@@ -8,9 +8,9 @@ Cases, on the same complex64 volume: one device's ``jnp.fft.fftn`` (jitted), eag
 (``Auto`` only; the pure-JAX backend) and ``jnp.fft.fftn`` on the ``Auto``-sharded
 input (XLA's own partitioning). Ratios are to one device. ``--cases`` keeps some of
 them: XLA's partitioning gathers the volume onto every device, and the page faults of
-those allocations slow the call after it (docs/benchmarks.md, "3D FFT").
+those allocations slow the call after it (docs/benchmarks-log.md, "3D FFT").
 
-Two more cases measure the floor under any pencil FFT on this machine (docs/benchmarks.md,
+Two more cases measure the floor under any pencil FFT on this machine (docs/benchmarks-log.md,
 "The floor under a pencil FFT"): ``exchanges alone``, the pencil plan's two ``all_to_all``
 exchanges (over the second mesh axis, then the first) of the whole local block with
 nothing else (no transform, no packing: the chunks already lie along the major axis),

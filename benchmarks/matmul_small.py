@@ -1,6 +1,6 @@
 """Small products on 2x4: eager ``distla.matmul``, ``jax.jit`` of it and ``jnp.matmul`` on
 the same sharded inputs (XLA's own partitioning), one call of each in turn per round
-(waited for, as a user's eager call is), medians over the rounds (docs/benchmarks.md,
+(waited for, as a user's eager call is), medians over the rounds (docs/benchmarks-log.md,
 "Small products"):
 
     JAX_PLATFORMS=cpu python benchmarks/matmul_small.py --sizes 128 256 512 1024 --rounds 100

@@ -1,7 +1,7 @@
 """SUMMA's steps against XLA's partitioning on 2x4 ``Auto``: eager ``distla.matmul`` with
 ``algorithm="auto"``, ``"xla"``, ``panels=1`` and ``panels=2``, and ``jnp.matmul`` on the
 same sharded inputs, one call of each in turn per round, medians over the rounds, as
-ratios to jnp (docs/benchmarks.md, "Large products"):
+ratios to jnp (docs/benchmarks-log.md, "Large products"):
 
     JAX_PLATFORMS=cpu python benchmarks/matmul_steps.py --sizes 1024 1280 1536 1792 2048 --rounds 30
 """

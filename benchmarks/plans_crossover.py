@@ -2,7 +2,7 @@
 
 Eager calls with ``plan="distributed"`` and ``plan="one_device"``, and the jnp function on
 one device, one call of each in turn per round, medians over the rounds
-(docs/benchmarks.md, "The LU, Cholesky and expm crossovers").
+(docs/benchmarks-log.md, "The LU, Cholesky and expm crossovers").
 The matrix is symmetric positive definite
 (so that every family runs on it), float32, ``P(x, y)`` on a 2x4 mesh:
 

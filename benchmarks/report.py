@@ -1,4 +1,4 @@
-"""Turn a pytest-benchmark JSON file into the ratio tables of docs/benchmarks.md.
+"""Turn a pytest-benchmark JSON file into the ratio tables of docs/benchmarks-log.md.
 
     python benchmarks/report.py out/matmul.json [more.json ...]
 

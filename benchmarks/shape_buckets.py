@@ -1,5 +1,5 @@
 """Shape buckets (``distla.linalg.set_shape_buckets``): what a new order's first call
-costs, and what every call pays (docs/benchmarks.md, "Shape buckets"):
+costs, and what every call pays (docs/benchmarks-log.md, "Shape buckets"):
 
     JAX_PLATFORMS=cpu python benchmarks/shape_buckets.py --orders 2000 2010 2016 --rounds 7
 

@@ -1,5 +1,5 @@
 """Distributed svd against one device, one call of each case in turn per round, medians
-(docs/benchmarks.md, "svd on the tridiagonal eigh"):
+(docs/benchmarks-log.md, "svd on the tridiagonal eigh"):
 
     JAX_PLATFORMS=cpu python benchmarks/svd_interleaved.py --sizes 1024 2048 --rounds 3
 

@@ -84,6 +84,20 @@ class Cost:
         when no call chose one.
       plans: every choice (``family``, ``plan``, ``bytes`` the one-device
         plan moves), in the order the calls were traced.
+
+    Examples:
+      ``str(cost)`` is a summary per device:
+
+      >>> import jax.numpy as jnp
+      >>> import distla
+      >>> mesh = distla.make_mesh((2, 4))
+      >>> a = distla.shard(jnp.ones((512, 512)), mesh)
+      >>> print(distla.cost(distla.matmul, a, a, algorithm="summa"))
+      per device, 8 devices
+        all-gather                 0.50 MiB in 8 ops
+        peak memory                ... MiB
+        flops                ...
+        plan matmul          summa
     """
 
     num_devices: int
@@ -148,16 +162,23 @@ def cost(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Cost:
       **kwargs: static keyword arguments (``algorithm="cannon"``).
 
     Returns:
-      A :class:`Cost`: bytes each collective kind moves into each device,
+      A [`Cost`][distla.Cost]: bytes each collective kind moves into each device,
       peak memory per device, and flops per device.
 
-    Example:
-      >>> import distla, jax.numpy as jnp
+    Examples:
+      SUMMA on a 2 x 4 mesh receives A's block row and B's block column, less
+      the device's own share, and never a whole operand:
+
+      >>> import jax.numpy as jnp
+      >>> import distla
+      >>> from distla.matmul import model_bytes
       >>> mesh = distla.make_mesh((2, 4))
       >>> a = distla.shard(jnp.ones((512, 512)), mesh)
-      >>> c = distla.cost(distla.matmul, a, a)
-      >>> c.collective_bytes["all-gather"] < a.nbytes
-      True
+      >>> c = distla.cost(distla.matmul, a, a, algorithm="summa")
+      >>> c.total_collective_bytes / 2**20, model_bytes((512, 512, 512), (2, 4), a.dtype) / 2**20
+      (0.5, 0.5)
+      >>> c.peak_memory_bytes < a.nbytes, c.plan
+      (True, 'summa')
     """
 
     def target(*args):  # a new function each time: traced afresh, so its plans are seen
@@ -172,7 +193,7 @@ def cost(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Cost:
 
 
 def cost_of_compiled(compiled: Any) -> Cost:
-    """The :class:`Cost` of an already compiled ``jax.stages.Compiled``."""
+    """The [`Cost`][distla.Cost] of an already compiled ``jax.stages.Compiled``."""
     module = _hlo.parse(compiled.as_text())
     summary = _Walker(module).summary(module.entry)
     mem = compiled.memory_analysis()

@@ -5,7 +5,7 @@ runtime: every process runs the same program, ``jax.devices()`` lists the
 devices of all processes, and a ``jax.Array`` on a mesh of those devices is a
 *global* array of which each process holds its own devices' shards.
 Collectives go over gloo on CPU and NCCL on GPU; distla adds no transport of
-its own. :func:`init_distributed` finds out how the processes were started
+its own. [`init_distributed`][distla.init_distributed] finds out how the processes were started
 (``python -m distla launch``, ``srun``, ``mpirun``, or explicit arguments) and
 calls ``jax.distributed.initialize`` accordingly. See docs/multiprocess.md.
 """
@@ -173,12 +173,19 @@ def init_distributed(
       ``jax.distributed.initialize``; ``python -m distla launch`` and
       docs/multiprocess.md for launching, srun and mpirun.
 
-    Example:
+    Examples:
+      The first lines of a script that runs alone or under a launcher. Run
+      alone, with no launcher's variables in the environment, it starts
+      nothing:
+
       >>> import distla
       >>> info = distla.init_distributed()  # first, before any other jax call
-      >>> # under a launcher: init_distributed(exit_on_uncaught_exception=True)
-      >>> info.num_processes  # 2 under python -m distla launch -n 2 -- script.py
-      1
+      >>> info.num_processes, info.process_id, info.source
+      (1, 0, 'single process')
+
+      Under ``python -m distla launch -n 2 -- script.py``, ``srun`` or ``mpirun``
+      the same call joins the other processes and reports, for example,
+      ``(2, 1, 'environment')``.
     """
     if cpu_collectives not in (None, "gloo", "mpi"):
         raise ValueError(
@@ -186,17 +193,47 @@ def init_distributed(
             f"{cpu_collectives!r}"
         )
     if jax.distributed.is_initialized():
-        info = _running_state()
-        wanted = {"num_processes": num_processes, "process_id": process_id}
-        running = {"num_processes": info.num_processes, "process_id": info.process_id}
-        for key, value in wanted.items():
-            if value is not None and value != running[key]:
-                raise ValueError(
-                    f"init_distributed: already initialised with {key}={running[key]}; "
-                    f"got {key}={value}"
-                )
-        return info
+        return _already_running(num_processes, process_id)
+    found = _settings(
+        coordinator_address, num_processes, process_id, local_device_ids, cluster_detection_method
+    )
+    if isinstance(found, DistributedInfo):  # one process: nothing to start
+        return found
+    info = _start(found, cpu_collectives, initialization_timeout)
+    if exit_on_uncaught_exception and info.num_processes > 1:
+        _install_fail_fast_hook(info.process_id)
+    return info
 
+
+class _Settings(NamedTuple):
+    """What ``jax.distributed.initialize`` is called with, and where it came from."""
+
+    coordinator_address: str | None
+    num_processes: int | None
+    process_id: int | None
+    local_device_ids: int | Sequence[int] | None
+    detect: str  # jax's cluster_detection_method ("deactivate": none)
+    source: str
+
+
+def _already_running(num_processes, process_id) -> DistributedInfo:
+    """The running state, if the arguments agree with it (``ValueError`` otherwise)."""
+    info = _running_state()
+    wanted = {"num_processes": num_processes, "process_id": process_id}
+    running = {"num_processes": info.num_processes, "process_id": info.process_id}
+    for key, value in wanted.items():
+        if value is not None and value != running[key]:
+            raise ValueError(
+                f"init_distributed: already initialised with {key}={running[key]}; "
+                f"got {key}={value}"
+            )
+    return info
+
+
+def _settings(coordinator_address, num_processes, process_id, local_device_ids, detect):
+    """The settings from the arguments, the environment, MPI or jax's cluster detection
+    (the order of ``init_distributed``'s docstring), or a ``DistributedInfo`` of a single
+    process, where nothing is to start."""
     source = "arguments"
     if coordinator_address is None and num_processes is None and process_id is None:
         source = "environment"
@@ -205,7 +242,6 @@ def init_distributed(
         num_processes = _int_env(ENV_NUM_PROCESSES)
     if process_id is None:
         process_id = _int_env(ENV_PROCESS_ID)
-    detect = cluster_detection_method
     if num_processes is None or process_id is None:
         for name, (size_var, rank_var, local_var) in _MPI_ENVS.items():
             if size_var in os.environ and rank_var in os.environ:
@@ -227,38 +263,49 @@ def init_distributed(
             detect = "ompi"
     elif detect is not None:
         source = "jax"
+    found = _Settings(
+        coordinator_address, num_processes, process_id, local_device_ids, detect, source
+    )
+    return found if detect is not None else _without_detection(found)
 
-    if detect is None:
-        if num_processes is None and process_id is None:
-            if coordinator_address is not None:
-                raise ValueError(
-                    f"init_distributed: {ENV_COORDINATOR}={coordinator_address!r} is set but "
-                    f"the process count and id are not: set {ENV_NUM_PROCESSES} and "
-                    f"{ENV_PROCESS_ID} too, or pass num_processes= and process_id="
-                )
-            return DistributedInfo(0, 1, None, "single process")
-        if num_processes is None or process_id is None:
-            missing = "num_processes" if num_processes is None else "process_id"
-            raise ValueError(
-                f"init_distributed: {missing} is unknown (got num_processes={num_processes}, "
-                f"process_id={process_id}); pass it or set {ENV_NUM_PROCESSES} / "
-                f"{ENV_PROCESS_ID}"
-            )
-        if not 0 <= process_id < num_processes:
-            raise ValueError(
-                f"init_distributed: process_id={process_id} is outside 0..{num_processes - 1} "
-                f"(num_processes={num_processes})"
-            )
-        if num_processes == 1 and source != "arguments":
-            return DistributedInfo(0, 1, None, "single process")
-        if coordinator_address is None:
-            raise ValueError(
-                f"init_distributed: {num_processes} processes ({source}) but no coordinator "
-                f"address; set {ENV_COORDINATOR}=host:port of process 0 in every process "
-                "(mpirun -x JAX_COORDINATOR_ADDRESS=...) or pass coordinator_address="
-            )
-        detect = "deactivate"
 
+def _without_detection(found: _Settings) -> _Settings | DistributedInfo:
+    """Settings that no cluster detection completes: checked, or a single process."""
+    coordinator_address, num_processes, process_id, _, _, source = found
+    if num_processes is None and process_id is None:
+        if coordinator_address is not None:
+            raise ValueError(
+                f"init_distributed: {ENV_COORDINATOR}={coordinator_address!r} is set but "
+                f"the process count and id are not: set {ENV_NUM_PROCESSES} and "
+                f"{ENV_PROCESS_ID} too, or pass num_processes= and process_id="
+            )
+        return DistributedInfo(0, 1, None, "single process")
+    if num_processes is None or process_id is None:
+        missing = "num_processes" if num_processes is None else "process_id"
+        raise ValueError(
+            f"init_distributed: {missing} is unknown (got num_processes={num_processes}, "
+            f"process_id={process_id}); pass it or set {ENV_NUM_PROCESSES} / "
+            f"{ENV_PROCESS_ID}"
+        )
+    if not 0 <= process_id < num_processes:
+        raise ValueError(
+            f"init_distributed: process_id={process_id} is outside 0..{num_processes - 1} "
+            f"(num_processes={num_processes})"
+        )
+    if num_processes == 1 and source != "arguments":
+        return DistributedInfo(0, 1, None, "single process")
+    if coordinator_address is None:
+        raise ValueError(
+            f"init_distributed: {num_processes} processes ({source}) but no coordinator "
+            f"address; set {ENV_COORDINATOR}=host:port of process 0 in every process "
+            "(mpirun -x JAX_COORDINATOR_ADDRESS=...) or pass coordinator_address="
+        )
+    return found._replace(detect="deactivate")
+
+
+def _start(found: _Settings, cpu_collectives, initialization_timeout) -> DistributedInfo:
+    """``jax.distributed.initialize`` with ``found``; the state it started."""
+    coordinator_address, num_processes, process_id, local_device_ids, detect, source = found
     if cpu_collectives is not None:
         jax.config.update("jax_cpu_collectives_implementation", cpu_collectives)
     try:
@@ -286,10 +333,8 @@ def init_distributed(
     if num_processes is None or process_id is None:  # another jax method: ask the backend
         num_processes, process_id = jax.process_count(), jax.process_index()
     global _started
-    info = _started = DistributedInfo(process_id, num_processes, coordinator_address, source)
-    if exit_on_uncaught_exception and info.num_processes > 1:
-        _install_fail_fast_hook(info.process_id)
-    return info
+    _started = DistributedInfo(process_id, num_processes, coordinator_address, source)
+    return _started
 
 
 _exit_status: list = [None]  # what sys.exit was last called with (see below)

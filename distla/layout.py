@@ -51,6 +51,18 @@ def make_mesh(
         the device count or the names; no devices, duplicate devices or
         duplicate axis names.
       TypeError: ``shape`` is not a sequence (``make_mesh(8)``: use ``(8,)``).
+
+    Examples:
+      On 8 devices (8 simulated CPU devices here):
+
+      >>> import distla
+      >>> mesh = distla.make_mesh((2, 4))
+      >>> mesh.axis_names, mesh.devices.shape
+      (('rows', 'cols'), (2, 4))
+      >>> distla.make_mesh().devices.shape  # the most square grid
+      (2, 4)
+      >>> distla.make_mesh((8,), ("x",)).axis_names
+      ('x',)
     """
     # an array of devices (a mesh's .devices) counts as its devices in row-major order
     devs = list(jax.devices() if devices is None else np.asarray(devices, dtype=object).flat)
@@ -148,7 +160,7 @@ def _as_spec(spec: Any, what: str = "shard") -> P:
 
 
 def natural_sharding(shape: Sequence[int], mesh: Mesh, spec: P | None = None) -> NamedSharding:
-    """The ``NamedSharding`` that :func:`shard` gives an array of ``shape`` on ``mesh``.
+    """The ``NamedSharding`` that [`shard`][distla.shard] gives an array of ``shape`` on ``mesh``.
 
     Use it to build a global array piece by piece, each process filling only
     its own devices' shards (nothing is gathered or compared)::
@@ -196,7 +208,7 @@ def shard(x: Any, mesh: Mesh, spec: P | None = None) -> jax.Array:
     tiny collective) instead of gathering the data, and raises a
     ``ValueError`` naming the processes that differ. Where each process holds
     only its own part, build the array with ``jax.make_array_from_callback``
-    and :func:`natural_sharding` instead. Every process must call ``shard``
+    and `natural_sharding` instead. Every process must call ``shard``
     for the same arrays in the same order.
 
     Args:
@@ -214,6 +226,18 @@ def shard(x: Any, mesh: Mesh, spec: P | None = None) -> jax.Array:
         the shape; ``x`` spans devices of other processes that are not the
         mesh's; or, across processes, host data (shape, dtype or values)
         that differs between processes.
+
+    Examples:
+      >>> import numpy as np
+      >>> from jax.sharding import PartitionSpec as P
+      >>> import distla
+      >>> mesh = distla.make_mesh((2, 4))
+      >>> distla.shard(np.ones((512, 256)), mesh).sharding.spec  # 2D blocks
+      P('rows', 'cols')
+      >>> distla.shard(np.ones((1000, 1023)), mesh).sharding.spec  # 4 does not divide 1023
+      P(('rows', 'cols'), None)
+      >>> distla.shard(np.ones((64, 32, 32)), mesh, P(("rows", "cols"))).sharding.spec
+      P(('rows', 'cols'),)
     """
     sharding = natural_sharding(np.shape(x), mesh, spec)
     if isinstance(x, jax.core.Tracer):

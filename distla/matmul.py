@@ -15,9 +15,7 @@ from ._core.matmul import Algorithm, checked_product
 # the mesh look-up run once, when the call is traced, and every later call with the
 # same shapes, dtypes, shardings and options is jax's own dispatch (about 0.2 ms of
 # Python a call otherwise: n = 256 on 2x4 took 1.28 ms eagerly, 1.09 ms under jit).
-_compiled_product = jax.jit(
-    checked_product, static_argnames=("algorithm", "precision", "panels", "what")
-)
+_compiled_product = jax.jit(checked_product, static_argnames=("algorithm", "precision", "panels"))
 
 
 @one_program
@@ -78,24 +76,26 @@ def matmul(
       sharded) give ``jnp.matmul(a, b)``.
 
     Raises:
-      ValueError: an operand is not 2-D, the inner dimensions differ,
-        ``"cannon"`` on a non-square mesh, an unknown algorithm, or operands
-        on different meshes.
+      ShapeError: an operand is not 2-D or the inner dimensions differ
+        ([`distla.ShapeError`][distla.ShapeError]: a ``ValueError`` and a
+        ``TypeError``, as jnp raises either).
+      ValueError: ``"cannon"`` on a non-square mesh, an unknown algorithm, or
+        operands on different meshes.
       TypeError: dtypes jnp.matmul would not combine (for example under
         ``jax_numpy_dtype_promotion="strict"``).
 
     See also:
-      ``jnp.matmul``, the one-device equivalent; ``distla.cost`` to see what a
-      call moves and holds per device.
+      ``jnp.matmul``, the one-device equivalent; [`distla.cost`][distla.cost.cost]
+      to see what a call moves and holds per device.
 
-    Example:
+    Examples:
       >>> import distla, jax.numpy as jnp
       >>> mesh = distla.make_mesh((2, 4))
       >>> a = distla.shard(jnp.ones((512, 256)), mesh)
       >>> b = distla.shard(jnp.ones((256, 128)), mesh)
       >>> c = distla.matmul(a, b)
       >>> c.shape, c.sharding.spec
-      ((512, 128), PartitionSpec('rows', 'cols'))
+      ((512, 128), P('rows', 'cols'))
     """
     if preferred_element_type is not None or out_sharding is not None:
         return _as_asked(a, b, algorithm, precision, panels, preferred_element_type, out_sharding)
@@ -105,7 +105,7 @@ def matmul(
 
 
 def _as_asked(a, b, algorithm, precision, panels, preferred_element_type, out_sharding):
-    """:func:`matmul` with ``jnp.matmul``'s ``preferred_element_type`` and ``out_sharding``."""
+    """``matmul`` with ``jnp.matmul``'s ``preferred_element_type`` and ``out_sharding``."""
     if preferred_element_type is not None:
         want = jnp.dtype(preferred_element_type)
         # an operand that widens to it is cast first, so the products are in it too (as
@@ -149,7 +149,16 @@ def model_bytes(
     divides the sizes (``distla.cost`` of the call reports the same bytes);
     padding adds at most a block row and column.
 
-    Example:
+    Args:
+      shape: ``(m, k, n)`` of the product.
+      grid: ``(pr, pc)``, the mesh's shape.
+      dtype: the operands' dtype.
+      algorithm: ``"summa"``, ``"cannon"`` or ``"auto"`` (SUMMA's model).
+
+    Returns:
+      Bytes received per device over the whole call.
+
+    Examples:
       >>> from distla.matmul import model_bytes
       >>> model_bytes((4096, 4096, 4096), (2, 4), "float32") / 2**20
       32.0

@@ -41,6 +41,9 @@ not with ``n``: the loop over panels is a ``fori_loop``.
 
 from __future__ import annotations
 
+import functools
+from typing import NamedTuple
+
 import jax
 import jax.numpy as jnp
 from jax import lax
@@ -119,6 +122,108 @@ def _row_chunks(r1: int, c1: int, mloc: int, nloc: int, *, nb: int, pr: int, pc:
     return out
 
 
+class _Grid(NamedTuple):
+    """This device's place on the grid, and what every step of the factorisation shares."""
+
+    row_axis: str | None
+    col_axis: str | None
+    pr: int
+    pc: int
+    i: jax.Array  # this device's mesh row
+    j: jax.Array  # this device's mesh column
+    nb: int
+    precision: lax.PrecisionLike
+
+
+class _Segment(NamedTuple):
+    """One segment of ``w`` panels from block column ``k0``, as this device holds it."""
+
+    k0: int
+    r0: int  # the segment's first local row
+    c0: int  # its first local column
+    wc: int  # its local columns
+    rows_g: jax.Array  # global block of each local row from r0
+    cols_g: jax.Array  # global block of each of its local columns
+
+
+def _diagonal_and_panel(col, *, k, kr, uk, g: _Grid, rows_g):
+    """Steps 1-2 on the owner mesh column: ``L11 = potrf(A[k, k])``, ``L21 = A21 L11⁻ᴴ``.
+
+    ``col`` is block column ``k`` from the segment's first row (``(H, nb)``);
+    ``kr = k mod pr`` the mesh row of block row ``k``, ``uk`` its offset in ``col``.
+    Returns the panel (``L11`` in block row ``k``'s place on the diagonal device, rows
+    ``<= k`` zero) and whether ``potrf`` failed.
+    """
+    d = lax.dynamic_slice_in_dim(col, uk, g.nb, axis=0)
+    d = jnp.where(g.i == kr, d, jnp.zeros_like(d))
+    # psum along the mesh column -> (nb, nb): A[k, k] on the owner column
+    d = _psum(d, g.row_axis)
+    l11 = lax.linalg.cholesky(d, symmetrize_input=False)
+    # potrf stops at a pivot <= 0 (jax then returns NaN for the whole
+    # block); a NaN pivot passes and propagates. So the block failed
+    # exactly when L[0, 0] is NaN although A[k, k]'s first entry is not.
+    failed = jnp.isnan(jnp.real(l11[0, 0])) & ~jnp.isnan(jnp.real(d[0, 0]))
+    l21 = lax.linalg.triangular_solve(
+        l11, col, left_side=False, lower=True, transpose_a=True, conjugate_a=True
+    )  # A21 L11^-H for every local row; rows <= k masked below
+    l21 = jnp.where((rows_g > k)[:, None], l21, jnp.zeros_like(l21))
+    diag = lax.dynamic_slice_in_dim(l21, uk, g.nb, axis=0)
+    l21 = lax.dynamic_update_slice_in_dim(l21, jnp.where(g.i == kr, l11, diag), uk, axis=0)
+    return l21, failed
+
+
+def _panel_step(t, carry, *, g: _Grid, seg: _Segment):
+    """Panel ``k = k0 + t`` of a segment: steps 1 to 5 of the module docstring."""
+    a, lseg, bad = carry
+    nb = g.nb
+    k = seg.k0 + t
+    kr, kc = k % g.pr, k % g.pc
+    uk = (k // g.pr) * nb - seg.r0  # block row k's local offset in rows r0: (mesh row k mod pr)
+    vk = (k // g.pc) * nb  # block column k's local column (mesh column k mod pc)
+    col = lax.dynamic_slice(a, (seg.r0, vk), (a.shape[0] - seg.r0, nb))
+
+    def owner(col):
+        return _diagonal_and_panel(col, k=k, kr=kr, uk=uk, g=g, rows_g=seg.rows_g)
+
+    def bystander(col):
+        return jnp.zeros_like(col), jnp.zeros((), bool)
+
+    panel, failed = lax.cond(g.j == kc, owner, bystander, col)
+    # psum along the mesh row -> (h, nb): L[:, k] for this device's rows (rows < k: 0)
+    panel = _psum(panel, g.col_axis)
+    keep = (seg.rows_g >= k)[:, None] & (g.j == kc)
+    a = lax.dynamic_update_slice(a, jnp.where(keep, panel, col), (seg.r0, vk))
+    lseg = lax.dynamic_update_slice_in_dim(lseg, panel, t * nb, axis=1)
+    # L[J, k]^H for this device's columns J > k of the segment
+    lt = transpose_rows(panel, seg.cols_g, first_block=seg.k0, row_axis=g.row_axis, nb=nb)
+    lt = jnp.where((seg.cols_g > k)[:, None], lt, jnp.zeros_like(lt))
+    # A[:, J] -= L[:, k] L[J, k]^H on the segment's columns J > k (rank nb); the
+    # select keeps the finished columns J <= k out of the product, whose zero
+    # factors would turn a NaN or inf of L[:, k] into NaN there (LAPACK's order)
+    upd = jnp.dot(panel, lt.conj().T, precision=g.precision)
+    blk = a[seg.r0 :, seg.c0 : seg.c0 + seg.wc]
+    a = set_block(a, (seg.r0, seg.c0), jnp.where((seg.cols_g > k)[None, :], blk - upd, blk))
+    return a, lseg, bad | failed
+
+
+def _trailing_update(a, lseg, col_g, *, k1: int, seg: _Segment, g: _Grid):
+    """``A22 -= L_seg L_segᴴ`` (rank ``W``) on the lower triangle from block ``k1`` on."""
+    mloc, nloc = a.shape
+    nb = g.nb
+    r1, c1 = (k1 // g.pr) * nb, (k1 // g.pc) * nb
+    # L_seg^H for the trailing columns: one psum along mesh columns -> (nloc - c1, W)
+    lt = transpose_rows(lseg, col_g[c1:], first_block=seg.k0, row_axis=g.row_axis, nb=nb)
+    for lo, hi, end in _row_chunks(r1, c1, mloc, nloc, nb=nb, pr=g.pr, pc=g.pc):
+        # the chunk's rows of L_seg and the L_seg^H of its columns, read once the
+        # previous chunk is written (else XLA slices every chunk's operands first,
+        # and holds them all)
+        rows = lax.dynamic_slice_in_dim(lseg, after(lo - seg.r0, a), hi - lo, axis=0)
+        cols = lax.dynamic_slice_in_dim(lt, after(0, a), end - c1, axis=0)
+        upd = jnp.dot(rows, cols.conj().T, precision=g.precision)
+        a = add_block(a, (lo, c1), -upd)
+    return a
+
+
 def cholesky_block_cyclic(
     a: jax.Array,
     *,
@@ -148,7 +253,7 @@ def cholesky_block_cyclic(
       ``potrf`` (columns before the first affected one stay finite and exact).
     """
     pr, pc = axis_size(row_axis), axis_size(col_axis)
-    i, j = axis_index(row_axis), axis_index(col_axis)
+    g = _Grid(row_axis, col_axis, pr, pc, axis_index(row_axis), axis_index(col_axis), nb, precision)
     mloc, nloc = a.shape
     n = mloc * pr
     nbr = n // nb
@@ -159,83 +264,15 @@ def cholesky_block_cyclic(
         )
     row_g = jnp.repeat(global_blocks(mloc // nb, row_axis), nb)  # global block of each local row
     col_g = jnp.repeat(global_blocks(nloc // nb, col_axis), nb)
-    width = w * nb
     bad = jnp.zeros((), bool)  # a potrf of a diagonal block met a pivot <= 0
-    for seg in range(nbr // w):
-        k0 = seg * w
+    for k0 in range(0, nbr, w):
         r0, c0 = (k0 // pr) * nb, (k0 // pc) * nb  # the segment's first local row / column
         wc = (w // pc) * nb  # local columns of the segment
-        h = mloc - r0
-        rows_g = row_g[r0:]
-        seg_cols_g = col_g[c0 : c0 + wc]
-
-        def panel_step(
-            t, carry, k0=k0, r0=r0, c0=c0, wc=wc, h=h, rows_g=rows_g, seg_cols_g=seg_cols_g
-        ):
-            a, lseg, bad = carry
-            k = k0 + t
-            kr, kc = k % pr, k % pc
-            uk = (k // pr) * nb - r0  # block row k's local offset in rows r0: (mesh row kr)
-            vk = (k // pc) * nb  # block column k's local column (mesh column kc)
-            col = lax.dynamic_slice(a, (r0, vk), (h, nb))
-
-            def owner(col):
-                d = lax.dynamic_slice_in_dim(col, uk, nb, axis=0)
-                d = jnp.where(i == kr, d, jnp.zeros_like(d))
-                # psum along the mesh column -> (nb, nb): A[k, k] on the owner column
-                d = _psum(d, row_axis)
-                l11 = lax.linalg.cholesky(d, symmetrize_input=False)
-                # potrf stops at a pivot <= 0 (jax then returns NaN for the whole
-                # block); a NaN pivot passes and propagates. So the block failed
-                # exactly when L[0, 0] is NaN although A[k, k]'s first entry is not.
-                failed = jnp.isnan(jnp.real(l11[0, 0])) & ~jnp.isnan(jnp.real(d[0, 0]))
-                l21 = lax.linalg.triangular_solve(
-                    l11, col, left_side=False, lower=True, transpose_a=True, conjugate_a=True
-                )  # A21 L11^-H for every local row; rows <= k masked below
-                l21 = jnp.where((rows_g > k)[:, None], l21, jnp.zeros_like(l21))
-                diag = lax.dynamic_slice_in_dim(l21, uk, nb, axis=0)
-                l21 = lax.dynamic_update_slice_in_dim(
-                    l21, jnp.where(i == kr, l11, diag), uk, axis=0
-                )
-                return l21, failed
-
-            def bystander(col):
-                return jnp.zeros_like(col), jnp.zeros((), bool)
-
-            panel, failed = lax.cond(j == kc, owner, bystander, col)
-            # psum along the mesh row -> (h, nb): L[:, k] for this device's rows (rows < k: 0)
-            panel = _psum(panel, col_axis)
-            keep = (rows_g >= k)[:, None] & (j == kc)
-            a = lax.dynamic_update_slice(a, jnp.where(keep, panel, col), (r0, vk))
-            lseg = lax.dynamic_update_slice_in_dim(lseg, panel, t * nb, axis=1)
-            # L[J, k]^H for this device's columns J > k of the segment
-            lt = transpose_rows(panel, seg_cols_g, first_block=k0, row_axis=row_axis, nb=nb)
-            lt = jnp.where((seg_cols_g > k)[:, None], lt, jnp.zeros_like(lt))
-            # A[:, J] -= L[:, k] L[J, k]^H on the segment's columns J > k (rank nb); the
-            # select keeps the finished columns J <= k out of the product, whose zero
-            # factors would turn a NaN or inf of L[:, k] into NaN there (LAPACK's order)
-            upd = jnp.dot(panel, lt.conj().T, precision=precision)
-            blk = a[r0:, c0 : c0 + wc]
-            a = set_block(a, (r0, c0), jnp.where((seg_cols_g > k)[None, :], blk - upd, blk))
-            return a, lseg, bad | failed
-
+        seg = _Segment(k0, r0, c0, wc, row_g[r0:], col_g[c0 : c0 + wc])
         # the segment's panels, made once the previous segment is done (else at the start)
-        lseg = zeros_after((h, width), a.dtype, a)
-        a, lseg, bad = fori(0, w, panel_step, (a, lseg, bad))
-
-        # trailing update A22 -= L_seg L_seg^H (rank W), lower triangle only
-        k1 = k0 + w
-        if k1 == nbr:
-            break
-        r1, c1 = (k1 // pr) * nb, (k1 // pc) * nb
-        # L_seg^H for the trailing columns: one psum along mesh columns -> (nloc - c1, W)
-        lt = transpose_rows(lseg, col_g[c1:], first_block=k0, row_axis=row_axis, nb=nb)
-        for lo, hi, end in _row_chunks(r1, c1, mloc, nloc, nb=nb, pr=pr, pc=pc):
-            # the chunk's rows of L_seg and the L_seg^H of its columns, read once the
-            # previous chunk is written (else XLA slices every chunk's operands first,
-            # and holds them all)
-            rows = lax.dynamic_slice_in_dim(lseg, after(lo - r0, a), hi - lo, axis=0)
-            cols = lax.dynamic_slice_in_dim(lt, after(0, a), end - c1, axis=0)
-            upd = jnp.dot(rows, cols.conj().T, precision=precision)
-            a = add_block(a, (lo, c1), -upd)
+        lseg = zeros_after((mloc - r0, w * nb), a.dtype, a)
+        step = functools.partial(_panel_step, g=g, seg=seg)
+        a, lseg, bad = fori(0, w, step, (a, lseg, bad))
+        if k0 + w < nbr:  # the trailing update of the columns after the segment
+            a = _trailing_update(a, lseg, col_g, k1=k0 + w, seg=seg, g=g)
     return a, ~bad

@@ -48,6 +48,8 @@ its own axis. ``sizes`` gives the true lengths for those crops.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import jax
 import jax.numpy as jnp
 
@@ -236,6 +238,7 @@ def pencil_forward(
     norm: str | None,
     out: str,
     tile: int,
+    transform: Callable[[jax.Array], jax.Array] | None = None,
 ) -> jax.Array:
     """Forward 3D FFT of Z-pencils, textbook pencil plan (three 1D FFT passes).
 
@@ -246,15 +249,17 @@ def pencil_forward(
       out: ``"yzx"``: ``(Yq/pa, Zq/pb, X)`` (jaxdecomp's order, X contiguous
         as the last FFT leaves it); ``"xyz"``: ``(X, Yq/pa, Zq/pb)`` after a
         local transpose. ``Zq`` is ``Zt`` padded to a multiple of ``pb``.
+      transform: another separable transform's 1D pass along the last axis,
+        run in place of each FFT (the DCTs of ``dct.py``; ``real`` False).
     """
     xg, yg, _ = sizes
     pa, pb = axis_size(row_axis), axis_size(col_axis)
-    f = fft_last(x, "rfft" if real else "fft", norm)
+    f = transform(x) if transform else fft_last(x, "rfft" if real else "fft", norm)
     f = _pad_axis(f, 2, round_up(f.shape[-1], pb))
     g = zpencils_to_ypencils(f, col_axis=col_axis, tile=tile)[..., :yg]  # (Xp/pa, Zq/pb, Y)
-    g = _pad_axis(fft_last(g, "fft", norm), 2, round_up(yg, pa))
+    g = _pad_axis(transform(g) if transform else fft_last(g, "fft", norm), 2, round_up(yg, pa))
     h = ypencils_to_xpencils(g, row_axis=row_axis, tile=tile)[..., :xg]  # (Yq/pa, Zq/pb, X)
-    h = fft_last(h, "fft", norm)
+    h = transform(h) if transform else fft_last(h, "fft", norm)
     return h if out == "yzx" else h.transpose(2, 0, 1)
 
 
@@ -268,16 +273,21 @@ def pencil_inverse(
     norm: str | None,
     inp: str,
     tile: int,
+    transform: Callable[[jax.Array], jax.Array] | None = None,
 ) -> jax.Array:
-    """Inverse of :func:`pencil_forward`: returns the ``(Xp/pa, Yp/pb, Z)`` Z-pencil."""
+    """Inverse of :func:`pencil_forward`: returns the ``(Xp/pa, Yp/pb, Z)`` Z-pencil.
+
+    ``transform``: as for :func:`pencil_forward` (the inverse's 1D pass).
+    """
     xg, yg, zg = sizes
     pa, pb = axis_size(row_axis), axis_size(col_axis)
     zt = zg // 2 + 1 if real else zg
+    last = transform or (lambda v: fft_last(v, "ifft", norm))
     h = x if inp == "yzx" else x.transpose(1, 2, 0)  # (Yq/pa, Zq/pb, X)
-    h = _pad_axis(fft_last(h, "ifft", norm), 2, round_up(xg, pa))
+    h = _pad_axis(last(h), 2, round_up(xg, pa))
     g = xpencils_to_ypencils(h, row_axis=row_axis, tile=tile)[..., :yg]  # (Xp/pa, Zq/pb, Y)
-    g = _pad_axis(fft_last(g, "ifft", norm), 2, round_up(yg, pb))
+    g = _pad_axis(last(g), 2, round_up(yg, pb))
     f = ypencils_to_zpencils(g, col_axis=col_axis, tile=tile)[..., :zt]  # (Xp/pa, Yp/pb, Zt)
     if real:
         return fft_last(f, "irfft", norm, zg)
-    return fft_last(f, "ifft", norm)
+    return last(f)

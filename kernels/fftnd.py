@@ -59,16 +59,18 @@ def fftnd_local(x: jax.Array, *, steps: tuple, norm: str | None) -> jax.Array:
       it (each swap moves ``t``'s mesh axes onto ``u``).
     """
     for step in steps:
-        if isinstance(step, FftStep):
-            x = _local_fft(x, step, norm)
-            continue
-        if step.u_len is not None:
-            x = _pad_axis(x, step.u, step.u_len)
-        group = step.group if len(step.group) > 1 else step.group[0]
-        # all_to_all over t's group -> t whole (padded), u split |group| ways further
-        x = lax.all_to_all(x, group, step.u, step.t, tiled=True)
-        x = _pad_axis(x, step.t, step.t_len)
+        x = _local_fft(x, step, norm) if isinstance(step, FftStep) else swap(x, step)
     return x
+
+
+def swap(x: jax.Array, step: SwapStep) -> jax.Array:
+    """One :class:`SwapStep` on a local block (also the DCTs' and the transposes')."""
+    if step.u_len is not None:
+        x = _pad_axis(x, step.u, step.u_len)
+    group = step.group if len(step.group) > 1 else step.group[0]
+    # all_to_all over t's group -> t whole (padded), u split |group| ways further
+    x = lax.all_to_all(x, group, step.u, step.t, tiled=True)
+    return _pad_axis(x, step.t, step.t_len)
 
 
 def _local_fft(x: jax.Array, step: FftStep, norm: str | None) -> jax.Array:

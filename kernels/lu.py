@@ -61,7 +61,7 @@ __all__ = ["MAX_PHASES", "apply_panel_swaps", "lu_block_cyclic", "phases", "pivo
 # bounded by this, whatever n. Each loop is compiled once (about 45 XLA
 # kernels on CPU, ~1 CPU s), and the masked work four loops leave is 6% of the
 # flops at n/nb = 8, 21% at 24 and 33% at 88 block columns (figures and the
-# trade against compile time: docs/benchmarks.md, "First call").
+# trade against compile time: docs/benchmarks-log.md, "First call").
 MAX_PHASES = 4
 
 

@@ -35,6 +35,7 @@ to within a few ``eps·‖T‖``.
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 import jax
@@ -113,6 +114,74 @@ def reflector(a_j: jax.Array, j: jax.Array, idx: jax.Array):
     return v.astype(a_j.dtype), tau.astype(a_j.dtype), jnp.where(trivial, jnp.real(alpha), beta)
 
 
+def _reflect_column(i, carry, *, k0, a_blk, at: Local, idx, real):
+    """Column ``k0 + i`` of a panel: its reflector (``xLARFG``), the next column, and the
+    panel's ``V, W`` grown by one column (``xLATRD``'s step)."""
+    v_all, w_all, taus, d, e, col = carry
+    i = i.astype(jnp.int32)
+    j = k0 + i
+    m = at.m
+    # column j of the matrix with the panel's earlier updates applied
+    a_j = col - v_all @ jnp.conj(w_all[j]) - w_all @ jnp.conj(v_all[j])
+    v, tau, beta = reflector(a_j, j, idx)
+    d = lax.dynamic_update_slice(d, jnp.real(a_j[j])[None], (j,))
+    e = lax.dynamic_update_slice(e, beta[None].astype(real), (j,))
+    mine = lax.dynamic_slice(v, (at.col0,), (at.nloc,))
+    both = lax.psum(
+        jnp.stack(
+            [
+                spread(a_blk @ mine, at.row0, m),
+                spread(column_piece(a_blk, j + 1, at), at.row0, m),
+            ]
+        ),
+        at.every,
+    )
+    av, col = both[0], both[1]
+    av = av - v_all @ (jnp.conj(w_all.T) @ v) - w_all @ (jnp.conj(v_all.T) @ v)
+    p = tau * av
+    w = p - 0.5 * tau * jnp.vdot(p, v) * v
+    w = jnp.where(idx > j, w, 0)
+    zero = jnp.int32(0)
+    v_all = lax.dynamic_update_slice(v_all, v[:, None], (zero, i))
+    w_all = lax.dynamic_update_slice(w_all, w[:, None], (zero, i))
+    taus = lax.dynamic_update_slice(taus, tau[None], (i,))
+    return v_all, w_all, taus, d, e, col
+
+
+def _q_times_panels(q, k, v_all, taus, *, panels, nb, at: Local, col_axis):
+    """``Q`` times two panels' reflectors at once (one block reflector of ``2nb`` columns):
+    reading ``Q``'s local block is the cost, so half as many reads."""
+    q_blk, v_two, t_two = q
+    zero = jnp.int32(0)
+    half = (k % 2).astype(jnp.int32)
+    v_two = lax.dynamic_update_slice(jnp.where(half == 0, 0, v_two), v_all, (zero, half * nb))
+    t_two = lax.dynamic_update_slice(jnp.where(half == 0, 0, t_two), taus, (half * nb,))
+    q_blk = lax.cond(
+        (half == 1) | (k == panels - 1),
+        lambda q: times_reflectors(q, v_two, t_two, at, col_axis),
+        lambda q: q,
+        q_blk,
+    )
+    return q_blk, v_two, t_two
+
+
+def _reduce_panel(k, carry, *, nb, panels, at: Local, idx, real, col_axis):
+    """Panel ``k``: its ``nb`` columns reflected, then the deferred rank-``2nb`` update."""
+    a_blk, q, d, e = carry
+    k0 = (k * nb).astype(jnp.int32)
+    col = lax.psum(spread(column_piece(a_blk, k0, at), at.row0, at.m), at.every)
+    empty = jnp.zeros((at.m, nb), a_blk.dtype)
+    step = functools.partial(_reflect_column, k0=k0, a_blk=a_blk, at=at, idx=idx, real=real)
+    v_all, w_all, taus, d, e, _ = lax.fori_loop(
+        0, nb, step, (empty, empty, jnp.zeros((nb,), a_blk.dtype), d, e, col)
+    )
+    # the deferred rank-2nb update, local: A ← A − V Wᴴ − W Vᴴ
+    a_blk = rank_2k_update(a_blk, v_all, w_all, w_all, v_all, at)
+    if q is not None:
+        q = _q_times_panels(q, k, v_all, taus, panels=panels, nb=nb, at=at, col_axis=col_axis)
+    return a_blk, q, d, e
+
+
 @highest_precision
 def reduce_columns(
     a_blk: jax.Array,
@@ -148,68 +217,10 @@ def reduce_columns(
     dtype = a_blk.dtype
     real = jnp.finfo(dtype).dtype
     idx = jnp.arange(m, dtype=jnp.int32)
-    zero = jnp.int32(0)
-
     panels = steps // nb
-
-    def panel(k, carry):
-        a_blk, q, d, e = carry
-        k0 = (k * nb).astype(jnp.int32)
-
-        def step(i, carry):
-            v_all, w_all, taus, d, e, col = carry
-            i = i.astype(jnp.int32)
-            j = k0 + i
-            # column j of the matrix with the panel's earlier updates applied
-            a_j = col - v_all @ jnp.conj(w_all[j]) - w_all @ jnp.conj(v_all[j])
-            v, tau, beta = reflector(a_j, j, idx)
-            d = lax.dynamic_update_slice(d, jnp.real(a_j[j])[None], (j,))
-            e = lax.dynamic_update_slice(e, beta[None].astype(real), (j,))
-            mine = lax.dynamic_slice(v, (at.col0,), (at.nloc,))
-            both = lax.psum(
-                jnp.stack(
-                    [
-                        spread(a_blk @ mine, at.row0, m),
-                        spread(column_piece(a_blk, j + 1, at), at.row0, m),
-                    ]
-                ),
-                at.every,
-            )
-            av, col = both[0], both[1]
-            av = av - v_all @ (jnp.conj(w_all.T) @ v) - w_all @ (jnp.conj(v_all.T) @ v)
-            p = tau * av
-            w = p - 0.5 * tau * jnp.vdot(p, v) * v
-            w = jnp.where(idx > j, w, 0)
-            v_all = lax.dynamic_update_slice(v_all, v[:, None], (zero, i))
-            w_all = lax.dynamic_update_slice(w_all, w[:, None], (zero, i))
-            taus = lax.dynamic_update_slice(taus, tau[None], (i,))
-            return v_all, w_all, taus, d, e, col
-
-        col = lax.psum(spread(column_piece(a_blk, k0, at), at.row0, m), at.every)
-        empty = jnp.zeros((m, nb), dtype)
-        v_all, w_all, taus, d, e, _ = lax.fori_loop(
-            0, nb, step, (empty, empty, jnp.zeros((nb,), dtype), d, e, col)
-        )
-        # the deferred rank-2nb update, local: A ← A − V Wᴴ − W Vᴴ
-        a_blk = rank_2k_update(a_blk, v_all, w_all, w_all, v_all, at)
-        if q is not None:
-            # Q takes two panels' reflectors at once (one block reflector of 2nb
-            # columns): reading Q's local block is the cost, so half as many reads
-            q_blk, v_two, t_two = q
-            half = (k % 2).astype(jnp.int32)
-            v_two = lax.dynamic_update_slice(
-                jnp.where(half == 0, 0, v_two), v_all, (zero, half * nb)
-            )
-            t_two = lax.dynamic_update_slice(jnp.where(half == 0, 0, t_two), taus, (half * nb,))
-            q_blk = lax.cond(
-                (half == 1) | (k == panels - 1),
-                lambda q: times_reflectors(q, v_two, t_two, at, col_axis),
-                lambda q: q,
-                q_blk,
-            )
-            q = (q_blk, v_two, t_two)
-        return a_blk, q, d, e
-
+    panel = functools.partial(
+        _reduce_panel, nb=nb, panels=panels, at=at, idx=idx, real=real, col_axis=col_axis
+    )
     d = jnp.zeros((steps,), real)
     e = jnp.zeros((steps,), real)
     q = (

@@ -47,7 +47,7 @@ from .pivots import apply_all_panel_swaps, pivots_to_permutation
 # Most loops (phases) per triangular solve with many right-hand sides: the
 # program does not grow with n (read when a solve is traced). Each loop is
 # compiled once (about 35 XLA kernels on CPU), so few loops keep the first call
-# short; the masked work they leave is measured in docs/benchmarks.md.
+# short; the masked work they leave is measured in docs/benchmarks-log.md.
 MAX_PHASES = 4
 # With few right-hand sides a substitution is O(n^2 k) flops next to the
 # factorisation's O(n^3): one loop over every step, on the rows of the first

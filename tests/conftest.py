@@ -52,12 +52,12 @@ def _xla_accepts(*flags: str) -> bool:
 # at XLA's level that followed passed, its pytest in 590 s. Level 0 halves the
 # CPU time of compiling (solve, eigh and eigh's derivative at n = 64 on 2x4: 15.7 ->
 # 7.9 CPU s); with the file order below, the whole suite in 490-690 s on fresh clones
-# (median 600 s of six; docs/benchmarks.md) instead of 820-1010 s. It was once off:
+# (median 600 s of six; docs/benchmarks-log.md) instead of 820-1010 s. It was once off:
 # one CI run's worker died of a segmentation fault inside XLA's compile of eigh's
 # derivative at level 0 (test_spectral::test_eigh_jvp), with the fusion emitters below
 # still on. Not seen since: that test alone 12 times in fresh processes without a
 # compilation cache, and the whole suite at level 0 with the emitters off, passed
-# (docs/benchmarks.md, "The suite's time"). Level 0 also made a hang of jaxlib's
+# (docs/benchmarks-log.md, "The suite's time"). Level 0 also made a hang of jaxlib's
 # batched LAPACK calls likelier, which distla._core.lapack_batch now prevents at any
 # level.
 LLVM_LEVEL = "--xla_backend_optimization_level"
@@ -130,6 +130,10 @@ for _name, _value in CACHE_SETTINGS.items():
 # the workers whole files in collection order, so a slow file collected last kept one
 # worker busy for a minute or more after the other had finished.
 SLOWEST_FILES = (
+    # the FFT side's (seconds of one worker under load: 280, 200, 190)
+    "test_dct.py",
+    "test_jaxdecomp.py",
+    "test_particle_mesh.py",
     "test_edges.py",
     "test_linalg.py",
     "test_docs.py",

@@ -5,7 +5,10 @@ benchmarks name no private distla module (``distla._x``, ``distla.linalg._x``,
 ``distla.fft._x``) and no file under ``distla/_core``, ``distla/linalg/_x.py``
 or ``distla/fft/_x.py``; no module of the library or the kernels imports
 ``jax._src`` outside the allow-list below (each entry with its reason); no
-issue or item numbers in code, docs, benchmarks or tests.
+issue or item numbers in code, docs, benchmarks or tests; no function of the
+library or the kernels longer than ``MAX_LINES`` lines of code (its docstring not
+counted) unless a comment in it says why it must be one piece; the import graph
+goes down the layers with no cycle.
 """
 
 from __future__ import annotations
@@ -101,6 +104,55 @@ def test_no_issue_or_item_numbers():
     assert not found, "issue or item numbers:\n" + "\n".join(found)
 
 
+# --- function length ------------------------------------------------------------------------
+# A function's lines of code, its docstring not counted (a public function's docstring is
+# its API page); longer ones say why they must be one piece, in a comment with those words.
+MAX_LINES = 80
+
+
+def long_functions(path: Path) -> list[str]:
+    import ast
+
+    text = path.read_text(encoding="utf-8")
+    lines = text.splitlines()
+    found = []
+    for node in ast.walk(ast.parse(text)):
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        first = node.body[0]
+        doc = 0
+        if isinstance(first, ast.Expr) and isinstance(getattr(first, "value", None), ast.Constant):
+            doc = first.end_lineno - first.lineno + 1 if isinstance(first.value.value, str) else 0
+        code = node.end_lineno - node.lineno + 1 - doc
+        body = "\n".join(lines[node.lineno - 1 : node.end_lineno])
+        if code > MAX_LINES and "one piece" not in body:
+            found.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name}: {code} lines")
+    return found
+
+
+def test_long_functions_are_caught():
+    import tempfile
+
+    with tempfile.TemporaryDirectory(dir=ROOT) as tmp:
+        path = Path(tmp) / "long.py"
+
+        def source(lines):  # the def, a docstring, lines - 2 assignments, the return
+            body = "".join(f"    x{i} = {i}\n" for i in range(lines - 2))
+            return f'def f():\n    """Doc."""\n{body}    return 0\n'
+
+        path.write_text(source(MAX_LINES + 1))
+        assert len(long_functions(path)) == 1
+        path.write_text(source(MAX_LINES))
+        assert not long_functions(path)
+        path.write_text(source(MAX_LINES + 1).replace("return 0", "return 0  # one piece: why"))
+        assert not long_functions(path)
+
+
+def test_no_long_functions():
+    found = [hit for path in library() for hit in long_functions(path)]
+    assert not found, f"functions over {MAX_LINES} lines of code:\n" + "\n".join(found)
+
+
 # --- the import graph -----------------------------------------------------------------------
 # Every module of the library, its imports resolved to module names (relative ones
 # included, and those inside functions), then: no cycle, no import from a lower layer to
@@ -182,9 +234,9 @@ def import_graph():
 
 def test_import_graph_reads_relative_and_function_level_imports():
     graph = import_graph()
-    solve = {t for t, _, _ in graph["distla.linalg._solve"]}
-    assert {"distla.linalg._refine", "distla._core.checks", "distla._core.plan"} <= solve
-    assert "distla.kernels.lu" in {t for t, _, _ in graph["distla.linalg._lu"]}
+    solve = {t for t, _, _ in graph["distla.linalg._lu.solve"]}
+    assert {"distla.linalg._refine", "distla._core.checks", "distla._core.route"} <= solve
+    assert "distla.kernels.lu" in {t for t, _, _ in graph["distla.linalg._lu.programs"]}
     tools = [t for t, _, inside in graph["distla.tools.doctor"] if inside]
     assert "distla" in tools
 

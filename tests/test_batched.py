@@ -6,6 +6,8 @@ distla.cost), results stay sharded along the batch, and each member meets
 LAPACK's scaled ratios on its own.
 """
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import jax.scipy.linalg as jsl
@@ -19,7 +21,9 @@ from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 import distla
-from distla.linalg import _batched
+from distla._core import route
+from distla._core.plan import Plan
+from distla.linalg._lu import stacks as _batched
 
 # --------------------------------------------------------------------------- references
 
@@ -702,23 +706,37 @@ def test_vmap_of_triangular_solves_and_pencils(kind):
                     np.testing.assert_allclose(np.asarray(g), np.asarray(r), rtol=1e-4, atol=1e-5)
 
 
-def _one_matrix_solve(a, b):
+def _vmappable(name, fn):
+    """``fn`` (one matrix) whose jax.vmap is one batched call: an op with the LU family's
+    vmap rule (distla._core.route), as the one-matrix calls of distla.linalg declare it."""
+    return route.Op(
+        f"test {name}",
+        one_device=fn,
+        distributed=lambda plan, *xs, **kw: fn(*xs, **kw),
+        vmap=functools.partial(_batched.vmap_rule, name),
+    )
+
+
+_LU_FACTOR = _vmappable("lu_factor", lambda a: tuple(jsl.lu_factor(a)))
+_LU_SOLVE = _vmappable(
+    "lu_solve", lambda lu, piv, b, trans: jsl.lu_solve((lu, piv), b, trans=trans)
+)
+_DET = _vmappable("det", jnp.linalg.det)
+
+
+def _one_matrix_solve(plan, a, b):
     """A stand-in for distla.linalg's one-matrix solve, built as the lead would need it.
 
     jax's own structure for jnp.linalg.solve (custom_linear_solve over an LU),
-    with the LU and the triangular solves wrapped by _batched.with_vmap_rule:
-    vmap of it is one batched call, and grad/jvp never differentiate through
-    custom_vmap (which has no transpose rule). jsl stands in for distla/linalg/_lu.py.
+    with the LU and the triangular solves declared with the LU family's vmap
+    rule: vmap of it is one batched call, and grad/jvp never differentiate
+    through custom_vmap (which has no transpose rule). jsl stands in for the
+    LU family's distributed programs.
     """
-    lu, piv = _batched.with_vmap_rule("lu_factor", lambda a: tuple(jsl.lu_factor(a)))(
-        jax.lax.stop_gradient(a)
-    )
+    lu, piv = route.distributed(_LU_FACTOR, plan, jax.lax.stop_gradient(a))
 
     def lu_solve(trans):
-        fn = _batched.with_vmap_rule(
-            "lu_solve", lambda lu, piv, b: jsl.lu_solve((lu, piv), b, trans=trans), trans=trans
-        )
-        return lambda _, x: fn(lu, piv, x)
+        return lambda _, x: route.distributed(_LU_SOLVE, plan, lu, piv, x, trans=trans)
 
     def matvec(x):
         return jnp.matmul(a, x, precision=jax.lax.Precision.HIGHEST)
@@ -745,18 +763,19 @@ def test_vmap_rule_routes_to_the_batched_solve():
     b = random_matrix(rng, (16, 6), np.float32)
     spec = P(("x", "y"))
     da, db = put(a, mesh, spec), put(b, mesh, spec)
-    solve = jax.vmap(_one_matrix_solve)
+    plan = Plan(mesh.abstract_mesh, np.dtype(np.float32))
+    solve = jax.vmap(functools.partial(_one_matrix_solve, plan))
     x = solve(da, db)
     assert solve_ratios(a, x, b, np.float32).max() <= THRESHOLD
     assert has_layout(x, mesh, spec)
     assert no_collectives(distla.cost(solve, da, db))
     # gradients of every member at once, batched too
     with jax.set_mesh(mesh):
-        g = jax.vmap(jax.grad(lambda a, b: jnp.sum(jnp.sin(_one_matrix_solve(a, b)))))(da, db)
+        g = jax.vmap(jax.grad(lambda a, b: jnp.sum(jnp.sin(_one_matrix_solve(plan, a, b)))))(da, db)
     ref = jax.vmap(jax.grad(lambda a, b: jnp.sum(jnp.sin(jnp.linalg.solve(a, b)))))(a, b)
     np.testing.assert_allclose(np.asarray(g), ref, rtol=1e-5, atol=1e-6)
     assert has_layout(g, mesh, spec)
-    det = jax.vmap(_batched.with_vmap_rule("det", jnp.linalg.det))(da)
+    det = jax.vmap(lambda a: route.distributed(_DET, plan, a))(da)
     np.testing.assert_allclose(np.asarray(det), np.linalg.det(_wide(a)), rtol=1e-4)
     assert has_layout(det, mesh, spec)
 
@@ -796,30 +815,3 @@ def test_errors(mesh24):
         distla.linalg.lu_solve((lu, piv), a, trans=3)
     with pytest.raises(ValueError, match=r"square.*\(16, 8, 4\)"):
         distla.linalg.det(put(np.ones((16, N, 4), np.float32), mesh24, spec))
-
-
-def test_errors_of_the_batched_layer(mesh24):
-    # what distla.linalg checks first, _batched checks again for direct callers
-    a = put(np.ones((16, N, N), np.float32), mesh24, P(("x", "y")))
-    b = put(np.ones((3, N, 1), np.float32), mesh24, P())
-    with pytest.raises(ValueError, match=r"batch dimensions do not broadcast: a \(16,\), b \(3,\)"):
-        _batched.solve(a, b)
-    with pytest.raises(
-        ValueError, match=r"b must have shape \(n,\) or \(\.\.\., n, k\) with n = 8"
-    ):
-        _batched.solve(a, put(np.ones((16, 4, 1), np.float32), mesh24, P()))
-    with pytest.raises(ValueError, match=r"b of shape \(4,\) does not match a"):
-        _batched.solve(a, jnp.ones(4))
-    with pytest.raises(
-        ValueError, match=r"a must be a stack \(\.\.\., n, n\); got a of shape \(8,\)"
-    ):
-        _batched.inv(jnp.ones(8))
-    piv = jnp.zeros((16, N), jnp.int32)
-    with pytest.raises(
-        ValueError, match=r"batch dimensions differ: lu \(16, 8, 8\).*b \(4, 8, 1\)"
-    ):
-        _batched.lu_solve(a, piv, jnp.ones((4, N, 1)))
-    with pytest.raises(ValueError, match=r"piv must be \(16, 8\)"):
-        _batched.lu_solve(a, jnp.zeros((16, 3), jnp.int32), jnp.ones((16, N, 1)))
-    with pytest.raises(ValueError, match=r"trans must be 0, 1 or 2; got 5"):
-        _batched.lu_solve(a, piv, jnp.ones((16, N, 1)), trans=5)

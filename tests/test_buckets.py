@@ -16,7 +16,9 @@ from conftest import build_mesh
 from test_linalg import lu_ratios, solve_ratio
 
 import distla
-from distla.linalg import _buckets, _cholesky, _lu
+from distla._core import buckets as _buckets
+from distla.linalg import _cholesky
+from distla.linalg._lu import programs as _lu
 
 # Orders 129 to 132 share the bucket 132 at 32 steps (step 4 for 128 < n <= 256).
 ORDERS = (129, 131, 132)

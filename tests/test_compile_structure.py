@@ -113,7 +113,8 @@ def test_eager_svd_compiles_each_step_once(monkeypatch):
     # shapes: each step's programs are cleared the first time this call meets it, and
     # so are those of the tridiagonal eigh of H (one program, and no repair program
     # for this matrix, whose singular values are apart).
-    from distla.linalg import _polar, _tridiagonal
+    from distla.linalg import _qdwh as _polar
+    from distla.linalg._eigh import tridiagonal as _tridiagonal
 
     steps, on_mesh = {}, _polar.on_mesh
 

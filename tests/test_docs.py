@@ -5,10 +5,15 @@
   run in one subprocess on 8 simulated CPU devices, each page in a fresh
   namespace, its blocks in order (a block may use what earlier blocks of its
   page defined). A block preceded by ``<!-- docs-test: skip REASON -->`` is
-  not run (for what needs several processes, say); keep those rare.
+  not run (for what needs several processes, say); keep those rare. A block
+  followed by ``<!-- docs-test: prints -->`` and a fenced ``text`` block must
+  print that text (doctest's rules: ``...`` matches anything, whitespace is
+  normalised), so that what a page says a block prints is what it prints.
 - The names documented in ``docs/api.md`` are exactly the public API:
-  ``distla.__all__``, ``distla.linalg.__all__`` and ``distla.fft``'s public
-  functions, each rendered from the object it names.
+  ``distla.__all__``, ``distla.linalg.__all__``, ``distla.fft``'s and
+  ``distla.scipy.fft``'s public functions, ``distla.scipy.linalg``'s own (not
+  re-exported) functions and ``distla.jaxdecomp``'s own, each
+  rendered from the object it names.
 
 Run as a script (``python tests/test_docs.py PAGES.json RESULTS.json``) it is the
 block runner the tests start.
@@ -26,6 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 SKIP_MARK = re.compile(r"^\s*<!--\s*docs-test:\s*skip\s+(.+?)\s*-->\s*$")
+PRINTS_MARK = re.compile(r"^\s*<!--\s*docs-test:\s*prints\s*-->\s*$")
 FENCE = re.compile(r"^(\s*)(`{3,}|~{3,})\s*([\w+-]*)")
 MAX_EXPLICIT_SKIPS = 3
 RUNNER_TIMEOUT_S = 900  # for one runner's share of the pages (about 130 s idle here)
@@ -59,9 +65,27 @@ def python_blocks(path: Path) -> list[dict]:
         prev = next((lines[j] for j in range(start - 1, -1, -1) if lines[j].strip()), "")
         skip = SKIP_MARK.match(prev)
         blocks.append(
-            {"line": start + 1, "code": "\n".join(body) + "\n", "skip": skip and skip.group(1)}
+            {
+                "line": start + 1,
+                "code": "\n".join(body) + "\n",
+                "skip": skip and skip.group(1),
+                "prints": _printed(lines, i),
+            }
         )
     return blocks
+
+
+def _printed(lines: list[str], i: int) -> str | None:
+    """The text block after a ``<!-- docs-test: prints -->`` mark that follows line ``i``."""
+    rest = [(j, line) for j, line in enumerate(lines[i:], i) if line.strip()][:2]
+    if len(rest) < 2 or not PRINTS_MARK.match(rest[0][1]):
+        return None
+    j, fence = rest[1]
+    m = FENCE.match(fence)
+    if not m:
+        return None
+    end = next(k for k in range(j + 1, len(lines)) if lines[k].strip().startswith(m.group(2)))
+    return "\n".join(lines[j + 1 : end]) + "\n"
 
 
 # --------------------------------------------------------------------------
@@ -90,7 +114,7 @@ def _run_pages(pages_file: str, results_file: str) -> None:
     for page in json.loads(Path(pages_file).read_text()):
         name, blocks = page["name"], page["blocks"]
         out = io.StringIO()
-        status, detail, ran, seconds = "ok", "", 0, {}
+        status, detail, ran, seconds, printed = "ok", "", 0, {}, {}
         namespace = {"__name__": "__main__"}
         for block in blocks:
             if block["skip"]:
@@ -98,8 +122,9 @@ def _run_pages(pages_file: str, results_file: str) -> None:
             code = compile(block["code"], f"{name}:{block['line']}", "exec")
             print(f"running {name}:{block['line']}", file=sys.stderr, flush=True)
             t0 = time.perf_counter()
+            block_out = io.StringIO()
             try:
-                with contextlib.redirect_stdout(out):
+                with contextlib.redirect_stdout(block_out):
                     exec(code, namespace)
                     # finish the block's asynchronous work before the next one, as a
                     # reader pasting blocks one by one would: many programs in flight on
@@ -107,9 +132,12 @@ def _run_pages(pages_file: str, results_file: str) -> None:
                     jax.block_until_ready(
                         [v for v in namespace.values() if isinstance(v, jax.Array)]
                     )
+                out.write(block_out.getvalue())
+                printed[block["line"]] = block_out.getvalue()
                 ran += 1
                 seconds[block["line"]] = round(time.perf_counter() - t0, 2)
             except BaseException:  # noqa: BLE001 - reported as the test's failure
+                out.write(block_out.getvalue())
                 status = "fail"
                 detail = f"{name}:{block['line']}\n{traceback.format_exc()}"
                 detail += "\n--- output ---\n" + out.getvalue()[-3000:]
@@ -120,6 +148,7 @@ def _run_pages(pages_file: str, results_file: str) -> None:
             "ran": ran,
             "blocks": sum(1 for b in blocks if not b["skip"]),
             "seconds": seconds,
+            "printed": printed,
         }
         jax.config.update("jax_enable_x64", False)  # pages must not leak config
         Path(results_file).write_text(json.dumps(results))
@@ -217,6 +246,18 @@ def test_python_blocks_run(page, block_results):
     if result["blocks"] == 0:
         pytest.skip("every block of the page is marked skip")
     assert result["ran"] == result["blocks"]
+    import doctest
+
+    checker = doctest.OutputChecker()
+    options = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
+    for block in python_blocks(page):
+        want = block["prints"]
+        if want is None or block["skip"]:
+            continue
+        got = result["printed"][str(block["line"])]
+        assert checker.check_output(want, got, options), (
+            f"{_page_id(page)}:{block['line']} prints\n{got}\nwhere the page says\n{want}"
+        )
 
 
 def test_explicit_skips_are_rare_and_explained():
@@ -238,6 +279,15 @@ def test_block_parser(tmp_path):
         (7, "y = 2\n", "needs two processes"),
         (14, "z = 3\n", None),
     ]
+
+
+def test_prints_mark_is_read(tmp_path):
+    page = tmp_path / "p.md"
+    page.write_text(
+        "```python\nprint(1)\n```\n\n<!-- docs-test: prints -->\n```text\n1\n```\n"
+        "```python\nprint(2)\n```\n```text\n2\n```\n"
+    )
+    assert [b["prints"] for b in python_blocks(page)] == ["1\n", None]
 
 
 def test_mkdocs_build_strict(tmp_path):
@@ -305,6 +355,26 @@ def _public_names() -> set[str]:
             and getattr(v, "__module__", "").startswith("distla")
         ]
     names |= {f"distla.fft.{n}" for n in fft_names}
+    # the scipy namespaces, and jaxdecomp's functions that distla.fft does not export
+    names |= {f"distla.scipy.fft.{n}" for n in distla.scipy.fft.__all__}
+    import distla.jaxdecomp
+
+    exported = {id(getattr(distla.fft, n)) for n in distla.fft.__all__}
+    names |= {
+        f"distla.jaxdecomp.{n}"
+        for n in distla.jaxdecomp.__all__
+        if inspect.isfunction(getattr(distla.jaxdecomp, n))
+        and id(getattr(distla.jaxdecomp, n)) not in exported
+    }
+    # distla.scipy.linalg's own functions (the names it re-exports from distla.linalg are
+    # documented there)
+    import distla.scipy.linalg as sla
+
+    names |= {
+        f"distla.scipy.linalg.{n}"
+        for n in sla.__all__
+        if getattr(distla.linalg, n, None) is not getattr(sla, n)
+    }
     # the matmul module's communication model (``distla.matmul`` itself is the function)
     names.add("distla.matmul.model_bytes")
     return names

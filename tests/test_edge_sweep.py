@@ -592,6 +592,7 @@ _MODEL = "a memory model: arithmetic on shapes, takes no array"
 NOT_SWEPT = {
     "distla": {
         "Cost": "the result type of distla.cost",
+        "ShapeError": "an exception type (the errors it is raised for are swept)",
         "cost": "reads a compiled program",
         "fft": "a package, swept name by name",
         "linalg": "a package, swept name by name",

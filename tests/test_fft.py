@@ -593,6 +593,7 @@ class TestErrors:
 def test_exported_names():
     assert sorted(distla.fft.__all__) == sorted(
         ["fftn", "ifftn", "rfftn", "irfftn", "pfft3d", "pifft3d", "fft", "ifft", "fft2"]
+        + ["prfft3d", "pirfft3d"]
         + ["ifft2", "rfft2", "irfft2", "fftfreq3d", "rfftfreq3d", "rfft", "irfft"]
         + ["model_bytes"]  # the communication model of docs/fft.md
         + ["fftfreq", "rfftfreq", "fftshift", "ifftshift", "hfft", "ihfft"]  # jnp.fft's rest

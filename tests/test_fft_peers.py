@@ -341,3 +341,25 @@ def test_operand_given_once(name, mine, theirs):
         fn(v, **{theirs: v})
     with pytest.raises(TypeError, match="got neither"):
         fn()
+
+
+# --- wavenumbers of one-device spectra (the reference path of a particle-mesh code) -------
+
+
+@pytest.mark.parametrize("jit", [False, True], ids=["eager", "jit"])
+@pytest.mark.parametrize("name", ["fftfreq3d", "rfftfreq3d"])
+def test_wavenumbers_of_an_unsharded_spectrum(name, jit):
+    """fftfreq3d(pfft3d(numpy zeros)): jaxdecomp returns the wavenumbers; distla raised
+    "is_fully_addressable is not implemented for AbstractMesh" (under jit: "Reshard
+    should only be used with ... a non-empty mesh")."""
+    jd = pytest.importorskip("jaxdecomp")
+
+    def f(fft, freq):
+        return lambda v: getattr(freq, name)(fft.pfft3d(v))
+
+    x = np.zeros((8, 6, 4), np.float32)
+    ours = (jax.jit(f(distla.fft, distla.fft)) if jit else f(distla.fft, distla.fft))(x)
+    theirs = f(jd.fft, jd.fft)(x)
+    for o, t in zip(ours, theirs, strict=True):
+        assert o.shape == t.shape and o.dtype == t.dtype
+        np.testing.assert_array_equal(np.asarray(o), np.asarray(t))

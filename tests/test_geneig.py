@@ -20,7 +20,8 @@ from conftest import build_mesh
 from helpers import place
 
 import distla.linalg as L
-from distla.linalg import _geneig, _polar
+from distla.linalg import _qdwh as _polar
+from distla.linalg._eigh import pencil as _geneig
 
 THRESHOLD = 30
 

@@ -590,7 +590,7 @@ class TestCost:
         whole = n * n * 4
         assert cost.largest("all-gather") < whole / 2
         assert cost.largest() < whole / 2
-        nb, _ = distla.linalg._lu.blocking(
+        nb, _ = distla._core.block_cyclic.blocking(
             distla._core.mesh.grid_of(mesh.abstract_mesh, what="test"), n
         )
         assert cost.peak_memory_bytes <= 4 * (whole / 8 + n * nb * 4)
@@ -617,7 +617,7 @@ class TestCost:
         n = 512
         a = _abstract(mesh, (n, n), P("x", "y"))
         cost = distla.cost(linalg.lu_factor, a)
-        nb, _ = distla.linalg._lu.blocking(
+        nb, _ = distla._core.block_cyclic.blocking(
             distla._core.mesh.grid_of(mesh.abstract_mesh, what="test"), n
         )
         # the panels' getrf: sum over panels of m·nb² - nb³/3 (m rows below the panel top)

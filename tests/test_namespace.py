@@ -1,4 +1,5 @@
-"""distla.linalg and distla.fft have every public name of jnp.linalg and jnp.fft.
+"""distla.linalg, distla.fft and distla.scipy.fft have every public name of jnp.linalg,
+jnp.fft and jax.scipy.fft.
 
 Name for name and signature for signature; values of the names distla builds
 against numpy on the 2x4 mesh (Auto and Explicit, a size the mesh does not
@@ -10,6 +11,7 @@ import inspect
 
 import jax
 import jax.numpy as jnp
+import jax.scipy.fft
 import numpy as np
 import pytest
 from conftest import build_mesh
@@ -19,15 +21,21 @@ from jax.sharding import PartitionSpec as P
 import distla
 import distla.fft
 import distla.linalg
+import distla.scipy.fft
 
 
 def _public(module):
     return {n for n in dir(module) if not n.startswith("_")}
 
 
-@pytest.mark.parametrize(
-    "ours, theirs", [(distla.linalg, jnp.linalg), (distla.fft, jnp.fft)], ids=["linalg", "fft"]
-)
+NAMESPACES = [
+    pytest.param(distla.linalg, jnp.linalg, id="linalg"),
+    pytest.param(distla.fft, jnp.fft, id="fft"),
+    pytest.param(distla.scipy.fft, jax.scipy.fft, id="scipy.fft"),
+]
+
+
+@pytest.mark.parametrize("ours, theirs", NAMESPACES)
 def test_every_jnp_name_is_there(ours, theirs):
     missing = _public(theirs) - _public(ours)
     assert not missing, f"{ours.__name__} lacks {sorted(missing)}"
@@ -35,9 +43,7 @@ def test_every_jnp_name_is_there(ours, theirs):
         assert callable(getattr(ours, name)) == callable(getattr(theirs, name)), name
 
 
-@pytest.mark.parametrize(
-    "ours, theirs", [(distla.linalg, jnp.linalg), (distla.fft, jnp.fft)], ids=["linalg", "fft"]
-)
+@pytest.mark.parametrize("ours, theirs", NAMESPACES)
 def test_signatures_include_jnps(ours, theirs):
     for name in sorted(_public(theirs)):
         try:
@@ -286,9 +292,10 @@ _JNP_OWN = {
     "vecdot": (jnp.linalg.vecdot, "mm"),
     "outer": (jnp.linalg.outer, "vv"),
     "cross": (jnp.linalg.cross, "33"),
-    "fftshift": (jnp.fft.fftshift, "m"),
-    "ifftshift": (jnp.fft.ifftshift, "m"),
+    "fftshift": (distla.fft.fftshift, "m"),  # jnp's roll, typed back on Explicit meshes
+    "ifftshift": (distla.fft.ifftshift, "m"),
 }
+_SHIFTS = ("fftshift", "ifftshift")
 
 
 @pytest.mark.parametrize("name", sorted(_JNP_OWN))
@@ -299,11 +306,15 @@ def test_jnps_own_names_gather_no_operand(name):
     block halves to the device that owns their destination (collective
     permutes), at most one block per sharded axis.
     """
-    assert (
-        getattr(distla.linalg if name not in ("fftshift", "ifftshift") else distla.fft, name)
-        is _JNP_OWN[name][0]
+    assert getattr(distla.linalg if name not in _SHIFTS else distla.fft, name) is _JNP_OWN[name][0]
+    kinds = [jax.sharding.AxisType.Auto] + (
+        [jax.sharding.AxisType.Explicit] if name in _SHIFTS else []
     )
-    mesh = distla.make_mesh((2, 4), axis_types=jax.sharding.AxisType.Auto)
+    for kind in kinds:
+        _gathers_nothing(name, distla.make_mesh((2, 4), axis_types=kind))
+
+
+def _gathers_nothing(name, mesh):
     n = 64
     shapes = {
         "m": [((n, n), P("rows", "cols"))],
@@ -318,7 +329,7 @@ def test_jnps_own_names_gather_no_operand(name):
     block = n * n * 4 // 8
     assert gathered == 0, (name, c.collectives)
     assert c.total_collective_bytes <= 2 * block, (name, c.collectives)
-    if name in ("fftshift", "ifftshift"):
+    if name in _SHIFTS:
         assert c.collective_counts["collective-permute"] > 0
 
 

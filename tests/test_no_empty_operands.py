@@ -24,9 +24,13 @@ from conftest import build_mesh
 from jax.sharding import PartitionSpec as P
 
 import distla
+import distla.jaxdecomp
+import distla.scipy.fft
 
 L = distla.linalg
 F = distla.fft
+SF = distla.scipy.fft
+J = distla.jaxdecomp
 
 
 # --- the walker ----------------------------------------------------------------------------
@@ -142,7 +146,10 @@ def _inputs(mesh, n):
     tall_b = rng.standard_normal((n + 3, 2)).astype(np.float32)
     stack = rng.standard_normal((8, 6, 6)).astype(np.float32) + 6 * np.eye(6, dtype=np.float32)
     vol = rng.standard_normal((n, n, n)).astype(np.float32)
+    # a volume with ghost cells whose blocks hold two of them along each split axis
+    grid = rng.standard_normal((16, 8, 4)).astype(np.float32)
     d = {"a": a, "spd": spd, "sym": sym, "tall": tall, "b": b, "tall_b": tall_b, "vol": vol}
+    d["grid"] = grid
     out = {k: distla.shard(v, mesh) for k, v in d.items()}
     out["cvol"] = distla.shard(vol.astype(np.complex64), mesh)
     out["low"] = distla.shard(np.tril(a), mesh)
@@ -222,11 +229,24 @@ CASES = {
     "pfft3d": (lambda x: F.pifft3d(F.pfft3d(x["cvol"])), None),
     "hfft": (lambda x: F.ihfft(F.hfft(x["cvol"], axis=0), axis=0), None),
     "fftn_slab_axes": (lambda x: F.ifftn(F.fftn(x["cslab"], axes=(0, 2)), axes=(0, 2)), None),
+    "prfft3d": (
+        lambda x: F.pirfft3d(F.prfft3d(x["vol"]), s=x["vol"].shape),
+        lambda v: jnp.abs(F.prfft3d(v)).sum(),
+    ),
+    "dctn": (lambda x: SF.idctn(SF.dctn(x["vol"], type=3)), lambda v: SF.dctn(v).sum()),
+    "dct_axis": (lambda x: SF.idct(SF.dct(x["cslab"], type=1, axis=0), type=1, axis=0), None),
+    "halo_exchange": (
+        lambda x: J.halo_exchange(x["grid"], (1, 1), (True, False)),
+        lambda v: J.halo_exchange(v, (1, 1), (True, True)).sum(),
+    ),
+    "transposes": (lambda x: J.transposeZtoX(J.transposeXtoZ(x["grid"])), None),
 }
 # stacks sharded on the batch axis are solved per device with no shard_map
 ONE_DEVICE_PER_STACK = {"batched_solve", "batched_cholesky", "matrix_rank"}
 GRAD_ARG = {"cholesky": "spd", "eigh": "sym", "eigh_pencil": "spd", "fftn": "vol", "rfftn": "vol"}
+GRAD_ARG.update(prfft3d="vol", dctn="vol", halo_exchange="grid")
 FFT = {"hfft", "fftn", "ifftn", "rfftn", "irfftn", "fftn_axes", "fftn_slab_axes", "pfft3d"}
+FFT |= {"prfft3d", "dctn", "dct_axis", "halo_exchange", "transposes"}
 # Functions that never run a shard_map of their own: elementwise or batch-only work,
 # or a thin alias of a name in CASES (what they call is traced there).
 NO_SHARD_MAP = {
@@ -278,6 +298,7 @@ COVERED_BY = {
     "rfft2": "rfftn",
     "irfft2": "irfftn",
     "pifft3d": "pfft3d",
+    "pirfft3d": "prfft3d",
     "norm": "norm2",
     "ihfft": "hfft",
 }

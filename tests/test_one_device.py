@@ -12,6 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from conftest import build_mesh
+from jax.sharding import PartitionSpec as P
 from test_no_empty_operands import CASES, _inputs
 
 import distla
@@ -62,6 +63,28 @@ def test_checker_sees_a_shard_map():
     x = _inputs(mesh, 8)
     with jax.set_mesh(mesh):
         assert "shard_map" in primitives(jax.make_jaxpr(CASES["solve"][0])(x))
+
+
+def test_fft_layouts_are_jnps_on_a_one_device_explicit_mesh():
+    """A transform's result on a 1x1 Explicit mesh carries jnp's layout, so that shard_map
+    over that mesh takes it back in the caller's specs (the particle-mesh example runs
+    the same code there); distla's layout without the size-1 axes was refused."""
+    import distla.scipy.fft
+
+    mesh = build_mesh((1, 1), "explicit")
+    x = jax.device_put(np.ones((4, 4, 4), np.complex64), jax.NamedSharding(mesh, P("x", "y")))
+    pairs = [
+        (distla.fft.fftn(x), jnp.fft.fftn(x)),
+        (distla.fft.pfft3d(x), jnp.fft.fftn(x).transpose(1, 2, 0)),
+        (distla.fft.pifft3d(x), jnp.fft.ifftn(x.transpose(2, 0, 1))),
+        (distla.scipy.fft.dctn(x.real), jax.scipy.fft.dctn(x.real)),
+    ]
+    for ours, theirs in pairs:
+        assert jax.typeof(ours).sharding.spec == jax.typeof(theirs).sharding.spec
+    with jax.set_mesh(mesh):
+        jax.shard_map(lambda b: b, mesh=mesh, in_specs=P("x", "y"), out_specs=P("x", "y"))(
+            distla.fft.pifft3d(distla.fft.pfft3d(x))
+        )
 
 
 def test_values_are_jnps(one):
@@ -141,6 +164,8 @@ ONE_CALL = {
     "ihfft": lambda x: (F.ihfft, (x["vol"],), {}),
     "pfft3d": lambda x: (F.pfft3d, (x["cvol"],), {}),
     "pifft3d": lambda x: (F.pifft3d, (x["cvol"],), {}),
+    "prfft3d": lambda x: (F.prfft3d, (x["vol"],), {}),
+    "pirfft3d": lambda x: (F.pirfft3d, (x["cvol"],), {}),
 }
 
 

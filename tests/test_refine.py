@@ -1,4 +1,4 @@
-"""Mixed-precision solves (``distla/linalg/_refine.py``).
+"""Mixed-precision solves (``distla/linalg/_refine.py``; the LU from ``_lu/rules.py``).
 
 - ``solve(a, b, factor_dtype=...)``: an LU in float32/complex64 refined to
   the float64/complex128 solve ratio, with no hidden gathers; GMRES-IR where
@@ -21,7 +21,27 @@ from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 import distla
+from distla._core.block_cyclic import blocking
+from distla._core.plan import resolve
 from distla.linalg import _refine, _refine_loop
+from distla.linalg._lu.rules import LU
+
+
+def _plan(*xs):
+    """The plan distla.linalg resolves for these operands (``None``: one device)."""
+    names = tuple(f"x{i}" for i in range(len(xs)))
+    return resolve(*xs, names=names, dtype=jnp.result_type(*xs))
+
+
+def refine(a, b, **kw):
+    """``_refine.refine`` with the LU, on the operands' plan."""
+    return _refine.refine(a, b, plan=_plan(a, b), factorisation=LU, **kw)
+
+
+def solve_mixed(a, b, *, factor_dtype):
+    """``solve_mixed`` with the LU, on the operands' plan."""
+    a, b = jnp.asarray(a), jnp.asarray(b)
+    return _refine.solve_mixed(_plan(a, b), a, b, factorisation=LU, factor_dtype=factor_dtype)
 
 
 def _abstract(mesh, shape, spec, dtype=jnp.float32):
@@ -51,7 +71,7 @@ def test_mixed_solve_reaches_the_input_precision(x64, dtype, factor, k, kind):
     a_np, b_np = _system(np.random.default_rng(n), n, dtype, k)
     a = place(a_np, mesh)
     b = place(b_np, mesh, P("x") if k is None else P("x", None))
-    res = _refine.refine(a, b, factor_dtype=np.dtype(factor))
+    res = refine(a, b, factor_dtype=np.dtype(factor))
     x = res.x
     assert x.dtype == dtype and x.shape == b.shape
     # Work bounds that hold for any BLAS: a random 90 x 90 matrix has cond(A)
@@ -92,19 +112,19 @@ def test_gmres_ir_takes_over_where_classical_refinement_is_slow(x64):
     n = 90  # the float64 case's program above, from the cache
     a_np, b_np = _conditioned(n, 2e8)
     a, b = place(a_np, mesh), place(b_np, mesh, P("x"))
-    res = _refine.refine(a, b, factor_dtype=np.dtype(np.float32))
+    res = refine(a, b, factor_dtype=np.dtype(np.float32))
     assert bool(res.converged)
     assert solve_ratio(a_np, res.x, b_np) <= THRESHOLD  # the float64 ratio
     _assert_handed_over_early(res, "2x4 mesh")
     # the same on one device (jax's LU, the generic refinement)
-    one = _refine.refine(jnp.asarray(a_np), jnp.asarray(b_np), factor_dtype=np.dtype(np.float32))
+    one = refine(jnp.asarray(a_np), jnp.asarray(b_np), factor_dtype=np.dtype(np.float32))
     assert bool(one.converged)
     assert solve_ratio(a_np, one.x, b_np) <= THRESHOLD
     _assert_handed_over_early(one, "one device")
 
 
 def _assert_handed_over_early(res, where):
-    # the counts and the BLAS they ran on, for `pytest -rP` (docs/benchmarks.md)
+    # the counts and the BLAS they ran on, for `pytest -rP` (docs/benchmarks-log.md)
     blas = {
         (p["architecture"], p["num_threads"])
         for p in threadpoolctl.threadpool_info()
@@ -118,7 +138,7 @@ def _assert_handed_over_early(res, where):
     # residuals would have had to shrink by 1/4 or more at this condition
     # number, where the first two shrink by 0.24 to 6 (40 matrices); measured
     # here: 1 step on the mesh, 2 on one device, under every OpenBLAS core type
-    # and BLAS thread count this machine runs (docs/benchmarks.md).
+    # and BLAS thread count this machine runs (docs/benchmarks-log.md).
     assert 1 <= int(res.iterations) <= 6
     # GMRES-IR was needed (classical refinement at rate 1/4 or slower cannot
     # reach float64 in 6 steps), and two of its steps (1e-15 or better) reach
@@ -133,7 +153,7 @@ def test_mixed_solve_reports_nan_where_refinement_cannot_converge(x64):
     n = 90  # the float64 case's program above, from the cache
     a_np, b_np = _conditioned(n, 1e10)
     a, b = place(a_np, mesh), place(b_np, mesh, P("x"))
-    res = _refine.refine(a, b, factor_dtype=np.dtype(np.float32))
+    res = refine(a, b, factor_dtype=np.dtype(np.float32))
     assert not bool(res.converged)
     assert np.isnan(np.asarray(res.x)).all()
     # Early, whatever the rounding: the first refined residual is 1.6 times
@@ -198,14 +218,12 @@ def test_gmres_ir_gives_up_when_it_stagnates(x64):
 def test_mixed_solve_one_device_and_errors(x64):
     rng = np.random.default_rng(2)
     a_np, b_np = _system(rng, 40, np.float64, 2)
-    x = _refine.solve_mixed(jnp.asarray(a_np), jnp.asarray(b_np), factor_dtype=jnp.float32)
+    x = solve_mixed(jnp.asarray(a_np), jnp.asarray(b_np), factor_dtype=jnp.float32)
     assert solve_ratio(a_np, x, b_np) <= THRESHOLD
     with pytest.raises(TypeError, match="float64 -> float32"):
         distla.linalg.solve(a_np, b_np, factor_dtype=jnp.float16)
     with pytest.raises(TypeError, match="float32 system"):
-        _refine.solve_mixed(
-            a_np.astype(np.float32), b_np.astype(np.float32), factor_dtype=jnp.float64
-        )
+        solve_mixed(a_np.astype(np.float32), b_np.astype(np.float32), factor_dtype=jnp.float64)
 
 
 def test_mixed_solve_moves_no_whole_matrix(x64):
@@ -213,13 +231,11 @@ def test_mixed_solve_moves_no_whole_matrix(x64):
     n = 256
     a = _abstract(mesh, (n, n), P("x", "y"), jnp.float64)
     b = _abstract(mesh, (n,), P("x"), jnp.float64)
-    cost = distla.cost(functools.partial(_refine.solve_mixed, factor_dtype=jnp.float32), a, b)
+    cost = distla.cost(functools.partial(solve_mixed, factor_dtype=jnp.float32), a, b)
     whole = n * n * 8
     assert cost.largest() < whole / 4
     # a float64 local block, its float32 copy and factors, and panel buffers
-    nb, _ = distla.linalg._lu.blocking(
-        distla._core.mesh.grid_of(mesh.abstract_mesh, what="test"), n
-    )
+    nb, _ = blocking(distla._core.mesh.grid_of(mesh.abstract_mesh, what="test"), n)
     assert cost.peak_memory_bytes <= 4 * (whole / 8 + n * nb * 8)
 
 
@@ -298,9 +314,11 @@ def test_lu_solve_refines_a_float32_factor_against_a(x64, kind):
     with pytest.raises(ValueError, match="must match"):
         distla.linalg.lu_solve(lu_piv, b, a=a[:, :-1])
     # a factor that is not of lower precision: a is ignored, as the docstring says
-    assert (
-        _refine.lu_solve_mixed(*lu_piv, b.astype(jnp.float32), trans=0, a=a.astype(jnp.float32))
-        is None
+    b32, a32 = b.astype(jnp.float32), a.astype(jnp.float32)
+    assert _refine.lower_precision(np.float32) is None
+    np.testing.assert_array_equal(
+        np.asarray(distla.linalg.lu_solve(lu_piv, b32, a=a32)),
+        np.asarray(distla.linalg.lu_solve(lu_piv, b32)),
     )
 
 

@@ -26,7 +26,9 @@ from jax.sharding import PartitionSpec as P
 
 import distla
 from distla import linalg
-from distla.linalg import _eigh, _geneig, _polar
+from distla.linalg import _qdwh as _polar
+from distla.linalg._eigh import divide as _eigh
+from distla.linalg._eigh import pencil as _geneig
 
 N = 40  # the 2x4 mesh's size for most tests (divides 8: the even layout)
 

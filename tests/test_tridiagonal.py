@@ -1,4 +1,4 @@
-"""Distributed eigvalsh by reduction to tridiagonal form (distla/linalg/_tridiagonal.py).
+"""Distributed eigvalsh by reduction to tridiagonal form (distla/linalg/_eigh/tridiagonal.py).
 
 LAPACK's eigenvalue ratio ``max|w − w_LAPACK| / (n·eps·‖A‖₂)`` on the hard
 spectra of the eigh tests, every dtype and mesh, sizes the mesh does not
@@ -21,7 +21,7 @@ from jax.sharding import PartitionSpec as P
 
 import distla
 from distla import linalg
-from distla.linalg import _tridiagonal
+from distla.linalg._eigh import tridiagonal as _tridiagonal
 
 
 def value_ratio(a, w):

@@ -195,3 +195,9 @@ def fill_batch(
         member = jnp.arange(n, dtype=x.dtype)
     mask = pad_member.reshape(padded + (1,) * len(core))
     return jnp.where(mask, jnp.broadcast_to(member, x.shape), x)
+
+
+def broadcast_batch(x: jax.Array, batch: tuple[int, ...], core: int) -> jax.Array:
+    """``x`` (``core`` matrix dimensions last) broadcast to the batch shape ``batch``."""
+    shape = (*batch, *x.shape[x.ndim - core :])
+    return x if x.shape == shape else jnp.broadcast_to(x, shape)

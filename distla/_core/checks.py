@@ -46,16 +46,31 @@ _NO_LAPACK = (np.dtype(jnp.float16), np.dtype(jnp.bfloat16))
 
 
 class ShapeError(ValueError, TypeError):
-    """An operand of the wrong shape (not square, too few dimensions, dimensions that
-    do not match or broadcast).
+    """An operand of the wrong shape: not square, too few dimensions, or dimensions
+    that do not match or broadcast.
 
-    A ``ValueError``, as distla's documentation says, and a ``TypeError`` too: jnp
-    raises a ``TypeError`` for some of the same shapes (``cholesky`` or ``eigh`` of a
-    non-square matrix, ``qr``/``svd``/``lu`` of a vector, ``matmul`` of mismatched
-    dimensions) and a ``ValueError`` for others, so code written against jnp catches
-    either. (numpy's ``AxisError`` is a ``ValueError`` and an ``IndexError`` for the
-    same reason.)
+    A `ValueError`, as distla's documentation says, and a `TypeError` too: jnp
+    raises a `TypeError` for some of the same shapes (`cholesky` or `eigh` of a
+    non-square matrix, `qr`/`svd`/`lu` of a vector, `matmul` of mismatched
+    dimensions) and a `ValueError` for others, so code written against jnp catches
+    either. (numpy's `AxisError` is a `ValueError` and an `IndexError` for the
+    same reason.) The message names the function, the shapes received and the
+    shapes expected. Public as `distla.ShapeError`.
+
+    Examples:
+      >>> import jax.numpy as jnp
+      >>> import distla
+      >>> mesh = distla.make_mesh((2, 4))
+      >>> a = distla.shard(jnp.ones((16, 8)), mesh)
+      >>> try:
+      ...     distla.matmul(a, a)
+      ... except distla.ShapeError as e:
+      ...     print(type(e).__module__, type(e).__name__, isinstance(e, ValueError))
+      distla ShapeError True
     """
+
+    # users meet it as distla.ShapeError (tracebacks and reprs print this path)
+    __module__ = "distla"
 
 
 def as_array(x: Any, name: str, what: str) -> jax.Array:
@@ -127,6 +142,15 @@ def rhs_core(a: jax.Array, b: jax.Array, what: str | None = None) -> int:
             f"{a.shape}, b of shape {b.shape}"
         )
     return core
+
+
+def scipy_flags(what: str, **flags: Any) -> None:
+    """``check_finite``/``overwrite_*``: accepted and ignored, as in jax.scipy.linalg."""
+    for name, value in flags.items():
+        if not isinstance(value, (bool, np.bool_)):
+            raise TypeError(
+                f"{what}: {name} must be a bool (ignored, as in jax.scipy); got {value!r}"
+            )
 
 
 def is_empty(*arrays: jax.Array) -> bool:

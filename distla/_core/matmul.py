@@ -1,9 +1,11 @@
 """The library's own distributed product: operands already checked, mesh already read.
 
-``distla.matmul`` validates and promotes its operands, reads their mesh once
-and calls :func:`product`; the factorisations call :func:`product` directly
-with the mesh their plan resolved, so an internal product never validates or
-reads the operands' mesh again. SUMMA on any ``pr x pc`` grid, Cannon on a
+``distla.matmul`` declares its op here (:data:`MATMUL`, which jnp.linalg's
+products reach through :func:`checked_product`): the route checks and
+promotes its operands, reads their mesh once and calls :func:`product`; the
+factorisations call :func:`product` directly with the mesh their plan
+resolved, so an internal product never validates or reads the operands' mesh
+again. SUMMA on any ``pr x pc`` grid, Cannon on a
 square one, or XLA's own partitioning of ``jnp.matmul`` on the 2D block layout.
 """
 
@@ -24,23 +26,17 @@ from distla.kernels.cannon import cannon_local
 from distla.kernels.summa import summa_k_multiple, summa_local
 
 from . import plan as _plan
-from .checks import (
-    ShapeError,
-    as_array,
-    canonical_precision,
-    empty_or_one_device,
-    is_empty,
-    onto_mesh,
-    result_dtype,
-)
+from . import route
+from .checks import ShapeError, canonical_precision, result_dtype
 from .matrix import HIGHEST, pad_to, put, round_up
-from .mesh import Grid, constrain, fitting_spec, grid_of, operand_mesh, run_on_mesh, shard_map
+from .mesh import Grid, constrain, fitting_spec, grid_of, run_on_mesh, shard_map
+from .plan import Plan
 
 #: ``algorithm="xla"``: XLA's own partitioning of ``jnp.matmul`` on the 2D
 #: block layout. It all-gathers A's block rows over the column axis and B's
 #: block columns over the row axis (the panels SUMMA broadcasts, in one step),
 #: never a whole operand, and measured faster than SUMMA for n <= 512 here
-#: (docs/benchmarks.md). ``"auto"`` stays SUMMA: the distributed drivers call
+#: (docs/benchmarks-log.md). ``"auto"`` stays SUMMA: the distributed drivers call
 #: this same entry point and their communication models assume SUMMA.
 Algorithm = Literal["auto", "summa", "cannon", "xla"]
 ALGORITHMS = ("auto", "summa", "cannon", "xla")
@@ -51,10 +47,10 @@ ALGORITHMS = ("auto", "summa", "cannon", "xla")
 #: together hold at most this many bytes per device: below it, each further step
 #: costs a rendezvous of every device that the smaller panels do not win back (n = 256
 #: on 2x4: 1.28 ms in 4 steps, 0.91 ms in one, jnp on the same sharded input 0.73 ms
-#: with the eager call's Python; docs/benchmarks.md). Up to n = 1792 for float32 on 2x4
+#: with the eager call's Python; docs/benchmarks-log.md). Up to n = 1792 for float32 on 2x4
 #: (9.2 MiB) one step times as XLA's own partitioning, where SUMMA's four steps took
 #: 1.02-1.25x in two runs; from n = 2048 (12 MiB) the steps are level or faster
-#: (0.82-0.99x jnp from 2048 to 4096; docs/benchmarks.md, "Large products").
+#: (0.82-0.99x jnp from 2048 to 4096; docs/benchmarks-log.md, "Large products").
 ONE_STEP_BYTES = 10 * 2**20
 
 
@@ -185,19 +181,19 @@ def mm(a: jax.Array, b: jax.Array, spec: P) -> jax.Array:
     return put(product_here(a, b), spec)
 
 
-def checked_product(
-    a: jax.typing.ArrayLike,
-    b: jax.typing.ArrayLike,
-    *,
-    algorithm: str = "auto",
-    precision: lax.PrecisionLike = None,
-    panels: int | None = None,
-    what: str = "distla.matmul",
+def auto_product(
+    a: jax.Array, b: jax.Array, mesh: AbstractMesh, *, precision: lax.PrecisionLike = None
 ) -> jax.Array:
-    """``distla.matmul``: its checks, jnp.matmul's promotion and fall-backs, then
-    :func:`product` on the operands' mesh (the public function documents it all)."""
-    a = as_array(a, "a", what)
-    b = as_array(b, "b", what)
+    """``distla.matmul``'s ``algorithm="auto"`` of matrices already checked and on ``mesh``:
+    SUMMA, in one step while the gathered panels are small (:data:`ONE_STEP_BYTES`)."""
+    grid = grid_of(mesh, what="distla.matmul")
+    itemsize = max(np.dtype(jnp.result_type(a, b)).itemsize, 4)
+    panels = auto_panels(grid, a.shape[0], a.shape[1], b.shape[1], itemsize)
+    return product(a, b, mesh, algorithm="summa", precision=precision, panels=panels)
+
+
+def _check(what, a, b, *, algorithm, precision, panels):
+    del precision
     if a.ndim != 2 or b.ndim != 2:
         raise ShapeError(
             f"{what} multiplies 2-D matrices; got a of shape {a.shape} and b of shape "
@@ -212,26 +208,55 @@ def checked_product(
         raise ValueError(f"{what}: algorithm must be one of {ALGORITHMS}; got {algorithm!r}")
     if panels is not None and (not isinstance(panels, int) or panels < 1):
         raise ValueError(f"{what}: panels must be a positive int or None; got {panels!r}")
-    dtype = result_dtype(what, a, b, inexact=False)  # jnp.matmul's: ints stay ints
-    precision = canonical_precision(precision, what)
-    a, b = (x if x.dtype == dtype else x.astype(dtype) for x in (a, b))
-    mesh = operand_mesh(a, b, names=("a", "b"))
-    if mesh is None or is_empty(a, b):
-        return empty_or_one_device(lambda a, b: jnp.matmul(a, b, precision=precision), a, b)
-    a, b = onto_mesh(a, b)
-    grid = grid_of(mesh, what=what)
+
+
+def _unsharded(a, b, *, algorithm, precision, panels):
+    del algorithm, panels
+    return jnp.matmul(a, b, precision=precision)
+
+
+def _distributed(plan: Plan, a, b, *, algorithm, precision, panels):
+    what = MATMUL.name
+    grid = grid_of(plan.mesh, what=what)
     if algorithm == "cannon" and grid.pr != grid.pc:
         raise ValueError(
             f"{what}: algorithm='cannon' needs a square mesh; got a {grid.shape_str} mesh "
-            f"{tuple(mesh.axis_names)}. Use algorithm='summa' (any mesh shape)."
+            f"{tuple(plan.mesh.axis_names)}. Use algorithm='summa' (any mesh shape)."
         )
     if algorithm == "auto":
         algorithm = "summa"
         if panels is None:
-            panels = auto_panels(
-                grid, a.shape[0], a.shape[1], b.shape[1], max(np.dtype(dtype).itemsize, 4)
-            )
-    if dtype == np.dtype(bool):  # logical and/or, as jnp.matmul: counted in int32
+            itemsize = max(np.dtype(plan.dtype).itemsize, 4)
+            panels = auto_panels(grid, a.shape[0], a.shape[1], b.shape[1], itemsize)
+    options = dict(algorithm=algorithm, precision=precision, panels=panels)
+    if plan.dtype == np.dtype(bool):  # logical and/or, as jnp.matmul: counted in int32
         a, b = a.astype(np.int32), b.astype(np.int32)
-        return product(a, b, mesh, algorithm=algorithm, precision=precision, panels=panels) != 0
-    return product(a, b, mesh, algorithm=algorithm, precision=precision, panels=panels)
+        return product(a, b, plan.mesh, **options) != 0
+    return product(a, b, plan.mesh, **options)
+
+
+#: ``distla.matmul``'s declaration: its checks, ``jnp.matmul``'s promotion (ints stay
+#: ints) and fall-backs, then :func:`product` on the operands' mesh (the public
+#: function documents it all)
+MATMUL = route.Op(
+    "distla.matmul",
+    operands=("a", "b"),
+    check=_check,
+    promote=lambda what, a, b, **options: result_dtype(what, a, b, inexact=False),
+    one_device=_unsharded,
+    distributed=_distributed,
+)
+
+
+def checked_product(
+    a: jax.typing.ArrayLike,
+    b: jax.typing.ArrayLike,
+    *,
+    algorithm: str = "auto",
+    precision: lax.PrecisionLike = None,
+    panels: int | None = None,
+) -> jax.Array:
+    """``distla.matmul`` through the route (:data:`MATMUL`): for jnp.linalg's product
+    signatures, which reach it from below the public module."""
+    precision = canonical_precision(precision, MATMUL.name)
+    return route.call(MATMUL, a, b, algorithm=algorithm, precision=precision, panels=panels)

@@ -3,7 +3,8 @@
 Sizes on a process grid (``round_up``, ``pad_to``, ``pad_identity``), layouts
 (``put`` on the mesh of the context, ``like`` another array's sharding type,
 ``natural``), the conjugate transpose on a mesh (``ct`` inside a body,
-``ct_on`` from outside), triangle masks and the identity built from iotas
+``ct_on`` from outside), the Hermitian part eigh and Cholesky read
+(``hermitian_from``), triangle masks and the identity built from iotas
 (never a replicated constant), the precision of the factorisations' products
 (``HIGHEST``) and ``on_mesh``, the cached ``jax.jit`` of ``run_on_mesh``.
 
@@ -166,6 +167,14 @@ def tril(x: jax.Array, k: int = 0) -> jax.Array:
 def triu(x: jax.Array, k: int = 0) -> jax.Array:
     """``jnp.triu(x, k)`` on any mesh (the mask from iotas, never a replicated constant)."""
     return jnp.where(triu_mask(x, k), x, jnp.zeros((), x.dtype))
+
+
+def hermitian_from(a: jax.Array, *, symmetrize: bool, lower: bool) -> jax.Array:
+    """The Hermitian matrix ``eigh`` reads: ``(a + aᴴ)/2``, or one triangle of ``a`` mirrored."""
+    if symmetrize:
+        return (a + jnp.conj(a.T)) / 2
+    tri = tril(a, -1) if lower else triu(a, 1)
+    return tri + jnp.conj(tri.T) + jnp.where(diag_mask(a), jnp.real(a), 0).astype(a.dtype)
 
 
 def eye(n: int, m: int, dtype: Any, spec: P) -> jax.Array:

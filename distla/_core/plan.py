@@ -120,7 +120,7 @@ DEFAULT_BUDGET = _budget_from_environment(512 * 2**20)
 
 #: Largest ``n`` (of an ``n x n`` problem) at which ``"auto"`` moves a
 #: family's call to one device, measured on the 2-core CPU test bed with 8
-#: simulated devices, nothing else running (docs/benchmarks.md, "The LU,
+#: simulated devices, nothing else running (docs/benchmarks-log.md, "The LU,
 #: Cholesky and expm crossovers"; ``benchmarks/plans_crossover.py``): the
 #: largest size at which the one-device plan beat the distributed algorithm
 #: both called eagerly (three dispatches: the transfer, LAPACK, the transfer
@@ -148,6 +148,14 @@ CROSSOVER = {
     # jnp's gather onto every device, so the budget alone decides
     "eig": 2**62,
     "qr_raw": 2**62,
+    # distla.scipy.linalg's options and functions with no distributed algorithm:
+    # qr(pivoting=True), svd(lapack_driver="gesvd"), schur's QR iteration (and
+    # rsf2csf of a Schur form whose 2x2 blocks touch), solve_sylvester's triangular
+    # solve and its method="eigen"
+    "qr_pivoting": 2**62,
+    "svd_gesvd": 2**62,
+    "schur": 2**62,
+    "sylvester": 2**62,
 }
 
 #: Crossovers that apply to eager calls only (concrete operands whose devices the
@@ -156,7 +164,7 @@ CROSSOVER = {
 #: eagerly at n = 256 to 2048 (1.13x at 4096), ``cho_solve``'s 0.35-0.54x and
 #: ``lu_solve``'s 0.41-0.77x up to 4096; as a compiled program, whose 2·(p-1)
 #: collective-permutes cost about what the solves do, they took 1.0-3.3x
-#: (``lu_solve`` 0.90-0.92x up to 1024, its ``CROSSOVER``; docs/benchmarks.md,
+#: (``lu_solve`` 0.90-0.92x up to 1024, its ``CROSSOVER``; docs/benchmarks-log.md,
 #: "The LU, Cholesky and expm crossovers"). Above ``CROSSOVER`` a call under
 #: ``jax.jit`` (and ``distla.cost``, which compiles) stays distributed.
 EAGER_CROSSOVER = {

@@ -5,7 +5,9 @@
 ``ifft``, ``rfft``, ``irfft``, ``fft2``, ``ifft2``, ``rfft2`` and ``irfft2``
 are the same code.
 ``pfft3d`` and ``pifft3d`` are drop-ins for ``jaxdecomp.fft.pfft3d`` /
-``pifft3d``; ``fftfreq3d`` and ``rfftfreq3d`` for jaxdecomp's wavenumbers.
+``pifft3d``, ``prfft3d``/``pirfft3d`` their real-to-complex halves;
+``fftfreq3d`` and ``rfftfreq3d`` for jaxdecomp's wavenumbers (the rest of
+jaxdecomp's names: ``distla.jaxdecomp``).
 
 Layouts (a 2-axis mesh ``(a, b)``; see ``docs/fft.md``):
 
@@ -33,6 +35,10 @@ import jax.numpy as jnp
 from ._fft3d import choose_algorithm as choose_algorithm  # public, see docs/fft.md
 from ._fft3d import cpu_compiler_options as cpu_compiler_options
 from ._fft3d import model_bytes as model_bytes
+from ._real3d import pirfft3d as pirfft3d
+from ._real3d import prfft3d as prfft3d
+from ._shift import fftshift as fftshift
+from ._shift import ifftshift as ifftshift
 from ._transforms import fft as fft
 from ._transforms import fft2 as fft2
 from ._transforms import fftfreq3d as fftfreq3d
@@ -72,15 +78,15 @@ __all__ = [
     "model_bytes",
     "pfft3d",
     "pifft3d",
+    "pirfft3d",
+    "prfft3d",
     "rfft",
     "rfft2",
     "rfftfreq3d",
     "rfftn",
 ]
 
-# jnp's own: an iota, and a roll that XLA runs as neighbour exchanges of block
-# halves on sharded axes (no gather); see docs/namespace.md.
+# jnp's own: an iota; the shifts are jnp's roll, typed back on Explicit meshes
+# (_shift.py); see docs/namespace.md.
 fftfreq = jnp.fft.fftfreq
 rfftfreq = jnp.fft.rfftfreq
-fftshift = jnp.fft.fftshift
-ifftshift = jnp.fft.ifftshift

@@ -57,7 +57,7 @@ def cpu_compiler_options(
     hold on ``devices`` devices (default: all), and at 8 MiB at least; see
     ``docs/fft.md``.
 
-    Example:
+    Examples:
       >>> import jax, distla
       >>> opts = distla.fft.cpu_compiler_options((256, 256, 256))
       >>> step = jax.jit(distla.fft.fftn, compiler_options=opts)
@@ -191,15 +191,13 @@ def _transform_impl(
     if order == "yzx" and inverse and not contiguous:  # (X, Y, Z) in: to jaxdecomp's (Y, Z, X)
         x = x.transpose(1, 2, 0)
         shape = tuple(x.shape)
-    if order == "yzx" and inverse:  # pifft3d: (Y, Z, X) in, (X, Y, Z) out
-        shape_out = (shape[2], shape[0], shape[1])
-    elif kind == "irfft":
-        shape_out = s
+    if order == "yzx" and inverse:  # pifft3d: (Y, Z, X) in, (X, Y, Z) out (pirfft3d: s out)
+        shape_out = s if kind == "irfft" else (shape[2], shape[0], shape[1])
+        shape_in = shape
+    elif kind == "irfft":  # jnp.fft.irfftn: crop/zero-pad to (X', Y', Z'//2 + 1) first
+        shape_out, shape_in = s, (s[0], s[1], s[2] // 2 + 1)
     else:
-        shape_out = s or shape
-    shape_in = s or shape
-    if kind == "irfft":  # jnp.fft.irfftn: crop/zero-pad to (X', Y', Z'//2 + 1) first
-        shape_in = (s[0], s[1], s[2] // 2 + 1)
+        shape_out = shape_in = s or shape
     kernel, pad_in, spec_in, spec_k, crop, desired = _layouts(
         grid, kind, order, algorithm, shape_in, shape_out
     )
@@ -236,7 +234,7 @@ _transform = jax.jit(_transform_impl, static_argnames=_STATIC)
 
 
 def transform(x, *, on_cpu: bool, **static: Any) -> jax.Array:
-    """Run a 3-D plan; concrete CPU arrays get :func:`cpu_compiler_options`."""
+    """Run a 3-D plan; concrete CPU arrays get `cpu_compiler_options`."""
     if not on_cpu:
         return _transform(x, **static)
     s, lead = static.get("s"), x.shape[:1] if static.get("batch") else ()
@@ -275,6 +273,16 @@ def model_bytes(
       order: ``"xyz"`` (``fftn``) or ``"yzx"`` (``pfft3d``).
       algorithm: as the transforms take it.
       itemsize: bytes per complex value.
+
+    Returns:
+      Bytes per device, as ``distla.cost`` counts them for the transform.
+
+    Examples:
+      A 256³ complex64 volume (128 MiB) on a 4 x 2 mesh: 26 MiB per device.
+
+      >>> import distla
+      >>> distla.fft.model_bytes((256, 256, 256), (4, 2)) / 2**20
+      26.0
     """
     xg, yg, zg = shape
     zt = zg // 2 + 1 if real else zg

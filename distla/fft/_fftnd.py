@@ -70,7 +70,7 @@ def _result(kind, shape, dtype, s, axes, norm, x64, promotion) -> jax.ShapeDtype
     """``jnp.fft``'s result for these arguments, traced once per key.
 
     Tracing it costs about a millisecond, as much as the rest of an eager call's
-    dispatch together; ``x64`` and ``promotion`` are :func:`_config`'s, read by
+    dispatch together; ``x64`` and ``promotion`` are `_config`'s, read by
     the caller so that the trace runs under the same settings.
     """
     del x64, promotion
@@ -154,7 +154,7 @@ def _jitted(kind, s, axes, norm):
     static_argnames=("plan", "kind", "s", "axes", "norm", "shape_in", "in_dtype", "spec"),
 )
 def transform(x, *, plan, kind, s, axes, norm, shape_in, in_dtype, spec):
-    """Run ``plan`` (a :class:`_route.Route`) on ``x``; ``None``: gather, then jnp.
+    """Run ``plan`` (a `_route.Route`) on ``x``; ``None``: gather, then jnp.
 
     ``spec``: ``None`` returns the plan's own output layout; a layout (``x``'s)
     returns the result in it, where it fits the result's lengths, as jnp does
@@ -187,7 +187,7 @@ def general(x, kind, s, axes, norm, mesh, in_dtype, spec, known=True):
     The plan works in ``spec`` with the mesh axes it leaves unused spread
     over the work (``_route.spread``): ``spec`` itself when ``x`` uses every
     mesh axis. The result stays where the plan's exchanges leave it where
-    :func:`_cycles` allows; otherwise it is moved back to the working layout
+    `_cycles` allows; otherwise it is moved back to the working layout
     (one more reshard, XLA's all_to_alls). So ``ifftn(fftn(x))`` ends in ``x``'s own layout
     when ``x`` uses every mesh axis, as jnp keeps it, unless the spectrum
     cannot be split as ``x`` is (``rfftn`` of an ``x`` that splits the real
@@ -212,7 +212,7 @@ def general(x, kind, s, axes, norm, mesh, in_dtype, spec, known=True):
 @functools.lru_cache(maxsize=256)
 def _decide(kind, shape, s, axes, mesh, spec, known):
     """(the route, the shape it transforms, the layout to return the result in or ``None``:
-    where the plan leaves it), as :func:`general` says; a few hundred microseconds of
+    where the plan leaves it), as `general` says; a few hundred microseconds of
     planning, done once per signature."""
     plan, shape_in, work = _plan(kind, shape, s, axes, mesh, spec)
     ndim = len(shape)

@@ -62,7 +62,9 @@ def _shard_along(v: jax.Array, k: jax.Array, axis: int) -> jax.Array:
         mesh = getattr(jax.typeof(k).sharding, "mesh", None)
     entry = (tuple(spec) + (None,) * 3)[axis]
     names = (entry,) if isinstance(entry, str) else tuple(entry or ())
-    if mesh is None:
+    if mesh is None or mesh.empty:
+        # k on one device (no mesh, or jax's empty one, which an unsharded array and
+        # its tracers carry): the vector as jaxdecomp returns it there
         return v
     parts = 1
     for n in names:
@@ -71,5 +73,11 @@ def _shard_along(v: jax.Array, k: jax.Array, axis: int) -> jax.Array:
     if names and v.shape[axis] % parts == 0:
         spec[axis] = entry
     if isinstance(k, jax.core.Tracer):
+        explicit = any(t == jax.sharding.AxisType.Explicit for t in mesh.axis_types)
+        if explicit and jax.sharding.get_abstract_mesh().empty:
+            # traced outside jax.set_mesh: k's shape is all the program reads of it, so jax
+            # drops k and compiles for one device, where a result typed on k's mesh is an
+            # error ("Length of device assignment 1 ..."); jnp's replicated constants then
+            return v
         return jax.sharding.reshard(v, NamedSharding(mesh, P(*spec)))
     return jax.device_put(v, NamedSharding(mesh, P(*spec)))

@@ -107,7 +107,7 @@ def plan(
       n_last: output length of the last axis for ``irfft``.
 
     Returns:
-      The :class:`Route`, or ``None`` when a transformed axis is sharded and
+      The `Route`, or ``None`` when a transformed axis is sharded and
       there is no other axis to swap it with (a sharded 1-D array).
     """
     axes = tuple(axes)

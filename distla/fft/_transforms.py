@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import functools
 import math
-import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -16,7 +15,6 @@ from jax.sharding import PartitionSpec as P
 from .._core.checks import as_array, empty_results, result_types
 from .._core.eager import one_program
 from .._core.mesh import (
-    drop_trivial_sharding,
     grid_of,
     is_explicit,
     operand_mesh,
@@ -24,25 +22,10 @@ from .._core.mesh import (
     spec_groups,
 )
 from .._core.specs import entry_axes
-from . import _fft3d, _fftnd, _freq
+from . import _fft3d, _fftnd, _freq, _settings
 from ._fft3d import ALGORITHMS
 
 NORMS = (None, "backward", "ortho", "forward")
-
-_SHAPES = """
-    Args:
-      a: array of any rank >= 1, sharded on a 1- or 2-axis mesh in any layout
-        (or on one device: ``jnp.fft`` runs). Integer and boolean inputs are
-        cast as ``jnp.fft`` casts them.
-      s: lengths of the transformed axes, as in ``jnp.fft`` (the input is
-        cropped or zero-padded to them).
-      axes: the transformed axes (default: all, or the last ``len(s)``).
-        The others are batch axes: they keep their sharding and nothing is
-        exchanged over the mesh axes that shard them.
-      norm: ``None``/``"backward"``, ``"ortho"`` or ``"forward"``.
-      algorithm: the 3-D plan (``"auto"``, ``"slab-pencil"``, ``"pencil"``;
-        ``docs/fft.md``) for 3-D volumes over all axes; ignored otherwise.
-"""
 
 
 @one_program
@@ -56,6 +39,19 @@ def fftn(
 ) -> jax.Array:
     """Distributed N-D FFT, equal to ``jnp.fft.fftn(a, s, axes, norm)``.
 
+    Args:
+      a: array of any rank >= 1, sharded on a 1- or 2-axis mesh in any layout
+        (or on one device: ``jnp.fft`` runs). Integer and boolean inputs are
+        cast as ``jnp.fft`` casts them.
+      s: lengths of the transformed axes, as in ``jnp.fft`` (the input is
+        cropped or zero-padded to them).
+      axes: the transformed axes (default: all, or the last ``len(s)``).
+        The others are batch axes: they keep their sharding and nothing is
+        exchanged over the mesh axes that shard them.
+      norm: ``None``/``"backward"``, ``"ortho"`` or ``"forward"``.
+      algorithm: the 3-D plan (``"auto"``, ``"slab-pencil"``, ``"pencil"``;
+        ``docs/fft.md``) for 3-D volumes over all axes; ignored otherwise.
+
     Returns:
       Complex array of ``jnp.fft.fftn``'s shape and dtype on ``a``'s mesh. A
       3-D pencil volume ``P(a, b, None)`` comes back ``P(None, a, b)``
@@ -64,7 +60,7 @@ def fftn(
       axes runs the pencil plan and comes back ``P(None, a, b)`` too.
       Otherwise (batches, subsets of axes, other ranks), for an ``a`` that
       uses every mesh axis, the result is where the exchanges leave it when
-      :func:`ifftn` brings that back to ``a``'s layout, else in ``a``'s
+      [`ifftn`][distla.fft.ifftn] brings that back to ``a``'s layout, else in ``a``'s
       layout, as jnp keeps it; ``docs/fft.md`` lists the exceptions. The
       largest even layout that fits where the mesh does not divide the
       shape.
@@ -74,15 +70,24 @@ def fftn(
         ``algorithm``, or a mesh of more than 2 axes.
 
     See also:
-      ``jnp.fft.fftn``, the one-device equivalent; :func:`ifftn`.
+      ``jnp.fft.fftn``, the one-device equivalent; [`ifftn`][distla.fft.ifftn].
 
-    Example:
-      >>> import distla, jax.numpy as jnp
+    Examples:
+      A pencil volume on a 4 x 2 mesh: the spectrum comes back in pencils
+      along the other axes, equal to jnp's.
+
+      >>> import jax.numpy as jnp
+      >>> import numpy as np
+      >>> import distla
       >>> mesh = distla.make_mesh((4, 2))
-      >>> x = distla.shard(jnp.ones((32, 32, 32), jnp.complex64), mesh)
+      >>> x = distla.shard(np.arange(8 * 8 * 8, dtype=np.complex64).reshape(8, 8, 8), mesh)
+      >>> x.sharding.spec
+      P('rows', 'cols', None)
       >>> y = distla.fft.fftn(x)
-      >>> y.shape, y.sharding.spec
-      ((32, 32, 32), PartitionSpec(None, 'rows', 'cols'))
+      >>> y.shape, y.dtype, y.sharding.spec
+      ((8, 8, 8), dtype('complex64'), P(None, 'rows', 'cols'))
+      >>> bool(np.allclose(y, np.fft.fftn(x), rtol=1e-5, atol=1e-2))
+      True
     """
     return _public(a, "fftn", "fft", s, axes, norm, algorithm)
 
@@ -98,13 +103,42 @@ def ifftn(
 ) -> jax.Array:
     """Distributed inverse N-D FFT, equal to ``jnp.fft.ifftn(a, s, axes, norm)``.
 
+    Args:
+      a: array of any rank >= 1, sharded on a 1- or 2-axis mesh in any layout
+        (or on one device: ``jnp.fft`` runs). Integer and boolean inputs are
+        cast as ``jnp.fft`` casts them.
+      s: lengths of the transformed axes, as in ``jnp.fft`` (the input is
+        cropped or zero-padded to them).
+      axes: the transformed axes (default: all, or the last ``len(s)``).
+        The others are batch axes: they keep their sharding and nothing is
+        exchanged over the mesh axes that shard them.
+      norm: ``None``/``"backward"``, ``"ortho"`` or ``"forward"``.
+      algorithm: the 3-D plan (``"auto"``, ``"slab-pencil"``, ``"pencil"``;
+        ``docs/fft.md``) for 3-D volumes over all axes; ignored otherwise.
+
     Returns:
-      Complex array on ``a``'s mesh. :func:`fftn`'s output layouts come
+      Complex array on ``a``'s mesh. [`fftn`][distla.fft.fftn]'s output layouts come
       back in its input layouts (``P(None, a, b)`` -> ``P(a, b, None)``);
       ``docs/fft.md`` lists the others.
 
+    Raises:
+      ValueError: bad ``s``, ``axes`` or ``norm`` (jnp's checks), an unknown
+        ``algorithm``, or a mesh of more than 2 axes.
+
     See also:
-      ``jnp.fft.ifftn``; :func:`fftn`.
+      ``jnp.fft.ifftn``, the one-device equivalent; [`fftn`][distla.fft.fftn].
+
+    Examples:
+      The round trip brings the spectrum back to the volume's layout.
+
+      >>> import jax.numpy as jnp
+      >>> import numpy as np
+      >>> import distla
+      >>> mesh = distla.make_mesh((4, 2))
+      >>> x = distla.shard(jnp.ones((8, 8, 8), jnp.complex64), mesh)
+      >>> back = distla.fft.ifftn(distla.fft.fftn(x))
+      >>> back.sharding.spec, bool(np.allclose(back, x, atol=1e-5))
+      (P('rows', 'cols', None), True)
     """
     return _public(a, "ifftn", "ifft", s, axes, norm, algorithm)
 
@@ -121,19 +155,43 @@ def rfftn(
     """Distributed real-to-complex N-D FFT, equal to ``jnp.fft.rfftn(a, s, axes, norm)``.
 
     The last axis of ``axes`` is transformed first, real to complex, so every
-    ``all_to_all`` after it moves half the bytes of :func:`fftn`'s.
+    ``all_to_all`` after it moves half the bytes of [`fftn`][distla.fft.fftn]'s.
+
+    Args:
+      a: real array of any rank >= 1, sharded on a 1- or 2-axis mesh in any layout
+        (or on one device: ``jnp.fft`` runs). Integer and boolean inputs are
+        cast as ``jnp.fft`` casts them.
+      s: lengths of the transformed axes, as in ``jnp.fft`` (the input is
+        cropped or zero-padded to them).
+      axes: the transformed axes (default: all, or the last ``len(s)``).
+        The others are batch axes: they keep their sharding and nothing is
+        exchanged over the mesh axes that shard them.
+      norm: ``None``/``"backward"``, ``"ortho"`` or ``"forward"``.
+      algorithm: the 3-D plan (``"auto"``, ``"slab-pencil"``, ``"pencil"``;
+        ``docs/fft.md``) for 3-D volumes over all axes; ignored otherwise.
 
     Returns:
       Complex array, the last transformed axis ``s[-1]//2 + 1`` long; laid
-      out as :func:`fftn` lays it out (for a 3-D volume with an odd
+      out as [`fftn`][distla.fft.fftn] lays it out (for a 3-D volume with an odd
       ``Z//2 + 1`` on a mesh with ``b > 1``: ``P(b, a, None)``).
 
     Raises:
       TypeError: ``a`` is complex (also a ``ValueError``, as jnp raises).
-      ValueError: a transformed length is 0, as numpy raises.
+      ValueError: a transformed length is 0, as numpy raises; bad ``s``,
+        ``axes`` or ``norm``; an unknown ``algorithm``.
 
     See also:
-      ``jnp.fft.rfftn``; :func:`irfftn`.
+      ``jnp.fft.rfftn``, the one-device equivalent; [`irfftn`][distla.fft.irfftn].
+
+    Examples:
+      >>> import jax.numpy as jnp
+      >>> import numpy as np
+      >>> import distla
+      >>> mesh = distla.make_mesh((4, 2))
+      >>> x = distla.shard(jnp.ones((8, 8, 8), jnp.float32), mesh)
+      >>> k = distla.fft.rfftn(x)
+      >>> k.shape, k.dtype, k.sharding.spec  # Z // 2 + 1 = 5 is odd: XY pencils
+      ((8, 8, 5), dtype('complex64'), P('cols', 'rows', None))
     """
     return _public(a, "rfftn", "rfft", s, axes, norm, algorithm)
 
@@ -152,68 +210,314 @@ def irfftn(
     ``s[-1]`` (default ``2 * (n - 1)`` for the last transformed axis of
     length ``n``) is the output length of that axis, transformed last.
 
+    Args:
+      a: complex half spectrum, any rank >= 1, sharded on a 1- or 2-axis mesh in any layout
+        (or on one device: ``jnp.fft`` runs). Integer and boolean inputs are
+        cast as ``jnp.fft`` casts them.
+      s: lengths of the transformed axes, as in ``jnp.fft`` (the input is
+        cropped or zero-padded to them).
+      axes: the transformed axes (default: all, or the last ``len(s)``).
+        The others are batch axes: they keep their sharding and nothing is
+        exchanged over the mesh axes that shard them.
+      norm: ``None``/``"backward"``, ``"ortho"`` or ``"forward"``.
+      algorithm: the 3-D plan (``"auto"``, ``"slab-pencil"``, ``"pencil"``;
+        ``docs/fft.md``) for 3-D volumes over all axes; ignored otherwise.
+
     Returns:
-      Real array on ``a``'s mesh; :func:`rfftn`'s 3-D output layouts come
+      Real array on ``a``'s mesh; [`rfftn`][distla.fft.rfftn]'s 3-D output layouts come
       back in its input layouts.
 
+    Raises:
+      ValueError: bad ``s``, ``axes`` or ``norm`` (jnp's checks), an unknown
+        ``algorithm``, or a mesh of more than 2 axes.
+
     See also:
-      ``jnp.fft.irfftn``; :func:`rfftn`.
+      ``jnp.fft.irfftn``, the one-device equivalent; [`rfftn`][distla.fft.rfftn].
+
+    Examples:
+      >>> import jax.numpy as jnp
+      >>> import numpy as np
+      >>> import distla
+      >>> mesh = distla.make_mesh((4, 2))
+      >>> x = distla.shard(jnp.ones((8, 8, 8), jnp.float32), mesh)
+      >>> back = distla.fft.irfftn(distla.fft.rfftn(x), s=(8, 8, 8))
+      >>> back.shape, back.sharding.spec, bool(np.allclose(back, x, atol=1e-5))
+      ((8, 8, 8), P('rows', 'cols', None), True)
     """
     return _public(a, "irfftn", "irfft", s, axes, norm, algorithm)
 
 
-for _f in (fftn, ifftn, rfftn, irfftn):
-    _f.__doc__ = _f.__doc__.replace("\n\n    Returns:", "\n" + _SHAPES + "\n    Returns:", 1)
-
-
 @one_program
-def fft(a: jax.typing.ArrayLike, n: int | None = None, axis: int = -1, norm: str | None = None):
-    """``jnp.fft.fft``: :func:`fftn` over the one axis ``axis`` (``n``: its length)."""
+def fft(
+    a: jax.typing.ArrayLike, n: int | None = None, axis: int = -1, norm: str | None = None
+) -> jax.Array:
+    """Distributed 1-D FFT along ``axis``, equal to ``jnp.fft.fft(a, n, axis, norm)``.
+
+    [`fftn`][distla.fft.fftn] over the one axis: a sharded ``axis`` is swapped with
+    another axis (``all_to_all``), transformed where it lies whole, and swapped back.
+
+    Args:
+      a: array of any rank >= 1, sharded on a 1- or 2-axis mesh in any layout.
+      n: length of the transformed axis (crop or zero-pad; default: its length).
+      axis: the transformed axis; the others are batch axes, which keep their
+        sharding and exchange nothing.
+      norm: ``None``/``"backward"``, ``"ortho"`` or ``"forward"``.
+
+    Returns:
+      Complex array of ``jnp.fft.fft``'s shape, in ``a``'s layout.
+
+    Raises:
+      ValueError: bad ``n``, ``axis`` or ``norm``, as jnp raises.
+
+    Examples:
+      >>> import jax.numpy as jnp
+      >>> import numpy as np
+      >>> import distla
+      >>> mesh = distla.make_mesh((2, 4))
+      >>> x = distla.shard(jnp.ones((16, 16), jnp.complex64), mesh)
+      >>> y = distla.fft.fft(x, axis=0)
+      >>> y.shape, y.sharding.spec, bool(np.allclose(y, np.fft.fft(x, axis=0)))
+      ((16, 16), P('rows', 'cols'), True)
+    """
     return fftn(a, None if n is None else (n,), (axis,), norm)
 
 
 @one_program
-def ifft(a: jax.typing.ArrayLike, n: int | None = None, axis: int = -1, norm: str | None = None):
-    """``jnp.fft.ifft``: :func:`ifftn` over the one axis ``axis``."""
+def ifft(
+    a: jax.typing.ArrayLike, n: int | None = None, axis: int = -1, norm: str | None = None
+) -> jax.Array:
+    """Distributed inverse 1-D FFT, equal to ``jnp.fft.ifft(a, n, axis, norm)``.
+
+    [`ifftn`][distla.fft.ifftn] over the one axis ``axis``.
+
+    Args:
+      a: array of any rank >= 1, sharded on a 1- or 2-axis mesh in any layout.
+      n: length of the transformed axis (crop or zero-pad; default: its length).
+      axis: the transformed axis; the others are batch axes, which keep their
+        sharding and exchange nothing.
+      norm: ``None``/``"backward"``, ``"ortho"`` or ``"forward"``.
+
+    Returns:
+      Complex array of ``jnp.fft.ifft``'s shape, in ``a``'s layout.
+
+    Raises:
+      ValueError: bad ``n``, ``axis`` or ``norm``, as jnp raises.
+
+    Examples:
+      >>> import jax.numpy as jnp
+      >>> import numpy as np
+      >>> import distla
+      >>> mesh = distla.make_mesh((2, 4))
+      >>> x = distla.shard(jnp.ones((16, 16), jnp.complex64), mesh)
+      >>> back = distla.fft.ifft(distla.fft.fft(x))
+      >>> back.sharding.spec, bool(np.allclose(back, x, atol=1e-6))
+      (P('rows', 'cols'), True)
+    """
     return ifftn(a, None if n is None else (n,), (axis,), norm)
 
 
 @one_program
-def rfft(a: jax.typing.ArrayLike, n: int | None = None, axis: int = -1, norm: str | None = None):
-    """``jnp.fft.rfft``: :func:`rfftn` over the one axis ``axis``."""
+def rfft(
+    a: jax.typing.ArrayLike, n: int | None = None, axis: int = -1, norm: str | None = None
+) -> jax.Array:
+    """Distributed real-to-complex 1-D FFT, equal to ``jnp.fft.rfft(a, n, axis, norm)``.
+
+    [`rfftn`][distla.fft.rfftn] over the one axis ``axis``.
+
+    Args:
+      a: array of any rank >= 1, sharded on a 1- or 2-axis mesh in any layout.
+      n: length of the real input along ``axis`` (crop or zero-pad).
+      axis: the transformed axis; the others are batch axes, which keep their
+        sharding and exchange nothing.
+      norm: ``None``/``"backward"``, ``"ortho"`` or ``"forward"``.
+
+    Returns:
+      Complex array, ``n // 2 + 1`` long along ``axis``; batch axes keep their
+      sharding.
+
+    Raises:
+      ValueError: bad ``n``, ``axis`` or ``norm``, as jnp raises.
+
+    Examples:
+      >>> import jax.numpy as jnp
+      >>> import numpy as np
+      >>> import distla
+      >>> mesh = distla.make_mesh((2, 4))
+      >>> x = distla.shard(jnp.ones((16, 16), jnp.float32), mesh)
+      >>> k = distla.fft.rfft(x)
+      >>> k.shape, k.dtype, k.sharding.spec
+      ((16, 9), dtype('complex64'), P(('rows', 'cols'), None))
+    """
     return rfftn(a, None if n is None else (n,), (axis,), norm)
 
 
 @one_program
-def irfft(a: jax.typing.ArrayLike, n: int | None = None, axis: int = -1, norm: str | None = None):
-    """``jnp.fft.irfft``: :func:`irfftn` over the one axis ``axis`` (``n``: output length)."""
+def irfft(
+    a: jax.typing.ArrayLike, n: int | None = None, axis: int = -1, norm: str | None = None
+) -> jax.Array:
+    """Distributed complex-to-real inverse 1-D FFT, equal to ``jnp.fft.irfft(a, n, axis, norm)``.
+
+    [`irfftn`][distla.fft.irfftn] over the one axis ``axis``.
+
+    Args:
+      a: array of any rank >= 1, sharded on a 1- or 2-axis mesh in any layout.
+      n: length of the real output along ``axis`` (default ``2 (k - 1)`` for an
+        input ``k`` long).
+      axis: the transformed axis; the others are batch axes, which keep their
+        sharding and exchange nothing.
+      norm: ``None``/``"backward"``, ``"ortho"`` or ``"forward"``.
+
+    Returns:
+      Real array, ``n`` long along ``axis``; batch axes keep their sharding.
+
+    Raises:
+      ValueError: bad ``n``, ``axis`` or ``norm``, as jnp raises.
+
+    Examples:
+      >>> import jax.numpy as jnp
+      >>> import numpy as np
+      >>> import distla
+      >>> mesh = distla.make_mesh((2, 4))
+      >>> x = distla.shard(jnp.ones((16, 16), jnp.float32), mesh)
+      >>> back = distla.fft.irfft(distla.fft.rfft(x), n=16)
+      >>> back.shape, bool(np.allclose(back, x, atol=1e-6))
+      ((16, 16), True)
+    """
     return irfftn(a, None if n is None else (n,), (axis,), norm)
 
 
 @one_program
-def fft2(a: jax.typing.ArrayLike, s=None, axes: Sequence[int] = (-2, -1), norm=None):
-    """``jnp.fft.fft2``: :func:`fftn` over two axes (default the last two)."""
+def fft2(a: jax.typing.ArrayLike, s=None, axes: Sequence[int] = (-2, -1), norm=None) -> jax.Array:
+    """Distributed 2-D FFT, equal to ``jnp.fft.fft2(a, s, axes, norm)``.
+
+    [`fftn`][distla.fft.fftn] over two axes (default the last two).
+
+    Args:
+      a: array of rank >= 2, sharded on a 1- or 2-axis mesh in any layout.
+      s: lengths of the two transformed axes (crop or zero-pad), as jnp's.
+      axes: the two transformed axes; the others are batch axes, which keep
+        their sharding and exchange nothing.
+      norm: ``None``/``"backward"``, ``"ortho"`` or ``"forward"``.
+
+    Returns:
+      Complex array of ``jnp.fft.fft2``'s shape, laid out as
+      [`fftn`][distla.fft.fftn] lays it out.
+
+    Raises:
+      ValueError: ``axes`` is not two axes, or bad ``s`` or ``norm``, as jnp raises.
+
+    Examples:
+      A stack of 4 images of 16 x 16, split along the stack and the rows:
+
+      >>> import jax.numpy as jnp
+      >>> import numpy as np
+      >>> from jax.sharding import PartitionSpec as P
+      >>> import distla
+      >>> mesh = distla.make_mesh((2, 4))
+      >>> x = distla.shard(jnp.ones((4, 16, 16), jnp.complex64), mesh, P("rows", "cols", None))
+      >>> y = distla.fft.fft2(x)
+      >>> y.shape, bool(np.allclose(y, np.fft.fft2(x)))
+      ((4, 16, 16), True)
+    """
     _two_axes(axes, "fft2")
     return fftn(a, s, axes, norm)
 
 
 @one_program
-def ifft2(a: jax.typing.ArrayLike, s=None, axes: Sequence[int] = (-2, -1), norm=None):
-    """``jnp.fft.ifft2``: :func:`ifftn` over two axes."""
+def ifft2(a: jax.typing.ArrayLike, s=None, axes: Sequence[int] = (-2, -1), norm=None) -> jax.Array:
+    """Distributed inverse 2-D FFT, equal to ``jnp.fft.ifft2(a, s, axes, norm)``.
+
+    [`ifftn`][distla.fft.ifftn] over two axes (default the last two).
+
+    Args:
+      a: array of rank >= 2, sharded on a 1- or 2-axis mesh in any layout.
+      s: lengths of the two transformed axes (crop or zero-pad), as jnp's.
+      axes: the two transformed axes; the others are batch axes, which keep
+        their sharding and exchange nothing.
+      norm: ``None``/``"backward"``, ``"ortho"`` or ``"forward"``.
+
+    Returns:
+      Complex array of ``jnp.fft.ifft2``'s shape.
+
+    Raises:
+      ValueError: ``axes`` is not two axes, or bad ``s`` or ``norm``, as jnp raises.
+
+    Examples:
+      >>> import jax.numpy as jnp
+      >>> import numpy as np
+      >>> import distla
+      >>> mesh = distla.make_mesh((2, 4))
+      >>> x = distla.shard(jnp.ones((16, 16), jnp.complex64), mesh)
+      >>> back = distla.fft.ifft2(distla.fft.fft2(x))
+      >>> back.sharding.spec, bool(np.allclose(back, x, atol=1e-6))
+      (P('rows', 'cols'), True)
+    """
     _two_axes(axes, "ifft2")
     return ifftn(a, s, axes, norm)
 
 
 @one_program
-def rfft2(a: jax.typing.ArrayLike, s=None, axes: Sequence[int] = (-2, -1), norm=None):
-    """``jnp.fft.rfft2``: :func:`rfftn` over two axes."""
+def rfft2(a: jax.typing.ArrayLike, s=None, axes: Sequence[int] = (-2, -1), norm=None) -> jax.Array:
+    """Distributed real-to-complex 2-D FFT, equal to ``jnp.fft.rfft2(a, s, axes, norm)``.
+
+    [`rfftn`][distla.fft.rfftn] over two axes (default the last two).
+
+    Args:
+      a: array of rank >= 2, sharded on a 1- or 2-axis mesh in any layout.
+      s: lengths of the two transformed axes (crop or zero-pad), as jnp's.
+      axes: the two transformed axes; the others are batch axes, which keep
+        their sharding and exchange nothing.
+      norm: ``None``/``"backward"``, ``"ortho"`` or ``"forward"``.
+
+    Returns:
+      Complex array, the last transformed axis ``s[-1] // 2 + 1`` long.
+
+    Raises:
+      ValueError: ``axes`` is not two axes, or bad ``s`` or ``norm``, as jnp raises.
+
+    Examples:
+      >>> import jax.numpy as jnp
+      >>> import numpy as np
+      >>> import distla
+      >>> mesh = distla.make_mesh((2, 4))
+      >>> x = distla.shard(jnp.ones((16, 16), jnp.float32), mesh)
+      >>> k = distla.fft.rfft2(x)
+      >>> k.shape, k.dtype
+      ((16, 9), dtype('complex64'))
+    """
     _two_axes(axes, "rfft2")
     return rfftn(a, s, axes, norm)
 
 
 @one_program
-def irfft2(a: jax.typing.ArrayLike, s=None, axes: Sequence[int] = (-2, -1), norm=None):
-    """``jnp.fft.irfft2``: :func:`irfftn` over two axes."""
+def irfft2(a: jax.typing.ArrayLike, s=None, axes: Sequence[int] = (-2, -1), norm=None) -> jax.Array:
+    """Distributed complex-to-real inverse 2-D FFT, equal to ``jnp.fft.irfft2(a, s, axes, norm)``.
+
+    [`irfftn`][distla.fft.irfftn] over two axes (default the last two).
+
+    Args:
+      a: array of rank >= 2, sharded on a 1- or 2-axis mesh in any layout.
+      s: lengths of the two transformed axes (crop or zero-pad), as jnp's.
+      axes: the two transformed axes; the others are batch axes, which keep
+        their sharding and exchange nothing.
+      norm: ``None``/``"backward"``, ``"ortho"`` or ``"forward"``.
+
+    Returns:
+      Real array of ``jnp.fft.irfft2``'s shape.
+
+    Raises:
+      ValueError: ``axes`` is not two axes, or bad ``s`` or ``norm``, as jnp raises.
+
+    Examples:
+      >>> import jax.numpy as jnp
+      >>> import numpy as np
+      >>> import distla
+      >>> mesh = distla.make_mesh((2, 4))
+      >>> x = distla.shard(jnp.ones((16, 16), jnp.float32), mesh)
+      >>> back = distla.fft.irfft2(distla.fft.rfft2(x), s=(16, 16))
+      >>> back.shape, bool(np.allclose(back, x, atol=1e-6))
+      ((16, 16), True)
+    """
     _two_axes(axes, "irfft2")
     return irfftn(a, s, axes, norm)
 
@@ -242,8 +546,9 @@ def pfft3d(
       algorithm: the 3-D plan (``docs/fft.md``).
       transpose_axis_contiguous: jaxdecomp's setting of that name: ``True``
         returns ``(Y, Z, X)``, ``False`` the natural ``(X, Y, Z)`` order.
-        ``None`` reads ``jaxdecomp.config`` when jaxdecomp is imported, else
-        ``True``.
+        ``None`` reads ``distla.jaxdecomp.config``, which follows
+        ``jaxdecomp.config`` when jaxdecomp is imported until it is set
+        itself (else ``True``).
       a: jaxdecomp's keyword for ``x`` (``pfft3d(a=vol)``); give one of
         the two.
 
@@ -259,7 +564,19 @@ def pfft3d(
         ``norm`` or ``backend`` is unknown.
 
     See also:
-      :func:`pifft3d`; :func:`fftn` for the natural order.
+      [`pifft3d`][distla.fft.pifft3d]; [`fftn`][distla.fft.fftn] for the natural order.
+
+    Examples:
+      >>> import jax.numpy as jnp
+      >>> import numpy as np
+      >>> import distla
+      >>> mesh = distla.make_mesh((4, 2))
+      >>> x = distla.shard(jnp.ones((8, 8, 8), jnp.complex64), mesh)
+      >>> k = distla.fft.pfft3d(x)  # (Y, Z, X), as jaxdecomp returns it
+      >>> k.shape, k.sharding.spec
+      ((8, 8, 8), P('rows', 'cols', None))
+      >>> bool(np.allclose(k, np.fft.fftn(x).transpose(1, 2, 0)))
+      True
     """
     _check_backend(backend, "pfft3d")
     x = _operand(x, a, ("x", "a"), "pfft3d")
@@ -279,26 +596,39 @@ def pifft3d(
     transpose_axis_contiguous: bool | None = None,
     a: jax.typing.ArrayLike | None = None,
 ) -> jax.Array:
-    """Drop-in for ``jaxdecomp.fft.pifft3d``: the inverse of :func:`pfft3d`.
+    """Drop-in for ``jaxdecomp.fft.pifft3d``: the inverse of [`pfft3d`][distla.fft.pfft3d].
 
     Args:
-      y: the spectrum as :func:`pfft3d` returns it: ``[Y, Z, X]``
+      y: the spectrum as [`pfft3d`][distla.fft.pfft3d] returns it: ``[Y, Z, X]``
         (contiguous) or ``[X, Y, Z]``, in its layout (others are re-laid
         out first).
-      norm: as for :func:`pfft3d`.
-      backend: as for :func:`pfft3d`.
-      algorithm: as for :func:`pfft3d`.
-      transpose_axis_contiguous: as for :func:`pfft3d`.
+      norm: as for [`pfft3d`][distla.fft.pfft3d].
+      backend: as for [`pfft3d`][distla.fft.pfft3d].
+      algorithm: as for [`pfft3d`][distla.fft.pfft3d].
+      transpose_axis_contiguous: as for [`pfft3d`][distla.fft.pfft3d].
       a: jaxdecomp's keyword for ``y`` (``pifft3d(a=k)``); give one of
         the two.
 
     Returns:
-      ``[X, Y, Z]`` complex array in :func:`pfft3d`'s input layout
+      ``[X, Y, Z]`` complex array in [`pfft3d`][distla.fft.pfft3d]'s input layout
       (``P(a, b, None)``; ``P(a, None, None)`` on a 1-axis mesh).
 
     Raises:
       ValueError: ``y`` is not 3-D, its mesh has more than 2 axes, or
         ``norm`` or ``backend`` is unknown.
+
+    See also:
+      [`pfft3d`][distla.fft.pfft3d]; [`ifftn`][distla.fft.ifftn] for the natural order.
+
+    Examples:
+      >>> import jax.numpy as jnp
+      >>> import numpy as np
+      >>> import distla
+      >>> mesh = distla.make_mesh((4, 2))
+      >>> x = distla.shard(jnp.ones((8, 8, 8), jnp.complex64), mesh)
+      >>> back = distla.fft.pifft3d(distla.fft.pfft3d(x))
+      >>> back.sharding.spec, bool(np.allclose(back, x, atol=1e-5))
+      (P('rows', 'cols', None), True)
     """
     _check_backend(backend, "pifft3d")
     y = _operand(y, a, ("y", "a"), "pifft3d")
@@ -330,9 +660,23 @@ def fftfreq3d(
       as ``k`` is along its axis (where the mesh divides it): vectors, never
       a replicated volume.
 
-    Example (a Poisson solve, ``docs/tutorials/fft.md``):
-      >>> kz, ky, kx = distla.fft.fftfreq3d(delta_k)   # doctest: +SKIP
-      >>> phi_k = -delta_k / (kx**2 + ky**2 + kz**2)   # doctest: +SKIP
+    Raises:
+      ValueError: ``k`` is not 3-D, or given both as ``k`` and ``array``.
+
+    Examples:
+      The wavenumbers of a spectrum, sharded as it is along each axis (the
+      Poisson solve of ``docs/tutorials/fft.md`` divides by ``kx**2 + ky**2 + kz**2``):
+
+      >>> import jax.numpy as jnp
+      >>> import numpy as np
+      >>> import distla
+      >>> mesh = distla.make_mesh((4, 2))
+      >>> spectrum = distla.fft.fftn(distla.shard(jnp.ones((8, 8, 8), jnp.complex64), mesh))
+      >>> kz, ky, kx = distla.fft.fftfreq3d(spectrum)
+      >>> kx.shape, ky.shape, kz.shape
+      ((1, 8, 1), (8, 1, 1), (1, 1, 8))
+      >>> kx.sharding.spec, kz.sharding.spec
+      (P(None, 'rows', None), P(None, None, 'cols'))
     """
     return _freq.freqs(_operand(k, array, ("k", "array"), "fftfreq3d"), d, real=False)
 
@@ -343,10 +687,32 @@ def rfftfreq3d(
     *,
     array: jax.typing.ArrayLike | None = None,
 ) -> tuple[jax.Array, jax.Array, jax.Array]:
-    """Drop-in for ``jaxdecomp.fft.rfftfreq3d``: as :func:`fftfreq3d`, axis 1 by ``rfftfreq``.
+    """Drop-in for ``jaxdecomp.fft.rfftfreq3d``: axis 1 by ``rfftfreq``, the rest as ``fftfreq3d``.
 
     jaxdecomp's own rule, kept as is: ``k1`` is ``2*pi*rfftfreq(k.shape[1], d)``
-    (``k.shape[1]//2 + 1`` values). ``array``: jaxdecomp's name for ``k``.
+    (``k.shape[1]//2 + 1`` values).
+
+    Args:
+      k: a 3-D array (the spectrum they index, in its layout); only its
+        shape, dtype and sharding are read.
+      d: sample spacing.
+      array: jaxdecomp's name for ``k``, as a keyword (give one of the two).
+
+    Returns:
+      ``(k2, k0, k1)``, as [`fftfreq3d`][distla.fft.fftfreq3d]'s, with ``k1``
+      ``[1, k.shape[1] // 2 + 1, 1]``.
+
+    Raises:
+      ValueError: ``k`` is not 3-D, or given both as ``k`` and ``array``.
+
+    Examples:
+      >>> import jax.numpy as jnp
+      >>> import numpy as np
+      >>> import distla
+      >>> mesh = distla.make_mesh((4, 2))
+      >>> k = distla.shard(jnp.ones((8, 8, 8), jnp.complex64), mesh)
+      >>> [f.shape for f in distla.fft.rfftfreq3d(k)]
+      [(1, 1, 8), (8, 1, 1), (1, 5, 1)]
     """
     return _freq.freqs(_operand(k, array, ("k", "array"), "rfftfreq3d"), d, real=True)
 
@@ -388,11 +754,9 @@ def _two_axes(axes: Sequence[int], name: str) -> None:
 
 
 def _contiguous(flag: bool | None) -> bool:
-    if flag is not None:
-        return bool(flag)
-    jaxdecomp = sys.modules.get("jaxdecomp")
-    config = getattr(jaxdecomp, "config", None)
-    return bool(getattr(config, "transpose_axis_contiguous", True))
+    """``transpose_axis_contiguous``: ``flag``, else ``distla.jaxdecomp.config``'s (which
+    follows jaxdecomp's own until set)."""
+    return _settings.contiguous(flag)
 
 
 def _check_backend(backend: Any, name: str) -> None:
@@ -523,7 +887,9 @@ def _dispatch(
     """
     mesh = operand_mesh(x, names=("x",))
     if mesh is None or mesh.size == 1:  # one device: jnp's own transform, no padding
-        x = _whole_along(drop_trivial_sharding(x), kind, s, axes)
+        # (on a one-device Explicit mesh in x's own layout: the result in jnp's, which
+        # shard_map over that mesh takes back as it is)
+        x = _whole_along(x, kind, s, axes)
         return _one_device(x, kind, s, axes, norm, order, contiguous)
     grid_of(mesh, what=what)  # a 1- or 2-axis mesh, or ValueError
     if spec is None:
@@ -644,10 +1010,10 @@ def hfft(
     """FFT of a Hermitian-symmetric signal, as ``jnp.fft.hfft``.
 
     ``irfft(conj(a), n, axis)`` with the opposite normalisation (numpy's
-    definition), on :func:`irfft`: the other axes are batch axes and keep
+    definition), on [`irfft`][distla.fft.irfft]: the other axes are batch axes and keep
     their sharding at no communication cost; a sharded ``axis`` is swapped
     with another axis (``all_to_all``), as every one-axis transform
-    (:func:`fft`) does, and only a sharded vector is gathered.
+    ([`fft`][distla.fft.fft]) does, and only a sharded vector is gathered.
 
     Args:
       a: ``[..., k, ...]`` half spectrum (``k`` along ``axis``), any layout.
@@ -656,7 +1022,20 @@ def hfft(
       norm: ``None``/``"backward"``, ``"ortho"`` or ``"forward"``, as jnp's.
 
     Returns:
-      Real array with ``n`` along ``axis``, sharded as :func:`irfft` leaves it.
+      Real array with ``n`` along ``axis``, sharded as [`irfft`][distla.fft.irfft] leaves it.
+
+    Raises:
+      ValueError: ``axis`` is a tuple or list, or bad ``n`` or ``norm``, as jnp raises.
+
+    Examples:
+      >>> import jax.numpy as jnp
+      >>> import numpy as np
+      >>> import distla
+      >>> mesh = distla.make_mesh((2, 4))
+      >>> a = distla.shard(jnp.ones((16, 9), jnp.complex64), mesh)
+      >>> y = distla.fft.hfft(a)
+      >>> y.shape, y.dtype, bool(np.allclose(y, np.fft.hfft(a)))
+      ((16, 16), dtype('float32'), True)
     """
     what = "distla.fft.hfft"
     a = as_array(a, "a", what)
@@ -668,7 +1047,7 @@ def hfft(
 def ihfft(
     a: jax.typing.ArrayLike, n: int | None = None, axis: int = -1, norm: str | None = None
 ) -> jax.Array:
-    """Inverse of :func:`hfft`, as ``jnp.fft.ihfft``: ``conj(rfft(a))``, norm swapped.
+    """Inverse of [`hfft`][distla.fft.hfft], as ``jnp.fft.ihfft``: ``conj(rfft(a))``, norm swapped.
 
     Args:
       a: real ``[..., n, ...]`` signal, any layout (complex input is refused
@@ -679,8 +1058,22 @@ def ihfft(
 
     Returns:
       Complex half spectrum ``n // 2 + 1`` long along ``axis``, sharded as
-      :func:`rfft` leaves it (batch axes keep their sharding; a sharded
-      ``axis`` is swapped with another axis, as :func:`fft`'s).
+      [`rfft`][distla.fft.rfft] leaves it (batch axes keep their sharding; a sharded
+      ``axis`` is swapped with another axis, as [`fft`][distla.fft.fft]'s).
+
+    Raises:
+      ValueError: ``axis`` is a tuple or list, or bad ``n`` or ``norm``, as jnp raises.
+      TypeError: ``a`` is complex (also a ``ValueError``, as jnp raises).
+
+    Examples:
+      >>> import jax.numpy as jnp
+      >>> import numpy as np
+      >>> import distla
+      >>> mesh = distla.make_mesh((2, 4))
+      >>> x = distla.shard(jnp.ones((16, 16), jnp.float32), mesh)
+      >>> k = distla.fft.ihfft(x)
+      >>> k.shape, bool(np.allclose(k, np.fft.ihfft(x)))
+      ((16, 9), True)
     """
     what = "distla.fft.ihfft"
     a = as_array(a, "a", what)

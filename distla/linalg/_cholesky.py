@@ -19,39 +19,24 @@ import math
 import jax
 import jax.numpy as jnp
 import jax.scipy.linalg as jsl
+import numpy as np
 from jax import lax
 from jax.sharding import PartitionSpec as P
 
 from distla.kernels.cholesky import cholesky_block_cyclic
-from distla.kernels.cyclic import from_block_cyclic_2d, relayout_fraction
+from distla.kernels.cyclic import relayout_fraction
 
-from .._core.checks import (
-    as_array,
-    empty_or_one_device,
-    is_empty,
-    is_traced,
-    result_dtype,
-    rhs_core,
-    square,
-)
-from .._core.eager import one_program
+from .._core import route
+from .._core.block_cyclic import from_cyclic, solve_layouts, to_cyclic
+from .._core.buckets import on_bucket
+from .._core.checks import as_array, empty_or_one_device, result_dtype, rhs_core, square
 from .._core.matmul import matvec, product
-from .._core.matrix import HIGHEST, ct_on, like, pad_identity, tril_mask
-from .._core.mesh import (
-    Grid,
-    constrain,
-    fitting_spec,
-    rule_on_mesh,
-    run_on_mesh,
-    shard_map,
-    tangent_on_mesh,
-)
-from .._core.one_device import block_layout, choose_plan, on_one_device
-from .._core.plan import Plan, check_block_size, resolve
-from .._core.stacked import stack, vmappable
-from . import _buckets
-from ._lu import solved_on_one_device
-from ._triangular import checked_solve_operands, solve_2d, solve_linear, to_cyclic
+from .._core.matrix import HIGHEST, ct_on, hermitian_from, like, pad_identity, tril_mask
+from .._core.mesh import Grid, constrain, fitting_spec, run_on_mesh, shard_map, tangent_on_mesh
+from .._core.plan import Plan, check_block_size
+from .._core.stacked import stack
+from ._refine import Factorisation, check_system, lower_precision, refine
+from ._triangular import solve_2d, solve_linear
 
 # Panel width the default block size aims at, and the most segments (fori_loops)
 # one factorisation compiles into (see kernels/cholesky.py). Each segment is
@@ -82,20 +67,11 @@ def blocking(grid: Grid, n: int, block_size: int | None = None) -> tuple[int, in
     return nb, w, nb * nbr
 
 
-def _from_cyclic(x_cyc, grid: Grid, nb: int):
-    return from_block_cyclic_2d(x_cyc, row_axis=grid.row, col_axis=grid.col, nb=nb)
-
-
 def _all_devices(ok, grid: Grid):
     axes = tuple(a for a in (grid.row, grid.col) if a is not None)
     bad = (~ok).astype(jnp.int32)
     # psum over the grid -> the number of devices that saw a failed potrf
     return (lax.psum(bad, axes) if axes else bad) == 0
-
-
-def hermitian_part(a: jax.Array) -> jax.Array:
-    """``(a + aᴴ) / 2``, as ``jnp.linalg.cholesky(symmetrize_input=True)`` computes it."""
-    return (a + jnp.conj(a.T)) / 2
 
 
 @functools.partial(jax.jit, static_argnames=("call", "upper", "symmetrize", "read_upper"))
@@ -115,7 +91,7 @@ def factor(a, *, call: Plan, upper=False, symmetrize=True, read_upper=False):
         if read_upper:  # scipy's lower=False reads the upper triangle: factor aᴴ instead
             a = jnp.conj(a.T)
         if symmetrize:
-            a = hermitian_part(a)
+            a = hermitian_from(a, symmetrize=True, lower=True)  # (a + aᴴ)/2, as jnp's
         a = constrain(pad_identity(a, n_pad), blocks)
 
         def kernel(a_blk):
@@ -127,7 +103,7 @@ def factor(a, *, call: Plan, upper=False, symmetrize=True, read_upper=False):
                 w=w,
                 precision=HIGHEST,
             )
-            return _from_cyclic(l_cyc, grid, nb), _all_devices(ok, grid)
+            return from_cyclic(l_cyc, grid, nb), _all_devices(ok, grid)
 
         l, ok = shard_map(kernel, in_specs=blocks, out_specs=(blocks, P()), check_vma=False)(a)
         l = l[:n, :n]
@@ -211,56 +187,82 @@ def _phi(x):
     return jnp.where(tril_mask(x), x * half, jnp.zeros((), x.dtype))
 
 
+def _factor_members(a, *, upper, symmetrize, read_upper):
+    """The factor of each member with jax's one-device Cholesky (a stack's, under jax.vmap)."""
+    if read_upper:
+        a = jnp.conj(jnp.swapaxes(a, -1, -2))
+    l = jnp.linalg.cholesky(a, symmetrize_input=symmetrize)
+    return jnp.conj(jnp.swapaxes(l, -1, -2)) if upper else l
+
+
+def _factor_2d(plan: Plan, a, **flags):
+    """The factor of one matrix; called eagerly, on the shape bucket's order."""
+    n = a.shape[0]
+    (l,) = on_bucket(
+        lambda a: (factor(a, call=plan, **flags),),
+        a,
+        call=plan,
+        results=lambda: (((n, n),), (fitting_spec((n, n), plan.mesh, plan.grid.block_spec),)),
+    )
+    return l
+
+
+def _factor_jvp(fn, plan: Plan, primals, tangents, *, upper, symmetrize, read_upper):
+    """jax's Cholesky rule ``dL = L Φ(L⁻¹ dA L⁻ᴴ)``, its solves and products distributed."""
+    (a,), (da,) = primals, tangents
+    mesh = plan.mesh
+    out = fn(a)
+    low = ct_on(out, mesh=mesh) if upper else out
+    da = tangent_on_mesh(da, a).astype(plan.dtype)  # jax.jacfwd's one-device basis
+    if read_upper:
+        da = ct_on(da, mesh=mesh)
+    if symmetrize:
+        da = (da + ct_on(da, mesh=mesh)) / 2
+    tri = dict(lower=True, unit_diagonal=False, call=plan)
+    # tangents: the linear solves (transposable in the right-hand side)
+    y = solve_linear(low, da, trans=0, **tri)  # L^-1 dA
+    m = solve_linear(low, ct_on(y, mesh=mesh), trans=0, **tri)
+    m = ct_on(m, mesh=mesh)  # L^-1 dA L^-H
+    dl = product(low, _phi(m), mesh)
+    return out, (ct_on(dl, mesh=mesh) if upper else dl)
+
+
+def _factor_stacks(plan: Plan, a, **flags):
+    return stack(functools.partial(_factor_members, **flags), (a,), (2,), 2, mesh=plan.mesh)
+
+
+# The factor of one matrix, with jax's JVP rule; its jax.vmap runs jax's Cholesky on
+# each device's members. Options: upper (return Lᴴ), symmetrize, read_upper (factor
+# from the upper triangle, as jax.scipy.linalg.cholesky(lower=False)).
+FACTOR = route.Op(
+    "distla.linalg.cholesky",
+    one_device=_factor_members,
+    distributed=_factor_2d,
+    jvp=_factor_jvp,
+    vmap=route.by_stacks(_factor_stacks),
+)
+
+
 def chol_2d(a, *, call: Plan, upper, symmetrize, read_upper):
     """Cholesky of one matrix with jax's JVP rule, its solves and products distributed."""
-    flags = dict(symmetrize=symmetrize, read_upper=read_upper)
-
-    def stacked(a):
-        def f(a):  # the same on each member, with jax's one-device Cholesky
-            if read_upper:
-                a = jnp.conj(jnp.swapaxes(a, -1, -2))
-            l = jnp.linalg.cholesky(a, symmetrize_input=symmetrize)
-            return jnp.conj(jnp.swapaxes(l, -1, -2)) if upper else l
-
-        return stack(f, (a,), (2,), 2, mesh=call.mesh)
-
-    def one(a):
-        return factor(a, call=call, upper=upper, **flags)
-
-    if not is_traced(a):  # the rules act only under a transformation
-        n = a.shape[0]
-        (l,) = _buckets.on_bucket(
-            lambda a: (one(a),),
-            a,
-            call=call,
-            results=lambda: (((n, n),), (fitting_spec((n, n), call.mesh, call.grid.block_spec),)),
-        )
-        return l
-    primal = jax.custom_jvp(vmappable(one, stacked))
-
-    def rule(primals, tangents):
-        (a,), (da,) = primals, tangents
-        out = primal(a)
-        low = ct_on(out, mesh=call.mesh) if upper else out
-        da = tangent_on_mesh(da, a).astype(call.dtype)  # jax.jacfwd's one-device basis
-        if read_upper:
-            da = ct_on(da, mesh=call.mesh)
-        if symmetrize:
-            da = (da + ct_on(da, mesh=call.mesh)) / 2
-        tri = dict(lower=True, unit_diagonal=False, call=call)
-        # tangents: the linear solves (transposable in the right-hand side)
-        y = solve_linear(low, da, trans=0, **tri)  # L^-1 dA
-        mesh = call.mesh
-        m = solve_linear(low, ct_on(y, mesh=mesh), trans=0, **tri)
-        m = ct_on(m, mesh=mesh)  # L^-1 dA L^-H
-        dl = product(low, _phi(m), call.mesh)
-        return out, (ct_on(dl, mesh=call.mesh) if upper else dl)
-
-    primal.defjvp(rule_on_mesh(rule))
-    return primal(a)
+    flags = dict(upper=upper, symmetrize=symmetrize, read_upper=read_upper)
+    return route.distributed(FACTOR, call, a, **flags)
 
 
-@one_program
+CHOLESKY = route.Op(
+    "distla.linalg.cholesky",
+    check=route.square,
+    one_device=jnp.linalg.cholesky,
+    is_stack=route.beyond(2),
+    stacked=route.members(jnp.linalg.cholesky, (2,), 2),
+    family="cholesky",
+    distributed=lambda plan, a, *, upper, symmetrize_input: chol_2d(
+        a, call=plan, upper=upper, symmetrize=symmetrize_input, read_upper=False
+    ),
+)
+
+
+@route.public
 def cholesky(
     a: jax.typing.ArrayLike,
     *,
@@ -305,35 +307,35 @@ def cholesky(
 
     See also: ``jnp.linalg.cholesky``, :func:`cho_factor`.
     """
-    what = "distla.linalg.cholesky"
-    a = as_array(a, "a", what)
-    square(a, what)
-    dtype = result_dtype(what, a)
-    a = a.astype(dtype)
-    ref = functools.partial(jnp.linalg.cholesky, upper=upper, symmetrize_input=symmetrize_input)
-    call = resolve(a, names=("a",), dtype=dtype, block_size=block_size)
-    if call is None or is_empty(a):
-        return empty_or_one_device(ref, a)
-    if a.ndim > 2:
-        return stack(ref, (a,), (2,), 2, mesh=call.mesh)
-    options = (("upper", bool(upper)), ("symmetrize_input", bool(symmetrize_input)))
-    if (
-        choose_plan("cholesky", plan, jnp.linalg.cholesky, a, what=what, options=options)
-        == "one_device"
-    ):
-        spec = block_layout(a.shape, call.mesh)
-        return on_one_device(
-            jnp.linalg.cholesky,
-            a,
-            mesh=call.mesh,
-            in_specs=(spec,),
-            out_specs=(spec,),
-            options=options,
-        )
-    return chol_2d(a, call=call, upper=upper, symmetrize=symmetrize_input, read_upper=False)
+    return route.call(
+        CHOLESKY,
+        a,
+        block_size=block_size,
+        plan=plan,
+        upper=bool(upper),
+        symmetrize_input=bool(symmetrize_input),
+    )
 
 
-@one_program
+def _cho_factor_one(x, *, lower):
+    """``jax.scipy.linalg.cho_factor``'s factor (its flag comes back beside it)."""
+    return jsl.cho_factor(x, lower=lower)[0]
+
+
+CHO_FACTOR = route.Op(
+    "distla.linalg.cho_factor",
+    check=route.square,
+    one_device=_cho_factor_one,
+    is_stack=route.beyond(2),
+    stacked=route.members(_cho_factor_one, (2,), 2),
+    distributed=lambda plan, a, *, lower: chol_2d(
+        a, call=plan, upper=not lower, symmetrize=False, read_upper=not lower
+    ),
+    result=lambda c, *, lower: (c, lower),
+)
+
+
+@route.public
 def cho_factor(
     a: jax.typing.ArrayLike,
     lower: bool = False,
@@ -362,22 +364,7 @@ def cho_factor(
     See also: ``jax.scipy.linalg.cho_factor``.
     """
     del overwrite_a, check_finite
-    what = "distla.linalg.cho_factor"
-    a = as_array(a, "a", what)
-    square(a, what)
-    dtype = result_dtype(what, a)
-    a = a.astype(dtype)
-
-    def ref(x):
-        return jsl.cho_factor(x, lower=lower)[0]
-
-    call = resolve(a, names=("a",), dtype=dtype, block_size=block_size)
-    if call is None or is_empty(a):
-        return empty_or_one_device(ref, a), lower
-    if a.ndim > 2:
-        return stack(ref, (a,), (2,), 2, mesh=call.mesh), lower
-    c = chol_2d(a, call=call, upper=not lower, symmetrize=False, read_upper=not lower)
-    return c, lower
+    return route.call(CHO_FACTOR, a, block_size=block_size, lower=lower)
 
 
 def cho_solve_2d(c, b, *, lower, call: Plan):
@@ -387,46 +374,146 @@ def cho_solve_2d(c, b, *, lower, call: Plan):
     return solve_2d(c, solve_2d(c, b, trans=2, **tri), trans=0, **tri)  # U^H y = b, U x = y
 
 
+def _cho_solve_one(c, b, *, lower):
+    """``jax.scipy.linalg.cho_solve`` with the flag as a keyword (the one-device plan's)."""
+    return jsl.cho_solve((c, lower), b)
+
+
+def _check_solve(what, c, b, **options):
+    """A square factor and a matching ``b`` (jax.scipy's rule)."""
+    del options
+    square(c, what)
+    rhs_core(c, b, what)
+
+
+def _cho_solve_stacks(plan: Plan, c, b, *, lower):
+    core = rhs_core(c, b)
+    fn = functools.partial(_cho_solve_one, lower=lower)
+    return stack(fn, (c, b), (2, core), core, mesh=plan.mesh)
+
+
+# The plain solve of distla.linalg.cho_solve (its mixed-precision branch aside): two
+# distributed triangular solves, whose rules are the derivatives.
+CHO_SOLVE = route.Op(
+    "distla.linalg.cho_solve",
+    operands=("c", "b"),
+    check=_check_solve,
+    one_device=_cho_solve_one,
+    is_stack=route.beyond(2, 2),
+    stacked=_cho_solve_stacks,
+    family="cho_solve",
+    layouts=functools.partial(solve_layouts, like_b=True),
+    distributed=lambda plan, c, b, *, lower: cho_solve_2d(c, b, lower=lower, call=plan),
+)
+
+
+# ------------------------------------------------------------- mixed precision
+# A Cholesky factor as refinement's factorisation (distla.linalg._refine): the solves on
+# the call's plan, jax's on one device (plan None); the factor is the caller's.
+
+
+def _refine_solve(plan: Plan | None, factors, r, trans, *, lower):
+    del trans  # (a Hermitian system)
+    (c,) = factors
+    ref = functools.partial(_cho_solve_one, lower=lower)
+    if plan is None:
+        return empty_or_one_device(ref, c, r)
+    if c.ndim > 2:
+        core = rhs_core(c, r)
+        return stack(ref, (c, r), (2, core), core, mesh=plan.mesh)
+    plan = dataclasses.replace(plan, dtype=np.dtype(c.dtype))
+    return cho_solve_2d(c, r, lower=lower, call=plan)
+
+
+@functools.cache
+def _factorisation(lower: bool) -> Factorisation:
+    return Factorisation(factor=None, solve=functools.partial(_refine_solve, lower=lower))
+
+
+def _system_dtype(what, c, b, a, **options):
+    """The system's dtype: ``a``'s with ``b`` promoted against the factor first."""
+    del options
+    return result_dtype(what, a, result_dtype(what, c, b))
+
+
+def _check_refined(what, c, b, a, **options):
+    _check_solve(what, c, b)
+    check_system(what, c, a, b)
+
+
+def _cast_refined(dtype, c, b, a, **options):
+    del options
+    return c, b.astype(dtype), a.astype(dtype)
+
+
+def _refined(plan: Plan | None, c, b, a, *, lower):
+    fn = _factorisation(lower)
+    return refine(a, b, plan=plan, factorisation=fn, factor_dtype=c.dtype, factors=(c,)).x
+
+
+# cho_solve with a: a lower-precision factor refined against the Hermitian a
+CHO_SOLVE_MIXED = route.Op(
+    "distla.linalg.cho_solve",
+    operands=("c", "b", "a"),
+    check=_check_refined,
+    promote=_system_dtype,
+    cast=_cast_refined,
+    one_device=functools.partial(_refined, None),
+    distributed=_refined,
+)
+
+
+@route.public
 def cho_solve(
     c_and_lower: tuple[jax.typing.ArrayLike, bool],
     b: jax.typing.ArrayLike,
     overwrite_b: bool = False,
     check_finite: bool = True,
     *,
+    a: jax.typing.ArrayLike | None = None,
     plan: str = "auto",
 ) -> jax.Array:
-    """The plain solve of ``distla.linalg.cho_solve`` (its mixed-precision branch aside)."""
+    """Solve ``a x = b`` from :func:`cho_factor`, as ``jax.scipy.linalg.cho_solve``.
+
+    Two distributed triangular solves with the factor (``Lᴴ x = L⁻¹ b`` or
+    ``U x = U⁻ᴴ b``).
+
+    Args:
+      c_and_lower: ``(c, lower)`` from :func:`cho_factor`.
+      b: ``[n]`` or ``[n, k]`` right-hand side(s) on the same mesh, any
+        layout (with ``c``'s batch dimensions in front for a stack).
+      overwrite_b: accepted and ignored, as in jax.
+      check_finite: accepted and ignored, as in jax.
+      a: mixed precision (a distla extension): the Hermitian matrix that was
+        factored, in the system's precision, when ``c`` is its factor in the
+        lower precision (float32 for float64, complex64 for complex128). The
+        solve is then refined against ``a`` to ``a``'s precision (as
+        :func:`lu_solve` with ``a``; NaN where refinement does not converge).
+        With a factor of any other dtype ``a`` is ignored; without ``a`` the
+        semantics are jax's.
+      plan: ``"auto"``, ``"distributed"`` or ``"one_device"`` for one sharded
+        factor, as :func:`solve`'s; ``"auto"`` takes one device only when
+        called eagerly (as a compiled program the plan's collectives cost
+        more than the two triangular solves).
+
+    Returns:
+      ``x`` with ``b``'s shape: ``[n, k]`` in the mesh's 2D block layout,
+      ``[n]`` split over all devices (the largest even layout that fits).
+      Differentiable in ``c`` and ``b`` to any order.
+
+    Raises:
+      ValueError: shapes that do not match.
+
+    See also: ``jax.scipy.linalg.cho_solve``.
+    """
     del overwrite_b, check_finite
-    what = "distla.linalg.cho_solve"
     c, lower = c_and_lower
-    c, b, dtype = checked_solve_operands(what, c, b)
-
-    def ref(c, b):
-        return jsl.cho_solve((c, lower), b)
-
-    call = resolve(c, b, names=("c", "b"), dtype=dtype)
-    if call is None or is_empty(c, b):
-        return empty_or_one_device(ref, c, b)
-    if c.ndim > 2 or b.ndim > 2:
-        core = rhs_core(c, b)
-        return stack(ref, (c, b), (2, core), core, mesh=call.mesh)
-    one = solved_on_one_device(
-        "cho_solve",
-        plan,
-        _cho_solve_one,
-        c,
-        b,
-        call=call,
-        what=what,
-        options=(("lower", bool(lower)),),
-        like_b=True,
-    )
-    return one if one is not None else cho_solve_2d(c, b, lower=bool(lower), call=call)
-
-
-def _cho_solve_one(c, b, *, lower):
-    """``jax.scipy.linalg.cho_solve`` with the flag as a keyword (the one-device plan's)."""
-    return jsl.cho_solve((c, lower), b)
+    what = CHO_SOLVE.name
+    if a is not None:  # mixed precision: a lower-precision factor refined against a
+        c, b, a = as_array(c, "c", what), as_array(b, "b", what), as_array(a, "a", what)
+        if lower_precision(_system_dtype(what, c, b, a)) == c.dtype:
+            return route.call(CHO_SOLVE_MIXED, c, b, a, lower=bool(lower))
+    return route.call(CHO_SOLVE, c, b, plan=plan, lower=bool(lower))
 
 
 def solve_pos(a: jax.Array, b: jax.Array, *, lower: bool, call: Plan) -> jax.Array:

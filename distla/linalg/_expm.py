@@ -37,21 +37,14 @@ import numpy as np
 from jax import lax
 from jax.sharding import PartitionSpec as P
 
-from .._core.checks import (
-    ShapeError,
-    as_array,
-    empty_or_one_device,
-    is_empty,
-    result_dtype,
-    square,
-)
-from .._core.eager import one_program
+from .._core import route
+from .._core.checks import ShapeError, as_array, result_dtype, square
 from .._core.matmul import product_here
 from .._core.mesh import constrain, fitting_spec, is_explicit, run_on_mesh
-from .._core.one_device import block_layout, choose_plan, on_one_device
-from .._core.plan import Plan, resolve
-from .._core.stacked import stack
-from . import _lu_rules, _triangular
+from .._core.one_device import block_layout
+from .._core.plan import Plan
+from . import _triangular
+from ._lu import rules as lu_rules
 
 # Higham (2005), Table 2.3: theta_m for the degrees his algorithm uses, in
 # double precision (u = 2^-53) and single precision (u = 2^-24).
@@ -174,7 +167,7 @@ def _expm_body(a, *, dtype, n_pad, upper_triangular, max_squarings):
     if upper_triangular:  # q_m(A) is upper triangular too: substitution, no pivoting
         r = _triangular.solve_2d(q, p, trans=0, lower=False, unit_diagonal=False, call=inner)
     else:
-        r = _lu_rules.solve_2d(q, p, call=inner)
+        r = lu_rules.solve_2d(q, p, call=inner)
     r = constrain(r, spec)
     steps = s.astype(jnp.int32)
 
@@ -234,7 +227,39 @@ def _flags(upper_triangular, max_squarings, what):
     return bool(upper_triangular), max_squarings
 
 
-@one_program
+def _check(what, a, **options):
+    del options
+    square(a, what)
+
+
+def _layouts(plan: Plan, a, *, results, **options):
+    return (block_layout(a.shape, plan.mesh),), (_result_spec(a, plan),)
+
+
+def _expm(plan: Plan, a, *, upper_triangular, max_squarings):
+    return _expm_2d(
+        a,
+        call=plan,
+        upper_triangular=upper_triangular,
+        max_squarings=max_squarings,
+        out_spec=_result_spec(a, plan),
+    )
+
+
+EXPM = route.Op(
+    "distla.linalg.expm",
+    operands=("A",),
+    check=_check,
+    one_device=jsl.expm,
+    is_stack=route.beyond(2),
+    stacked=route.members(jsl.expm, (2,), 2),
+    family="expm",
+    layouts=_layouts,
+    distributed=_expm,
+)
+
+
+@route.public
 def expm(
     A: jax.typing.ArrayLike,
     *,
@@ -299,41 +324,12 @@ def expm(
       >>> bool(jnp.allclose(distla.linalg.expm(a), jnp.eye(8)))
       True
     """
-    what = "distla.linalg.expm"
-    upper_triangular, max_squarings = _flags(upper_triangular, max_squarings, what)
-    a = as_array(A, "A", what)
-    square(a, what)
-    dtype = result_dtype(what, a)
-    a = a.astype(dtype)
-    ref = functools.partial(
-        jsl.expm, upper_triangular=upper_triangular, max_squarings=max_squarings
-    )
-    call = resolve(a, names=("A",), dtype=dtype)
-    if call is None or is_empty(a):
-        return empty_or_one_device(ref, a)
-    if a.ndim > 2:
-        return stack(ref, (a,), (2,), 2, mesh=call.mesh)
-    out_spec = _result_spec(a, call)
-    options = (("upper_triangular", upper_triangular), ("max_squarings", max_squarings))
-    if choose_plan("expm", plan, jsl.expm, a, what=what, options=options) == "one_device":
-        return on_one_device(
-            jsl.expm,
-            a,
-            mesh=call.mesh,
-            in_specs=(block_layout(a.shape, call.mesh),),
-            out_specs=(out_spec,),
-            options=options,
-        )
-    return _expm_2d(
-        a,
-        call=call,
-        upper_triangular=upper_triangular,
-        max_squarings=max_squarings,
-        out_spec=out_spec,
-    )
+    upper_triangular, max_squarings = _flags(upper_triangular, max_squarings, EXPM.name)
+    options = dict(upper_triangular=upper_triangular, max_squarings=max_squarings)
+    return route.call(EXPM, A, plan=plan, **options)
 
 
-@one_program
+@route.public
 def expm_frechet(
     A: jax.typing.ArrayLike,
     E: jax.typing.ArrayLike,

@@ -1,10 +1,10 @@
 """``jnp.linalg``'s products on distla's SUMMA: matmul, multi_dot, tensordot, matrix_power.
 
-``distla.matmul`` multiplies two sharded matrices without gathering either;
-these functions give it ``jnp.linalg``'s signatures: ``matmul`` with jnp's
-batch broadcasting and ``preferred_element_type``, ``multi_dot`` with the
-cheapest parenthesisation of the chain, ``tensordot`` for contractions that
-are one matrix product.
+``distla.matmul`` multiplies two sharded matrices without gathering either
+(its op, ``distla._core.matmul.MATMUL``); these functions give it
+``jnp.linalg``'s signatures: ``matmul`` with jnp's batch broadcasting and
+``preferred_element_type``, ``multi_dot`` with the cheapest parenthesisation of
+the chain, ``tensordot`` for contractions that are one matrix product.
 """
 
 from __future__ import annotations
@@ -19,35 +19,96 @@ import numpy as np
 from jax import lax
 from jax.sharding import PartitionSpec as P
 
+from .._core import route
 from .._core.batch_layout import live, source_layout
 from .._core.checks import ShapeError, as_array, canonical_precision, is_empty, result_dtype
-from .._core.eager import hashable, on_one_mesh, one_program
+from .._core.eager import hashable, on_one_mesh
+from .._core.matmul import MATMUL, product_here
 from .._core.matmul import checked_product as _summa
-from .._core.matmul import product_here
-from .._core.mesh import fitting_spec, is_explicit, operand_mesh, run_on_mesh, shard_spec
+from .._core.matrix import explicit_sharding
+from .._core.mesh import fitting_spec, run_on_mesh, shard_spec
+from .._core.plan import Plan
 from .._core.specs import layout_spec
-from ._lstsq import norm
-from ._solve import inv
+from ._lu.inverse import inv
 
 
-def _with_preferred(a, b, preferred_element_type, what):
-    """Operands cast to the dtype the product is computed and returned in."""
+def _preferred(what, a, b, *, preferred_element_type, **options):
+    """The dtype the product is computed and returned in."""
+    del options
     dtype = result_dtype(what, a, b, inexact=False)
     if preferred_element_type is not None:
         dtype = np.dtype(jax.dtypes.canonicalize_dtype(preferred_element_type))
-    return a.astype(dtype), b.astype(dtype)
+    return dtype
 
 
-def _batch_only(a, b) -> bool:
+def _batch_only(plan: Plan, a, b) -> bool:
     """True when both stacks are seen sharded along batch dimensions only."""
-    mesh = operand_mesh(a, b, names=("x1", "x2"))
-    if mesh is None:
-        return True
-    layouts = [live(source_layout(x, mesh), mesh) for x in (a, b)]
+    layouts = [live(source_layout(x, plan.mesh), plan.mesh) for x in (a, b)]
     return all(lay is not None and not any(lay[-2:]) for lay in layouts)
 
 
-@one_program
+def _check_matmul(what, a, b, **options):
+    del options
+    if a.ndim == 0 or b.ndim == 0:
+        raise ShapeError(
+            f"{what}: operands must be at least 1-D; got shapes {a.shape} and {b.shape}. "
+            "For a scalar factor use multiplication (x1 * x2)."
+        )
+    if a.ndim > 1 and b.ndim > 1 and a.shape[-1] != b.shape[-2]:
+        raise ShapeError(
+            f"{what}: inner dimensions differ: x1 is {a.shape}, x2 is {b.shape} "
+            f"({a.shape[-1]} != {b.shape[-2]})"
+        )
+
+
+def _matmul_one(a, b, *, precision, preferred_element_type):
+    return jnp.linalg.matmul(
+        a, b, precision=precision, preferred_element_type=preferred_element_type
+    )
+
+
+def _matmul(plan: Plan, a, b, *, precision, preferred_element_type):
+    what = MATMUL.name
+    if a.ndim == 1 or b.ndim == 1:
+        return _matmul_one(a, b, precision=precision, preferred_element_type=preferred_element_type)
+    if a.ndim == 2 and b.ndim == 2:
+        product = dict(
+            algorithm="auto", precision=canonical_precision(precision, what), panels=None
+        )
+        return route.on_plan(MATMUL, plan, a, b, **product)
+    if _batch_only(plan, a, b):  # each device multiplies its own members: nothing to exchange
+        return jnp.linalg.matmul(a, b, precision=precision)
+    if a.ndim == 2 or b.ndim == 2:  # one matrix against a stack: one product (below)
+        return _with_one_matrix(
+            a,
+            b,
+            precision=canonical_precision(precision, what),
+            mesh=plan.mesh,
+            out_spec=_one_matrix_spec(a, b, plan.mesh),
+        )
+    batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    a = jnp.broadcast_to(a, batch + a.shape[-2:])
+    b = jnp.broadcast_to(b, batch + b.shape[-2:])
+    f = lambda a, b: _summa(a, b, precision=precision)  # noqa: E731
+    for _ in batch:
+        f = jax.vmap(f)
+    return f(a, b)
+
+
+LINALG_MATMUL = route.Op(
+    "distla.linalg.matmul",
+    operands=("x1", "x2"),
+    check=_check_matmul,
+    promote=_preferred,
+    unsharded=lambda a, b, *, precision, preferred_element_type: jnp.linalg.matmul(
+        a, b, precision=precision
+    ),
+    one_device=_matmul_one,
+    distributed=_matmul,
+)
+
+
+@route.public
 def matmul(
     x1: jax.typing.ArrayLike,
     x2: jax.typing.ArrayLike,
@@ -86,44 +147,8 @@ def matmul(
       TypeError: dtypes jnp would not combine (for example under strict
         promotion).
     """
-    what = "distla.linalg.matmul"
-    a = as_array(x1, "x1", what)
-    b = as_array(x2, "x2", what)
-    if a.ndim == 0 or b.ndim == 0:
-        raise ShapeError(
-            f"{what}: operands must be at least 1-D; got shapes {a.shape} and {b.shape}. "
-            "For a scalar factor use multiplication (x1 * x2)."
-        )
-    a, b = _with_preferred(a, b, preferred_element_type, what)
-    if a.ndim == 1 or b.ndim == 1:
-        return jnp.linalg.matmul(
-            a, b, precision=precision, preferred_element_type=preferred_element_type
-        )
-    if a.shape[-1] != b.shape[-2]:
-        raise ShapeError(
-            f"{what}: inner dimensions differ: x1 is {a.shape}, x2 is {b.shape} "
-            f"({a.shape[-1]} != {b.shape[-2]})"
-        )
-    if a.ndim == 2 and b.ndim == 2:
-        return _summa(a, b, precision=precision)
-    if _batch_only(a, b):  # each device multiplies its own members: nothing to exchange
-        return jnp.linalg.matmul(a, b, precision=precision)
-    if a.ndim == 2 or b.ndim == 2:  # one matrix against a stack: one product (below)
-        mesh = operand_mesh(a, b, names=("x1", "x2"))
-        return _with_one_matrix(
-            a,
-            b,
-            precision=canonical_precision(precision, what),
-            mesh=mesh,
-            out_spec=_one_matrix_spec(a, b, mesh),
-        )
-    batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
-    a = jnp.broadcast_to(a, batch + a.shape[-2:])
-    b = jnp.broadcast_to(b, batch + b.shape[-2:])
-    f = lambda a, b: _summa(a, b, precision=precision)  # noqa: E731
-    for _ in batch:
-        f = jax.vmap(f)
-    return f(a, b)
+    options = dict(precision=precision, preferred_element_type=preferred_element_type)
+    return route.call(LINALG_MATMUL, x1, x2, **options)
 
 
 def _product_shape(a, b) -> tuple[int, ...]:
@@ -195,7 +220,7 @@ def chain_order(shapes: Sequence[tuple[int, int]]) -> list[list[int]]:
     return split
 
 
-@one_program
+@route.public
 def multi_dot(
     arrays: Sequence[jax.typing.ArrayLike], *, precision: lax.PrecisionLike = None
 ) -> jax.Array:
@@ -299,12 +324,12 @@ def _contraction_axes(a, b, axes, what):
     ]
 
 
-def _free_axes_sharding(a, b, free_a, free_b):
+def _free_axes_sharding(plan: Plan, a, b, free_a, free_b):
     """The result sharding jnp asks for on an ``Explicit`` mesh: it refuses to decide one
     where a contracted axis is split. The free axes keep their operands' mesh axes (each
     mesh axis once, the first operand's first); ``None`` where jnp decides itself."""
-    mesh = operand_mesh(a, b, names=("x1", "x2"))
-    if mesh is None or not is_explicit(mesh):
+    on_mesh = [x for x in (a, b) if explicit_sharding(x) is not None]
+    if plan is None or not on_mesh:
         return None
     entries, used = [], set()
     for x, free in ((a, free_a), (b, free_b)):
@@ -314,11 +339,72 @@ def _free_axes_sharding(a, b, free_a, free_b):
             keep = bool(axes) and not used.intersection(axes)
             entries.append(spec[i] if keep else None)
             used.update(axes if keep else ())
-    x = a if operand_mesh(a, names=("x1",)) is not None else b
-    return jax.typeof(x).sharding.update(spec=P(*entries))
+    return jax.typeof(on_mesh[0]).sharding.update(spec=P(*entries))
 
 
-@one_program
+def _contraction(a, b, axes, what):
+    """``(ca, cb, free_a, free_b, one_product)`` of jnp.tensordot's ``axes``: one product
+    where one axis is contracted and at most one is free on each side."""
+    ca, cb = _contraction_axes(a, b, axes, what)
+    free_a = [i for i in range(a.ndim) if i not in ca]
+    free_b = [i for i in range(b.ndim) if i not in cb]
+    one_product = (
+        len(ca) == 1
+        and len(cb) == 1
+        and len(free_a) <= 1
+        and len(free_b) <= 1
+        and a.shape[ca[0]] == b.shape[cb[0]]
+        and a.ndim + b.ndim >= 3
+    )
+    return ca, cb, free_a, free_b, one_product
+
+
+def _check_tensordot(what, a, b, *, axes, **options):
+    del options
+    _contraction_axes(a, b, axes, what)
+
+
+def _tensordot(plan: Plan | None, a, b, *, axes, precision, preferred_element_type, out_sharding):
+    what = TENSORDOT.name
+    ca, cb, free_a, free_b, one_product = _contraction(a, b, axes, what)
+    if not one_product or out_sharding is not None or plan is None:
+        if out_sharding is None:
+            out_sharding = _free_axes_sharding(plan, a, b, free_a, free_b)
+        return jnp.linalg.tensordot(
+            a,
+            b,
+            axes=axes,
+            precision=precision,
+            preferred_element_type=preferred_element_type,
+            out_sharding=out_sharding,
+        )
+    dtype = _preferred(what, a, b, preferred_element_type=preferred_element_type)
+    a, b = a.astype(dtype), b.astype(dtype)
+    a2 = a[None, :] if a.ndim == 1 else (a.T if ca[0] == 0 else a)
+    b2 = b[:, None] if b.ndim == 1 else (b.T if cb[0] == 1 else b)
+    precision = canonical_precision(precision, MATMUL.name)
+    out = route.on_plan(MATMUL, plan, a2, b2, algorithm="auto", precision=precision, panels=None)
+    if a.ndim == 1:
+        out = out[0]
+    elif b.ndim == 1:
+        out = out[:, 0]
+    return out
+
+
+# a contraction that is one matrix product runs distla.matmul's; every other is jnp's
+# (its operands as given: jnp promotes them itself, preferred_element_type and all)
+TENSORDOT = route.Op(
+    "distla.linalg.tensordot",
+    operands=("x1", "x2"),
+    check=_check_tensordot,
+    promote=lambda what, a, b, **options: jnp.result_type(a, b),
+    cast=lambda dtype, *operands, **options: operands,
+    one_device=functools.partial(_tensordot, None),
+    distributed=_tensordot,
+)
+
+
+@route.public
 def tensordot(
     x1: jax.typing.ArrayLike,
     x2: jax.typing.ArrayLike,
@@ -353,65 +439,16 @@ def tensordot(
       ``x1``'s free axes followed by ``x2``'s; a matrix result is in the
       largest even layout of the mesh that fits it.
     """
-    what = "distla.linalg.tensordot"
-    a = as_array(x1, "x1", what)
-    b = as_array(x2, "x2", what)
-    ca, cb = _contraction_axes(a, b, axes, what)
-    free_a = [i for i in range(a.ndim) if i not in ca]
-    free_b = [i for i in range(b.ndim) if i not in cb]
-    one_product = (
-        len(ca) == 1
-        and len(cb) == 1
-        and len(free_a) <= 1
-        and len(free_b) <= 1
-        and a.shape[ca[0]] == b.shape[cb[0]]
-        and out_sharding is None
-        and a.ndim + b.ndim >= 3
+    options = dict(
+        axes=axes,
+        precision=precision,
+        preferred_element_type=preferred_element_type,
+        out_sharding=out_sharding,
     )
-    if not one_product:
-        if out_sharding is None:
-            out_sharding = _free_axes_sharding(a, b, free_a, free_b)
-        return jnp.linalg.tensordot(
-            a,
-            b,
-            axes=axes,
-            precision=precision,
-            preferred_element_type=preferred_element_type,
-            out_sharding=out_sharding,
-        )
-    a, b = _with_preferred(a, b, preferred_element_type, what)
-    a2 = a[None, :] if a.ndim == 1 else (a.T if ca[0] == 0 else a)
-    b2 = b[:, None] if b.ndim == 1 else (b.T if cb[0] == 1 else b)
-    out = _summa(a2, b2, precision=precision)
-    if a.ndim == 1:
-        out = out[0]
-    elif b.ndim == 1:
-        out = out[:, 0]
-    return out
+    return route.call(TENSORDOT, x1, x2, **options)
 
 
-@one_program
-def matrix_norm(
-    x: jax.typing.ArrayLike, /, *, keepdims: bool = False, ord: str | int = "fro"
-) -> jax.Array:  # noqa: A002  (jnp's name)
-    """Norm over the last two axes, as ``jnp.linalg.matrix_norm``.
-
-    ``distla.linalg.norm`` with ``axis=(-2, -1)``: ``ord`` 2, -2 and
-    ``"nuc"`` of one sharded matrix use the distributed ``svdvals``; the
-    others are reductions XLA runs on the shards (one small all-reduce).
-
-    Args:
-      x: ``[..., m, n]`` array in any layout.
-      keepdims: keep the two reduced axes with length one.
-      ord: ``"fro"``, ``"nuc"``, ``1``, ``-1``, ``2``, ``-2``, ``inf``, ``-inf``.
-
-    Returns:
-      ``[...]`` (or ``[..., 1, 1]``) real array, replicated as jnp's reductions are.
-    """
-    return norm(x, ord=ord, axis=(-2, -1), keepdims=keepdims)
-
-
-@one_program
+@route.public
 def matrix_power(a: jax.typing.ArrayLike, n: int) -> jax.Array:
     """``a`` to the integer power ``n``, as ``jnp.linalg.matrix_power``.
 

@@ -12,7 +12,7 @@ One matrix on a mesh is factored by one of two kernels:
   (the LU's), with ``Q`` formed in place from the reflectors.
 
 Stacks sharded along their batch dimensions are factored on each device with
-no collective (the layout rules of ``distla.linalg._batched``). Derivatives follow
+no collective (the layout rules of ``distla._core.batch_layout``). Derivatives follow
 jax's ``qr_jvp_rule``.
 """
 
@@ -32,21 +32,20 @@ from distla.kernels.qr import form_q, global_index, qr_block_cyclic, stage_bound
 from distla.kernels.tsqr import tsqr_local
 
 from .._core import batch_layout as layouts
-from .._core.checks import ShapeError, as_array, empty_or_one_device, is_traced
-from .._core.eager import one_program
+from .._core import route
+from .._core.block_cyclic import blocking as lu_blocking
+from .._core.checks import ShapeError
 from .._core.matrix import HIGHEST, round_up
 from .._core.mesh import (
     Grid,
     constrain,
-    drop_trivial_sharding,
     fitting_spec,
     replicated,
     run_on_mesh,
     shard_map,
 )
-from .._core.one_device import replicated_on_one_device
-from .._core.plan import Plan, resolve
-from . import _lu
+from .._core.one_device import block_layout
+from .._core.plan import Plan
 
 # TSQR when every device holds at least this many times n rows: the gathered
 # R factors (p·n² elements) are then at most 1/TALL of the matrix.
@@ -82,11 +81,11 @@ def _tsqr_rows(mesh) -> str | tuple[str, ...]:
 def blocking(grid: Grid, m: int, n: int, block_size: int | None = None) -> tuple[int, int, int]:
     """``(nb, m_pad, n_pad)`` for the Householder kernel on ``grid``.
 
-    The block size is the LU's choice for ``min(m, n)`` (``distla.linalg._lu.blocking``)
+    The block size is the LU's choice for ``min(m, n)`` (``distla._core.block_cyclic.blocking``)
     unless ``block_size`` is given; ``m_pad`` is a multiple of ``nb·pr`` and
     ``n_pad`` of ``nb·pc``.
     """
-    nb, _ = _lu.blocking(grid, max(1, min(m, n)), block_size)
+    nb, _ = lu_blocking(grid, max(1, min(m, n)), block_size)
     return nb, round_up(m, nb * grid.pr), round_up(n, nb * grid.pc)
 
 
@@ -272,34 +271,39 @@ def _tangents(q, r, a, da, *, call: Plan):
     return run_on_mesh(lambda q, r, a, da: _thin_tangent(q, r, da), mesh, out, q, r, a, da)
 
 
+def _qr_jvp(fn, plan: Plan, primals, tangents, *, mode):
+    """jax's ``qr_jvp_rule``, the factorisation reused (``mode="r"``: of the reduced one)."""
+    (a,), (da,) = primals, tangents
+    q, r = qr_2d(a, mode="complete" if mode == "complete" else "reduced", call=plan)
+    dq, dr = _tangents(q, r, a, da.astype(plan.dtype), call=plan)
+    return (r, dr) if mode == "r" else ((q, r), (dq, dr))
+
+
+def _qr_vmap(plan: Plan, axis_size, in_batched, a, *, mode):
+    del axis_size, in_batched
+    out = _qr_batched(a, mode=mode, call=plan)
+    return out, (True if mode == "r" else (True, True))
+
+
+def _qr_one(plan: Plan, a, *, mode):
+    out = _factor(a, mode=mode, call=plan)
+    return out if mode == "r" else tuple(out)
+
+
+# One matrix on a mesh: batched under jax.vmap, differentiable as jnp's.
+_QR_2D = route.Op(
+    "distla.linalg.qr",
+    one_device=jnp.linalg.qr,
+    distributed=_qr_one,
+    vmap=_qr_vmap,
+    jvp=_qr_jvp,
+    on_mesh=False,
+)
+
+
 def qr_2d(a, *, mode, call: Plan):
     """One matrix on a mesh: batched under ``jax.vmap``, differentiable as jnp's."""
-    m, n = a.shape
-
-    def primal(a):
-        out = _factor(a, mode=mode, call=call)
-        return out if mode == "r" else tuple(out)
-
-    def vmap_rule(axis_size, in_batched, a):
-        del axis_size, in_batched
-        out = _qr_batched(a, mode=mode, call=call)
-        return out, (True if mode == "r" else (True, True))
-
-    if not is_traced(a):  # the rules act only under a transformation
-        out = primal(a)
-        return out if mode == "r" else QRResult(*out)
-    fn = jax.custom_batching.custom_vmap(primal)
-    fn.def_vmap(vmap_rule)
-    fn = jax.custom_jvp(fn)
-
-    def rule(primals, tangents):
-        (a,), (da,) = primals, tangents
-        q, r = qr_2d(a, mode="complete" if mode == "complete" else "reduced", call=call)
-        dq, dr = _tangents(q, r, a, da.astype(call.dtype), call=call)
-        return (r, dr) if mode == "r" else ((q, r), (dq, dr))
-
-    fn.defjvp(rule)
-    out = fn(a)
+    out = route.distributed(_QR_2D, call, a, mode=mode)
     return out if mode == "r" else QRResult(*out)
 
 
@@ -368,10 +372,11 @@ def _batched_call(a, *, mode, call: Plan, source):
 # --------------------------------------------------------------------------- public
 
 
-def _promoted(dtype):
-    """The dtype ``jnp.linalg.qr`` computes in for ``dtype`` (under the current x64 setting)."""
+def _promoted(what, a, **options):
+    """The dtype ``jnp.linalg.qr`` computes in for ``a`` (under the current x64 setting)."""
+    del what, options
     return _promoted_under(
-        np.dtype(dtype), bool(jax.config.jax_enable_x64), jax.config.jax_numpy_dtype_promotion
+        np.dtype(a.dtype), bool(jax.config.jax_enable_x64), jax.config.jax_numpy_dtype_promotion
     )
 
 
@@ -384,7 +389,53 @@ def _promoted_under(dtype, x64, promotion):
     return s.dtype
 
 
-@one_program
+def _check(what, a, **options):
+    del options
+    if a.ndim < 2:
+        raise ShapeError(f"{what}: a must have shape (..., m, n); got a of shape {a.shape}")
+
+
+def _gathered(a, *, mode):
+    """``jnp.linalg.qr`` (on an ``Explicit`` mesh of the matrix made whole first)."""
+    return jnp.linalg.qr(replicated(a), mode=mode)
+
+
+QR = route.Op(
+    "distla.linalg.qr",
+    check=_check,
+    promote=_promoted,
+    unsharded=_gathered,
+    one_device=jnp.linalg.qr,
+    is_stack=route.beyond(2),
+    stacked=lambda plan, a, *, mode: _qr_batched(a, mode=mode, call=plan),
+    distributed=lambda plan, a, *, mode: route.distributed(_QR_2D, plan, a, mode=mode),
+    result=lambda out, *, mode: out if mode == "r" else QRResult(*out),
+)
+
+
+def _replicated(plan: Plan, *operands, results, **options):
+    """The one-device plan's layouts where jnp's results are replicated."""
+    del options
+    return tuple(block_layout(x.shape, plan.mesh) for x in operands), (P(),) * len(results)
+
+
+# mode="raw" (LAPACK's internal form) is jnp's: one sharded matrix goes to one device
+# within the plan budget; above it jnp's partitioning gathers the matrix onto every device
+QR_RAW = route.Op(
+    "distla.linalg.qr",
+    check=_check,
+    promote=_promoted,
+    unsharded=_gathered,
+    one_device=jnp.linalg.qr,
+    is_stack=route.beyond(2),
+    stacked=lambda plan, a, *, mode: _gathered(a, mode=mode),
+    family="qr_raw",
+    layouts=_replicated,
+    distributed=lambda plan, a, *, mode: _gathered(a, mode=mode),
+)
+
+
+@route.public
 def qr(
     a: jax.typing.ArrayLike, mode: str = "reduced", *, block_size: int | None = None
 ) -> QRResult | jax.Array:
@@ -433,32 +484,12 @@ def qr(
 
     See also: ``jnp.linalg.qr``, ``jax.scipy.linalg.qr``.
     """
-    what = "distla.linalg.qr"
-    a = as_array(a, "a", what)
     if mode not in _MODES:
         raise ValueError(
-            f"{what}: unsupported mode {mode!r}; expected 'reduced', 'complete' or 'r'"
+            f"{QR.name}: unsupported mode {mode!r}; expected 'reduced', 'complete' or 'r'"
         )
-    if a.ndim < 2:
-        raise ShapeError(f"{what}: a must have shape (..., m, n); got a of shape {a.shape}")
-    dtype = _promoted(jnp.dtype(a.dtype))
     mode = "reduced" if mode == "full" else mode
-    call = resolve(a, names=("a",), dtype=dtype, block_size=block_size)
-    if a.size == 0:
-        return empty_or_one_device(lambda x: jnp.linalg.qr(x, mode=mode), a)
-    if call is not None and mode == "raw":  # jax's one-device geqrf: on one device
-        one = replicated_on_one_device(
-            "qr_raw", "auto", jnp.linalg.qr, a, what=what, options=(("mode", "raw"),)
-        )
-        if one is not None:
-            return one
-    if call is None or mode == "raw":  # above the budget: jnp's gather onto every device
-        return jnp.linalg.qr(replicated(drop_trivial_sharding(a)), mode=mode)
-    a = a.astype(dtype)  # ints and bools share the float programs
-    if a.ndim > 2:
-        out = _qr_batched(a, mode=mode, call=call)
-        return out if mode == "r" else QRResult(*out)
-    return qr_2d(a, mode=mode, call=call)
+    return route.call(QR_RAW if mode == "raw" else QR, a, block_size=block_size, mode=mode)
 
 
 # --------------------------------------------------------------------------- model

@@ -41,8 +41,10 @@ it is one ``shard_map`` program on the block-cyclic layout: ``A`` (and a
 given factor) is re-laid out once, the factors never leave that layout, and
 each matvec, triangular solve and inner product moves ``O(n·k)`` words.
 Stacks, one-device operands, many right-hand sides and Cholesky factors go
-through the LU and Cholesky families' own calls (the batched LU for stacks,
-jax's functions on one device) and the library's distributed product.
+through the family's own factor and solves, which it hands in as a
+:class:`Factorisation` (the LU's: the batched LU for stacks, jax's functions on
+one device), and the library's distributed product. The call's plan comes with
+them (``None``: one device); nothing here reads the operands' mesh.
 
 Derivatives: :func:`solve_mixed` is a ``lax.custom_linear_solve`` whose
 solve and transpose solve are mixed solves with the same low-precision
@@ -55,12 +57,13 @@ of ``op(A)``'s rows and columns (swapped for ``trans`` 1, 2).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+from collections.abc import Callable
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-import jax.scipy.linalg as jsl
 import numpy as np
 from jax import lax
 from jax.sharding import PartitionSpec as P
@@ -69,22 +72,11 @@ from distla.kernels.cyclic import from_block_cyclic, global_blocks, to_block_cyc
 from distla.kernels.lu import lu_block_cyclic
 from distla.kernels.trsm import lu_solve_block_cyclic
 
-from .._core.checks import as_array, empty_or_one_device, onto_mesh, result_dtype, rhs_core
+from .._core.block_cyclic import FEW_RHS, blocking, result_spec, to_cyclic
 from .._core.matmul import matvec as product_matvec
 from .._core.matrix import HIGHEST, like, pad_identity
-from .._core.mesh import (
-    Grid,
-    constrain,
-    grid_of,
-    operand_mesh,
-    run_on_mesh,
-    shard_map,
-)
+from .._core.mesh import constrain, run_on_mesh, shard_map
 from .._core.plan import Plan
-from .._core.stacked import stack
-from . import _batched, _lu
-from ._cholesky import cho_solve_2d
-from ._lu_rules import lu_factor_2d, lu_solve_2d
 from ._refine_loop import GMRES_BASIS, GMRES_STEPS, MAX_ITERATIONS, Ops, dsgesv_test, iterate
 
 # the low precision of each input precision (LAPACK's dsgesv, zcgesv)
@@ -132,8 +124,28 @@ def check_factor_dtype(dtype, factor_dtype, what: str) -> np.dtype:
     return factor
 
 
-def _grid(*xs, names) -> Grid:
-    return grid_of(operand_mesh(*xs, names=names), what="distla.linalg")
+def lower_precision(dtype) -> np.dtype | None:
+    """The factor dtype mixed precision takes for a ``dtype`` system, or ``None``."""
+    return _LOWER.get(np.dtype(dtype))
+
+
+@dataclasses.dataclass(frozen=True)
+class Factorisation:
+    """A family's factorisation as refinement uses it (module-level functions: static).
+
+    Attributes:
+      factor: ``factor(plan, a)`` -> the factors of ``a`` (already in the low
+        precision) as a tuple; ``None`` where the caller always gives them.
+      solve: ``solve(plan, factors, r, trans)`` -> ``op(A)⁻¹ r`` with the
+        factors (cast to the input precision), for a stack, one matrix or one
+        device (``plan`` ``None``).
+      fused: one sharded matrix with few right-hand sides runs the one fused
+        program of this module (the LU's block-cyclic kernels).
+    """
+
+    factor: Callable | None
+    solve: Callable
+    fused: bool = False
 
 
 def _op(a, trans: int):
@@ -169,21 +181,16 @@ def _matvec_cyc(a_cyc, x, *, row_axis, col_axis, nb):
     return y if col_axis is None else lax.psum(y, col_axis)
 
 
-def _cyclic(x_blk, grid: Grid, nb: int):
-    x = to_block_cyclic(x_blk, axis=0, axis_name=grid.row, nb=nb)
-    return to_block_cyclic(x, axis=1, axis_name=grid.col, nb=nb)
-
-
 def _refine_local(a_blk, b_blk, lu_blk, piv, *, grid, nb, n, factor_dtype, trans, counts):
     row, col = grid.row, grid.col
     dtype = a_blk.dtype
-    a = _cyclic(a_blk, grid, nb)  # (mloc, nloc), input precision
+    a = to_cyclic(a_blk, grid, nb)  # (mloc, nloc), input precision
     if lu_blk is None:
         lu, piv = lu_block_cyclic(
             a.astype(factor_dtype), row_axis=row, col_axis=col, nb=nb, precision=HIGHEST
         )
     else:
-        lu = _cyclic(lu_blk, grid, nb)
+        lu = to_cyclic(lu_blk, grid, nb)
     # op(A) block-cyclic over (rows, cols); b and every vector: rows block-cyclic
     # over `rows`, (rows_loc, k), the same on every device along `cols`
     rows, cols = (row, col) if trans == 0 else (col, row)
@@ -238,13 +245,13 @@ def _refine_local(a_blk, b_blk, lu_blk, piv, *, grid, nb, n, factor_dtype, trans
     return from_block_cyclic(x, axis=0, axis_name=rows, nb=nb), its, converged, steps
 
 
-@functools.partial(jax.jit, static_argnames=("factor_dtype", "trans", "counts"))
-def _refine_2d(a, b, lu, piv, *, factor_dtype, trans, counts):
-    grid = _grid(a, b, names=("a", "b"))
+@functools.partial(jax.jit, static_argnames=("plan", "factor_dtype", "trans", "counts"))
+def _refine_2d(a, b, lu, piv, *, plan: Plan, factor_dtype, trans, counts):
+    grid = plan.grid
     n = a.shape[0]
     vector = b.ndim == 1
     k = 1 if vector else b.shape[1]
-    nb, n_pad = _lu.blocking(grid, n)
+    nb, n_pad = blocking(grid, n)
     blocks = grid.block_spec
     b_spec = P(grid.row if trans == 0 else grid.col, None)
     given = lu is not None
@@ -277,71 +284,33 @@ def _refine_2d(a, b, lu, piv, *, factor_dtype, trans, counts):
         x = x[:n]
         return (x[:, 0] if vector else x), its, converged, steps
 
-    out = (_lu.result_spec(grid, b.shape), P(), P(), P())
+    out = (result_spec(grid, b.shape), P(), P(), P())
     args = (a, b) + ((lu, piv) if given else ())
     return MixedSolve(*run_on_mesh(body, grid.mesh, out, *args))
 
 
 # ------------------------------------------------ stacks, one device, many columns
-# The same refinement from the LU and Cholesky families' own calls on the mesh
-# refine() read (None: one device, jax's functions).
-
-
-def _lu_factor_any(a, mesh):
-    if mesh is None:
-        return empty_or_one_device(jsl.lu_factor, a)
-    call = Plan(mesh, np.dtype(a.dtype))
-    return _batched.lu_factor(a, call=call) if a.ndim > 2 else lu_factor_2d(a, call=call)
-
-
-def _lu_solve_any(factors, r, trans, mesh):
-    lu, piv = factors
-    if mesh is None:
-        return empty_or_one_device(
-            lambda lu, piv, r: jsl.lu_solve((lu, piv), r, trans=trans), lu, piv, r
-        )
-    call = Plan(mesh, np.dtype(lu.dtype))
-    if lu.ndim > 2:  # one vector per member goes to the batched solve as a column
-        vector = r.ndim == lu.ndim - 1
-        x = _batched.lu_solve(lu, piv, r[..., None] if vector else r, trans=trans, call=call)
-        return x[..., 0] if vector else x
-    return lu_solve_2d(lu, piv, r, trans=trans, call=call)
-
-
-def _cho_solve_any(c, r, lower, mesh):
-    def ref(c, r):
-        return jsl.cho_solve((c, lower), r)
-
-    if mesh is None:
-        return empty_or_one_device(ref, c, r)
-    if c.ndim > 2:
-        core = rhs_core(c, r)
-        return stack(ref, (c, r), (2, core), core, mesh=mesh)
-    return cho_solve_2d(c, r, lower=lower, call=Plan(mesh, np.dtype(c.dtype)))
+# The same refinement with the family's own factor and solves, on the call's plan
+# (None: one device, jax's functions).
 
 
 @functools.partial(
-    jax.jit, static_argnames=("factor_dtype", "kind", "trans", "lower", "counts", "mesh")
+    jax.jit, static_argnames=("plan", "factorisation", "factor_dtype", "trans", "counts")
 )
-def _refine_generic(a, b, factors, *, factor_dtype, kind, trans, lower, counts, mesh):
-    """:func:`refine` for stacks, one device and many columns, on ``mesh`` (or ``None``).
+def _refine_generic(a, b, factors, *, plan, factorisation, factor_dtype, trans, counts):
+    """:func:`refine` for stacks, one device and many columns, on ``plan`` (or ``None``).
 
-    ``factors``: ``None`` (an LU in ``factor_dtype`` is made here), ``(lu, piv)``
-    (``kind="lu"``) or ``(c,)`` (``kind="cho"``, a Cholesky factor).
+    ``factors``: ``None`` (``factorisation.factor`` makes them here, in
+    ``factor_dtype``) or the family's factors of ``a`` in ``factor_dtype``.
     """
     dtype = a.dtype
     n = a.shape[-1]
     vector = b.ndim == a.ndim - 1
     if factors is None:
-        factors = _lu_factor_any(a.astype(factor_dtype), mesh)
-    if kind == "lu":
+        factors = factorisation.factor(plan, a.astype(factor_dtype))
 
-        def solve(f, r):
-            return _lu_solve_any(f, r, trans, mesh)
-    else:
-
-        def solve(f, r):
-            return _cho_solve_any(f[0], r, lower, mesh)
+    def solve(f, r):
+        return factorisation.solve(plan, f, r, trans)
 
     factors_in = tuple(
         f.astype(dtype) if jnp.issubdtype(f.dtype, jnp.inexact) else f for f in factors
@@ -355,7 +324,7 @@ def _refine_generic(a, b, factors, *, factor_dtype, kind, trans, lower, counts, 
                 if vector
                 else jnp.matmul(op_a, v, precision=HIGHEST)
             )
-        return product_matvec(op_a, v, mesh)
+        return product_matvec(op_a, v, None if plan is None else plan.mesh)
 
     # x0: the first correction; every later vector keeps its layout
     x0 = solve(factors_in, b)
@@ -387,11 +356,11 @@ def refine(
     a,
     b,
     *,
+    plan: Plan | None,
+    factorisation: Factorisation,
     factor_dtype,
     factors=None,
-    kind: str = "lu",
     trans: int = 0,
-    lower: bool = False,
     max_iterations: int = MAX_ITERATIONS,
     gmres_steps: int = GMRES_STEPS,
     gmres_basis: int = GMRES_BASIS,
@@ -399,16 +368,18 @@ def refine(
     """Solve ``op(a) x = b`` with a factor in ``factor_dtype`` refined in ``a``'s precision.
 
     Args:
-      a: ``[n, n]`` matrix sharded on a mesh (one distributed program, see
-        above), or on one device, or a stack ``[..., n, n]`` (through
-        ``distla.linalg``); already of the system's dtype.
+      a: ``[n, n]`` matrix on ``plan``'s mesh (one distributed program, see
+        above, for a fused factorisation), or on one device, or a stack
+        ``[..., n, n]`` (through the family's calls); already of the system's dtype.
       b: ``[n]`` or ``[..., n, k]`` right-hand sides of the same dtype.
+      plan: the call's plan (``None``: one device).
+      factorisation: the family's factor and solves (the LU's, or a Cholesky
+        factor's).
       factor_dtype: the low precision (checked by :func:`check_factor_dtype`).
-      factors: ``None`` (factor ``a`` here), or ``(lu, piv)`` of ``a`` in
-        ``factor_dtype`` from ``lu_factor``, or ``(c,)`` from ``cho_factor``.
-      kind: ``"lu"`` or ``"cho"`` (what ``factors`` holds).
+      factors: ``None`` (factor ``a`` here), or the family's factors of ``a`` in
+        ``factor_dtype`` (``(lu, piv)`` from ``lu_factor``, ``(c,)`` from
+        ``cho_factor``).
       trans: 0, 1 or 2 (LU only): solve with ``a``, ``aᵀ`` or ``aᴴ``.
-      lower: for ``"cho"``: which triangle ``c`` is.
       max_iterations: most classical refinement steps.
       gmres_steps: most GMRES-IR corrections after them (0: none).
       gmres_basis: Krylov vectors per GMRES-IR correction.
@@ -418,33 +389,33 @@ def refine(
     """
     factor_dtype = np.dtype(factor_dtype)
     counts = _counts(max_iterations, gmres_steps, gmres_basis)
-    others = tuple(factors or ())
-    names = ("a", "b") + tuple(f"f{i}" for i in range(len(others)))
-    mesh = operand_mesh(a, b, *others, names=names)
-    few = b.ndim == 1 or (b.ndim == 2 and b.shape[1] <= _lu.FEW_RHS)
-    if kind == "lu" and a.ndim == 2 and few and mesh is not None:
+    if plan is not None:  # the plan of the input precision; the block sizes are the LU's own
+        plan = dataclasses.replace(plan, dtype=np.dtype(a.dtype), block_size=None)
+    few = b.ndim == 1 or (b.ndim == 2 and b.shape[1] <= FEW_RHS)
+    if factorisation.fused and a.ndim == 2 and few and plan is not None:
         lu, piv = factors if factors is not None else (None, None)
-        return _refine_2d(a, b, lu, piv, factor_dtype=factor_dtype, trans=trans, counts=counts)
+        return _refine_2d(
+            a, b, lu, piv, plan=plan, factor_dtype=factor_dtype, trans=trans, counts=counts
+        )
     return _refine_generic(
         a,
         b,
         factors,
+        plan=plan,
+        factorisation=factorisation,
         factor_dtype=factor_dtype,
-        kind=kind,
         trans=trans,
-        lower=lower,
         counts=counts,
-        mesh=mesh,
     )
 
 
-# ------------------------------------------------------------------ public entries
+# ------------------------------------------------------------------ the solves
 
 
-def solve_mixed(a, b, *, factor_dtype) -> jax.Array:
+def solve_mixed(plan: Plan | None, a, b, *, factorisation: Factorisation, factor_dtype):
     """Solve ``a x = b`` factoring ``a`` in ``factor_dtype`` and refining in ``a``'s dtype.
 
-    LAPACK's ``dsgesv``/``zcgesv``: the distributed LU in ``factor_dtype``
+    LAPACK's ``dsgesv``/``zcgesv``: the family's factorisation in ``factor_dtype``
     (float32 for a float64 system, complex64 for complex128), then classical
     iterative refinement with residuals in the input precision, and
     GMRES-IR where that stalls (module docstring), until dsgesv's test
@@ -452,11 +423,12 @@ def solve_mixed(a, b, *, factor_dtype) -> jax.Array:
     well under 30).
 
     Args:
-      a: ``[n, n]`` matrix sharded over a mesh as for ``distla.linalg.solve``
-        (a one-device matrix or a stack uses jax's LU the same way).
-      b: ``[n]`` vector or ``[..., n, k]`` right-hand sides.
-      factor_dtype: the factorisation's dtype; equal to the system's dtype
-        means the plain solve.
+      plan: the call's plan (``None``: one device).
+      a: ``[n, n]`` matrix on ``plan``'s mesh as for ``distla.linalg.solve``
+        (or a stack, with ``b``'s batch), of the system's dtype.
+      b: ``[n]`` vector or ``[..., n, k]`` right-hand sides of that dtype.
+      factorisation: the family's factor and solves.
+      factor_dtype: the factorisation's dtype, lower than the system's.
 
     Returns:
       ``x`` as ``distla.linalg.solve`` returns it (same shape, dtype and
@@ -468,48 +440,52 @@ def solve_mixed(a, b, *, factor_dtype) -> jax.Array:
 
     Raises:
       TypeError: a ``factor_dtype`` that is not the lower precision of the
-        system's dtype (float64 -> float32, complex128 -> complex64) or the
-        system's dtype itself.
+        system's dtype (float64 -> float32, complex128 -> complex64).
     """
-    what = "distla.linalg.solve"
-    dtype = np.dtype(jnp.result_type(a, b))
-    factor = check_factor_dtype(dtype, factor_dtype, what)
-    a, b = jnp.asarray(a, dtype), jnp.asarray(b, dtype)
-    if factor == dtype:  # the plain solve: factor and solve once, no refinement
-        mesh = operand_mesh(a, b, names=("a", "b"))
-        return _lu_solve_any(_lu_factor_any(a, mesh), b, 0, mesh)
-    return _solve_mixed(a, b, factor)
+    factor = check_factor_dtype(a.dtype, factor_dtype, "distla.linalg.solve")
+    return _solve_mixed(a, b, plan, factorisation, factor)
 
 
-@functools.partial(jax.custom_jvp, nondiff_argnums=(2,))
-def _solve_mixed(a, b, factor_dtype):
+@functools.partial(jax.custom_jvp, nondiff_argnums=(2, 3, 4))
+def _solve_mixed(a, b, plan, factorisation, factor_dtype):
     # the primal: one program that factors and refines (the fused path above)
-    return refine(a, b, factor_dtype=factor_dtype).x
+    return refine(a, b, plan=plan, factorisation=factorisation, factor_dtype=factor_dtype).x
 
 
 @_solve_mixed.defjvp
-def _solve_mixed_jvp(factor_dtype, primals, tangents):
+def _solve_mixed_jvp(plan, factorisation, factor_dtype, primals, tangents):
     # derivatives: the same solve written with lax.custom_linear_solve, which jax
     # differentiates (and transposes, for reverse mode) to any order
-    return jax.jvp(functools.partial(_linear_solve, factor_dtype=factor_dtype), primals, tangents)
+    linear = functools.partial(
+        _linear_solve, plan=plan, factorisation=factorisation, factor_dtype=factor_dtype
+    )
+    return jax.jvp(linear, primals, tangents)
 
 
-@functools.partial(jax.jit, static_argnames=("factor_dtype",))
-def _linear_solve(a, b, *, factor_dtype):
+@functools.partial(jax.jit, static_argnames=("plan", "factorisation", "factor_dtype"))
+def _linear_solve(a, b, *, plan, factorisation, factor_dtype):
     """``a^-1 b`` as ``lax.custom_linear_solve``: ``a`` and ``aᵀ`` solves share one factor."""
-    mesh = operand_mesh(a, b, names=("a", "b"))
     a_const = lax.stop_gradient(a)
-    factors = _lu_factor_any(a_const.astype(factor_dtype), mesh)
+    factor_plan = None if plan is None else dataclasses.replace(plan, dtype=np.dtype(factor_dtype))
+    factors = factorisation.factor(factor_plan, a_const.astype(factor_dtype))
     vector = b.ndim == a.ndim - 1
 
     def matvec(x):  # the default precision, as jnp.linalg.solve's derivative
         if a.ndim > 2:
             return jnp.matmul(a, x[..., None])[..., 0] if vector else jnp.matmul(a, x)
-        return product_matvec(a, x, mesh, precision=None)
+        return product_matvec(a, x, None if plan is None else plan.mesh, precision=None)
 
     def solver(trans):
         def solve(_, r):
-            x = refine(a_const, r, factor_dtype=factor_dtype, factors=factors, trans=trans).x
+            x = refine(
+                a_const,
+                r,
+                plan=plan,
+                factorisation=factorisation,
+                factor_dtype=factor_dtype,
+                factors=factors,
+                trans=trans,
+            ).x
             return like(x, r)
 
         return solve
@@ -519,16 +495,8 @@ def _linear_solve(a, b, *, factor_dtype):
     )
 
 
-# ------------------------------------------- lu_solve / cho_solve with a low-precision factor
-
-
-def _system_of(what, factor, b, a):
-    """``(a, b, dtype)`` for a refined solve, or ``None`` if ``factor`` is not lower precision."""
-    a = as_array(a, "a", what)
-    b = as_array(b, "b", what)
-    dtype = np.dtype(result_dtype(what, a, b))
-    if _LOWER.get(dtype) != np.dtype(factor.dtype):
-        return None  # not a lower-precision factor: the plain solve, as jax.scipy
+def check_system(what: str, factor, a, b) -> None:
+    """``a`` (the factored matrix) and ``b`` match a factor for a refined solve (``ValueError``)."""
     n = factor.shape[-1]
     if (
         a.shape != factor.shape
@@ -542,33 +510,3 @@ def _system_of(what, factor, b, a):
             f"match: a the factorised matrix ({factor.shape}), b (..., {n}) or (..., {n}, k) "
             "with a's batch dimensions"
         )
-    return a.astype(dtype), b.astype(dtype), dtype
-
-
-def lu_solve_mixed(lu, piv, b, *, trans: int, a):
-    """``lu_solve`` refined against ``a``: ``op(a) x = b`` at ``a``'s precision, or ``None``.
-
-    ``(lu, piv)`` is ``lu_factor`` of ``a`` in the lower precision of the
-    system's dtype (float32 for float64, complex64 for complex128); each call
-    is the second half of dsgesv (refinement, GMRES-IR where it stalls, NaN
-    where neither converges), so one low-precision factor serves many
-    right-hand sides. ``None`` where the factor is not of that lower precision
-    (the caller then solves as ``jax.scipy.linalg.lu_solve``).
-    """
-    system = _system_of("distla.linalg.lu_solve", lu, b, a)
-    if system is None:
-        return None
-    a, b, _ = system
-    a, lu, piv, b = onto_mesh(a, lu, piv.astype(jnp.int32), b)
-    return refine(a, b, factor_dtype=lu.dtype, factors=(lu, piv), trans=trans).x
-
-
-def cho_solve_mixed(c, lower: bool, b, *, a):
-    """``cho_solve`` refined against Hermitian ``a``, as :func:`lu_solve_mixed`, or ``None``."""
-    c = as_array(c, "c", "distla.linalg.cho_solve")
-    system = _system_of("distla.linalg.cho_solve", c, b, a)
-    if system is None:
-        return None
-    a, b, _ = system
-    a, c, b = onto_mesh(a, c, b)
-    return refine(a, b, factor_dtype=c.dtype, factors=(c,), kind="cho", lower=bool(lower)).x

@@ -6,6 +6,10 @@ layout (the LU's ``distla.kernels.trsm``), with the call's
 solve on each device's members (``distla._core.stacked``). Derivatives: each
 solve is a ``lax.custom_linear_solve`` whose transpose is the solve with the
 transposed triangle.
+
+:data:`SOLVE_TRIANGULAR` declares the public function for the route
+(``distla._core.route``); :func:`solve_2d` and :func:`solve_linear` are the
+family's solves for the others (Cholesky, expm, eigh's repair).
 """
 
 from __future__ import annotations
@@ -20,27 +24,14 @@ from jax import lax
 from distla.kernels.cyclic import from_block_cyclic_2d, to_block_cyclic_2d
 from distla.kernels.trsm import trsm_few, trsm_many
 
-from .._core.checks import (
-    as_array,
-    empty_or_one_device,
-    is_empty,
-    is_traced,
-    result_dtype,
-    rhs_core,
-    square,
-)
-from .._core.eager import one_program
+from .._core import route
+from .._core.block_cyclic import blocking, result_spec, rhs_of, solve_layouts, to_cyclic
+from .._core.checks import rhs_core, square
 from .._core.matmul import matvec
 from .._core.matrix import HIGHEST, diag_mask, like, pad_identity, tril, triu
-from .._core.mesh import Grid, constrain, run_on_mesh, shard_map
-from .._core.plan import Plan, resolve
-from .._core.stacked import stack, vmappable
-from ._lu import blocking, result_spec, rhs_of, solved_on_one_device
-
-
-def to_cyclic(x_blk, grid: Grid, nb: int):
-    """A local 2D block in block-cyclic order on ``grid`` (both dimensions), in place."""
-    return to_block_cyclic_2d(x_blk, row_axis=grid.row, col_axis=grid.col, nb=nb)
+from .._core.mesh import constrain, run_on_mesh, shard_map
+from .._core.plan import Plan
+from .._core.stacked import stack
 
 
 def _trans_code(trans, what: str) -> int:
@@ -101,27 +92,26 @@ def triangle_matvec(a, x, *, trans, lower, unit_diagonal, mesh):
     return matvec(t, x, mesh)
 
 
-def _stacked_solve(a, rhs, *, mesh, **flags):
+def _stacked_solve(plan: Plan, a, rhs, **flags):
     """jax's ``solve_triangular`` on each device's members (vmap of a one-matrix solve)."""
     ref = functools.partial(jsl.solve_triangular, **flags)
     if rhs.ndim == a.ndim - 1:  # one vector per member
-        return stack(ref, (a, rhs[..., None]), (2, 2), 2, mesh=mesh)[..., 0]
-    return stack(ref, (a, rhs), (2, 2), 2, mesh=mesh)
+        return stack(ref, (a, rhs[..., None]), (2, 2), 2, mesh=plan.mesh)[..., 0]
+    return stack(ref, (a, rhs), (2, 2), 2, mesh=plan.mesh)
 
 
-def _kernel(trans, *, lower, unit_diagonal, call: Plan):
-    """``(a, rhs) -> op(T)⁻¹ rhs`` whose ``jax.vmap`` is one stacked call: each device
-    solves its own members (``distla._core.stacked``). No derivative."""
+# (a, rhs) -> op(T)^-1 rhs whose jax.vmap is one stacked call: each device solves its own
+# members (distla._core.stacked). No derivative: solve_linear's solves.
+_SOLVE = route.Op(
+    "distla.linalg.solve_triangular",
+    one_device=jsl.solve_triangular,
+    distributed=lambda plan, a, b, **flags: triangular_solve(a, b, call=plan, **flags),
+    vmap=route.by_stacks(_stacked_solve),
+)
 
-    def solve(a, rhs):
-        return triangular_solve(
-            a, rhs, call=call, trans=trans, lower=lower, unit_diagonal=unit_diagonal
-        )
 
-    stacked = functools.partial(
-        _stacked_solve, mesh=call.mesh, trans=trans, lower=lower, unit_diagonal=unit_diagonal
-    )
-    return vmappable(solve, stacked)
+def _solve(plan: Plan, a, b, **flags):
+    return route.distributed(_SOLVE, plan, a, b, **flags)
 
 
 def solve_linear(a, b, *, trans, lower, unit_diagonal, call: Plan):
@@ -131,7 +121,7 @@ def solve_linear(a, b, *, trans, lower, unit_diagonal, call: Plan):
     For derivative rules, whose tangents must be transposable; elsewhere use
     :func:`solve_2d`, whose ``jax.vmap`` is one stacked call.
     """
-    flags = dict(lower=lower, unit_diagonal=unit_diagonal, call=call)
+    flags = dict(lower=lower, unit_diagonal=unit_diagonal)
     a_fixed = lax.stop_gradient(a)
 
     def product(a, x):
@@ -149,16 +139,32 @@ def solve_linear(a, b, *, trans, lower, unit_diagonal, call: Plan):
         return like(product(a, x), x)
 
     def solve(_, rhs):
-        return like(_kernel(trans, **flags)(a_fixed, rhs), rhs)
+        return like(_solve(call, a_fixed, rhs, trans=trans, **flags), rhs)
 
     def transpose_solve(_, rhs):
         if trans == 2:  # the linear transpose of x -> T^-H x is x -> conj(T^-1 conj(x))
-            x = jnp.conj(_kernel(0, **flags)(a_fixed, jnp.conj(rhs)))
+            x = jnp.conj(_solve(call, a_fixed, jnp.conj(rhs), trans=0, **flags))
         else:
-            x = _kernel(1 - trans, **flags)(a_fixed, rhs)
+            x = _solve(call, a_fixed, rhs, trans=1 - trans, **flags)
         return like(x, rhs)
 
     return lax.custom_linear_solve(mv, b, solve, transpose_solve)
+
+
+def _solve_2d_jvp(fn, plan: Plan, primals, tangents, **flags):
+    return jax.jvp(functools.partial(solve_linear, call=plan, **flags), primals, tangents)
+
+
+# op(T)^-1 b for one matrix: its primal is one solve whose jax.vmap is one stacked call
+# (each device its own members, no collective when the mapped axis is sharded); its
+# derivatives are solve_linear's, whose solves are the same stacked calls under jax.vmap.
+_SOLVE_2D = route.Op(
+    "distla.linalg.solve_triangular",
+    one_device=jsl.solve_triangular,
+    distributed=lambda plan, a, b, **flags: like(_solve(plan, a, b, **flags), b),
+    jvp=_solve_2d_jvp,
+    on_mesh=False,
+)
 
 
 def solve_2d(a, b, *, trans, lower, unit_diagonal, call: Plan):
@@ -169,30 +175,38 @@ def solve_2d(a, b, *, trans, lower, unit_diagonal, call: Plan):
     sharded); its derivatives are :func:`solve_linear`'s, whose solves are
     the same stacked calls under ``jax.vmap``.
     """
-    flags = dict(trans=trans, lower=lower, unit_diagonal=unit_diagonal, call=call)
-    if not is_traced(a, b):  # the rules act only under a transformation
-        return like(triangular_solve(a, b, **flags), b)
-    kernel = _kernel(trans, lower=lower, unit_diagonal=unit_diagonal, call=call)
-    primal = jax.custom_jvp(lambda a, b: like(kernel(a, b), b))
-    primal.defjvp(
-        lambda primals, tangents: jax.jvp(
-            functools.partial(solve_linear, **flags), primals, tangents
-        )
-    )
-    return primal(a, b)
+    flags = dict(trans=trans, lower=lower, unit_diagonal=unit_diagonal)
+    return route.distributed(_SOLVE_2D, call, a, b, **flags)
 
 
-def checked_solve_operands(what: str, a, b):
-    """``(a, b, dtype)``: a square ``a`` and a matching ``b`` (jax.scipy's rule), promoted."""
-    a = as_array(a, "a", what)
-    b = as_array(b, "b", what)
+def _check(what, a, b, **flags):
+    """A square ``a`` and a matching ``b`` (jax.scipy's rule)."""
+    del flags
     square(a, what)
     rhs_core(a, b, what)
-    dtype = result_dtype(what, a, b)
-    return a.astype(dtype), b.astype(dtype), dtype
 
 
-@one_program
+def _stacked(plan: Plan, a, b, **flags):
+    core = rhs_core(a, b)
+    return stack(
+        functools.partial(jsl.solve_triangular, **flags), (a, b), (2, core), core, mesh=plan.mesh
+    )
+
+
+SOLVE_TRIANGULAR = route.Op(
+    "distla.linalg.solve_triangular",
+    operands=("a", "b"),
+    check=_check,
+    one_device=jsl.solve_triangular,
+    is_stack=route.beyond(2, 2),
+    stacked=_stacked,
+    family="solve_triangular",
+    layouts=functools.partial(solve_layouts, like_b=True),
+    distributed=lambda plan, a, b, **flags: solve_2d(a, b, call=plan, **flags),
+)
+
+
+@route.public
 def solve_triangular(
     a: jax.typing.ArrayLike,
     b: jax.typing.ArrayLike,
@@ -239,31 +253,6 @@ def solve_triangular(
     See also: ``jax.scipy.linalg.solve_triangular``.
     """
     del overwrite_b, debug, check_finite
-    what = "distla.linalg.solve_triangular"
-    t = _trans_code(trans, what)
-    a, b, dtype = checked_solve_operands(what, a, b)
+    t = _trans_code(trans, SOLVE_TRIANGULAR.name)
     flags = dict(trans=t, lower=bool(lower), unit_diagonal=bool(unit_diagonal))
-    call = resolve(a, b, names=("a", "b"), dtype=dtype)
-    if call is None or is_empty(a, b):
-        return empty_or_one_device(functools.partial(jsl.solve_triangular, **flags), a, b)
-    if a.ndim > 2 or b.ndim > 2:
-        core = rhs_core(a, b)
-        return stack(
-            functools.partial(jsl.solve_triangular, **flags),
-            (a, b),
-            (2, core),
-            core,
-            mesh=call.mesh,
-        )
-    one = solved_on_one_device(
-        "solve_triangular",
-        plan,
-        jsl.solve_triangular,
-        a,
-        b,
-        call=call,
-        what=what,
-        options=tuple(flags.items()),
-        like_b=True,
-    )
-    return one if one is not None else solve_2d(a, b, call=call, **flags)
+    return route.call(SOLVE_TRIANGULAR, a, b, plan=plan, **flags)

@@ -11,6 +11,7 @@ import sys
 from collections.abc import Sequence
 
 from . import cache, demo, doctor, launch, scaling
+from .argtypes import HelpFormatter
 from .ops import ScalingError
 
 PROG = "python -m distla"
@@ -28,18 +29,21 @@ def parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser
     subs = {
         "demo": sub.add_parser(
             "demo",
-            help="run every capability once and print a cost table",
-            description=demo.__doc__.splitlines()[0].split(": ", 1)[1],
+            help="run every capability once and print a cost table (about a minute)",
+            description=demo.DESCRIPTION,
+            formatter_class=HelpFormatter,
         ),
         "doctor": sub.add_parser(
             "doctor",
             help="check and time every family on the devices here (run it first)",
             description=doctor.__doc__.splitlines()[0].split(": ", 1)[1],
+            formatter_class=HelpFormatter,
         ),
         "scaling": sub.add_parser(
             "scaling",
             help="time an operation over meshes and sizes",
             description=scaling.DESCRIPTION,
+            formatter_class=HelpFormatter,
         ),
         "launch": sub.add_parser(
             "launch",
@@ -47,7 +51,7 @@ def parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser
             usage=launch.USAGE,
             description=launch.DESCRIPTION,
             epilog=launch.EPILOG,
-            formatter_class=argparse.RawDescriptionHelpFormatter,
+            formatter_class=HelpFormatter,
         ),
     }
     demo.add_arguments(subs["demo"])

@@ -18,7 +18,10 @@ from typing import Any
 
 import numpy as np
 
+from .argtypes import positive_int
+
 THRESHOLD = 30.0
+DTYPES = ("float32", "float64", "complex64", "complex128")
 FAMILIES = (
     "matmul", "solve", "lu_factor", "inv", "slogdet", "cholesky", "solve_triangular", "qr",
     "eigh", "svd", "polar", "lstsq", "batched_solve", "fftn", "rfftn",
@@ -26,23 +29,38 @@ FAMILIES = (
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The options of ``python -m distla doctor``."""
     p.add_argument(
         "--sizes",
-        type=int,
+        type=positive_int,
         nargs="+",
         default=[512],
+        metavar="N",
         help="matrix orders n (FFT: n/8 cubed, at least 8)",
     )
+    p.add_argument("--dtype", default="float32", choices=DTYPES, help="the operands' dtype")
     p.add_argument(
-        "--dtype", default="float32", choices=["float32", "float64", "complex64", "complex128"]
+        "--devices",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="use the first N devices (default: all)",
     )
     p.add_argument(
-        "--devices", type=int, default=None, help="use the first N devices (default: all)"
+        "--only",
+        nargs="+",
+        choices=FAMILIES,
+        default=None,
+        metavar="FAMILY",
+        help="run only these families: " + ", ".join(FAMILIES) + " (default: all)",
     )
     p.add_argument(
-        "--only", nargs="+", choices=FAMILIES, default=None, help="run only these families"
+        "--repeat",
+        type=positive_int,
+        default=3,
+        metavar="R",
+        help="timed calls per function (the fastest is kept)",
     )
-    p.add_argument("--repeat", type=int, default=3, help="timed calls per function (best is kept)")
 
 
 def _best(fn: Callable, args: Sequence[Any], repeat: int) -> float:
@@ -61,15 +79,76 @@ def _norm1(x):
     return np.abs(x).sum(axis=-2).max() if x.ndim >= 2 else np.abs(x).sum()
 
 
-def _cases(n: int, dtype: np.dtype, rng: np.random.Generator) -> dict[str, tuple]:
-    """family -> (host operands, distla function, jnp function, ratio of (result, operands))."""
-    import jax.numpy as jnp
-    import jax.scipy.linalg as jsl
+class _Ratios:
+    """LAPACK's scaled residual ratios of the doctor's families, in the reference
+    arithmetic (float64 / complex128), for ``n x n`` operands of ``dtype``."""
 
-    import distla
+    def __init__(self, n: int, dtype: np.dtype):
+        self.n, self.eps = n, np.finfo(dtype).eps
 
-    L = distla.linalg
-    eps = np.finfo(dtype).eps
+    @staticmethod
+    def w(x):  # float64 / complex128 for the reference arithmetic
+        x = np.asarray(x)
+        return x.astype(np.result_type(x.dtype, np.float64))
+
+    def solve(self, x, a, b):
+        x, a, b = self.w(x), self.w(a), self.w(b)
+        return np.abs(a @ x - b).max() / (
+            np.abs(a).sum(-1).max() * np.abs(x).max() * a.shape[-1] * self.eps
+        )
+
+    def fact(self, rebuilt, a):
+        return _norm1(self.w(rebuilt) - self.w(a)) / (a.shape[-1] * _norm1(self.w(a)) * self.eps)
+
+    def lu(self, out, a):
+        n, w = self.n, self.w
+        lu, piv = (np.asarray(o) for o in out)
+        perm = np.arange(n)
+        for i, p in enumerate(piv):
+            perm[[i, p]] = perm[[p, i]]
+        lo, up = np.tril(w(lu), -1) + np.eye(n), np.triu(w(lu))
+        return self.fact(lo @ up, w(a)[perm])
+
+    def fft(self, y, ref):
+        err = np.linalg.norm(self.w(y).ravel() - ref.ravel())
+        return err / (np.linalg.norm(ref.ravel()) * math.log2(ref.size) * self.eps)
+
+    def eigh(self, out, a):
+        n, w, eps = self.n, self.w, self.eps
+        lam, v = w(out[0]), w(out[1])
+        orth = _norm1(v.conj().T @ v - np.eye(n)) / (n * eps)
+        return max(_norm1(w(a) @ v - v * lam) / (n * _norm1(w(a)) * eps), orth)
+
+    def qr(self, out, a):
+        q, r = self.w(out[0]), self.w(out[1])
+        orth = _norm1(q.conj().T @ q - np.eye(q.shape[1])) / (self.n * self.eps)
+        return max(self.fact(q @ r, a), orth)
+
+    def matmul(self, c, x, y):
+        w = self.w
+        return np.linalg.norm(w(c) - w(x) @ w(y)) / (
+            np.linalg.norm(w(x)) * np.linalg.norm(w(y)) * self.n * self.eps
+        )
+
+    def inv(self, x, a):
+        w = self.w
+        return _norm1(w(a) @ w(x) - np.eye(self.n)) / (
+            self.n * _norm1(w(a)) * _norm1(w(x)) * self.eps
+        )
+
+    def slogdet(self, r, a):
+        want = np.linalg.slogdet(self.w(a))[1]
+        return abs(float(r[1]) - want) / (self.n * self.eps * max(1.0, abs(want)))
+
+    def lstsq(self, x, a, y):
+        w = self.w
+        return np.abs(w(a).conj().T @ (w(a) @ w(x) - w(y))).max() / (
+            _norm1(w(a)) ** 2 * max(np.abs(w(x)).max(), 1) * a.shape[0] * self.eps
+        )
+
+
+def _operands(n: int, dtype: np.dtype, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """The doctor's host operands for size ``n``."""
     cplx = np.issubdtype(dtype, np.complexfloating)
 
     def rand(*shape):
@@ -80,118 +159,76 @@ def _cases(n: int, dtype: np.dtype, rng: np.random.Generator) -> dict[str, tuple
 
     a = rand(n, n)
     b = rand(n, 4)
-    spd = (a @ a.conj().T / n + np.eye(n)).astype(dtype)
-    her = ((a + a.conj().T) / 2).astype(dtype)
-    low = (np.tril(a) + n * np.eye(n)).astype(dtype)
-    tall = rand(2 * n, n // 2)
     m = max(8, n // 8)
-    vol = rand(m, m, m)
-    stack = (rand(16, 32, 32) + 32 * np.eye(32)).astype(dtype)
-    sb = rand(16, 32, 2)
-
-    def w(x):  # float64 / complex128 for the reference arithmetic
-        x = np.asarray(x)
-        return x.astype(np.result_type(x.dtype, np.float64))
-
-    def solve_ratio(x, a, b):
-        x, a, b = w(x), w(a), w(b)
-        return np.abs(a @ x - b).max() / (
-            np.abs(a).sum(-1).max() * np.abs(x).max() * a.shape[-1] * eps
-        )
-
-    def fact_ratio(rebuilt, a):
-        return _norm1(w(rebuilt) - w(a)) / (a.shape[-1] * _norm1(w(a)) * eps)
-
-    def lu_ratio(out, a):
-        lu, piv = (np.asarray(o) for o in out)
-        perm = np.arange(n)
-        for i, p in enumerate(piv):
-            perm[[i, p]] = perm[[p, i]]
-        lo, up = np.tril(w(lu), -1) + np.eye(n), np.triu(w(lu))
-        return fact_ratio(lo @ up, w(a)[perm])
-
-    def fft_ratio(y, ref):
-        err = np.linalg.norm(w(y).ravel() - ref.ravel())
-        return err / (np.linalg.norm(ref.ravel()) * math.log2(ref.size) * eps)
-
-    def eigh_ratio(out, a):
-        lam, v = w(out[0]), w(out[1])
-        orth = _norm1(v.conj().T @ v - np.eye(n)) / (n * eps)
-        return max(_norm1(w(a) @ v - v * lam) / (n * _norm1(w(a)) * eps), orth)
-
-    def qr_ratio(out, a):
-        q, r = w(out[0]), w(out[1])
-        return max(fact_ratio(q @ r, a), _norm1(q.conj().T @ q - np.eye(q.shape[1])) / (n * eps))
-
     return {
-        "matmul": (
-            (a, a),
-            distla.matmul,
-            jnp.matmul,
-            lambda c, x, y: (
-                np.linalg.norm(w(c) - w(x) @ w(y))
-                / (np.linalg.norm(w(x)) * np.linalg.norm(w(y)) * n * eps)
-            ),
-        ),
-        "solve": ((a, b), L.solve, jnp.linalg.solve, lambda x, a, b: solve_ratio(x, a, b)),
-        "lu_factor": ((a,), L.lu_factor, jsl.lu_factor, lu_ratio),
-        "inv": (
-            (a,),
-            L.inv,
-            jnp.linalg.inv,
-            lambda x, a: _norm1(w(a) @ w(x) - np.eye(n)) / (n * _norm1(w(a)) * _norm1(w(x)) * eps),
-        ),
-        "slogdet": (
-            (a,),
-            L.slogdet,
-            jnp.linalg.slogdet,
-            lambda r, a: (
-                abs(float(r[1]) - np.linalg.slogdet(w(a))[1])
-                / (n * eps * max(1.0, abs(np.linalg.slogdet(w(a))[1])))
-            ),
-        ),
+        "a": a,
+        "b": b,
+        "spd": (a @ a.conj().T / n + np.eye(n)).astype(dtype),
+        "her": ((a + a.conj().T) / 2).astype(dtype),
+        "low": (np.tril(a) + n * np.eye(n)).astype(dtype),
+        "tall": rand(2 * n, n // 2),
+        "vol": rand(m, m, m),
+        "stack": (rand(16, 32, 32) + 32 * np.eye(32)).astype(dtype),
+        "sb": rand(16, 32, 2),
+    }
+
+
+def _cases(n: int, dtype: np.dtype, rng: np.random.Generator) -> dict[str, tuple]:
+    """family -> (host operands, distla function, jnp function, ratio of (result, operands))."""
+    import jax.numpy as jnp
+    import jax.scipy.linalg as jsl
+
+    import distla
+
+    L = distla.linalg
+    x = _operands(n, dtype, rng)
+    a, b, tall, vol = x["a"], x["b"], x["tall"], x["vol"]
+    r = _Ratios(n, dtype)
+    return {
+        "matmul": ((a, a), distla.matmul, jnp.matmul, r.matmul),
+        "solve": ((a, b), L.solve, jnp.linalg.solve, r.solve),
+        "lu_factor": ((a,), L.lu_factor, jsl.lu_factor, r.lu),
+        "inv": ((a,), L.inv, jnp.linalg.inv, r.inv),
+        "slogdet": ((a,), L.slogdet, jnp.linalg.slogdet, r.slogdet),
         "cholesky": (
-            (spd,),
+            (x["spd"],),
             L.cholesky,
             jnp.linalg.cholesky,
-            lambda c, a: fact_ratio(w(c) @ w(c).conj().T, a),
+            lambda c, a: r.fact(r.w(c) @ r.w(c).conj().T, a),
         ),
         "solve_triangular": (
-            (low, b),
+            (x["low"], b),
             lambda t, y: L.solve_triangular(t, y, lower=True),
             lambda t, y: jsl.solve_triangular(t, y, lower=True),
-            solve_ratio,
+            r.solve,
         ),
-        "qr": ((a,), L.qr, jnp.linalg.qr, qr_ratio),
-        "eigh": ((her,), L.eigh, jnp.linalg.eigh, eigh_ratio),
+        "qr": ((a,), L.qr, jnp.linalg.qr, r.qr),
+        "eigh": ((x["her"],), L.eigh, jnp.linalg.eigh, r.eigh),
         "svd": (
             (a,),
             lambda x: L.svd(x, full_matrices=False),
             lambda x: jnp.linalg.svd(x, full_matrices=False),
-            lambda o, a: fact_ratio((w(o[0]) * w(o[1])) @ w(o[2]), a),
+            lambda o, a: r.fact((r.w(o[0]) * r.w(o[1])) @ r.w(o[2]), a),
         ),
-        "polar": ((a,), L.polar, jsl.polar, lambda o, a: fact_ratio(w(o[0]) @ w(o[1]), a)),
+        "polar": ((a,), L.polar, jsl.polar, lambda o, a: r.fact(r.w(o[0]) @ r.w(o[1]), a)),
         "lstsq": (
             (tall, tall[:, :2]),
             lambda x, y: L.lstsq(x, y)[0],
             lambda x, y: jnp.linalg.lstsq(x, y)[0],
-            lambda x, a, y: (
-                np.abs(w(a).conj().T @ (w(a) @ w(x) - w(y))).max()
-                / (_norm1(w(a)) ** 2 * max(np.abs(w(x)).max(), 1) * a.shape[0] * eps)
-            ),
+            r.lstsq,
         ),
-        "batched_solve": ((stack, sb), L.solve, jnp.linalg.solve, solve_ratio),
+        "batched_solve": ((x["stack"], x["sb"]), L.solve, jnp.linalg.solve, r.solve),
         "fftn": (
             (vol,),
             distla.fft.fftn,
             jnp.fft.fftn,
-            lambda y, v: fft_ratio(y, np.fft.fftn(w(v))),
+            lambda y, v: r.fft(y, np.fft.fftn(r.w(v))),
         ),
         "rfftn": (
             (vol.real.copy(),),
             distla.fft.rfftn,
             jnp.fft.rfftn,
-            lambda y, v: fft_ratio(y, np.fft.rfftn(np.asarray(v, np.float64))),
+            lambda y, v: r.fft(y, np.fft.rfftn(np.asarray(v, np.float64))),
         ),
     }
 
@@ -304,7 +341,8 @@ def main(args: argparse.Namespace, *, devices: bool = False) -> int:
     print(
         f"distla doctor: {len(devs)} {devs[0].platform} device(s) ({devs[0].device_kind}), mesh "
         f"{'x'.join(map(str, mesh.devices.shape))}, jax {jax.__version__}, {args.dtype}; ratios "
-        f"pass at <= {THRESHOLD:g}; 'vs jnp': distla time / the jnp function's on the same input.",
+        f"pass at <= {THRESHOLD:g}; 'vs jnp': distla's time / the jnp function's on the same "
+        "input (lower is better; 0.50x is twice as fast).",
         flush=True,
     )
     rows = run(mesh, args.sizes, args.dtype, only=args.only, repeat=args.repeat)

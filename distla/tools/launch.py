@@ -29,6 +29,7 @@ from typing import IO
 
 from distla.distributed import ENV_COORDINATOR, ENV_FAILURES, ENV_NUM_PROCESSES, ENV_PROCESS_ID
 
+from .argtypes import positive_float, positive_int
 from .devices import ENV as _DEVICES_ENV
 
 # A device count in XLA_FLAGS would compete with JAX_NUM_CPU_DEVICES: dropped.
@@ -109,27 +110,42 @@ DESCRIPTION = (
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of ``python -m distla launch``."""
-    parser.add_argument("-n", "--num-processes", type=int, default=2, help="processes (2)")
     parser.add_argument(
-        "--devices-per-process", type=int, default=4, help="simulated CPU devices each (4)"
+        "-n", "--num-processes", type=positive_int, default=2, metavar="N", help="processes"
     )
     parser.add_argument(
-        "--timeout", type=float, default=None, help="stop everything after S seconds (exit 124)"
+        "--devices-per-process",
+        type=positive_int,
+        default=4,
+        metavar="D",
+        help="simulated CPU devices each",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=positive_float,
+        default=None,
+        metavar="S",
+        help="stop everything after S seconds, exit status 124 (default: no limit)",
     )
     parser.add_argument(
         "--grace",
         type=float,
         default=3.0,
-        help="seconds the other processes get to exit after one fails, before SIGKILL (3)",
+        metavar="S",
+        help="seconds the other processes get to exit after one fails, before SIGKILL",
     )
-    parser.add_argument("--port", type=int, default=None, help="coordinator port (a free one)")
+    parser.add_argument(
+        "--port", type=positive_int, default=None, help="coordinator port (default: a free one)"
+    )
     parser.add_argument("--no-prefix", action="store_true", help="do not prefix output lines")
     parser.add_argument(
         "--gloo-messages",
         action="store_true",
         help="keep gloo's 'Rank i is connected to n peer ranks' lines",
     )
-    parser.add_argument("-m", dest="module", default=None, help="run a module, as python -m")
+    parser.add_argument(
+        "-m", dest="module", default=None, metavar="MODULE", help="run a module, as python -m"
+    )
     parser.add_argument("command", nargs=argparse.REMAINDER, help="script.py [args ...]")
 
 
@@ -154,10 +170,6 @@ def parse(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.Name
     args.command = ["-m", args.module, *args.command] if args.module else list(args.command)
     if not args.command:
         parser.error("no script given: python -m distla launch -n 2 -- script.py [args]")
-    if args.num_processes < 1:
-        parser.error(f"-n must be at least 1; got {args.num_processes}")
-    if args.devices_per_process < 1:
-        parser.error(f"--devices-per-process must be at least 1; got {args.devices_per_process}")
     return args
 
 
@@ -357,7 +369,7 @@ def _first_failure(
 
 
 def main(args: argparse.Namespace) -> int:
-    """``python -m distla launch`` with arguments from :func:`parse`; the exit status."""
+    """``python -m distla launch`` with arguments from `parse`; the exit status."""
     return launch(
         args.command,
         num_processes=args.num_processes,

@@ -83,7 +83,7 @@ def perm_of(piv) -> np.ndarray:
 
 
 def lu_factor_ratio(a, lu, piv) -> float:
-    """:func:`lu_ratio` of ``lu_factor``'s result ``(lu, piv)`` (LAPACK's convention)."""
+    """`lu_ratio` of ``lu_factor``'s result ``(lu, piv)`` (LAPACK's convention)."""
     lu, a = np.asarray(lu), np.asarray(a)
     n = a.shape[0]
     lower = np.tril(lu, -1) + np.eye(n, dtype=lu.dtype)

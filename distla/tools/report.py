@@ -111,7 +111,7 @@ def _fmt(x: Any, spec: str, none: str = "–") -> str:
 
 
 COLUMNS = (
-    "impl", "shape", "mesh", "dev", "time ms", "GFLOP/s", "speedup", "eff.", "coll MiB/dev",
+    "impl", "shape", "mesh", "dev", "time ms", "GFLOP/s", "vs 1 dev", "coll MiB/dev",
     "model MiB/dev", "meas/model", "peak MiB/dev", "err ratio",
 )  # fmt: skip
 
@@ -150,8 +150,7 @@ def markdown(doc: dict[str, Any]) -> str:
             str(r["devices"]),
             _fmt(time_ms, ".1f"),
             _fmt(r["gflops"], ".1f"),
-            _fmt(r["speedup"], ".2f"),
-            _fmt(r["efficiency"], ".2f"),
+            _fmt(r.get("vs_reference"), ".2f", "–") + ("x" if r.get("vs_reference") else ""),
             _fmt(r["collective_mib"], ".2f"),
             _fmt(r["model_mib"], ".2f"),
             _fmt(r["model_ratio"], ".3f"),
@@ -165,9 +164,11 @@ def markdown(doc: dict[str, Any]) -> str:
         lines += [f"- note, {r['impl']} on {r['mesh']}: {r['note']}" for r in notes]
     lines += [
         "",
-        "speedup: throughput / the one-device reference's at the same size (weak scaling: at "
-        "the 1-device size). err ratio: LAPACK's scaled residual ratio, passes at <= 30. "
-        "MiB per device from `distla.cost` (the compiled program).",
+        "vs 1 dev: time / the one-device reference's time at the same size (weak scaling: at "
+        "the 1-device size); lower is better, 0.50x is twice as fast. The parallel efficiency "
+        "(results.json, the plot) is throughput relative to that reference over the ideal "
+        "speedup. err ratio: LAPACK's scaled residual ratio, passes at <= 30. MiB per device "
+        "from `distla.cost` (the compiled program).",
         "",
     ]
     return "\n".join(lines)

@@ -1,7 +1,7 @@
 """Running a study: the cases of each (shape, mesh), timed in interleaved rounds.
 
 Every case is compiled once; the same executable is timed (``time_calls``)
-and measured (``distla.cost.cost_of_compiled``, what :func:`distla.cost`
+and measured (``distla.cost.cost_of_compiled``, what [`distla.cost`][distla.cost.cost]
 reports), and the distla variants' results are checked with LAPACK's
 scaled ratios. Used by the scaling study and the demo.
 """
@@ -72,7 +72,7 @@ def all_blas_threads(fn: Callable[..., Any]) -> Callable[..., Any]:
     return call
 
 
-def mesh_of(grid: tuple[int, int], auto: bool = False):
+def grid_mesh(grid: tuple[int, int], auto: bool = False):
     """A ``grid`` mesh on the first devices, ``Explicit`` axes (``Auto`` with ``auto``)."""
     import jax
     from jax.sharding import AxisType
@@ -107,7 +107,7 @@ class _Group:
                 d0 = jax.devices()[0]
                 self._placed[on] = tuple(jax.device_put(x, d0) for x in self.host)
             else:
-                self._placed[on] = place(self.op, self.host, mesh_of(self.grid, on == "auto"))
+                self._placed[on] = place(self.op, self.host, grid_mesh(self.grid, on == "auto"))
         return self._placed[on]
 
 
@@ -359,6 +359,7 @@ def _row(op: Operation, plan: RunSpec, c: _Case) -> dict[str, Any]:
         "gflops": None,
         "speedup": None,
         "efficiency": None,
+        "vs_reference": None,
         "collective_bytes": None,
         "collective_counts": None,
         "collective_mib": 0.0 if impl.on == "device" else None,
@@ -396,6 +397,7 @@ def derive(rows: list[dict[str, Any]]) -> None:
             speed = (r["flops"] / r["time_s"]) / (base["flops"] / base["time_s"])
             r["speedup"] = speed
             r["efficiency"] = speed / ideal_speedup(r["devices"], plat)
+            r["vs_reference"] = r["time_s"] / base["time_s"]  # lower is better
         if r["plan"] == "one_device":  # the model is the distributed algorithm's
             r["model_mib"] = None
         if r["model_mib"] is not None and r["collective_mib"] is not None and r["model_mib"] > 0:

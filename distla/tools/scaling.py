@@ -14,8 +14,8 @@ residual ratio, and writes::
                        per device against the number of devices
 
 What differs between operations lives in the operation table
-(:mod:`distla.tools.ops`); running is :mod:`~distla.tools.run`, the files
-:mod:`~distla.tools.report` and :mod:`~distla.tools.plot`.
+(`distla.tools.ops`); running is `run`, the files
+`report` and `plot`.
 
 Parallel efficiency is throughput relative to the one-device reference
 (the operation's first baseline) divided by the ideal speedup:
@@ -57,17 +57,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="SIZE",
         help="problem sizes, comma or space separated (matmul: N or MxKxN; solve: N or NxK; "
         "lu, cholesky: N; qr: N or MxN; batched-solve: BxN; fft/rfft: N or XxYxZ). In weak "
-        "mode: the 1-device size",
+        "mode: the 1-device size (default: two sizes per operation)",
     )
     p.add_argument(
         "--meshes",
         nargs="+",
         default=["1x1,1x2,2x2,2x4"],
         metavar="RxC",
-        help="meshes (rows x cols), comma or space separated; default 1x1,1x2,2x2,2x4",
+        help="meshes (rows x cols), comma or space separated (default: 1x1,1x2,2x2,2x4)",
     )
     p.add_argument("--mode", default="strong", help="strong (fixed sizes) or weak")
-    p.add_argument("--dtype", help="float32, float64, complex64, complex128 (default: per op)")
+    p.add_argument(
+        "--dtype", help="float32, float64, complex64, complex128 (default: the op's first)"
+    )
     p.add_argument("--rounds", type=int, default=3, help="timed rounds per case (median)")
     p.add_argument(
         "--baselines",
@@ -75,7 +77,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="all, or reference (only the one-device reference the efficiency needs)",
     )
     p.add_argument("--no-check", action="store_true", help="skip the accuracy check")
-    p.add_argument("--out", help="output folder (default: scaling-OP)")
+    p.add_argument("--out", metavar="DIR", help="output folder (default: scaling-OP)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
 

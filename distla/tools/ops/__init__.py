@@ -1,7 +1,7 @@
 """The operation table of the scaling study and the demo: one module per family.
 
 ``OPERATIONS`` maps each ``--op`` name to a function building its
-:class:`~distla.tools.ops.base.Operation` (the builders import jax and distla
+`Operation` (the builders import jax and distla
 lazily, so ``--help`` and argument errors need neither). Adding an operation
 is adding a module with such a builder and one line here.
 """

@@ -1,4 +1,4 @@
-"""Global view of the distributed LU and its solves (private; see distla.linalg).
+"""The LU family's distributed programs: one matrix on a mesh (private; see distla.linalg).
 
 Each function here takes one matrix on a mesh and the call's
 ``distla._core.plan.Plan`` (its mesh, dtype and block size, resolved once by the
@@ -12,8 +12,6 @@ layout. Nothing here reads the operands' mesh or checks them again.
 from __future__ import annotations
 
 import functools
-import math
-from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -30,70 +28,15 @@ from distla.kernels.lu import lu_block_cyclic
 from distla.kernels.lu import phases as lu_phases
 from distla.kernels.trsm import lu_solve_block_cyclic
 
-from .._core.matrix import HIGHEST, diag_mask, pad_identity, tril_mask, triu
-from .._core.mesh import Grid, constrain, fitting_spec, is_explicit, run_on_mesh, shard_map
-from .._core.one_device import block_layout, choose_plan, on_one_device
-from .._core.plan import Plan, check_block_size
-
-# Panel widths the default block size aims at (the measurements behind them are
-# in docs/benchmarks.md, LU section): wider panels make faster trailing GEMMs but
-# leave the busiest device more masked work, so 192 once every device keeps 4
-# block columns and 128 below that, where a wider panel starves the grid.
-DEFAULT_BLOCK = 128
-WIDE_BLOCK = 192
-# Up to this many right-hand sides, the solves move the solution, not the factors.
-FEW_RHS = 128
-
-
-def blocking(grid: Grid, n: int, block_size: int | None = None) -> tuple[int, int]:
-    """``(nb, n_pad)``: block size and padded order for an ``n x n`` LU on ``grid``.
-
-    The number of blocks ``n_pad / nb`` must be a multiple of ``pr`` and
-    ``pc`` (each device owns as many block rows and columns). With no
-    ``block_size`` the block is chosen near ``WIDE_BLOCK`` (when that leaves
-    at least 4 block columns per device) or ``DEFAULT_BLOCK``: the widest block
-    from ``DEFAULT_BLOCK`` up to that aim that divides ``n`` into such a number of
-    blocks (no padding: a padded matrix is one more copy of the block on every
-    device, and its crop moves rows and columns between devices), else the one
-    near the aim that pads least (``n = 4096`` on 2x4: 128, where 171 would pad).
-    """
-    q = math.lcm(grid.pr, grid.pc)
-    target = WIDE_BLOCK if n >= 4 * q * WIDE_BLOCK else DEFAULT_BLOCK
-    if block_size is not None:
-        check_block_size(block_size)
-        nb = block_size
-        nbr = -(-max(1, -(-n // nb)) // q) * q
-    else:
-        exact = [b for b in range(DEFAULT_BLOCK, target + 1) if n % (b * q) == 0]
-        if exact:
-            return exact[-1], n
-        nbr = -(-max(1, -(-n // target)) // q) * q
-        nb = -(-n // nbr)
-    return nb, nb * nbr
+from ..._core.block_cyclic import blocking, from_cyclic, result_spec, rhs_of, to_cyclic
+from ..._core.matrix import HIGHEST, diag_mask, pad_identity, tril_mask, triu
+from ..._core.mesh import Grid, constrain, fitting_spec, run_on_mesh, shard_map
+from ..._core.plan import Plan
 
 
 def _factor_local(a_blk, *, grid: Grid, nb: int):
-    a = to_block_cyclic_2d(a_blk, row_axis=grid.row, col_axis=grid.col, nb=nb)
+    a = to_cyclic(a_blk, grid, nb)
     return lu_block_cyclic(a, row_axis=grid.row, col_axis=grid.col, nb=nb, precision=HIGHEST)
-
-
-def _contiguous(lu_cyc, grid: Grid, nb: int):
-    return from_block_cyclic_2d(lu_cyc, row_axis=grid.row, col_axis=grid.col, nb=nb)
-
-
-def _rhs_layout(grid: Grid, k: int, trans: int) -> tuple[P, bool]:
-    """Layout of the right-hand sides for the solves, and whether k counts as few."""
-    few = k <= FEW_RHS
-    rows = grid.row if trans == 0 else grid.col
-    cols = grid.col if trans == 0 else grid.row
-    return P(rows, None if few else cols), few
-
-
-def _k_pad(grid: Grid, k: int, trans: int, few: bool) -> int:
-    if few:
-        return k
-    split = grid.pc if trans == 0 else grid.pr
-    return -(-k // split) * split
 
 
 def _solve_local(lu_cyc, piv, b_blk, *, grid: Grid, nb: int, trans: int, few: bool):
@@ -147,74 +90,13 @@ def lu_factor(a, *, call: Plan):
 
         def kernel(a_blk):
             lu, piv = _factor_local(a_blk, grid=grid, nb=nb)
-            return _contiguous(lu, grid, nb), piv
+            return from_cyclic(lu, grid, nb), piv
 
         lu, piv = shard_map(kernel, in_specs=blocks, out_specs=(blocks, P()), check_vma=False)(a)
         return lu[:m, :n], piv[: min(m, n)]
 
     out = (fitting_spec((m, n), grid.mesh, blocks), P())
     return run_on_mesh(body, grid.mesh, out, a)
-
-
-class Rhs(NamedTuple):
-    """The right-hand sides ``b`` (``[n]`` or ``[n, k]``) of a solve on a grid.
-
-    ``spec`` is their layout inside the solve (padded to ``[n_pad, k_pad]``),
-    ``few`` whether the solution blocks move rather than the factors'.
-    """
-
-    n: int
-    k: int
-    vector: bool
-    spec: P
-    few: bool
-    k_pad: int
-
-    def pad(self, b: jax.Array, n_pad: int, dtype) -> jax.Array:
-        """``b`` as an ``[n_pad, k_pad]`` matrix of zeros around it, in ``spec``."""
-        b2 = b.astype(dtype).reshape(self.n, self.k)
-        return constrain(jnp.pad(b2, ((0, n_pad - self.n), (0, self.k_pad - self.k))), self.spec)
-
-    def crop(self, x: jax.Array) -> jax.Array:
-        """The solution in ``b``'s shape, from the padded one."""
-        x = x[: self.n, : self.k]
-        return x[:, 0] if self.vector else x
-
-
-def rhs_of(grid: Grid, shape: tuple[int, ...], trans: int) -> Rhs:
-    """:class:`Rhs` for right-hand sides of ``shape`` solved with ``op(A)`` (``trans``)."""
-    vector = len(shape) == 1
-    k = 1 if vector else shape[1]
-    spec, few = _rhs_layout(grid, k, trans)
-    return Rhs(shape[0], k, vector, spec, few, _k_pad(grid, k, trans, few))
-
-
-def result_spec(grid: Grid, shape: tuple[int, ...]) -> P:
-    """Where a solution of ``shape`` comes back: the mesh's layout, or the largest even one."""
-    return fitting_spec(shape, grid.mesh, _natural_rhs_spec(grid, len(shape)))
-
-
-def solved_on_one_device(family, plan, fn, *operands, call: Plan, what, options=(), like_b=False):
-    """``fn(*operands)`` by the one-device plan if ``plan`` resolves to it, else ``None``.
-
-    For the solves with a factor (``solve_triangular``, ``cho_solve``, ``lu_solve``):
-    the last operand is the right-hand side ``b``; the factor matrices arrive in the
-    2D block layout and pivot vectors replicated, and ``x`` comes back where the
-    distributed solves return it: in ``b``'s layout on an ``Explicit`` mesh for
-    those that return it ``like_b`` (their ``lax.custom_linear_solve`` keeps
-    ``b``'s type), else in :func:`result_spec`'s.
-    """
-    if choose_plan(family, plan, fn, *operands, what=what, options=options) != "one_device":
-        return None
-    *factors, b = operands
-    keep_b = like_b and is_explicit(call.mesh)
-    specs = (
-        *(block_layout(f.shape, call.mesh) if f.ndim == 2 else P(None) for f in factors),
-        P(*jax.typeof(b).sharding.spec) if keep_b else result_spec(call.grid, b.shape),
-    )
-    return on_one_device(
-        fn, *operands, mesh=call.mesh, in_specs=specs, out_specs=specs[-1:], options=options
-    )
 
 
 @functools.partial(jax.jit, static_argnames=("call", "trans"))
@@ -235,7 +117,7 @@ def lu_solve(lu, piv, b, *, call: Plan, trans: int):
         piv = jnp.concatenate([piv.astype(jnp.int32), jnp.arange(n, n_pad, dtype=jnp.int32)])
 
         def kernel(lu_blk, piv, b_blk):
-            lu_cyc = to_block_cyclic_2d(lu_blk, row_axis=grid.row, col_axis=grid.col, nb=nb)
+            lu_cyc = to_cyclic(lu_blk, grid, nb)
             return _solve_local(lu_cyc, piv, b_blk, grid=grid, nb=nb, trans=trans, few=rhs.few)
 
         x = shard_map(
@@ -244,12 +126,6 @@ def lu_solve(lu, piv, b, *, call: Plan, trans: int):
         return rhs.crop(x)
 
     return run_on_mesh(body, grid.mesh, result_spec(grid, b.shape), lu, piv, b)
-
-
-def _natural_rhs_spec(grid: Grid, ndim: int) -> P:
-    if ndim == 1:
-        return P(tuple(a for a in (grid.row, grid.col) if a is not None))
-    return grid.block_spec
 
 
 @functools.partial(jax.jit, static_argnames=("call",))

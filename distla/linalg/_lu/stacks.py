@@ -1,12 +1,11 @@
-"""Batched solves across devices: each device solves its own members (private).
+"""The LU family's stacks: each device factors and solves its own members (private).
 
-``distla.linalg`` calls these functions for stacks ``[..., n, n]`` on a
-mesh, after the common checks (square matrices, ``jnp.linalg.solve``'s
-numpy-2 shape rules), with every operand cast to the result dtype and with
-the call's ``distla._core.plan.Plan`` (``call=``): then nothing is checked or
-looked up again. Called with no plan (``jax.vmap`` of a one-matrix call, see
-:func:`vmap_rule`, or a direct caller), they check their operands and read
-the mesh off them first.
+The route (``distla._core.route``) calls these functions for stacks
+``[..., n, n]`` on a mesh, after its checks (square matrices,
+``jnp.linalg.solve``'s numpy-2 shape rules), with every operand cast to the
+result dtype and with the call's ``distla._core.plan.Plan``; so does the
+vmap rule of a one-matrix call (:func:`vmap_rule`). Nothing is checked or
+looked up again.
 
 The work is embarrassingly parallel: each device factors and solves the
 members it holds with the one-device LAPACK path (``distla.kernels.batched``)
@@ -49,8 +48,7 @@ batch dimension); any other layout then costs one re-layout chosen by XLA.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 import jax
 import jax.numpy as jnp
@@ -61,7 +59,7 @@ from jax.sharding import PartitionSpec as P
 
 from distla.kernels import batched as kernels
 
-from .._core.batch_layout import (
+from ..._core.batch_layout import (
     Layout,
     arrived_layout,
     entry_axes,
@@ -72,18 +70,18 @@ from .._core.batch_layout import (
     source_layout,
     whole_members,
 )
-from .._core.checks import ShapeError
-from .._core.lapack_batch import in_member_chunks, members_per_call
-from .._core.mesh import fitting_spec, operand_mesh, run_on_mesh, shard_map
-from .._core.plan import Plan
+from ..._core.lapack_batch import in_member_chunks, members_per_call
+from ..._core.mesh import fitting_spec, run_on_mesh, shard_map
+from ..._core.plan import Plan
 
 # --------------------------------------------------------------------------- public
 
 
-def solve(a: jax.Array, b: jax.Array, *, call: Plan | None = None) -> jax.Array:
+def solve(plan: Plan, a: jax.Array, b: jax.Array) -> jax.Array:
     """``jnp.linalg.solve`` for a stack sharded along its batch dimensions.
 
     Args:
+      plan: the call's plan (its mesh).
       a: ``[..., n, n]`` stack on a mesh, ideally sharded along batch
         dimensions only (any layout is accepted).
       b: ``[n]`` (one vector for every member, as in ``jnp.linalg.solve``)
@@ -95,48 +93,37 @@ def solve(a: jax.Array, b: jax.Array, *, call: Plan | None = None) -> jax.Array:
       shape), sharded along the batch dimensions in the kernel layout (see
       the module docstring), or in the largest even layout that fits when the
       batch was padded. A singular member gives inf/nan in that member only.
-
-    Raises:
-      ValueError: (with no ``call``) ``a`` is not a stack of square matrices,
-        or the batch dimensions of ``a`` and ``b`` do not broadcast.
     """
     b_core = 1 if b.ndim == 1 else 2
-    if call is None:
-        _check_solve(a, b, b_core)
     out_core = b.shape[b.ndim - b_core :]
     return _dispatch(
-        "solve", (a, b), call, cores=(2, b_core), fills=("eye", "zeros"), out_cores=(out_core,)
+        "solve", (a, b), plan, cores=(2, b_core), fills=("eye", "zeros"), out_cores=(out_core,)
     )[0]
 
 
-def lu_factor(a: jax.Array, *, call: Plan | None = None) -> tuple[jax.Array, jax.Array]:
+def lu_factor(plan: Plan, a: jax.Array) -> tuple[jax.Array, jax.Array]:
     """``jax.scipy.linalg.lu_factor`` of every member of a sharded stack.
 
     Args:
+      plan: the call's plan (its mesh).
       a: ``[..., n, n]`` stack on a mesh.
 
     Returns:
       ``(lu [..., n, n], piv [..., n] int32)``, both sharded along the batch
       like the kernel layout; ``piv[..., i]`` is the row interchanged with row
       ``i`` (0-based, scipy's convention).
-
-    Raises:
-      ValueError: ``a`` is not a stack of square matrices.
     """
-    if call is None:
-        _check_square(a, "distla.linalg.lu_factor", "a")
     n = a.shape[-1]
     return tuple(
-        _dispatch("lu_factor", (a,), call, cores=(2,), fills=("eye",), out_cores=((n, n), (n,)))
+        _dispatch("lu_factor", (a,), plan, cores=(2,), fills=("eye",), out_cores=((n, n), (n,)))
     )
 
 
-def lu_solve(
-    lu: jax.Array, piv: jax.Array, b: jax.Array, *, trans: int = 0, call: Plan | None = None
-) -> jax.Array:
+def lu_solve(plan: Plan, lu: jax.Array, piv: jax.Array, b: jax.Array, *, trans: int = 0):
     """``jax.scipy.linalg.lu_solve`` for every member of a sharded stack.
 
     Args:
+      plan: the call's plan (its mesh).
       lu: ``[..., n, n]`` factors from :func:`lu_factor`.
       piv: ``[..., n]`` integer pivots (scipy's convention).
       b: ``[..., n]`` (one vector per member) or ``[..., n, k]``, with exactly
@@ -145,20 +132,12 @@ def lu_solve(
 
     Returns:
       ``x`` shaped like ``b``, sharded along the batch.
-
-    Raises:
-      ValueError: (with no ``call``) the batch dimensions of ``lu``, ``piv``
-        and ``b`` differ, or their matrix dimensions do not match; ``trans``
-        not in (0, 1, 2).
-      TypeError: (with no ``call``) ``piv`` is not an integer array.
     """
     b_core = 1 if b.ndim == lu.ndim - 1 else 2
-    if call is None:
-        _check_lu_solve(lu, piv, b, b_core, trans)
     return _dispatch(
         "lu_solve",
         (lu, piv.astype(jnp.int32), b),
-        call,
+        plan,
         cores=(2, 1, b_core),
         fills=("eye", "arange", "zeros"),
         out_cores=(b.shape[b.ndim - b_core :],),
@@ -166,71 +145,49 @@ def lu_solve(
     )[0]
 
 
-def _check_lu_solve(lu, piv, b, b_core, trans):
-    what = "distla.linalg.lu_solve"
-    _check_square(lu, what, "lu")
-    if trans not in (0, 1, 2):
-        raise ValueError(f"{what}: trans must be 0, 1 or 2; got {trans!r}")
-    if not jnp.issubdtype(piv.dtype, jnp.integer):
-        raise TypeError(
-            f"{what}: piv must be an integer array (from lu_factor); got dtype {piv.dtype}"
-        )
-    n, batch = lu.shape[-1], lu.shape[:-2]
-    if piv.shape[:-1] != batch or b.shape[: b.ndim - b_core] != batch:
-        raise ShapeError(
-            f"{what}: batch dimensions differ: lu {lu.shape} has {batch}, piv {piv.shape} has "
-            f"{piv.shape[:-1]}, b {b.shape} has {b.shape[: max(b.ndim - b_core, 0)]}; lu_solve "
-            "does not broadcast them"
-        )
-    if piv.shape[-1] != n or b.ndim < 1 or b.shape[len(batch)] != n:
-        raise ShapeError(
-            f"{what}: lu {lu.shape}, piv {piv.shape} and b {b.shape} do not match: piv must be "
-            f"{(*batch, n)} and b {(*batch, n)} or {(*batch, n, 'k')}"
-        )
-
-
-def det(a: jax.Array, *, call: Plan | None = None) -> jax.Array:
+def det(plan: Plan, a: jax.Array) -> jax.Array:
     """``jnp.linalg.det`` of every member: ``[..., n, n] -> [...]`` sharded along the batch."""
-    if call is None:
-        _check_square(a, "distla.linalg.det", "a")
-    return _dispatch("det", (a,), call, cores=(2,), fills=("eye",), out_cores=((),))[0]
+    return _dispatch("det", (a,), plan, cores=(2,), fills=("eye",), out_cores=((),))[0]
 
 
-def slogdet(a: jax.Array, *, call: Plan | None = None) -> tuple[jax.Array, jax.Array]:
+def slogdet(plan: Plan, a: jax.Array) -> tuple[jax.Array, jax.Array]:
     """``jnp.linalg.slogdet`` of every member: ``(sign [...], logabsdet [...])``.
 
     ``sign`` has ``a``'s dtype, ``logabsdet`` its real dtype; a singular member
     gives sign 0 and logabsdet ``-inf``. Both sharded along the batch.
     """
-    if call is None:
-        _check_square(a, "distla.linalg.slogdet", "a")
-    return tuple(_dispatch("slogdet", (a,), call, cores=(2,), fills=("eye",), out_cores=((), ())))
+    return tuple(_dispatch("slogdet", (a,), plan, cores=(2,), fills=("eye",), out_cores=((), ())))
 
 
-def inv(a: jax.Array, *, call: Plan | None = None) -> jax.Array:
+def inv(plan: Plan, a: jax.Array) -> jax.Array:
     """``jnp.linalg.inv`` of every member: ``[..., n, n]`` sharded along the batch."""
-    if call is None:
-        _check_square(a, "distla.linalg.inv", "a")
     n = a.shape[-1]
-    return _dispatch("inv", (a,), call, cores=(2,), fills=("eye",), out_cores=((n, n),))[0]
+    return _dispatch("inv", (a,), plan, cores=(2,), fills=("eye",), out_cores=((n, n),))[0]
 
 
-def vmap_rule(op: str, axis_size: int, in_batched: Sequence[bool], *args: jax.Array, **kw):
-    """``jax.custom_batching.custom_vmap`` rule: a vmapped one-matrix call becomes one batched call.
+def vmap_rule(op: str, plan: Plan, axis_size: int, in_batched: Sequence[bool], *args, **kw):
+    """A vmap rule (``distla._core.route.Op.vmap``): a vmapped one-matrix call becomes one
+    batched call.
 
     ``jax.vmap`` of a function of one matrix (``distla.linalg.solve`` of an
     ``[n, n]`` matrix, say) would otherwise run the distributed one-matrix
     algorithm under vmap. With this rule the mapped axis becomes the batch
     dimension of a stack, and each device solves its own members, with no
-    communication when the mapped axis is sharded. Use it as::
+    communication when the mapped axis is sharded. Declared as
+    ``Op(..., vmap=functools.partial(stacks.vmap_rule, "solve"))``.
 
-        f = jax.custom_batching.custom_vmap(one_matrix_solve)
-        f.def_vmap(functools.partial(_batched.vmap_rule, "solve"))
+    ``custom_vmap`` has no reverse-mode rule, so differentiate around it: a
+    solve built as ``lax.custom_linear_solve(lambda x: a @ x, b, solve, transpose_solve)``
+    from the vmapped ``lu_factor`` of ``lax.stop_gradient(a)`` and vmapped
+    ``lu_solve`` with ``trans=0 / 1`` (jax's own structure for
+    ``jnp.linalg.solve``) supports ``grad``, ``jvp``, ``vmap`` and ``vmap`` of
+    ``grad``, every vmapped piece batched (``tests/test_batched.py``).
 
     Args:
       op: ``"solve"``, ``"lu_factor"``, ``"lu_solve"`` (keyword ``trans``),
         ``"det"``, ``"slogdet"`` or ``"inv"``; the arguments are those of the
-        functions of this module (``lu_solve(lu, piv, b)``), one matrix each.
+        functions of this module (``lu_solve(plan, lu, piv, b)``), one matrix each.
+      plan: the one-matrix call's plan (its mesh).
       axis_size: the size of the mapped axis.
       in_batched: which arguments carry the mapped axis (at axis 0).
       *args: the arguments, mapped ones with the mapped axis first.
@@ -245,67 +202,18 @@ def vmap_rule(op: str, axis_size: int, in_batched: Sequence[bool], *args: jax.Ar
         if op == "solve":
             a, b = args
             if in_batched[1] and b.ndim == 2:  # one vector per member
-                return solve(a, b[..., None])[..., 0], True
-            return solve(a, b), True  # an unmapped a is factored once per device
+                return solve(plan, a, b[..., None])[..., 0], True
+            return solve(plan, a, b), True  # an unmapped a is factored once per device
         if op == "lu_solve":
             lu, piv, b = (
                 x if mapped else jnp.broadcast_to(x, (axis_size, *x.shape))
                 for x, mapped in zip(args, in_batched)
             )
             if b.ndim == lu.ndim - 1:  # one vector per member
-                return lu_solve(lu, piv, b[..., None], **kw)[..., 0], True
-            return lu_solve(lu, piv, b, **kw), True
-        out = {"lu_factor": lu_factor, "det": det, "slogdet": slogdet, "inv": inv}[op](*args)
+                return lu_solve(plan, lu, piv, b[..., None], **kw)[..., 0], True
+            return lu_solve(plan, lu, piv, b, **kw), True
+        out = {"lu_factor": lu_factor, "det": det, "slogdet": slogdet, "inv": inv}[op](plan, *args)
     return out, jax.tree.map(lambda _: True, out)
-
-
-def with_vmap_rule(op: str, fn: Callable[..., Any], **static: Any) -> Callable[..., Any]:
-    """``fn`` (a one-matrix ``op``) whose ``jax.vmap`` is one batched call (:func:`vmap_rule`).
-
-    ``static`` (``trans=1`` for ``"lu_solve"``) is passed to the batched call;
-    ``fn`` must close over it, since ``custom_vmap`` traces every argument.
-    ``custom_vmap`` has no reverse-mode rule, so differentiate around it: a
-    solve built as ``lax.custom_linear_solve(lambda x: a @ x, b, solve, transpose_solve)``
-    from ``with_vmap_rule("lu_factor", ...)(lax.stop_gradient(a))`` and
-    ``with_vmap_rule("lu_solve", ..., trans=0 / 1)`` (jax's own structure for
-    ``jnp.linalg.solve``) supports ``grad``, ``jvp``, ``vmap`` and ``vmap`` of
-    ``grad``, every vmapped piece batched (``tests/test_batched.py``).
-    """
-    f = jax.custom_batching.custom_vmap(fn)
-    f.def_vmap(functools.partial(vmap_rule, op, **static))
-    return f
-
-
-# --------------------------------------------------------------------------- checks
-
-
-def _check_solve(a: jax.Array, b: jax.Array, b_core: int) -> None:
-    what = "distla.linalg.solve"
-    _check_square(a, what, "a")
-    n = a.shape[-1]
-    if b.ndim == 1 and b.shape[0] != n:
-        raise ShapeError(f"{what}: b of shape {b.shape} does not match a of shape {a.shape}")
-    if b.ndim != 1 and b.shape[-2] != n:
-        raise ShapeError(
-            f"{what}: b must have shape (n,) or (..., n, k) with n = {n}; got a of shape "
-            f"{a.shape}, b of shape {b.shape}"
-        )
-    _broadcast_batch(what, ("a", a.shape[:-2]), ("b", b.shape[: b.ndim - b_core]))
-
-
-def _check_square(a: jax.Array, what: str, name: str) -> None:
-    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
-        raise ShapeError(
-            f"{what}: {name} must be a stack (..., n, n); got {name} of shape {a.shape}"
-        )
-
-
-def _broadcast_batch(what: str, *named: tuple[str, tuple[int, ...]]) -> tuple[int, ...]:
-    try:
-        return tuple(np.broadcast_shapes(*(shape for _, shape in named)))
-    except ValueError:
-        got = ", ".join(f"{name} {shape}" for name, shape in named)
-        raise ShapeError(f"{what}: batch dimensions do not broadcast: {got}") from None
 
 
 # --------------------------------------------------------------------------- the call
@@ -314,17 +222,14 @@ def _broadcast_batch(what: str, *named: tuple[str, tuple[int, ...]]) -> tuple[in
 def _dispatch(
     op: str,
     operands: tuple[jax.Array, ...],
-    call: Plan | None,
+    plan: Plan,
     *,
     cores: tuple[int, ...],
     fills: tuple[str, ...],
     out_cores: tuple[tuple[int, ...], ...],
     trans: int = 0,
 ) -> tuple[jax.Array, ...]:
-    if call is None:  # a call no public function resolved: read the mesh here
-        mesh = operand_mesh(*operands, names=("a", "b", "c")[: len(operands)])
-    else:
-        mesh = call.mesh
+    mesh = plan.mesh
     # jnp's own shape rules on the global shapes: under
     # jax_numpy_rank_promotion="raise" a stack solved against one vector raises
     # here exactly as jnp.linalg.solve does (the kernels then allow it).
@@ -335,9 +240,9 @@ def _dispatch(
         trans,
         jax.config.jax_numpy_rank_promotion,
     )
-    manual = mesh is not None and any(t == AxisType.Manual for t in mesh.axis_types)
-    if mesh is None or manual or any(x.size == 0 for x in operands):
-        # not on a mesh, already inside a shard_map (local blocks), or empty
+    manual = any(t == AxisType.Manual for t in mesh.axis_types)
+    if manual or any(x.size == 0 for x in operands):
+        # already inside a shard_map (local blocks), or empty
         return _one_device(op, operands, trans)
     sources = tuple(source_layout(x, mesh) for x in operands)
     outs = _call(

@@ -33,9 +33,10 @@ import jax
 import jax.numpy as jnp
 from jax.sharding import PartitionSpec as P
 
-from .._core.matrix import pad_identity
-from .._core.mesh import run_on_mesh, shard_spec
-from .._core.plan import Plan
+from .checks import is_traced
+from .matrix import pad_identity
+from .mesh import run_on_mesh, shard_spec
+from .plan import Plan
 
 
 def _checked(steps: Any, where: str = "shape buckets: steps") -> int:
@@ -112,7 +113,7 @@ def on_bucket(
       kernel: a jitted factorisation or solve of one square matrix on
         ``call``'s mesh, returning a tuple of arrays whose leading extents
         (rows, and columns of the matrices) follow the order of ``a``.
-      a: ``[n, n]``, concrete, on ``call``'s mesh.
+      a: ``[n, n]`` on ``call``'s mesh (traced: the kernel on ``a`` itself).
       rhs: right-hand sides ``[n]`` or ``[n, k]``, padded with zero rows.
       call: the call's plan (mesh, dtype, block size).
       results: ``() -> (shapes, specs)``: each result's shape for the order
@@ -125,7 +126,7 @@ def on_bucket(
     """
     n = a.shape[0]
     n_pad = bucket(n)
-    if n_pad == n:
+    if n_pad == n or is_traced(a, *rhs):  # traced: the caller's program is per shape anyway
         return kernel(a, *rhs)
     shapes, specs = results()
     padded = _grow(a, *rhs, n_pad=n_pad, call=call)

@@ -1,4 +1,4 @@
-"""Distributed ``eigh``, ``eigvalsh`` and ``svdvals`` by Householder reduction to condensed form.
+"""eigh's driver: ``eigh``, ``eigvalsh`` and ``svdvals`` by Householder reduction to condensed form.
 
 LAPACK's route for eigenvalues (``xHETRD`` + ``xSTEBZ``), about ``4n³/3``
 flops, on the 2D block layout (``kernels/tridiagonal.py``): no device holds
@@ -44,13 +44,22 @@ from distla.kernels.tridiagonal_vectors import (
     window_rows,
 )
 
-from .._core.checks import is_traced
-from .._core.matmul import mm
-from .._core.matrix import HIGHEST, block_spec, ct, diagonal, eye, pad_to, put
-from .._core.mesh import constrain, fitting_spec, grid_of, run_on_mesh, shard_map
-from .._core.plan import plan_here
-from . import _cholesky, _triangular
-from ._eigh import hermitian_from, unit_scaled
+from ..._core.checks import is_traced
+from ..._core.matmul import mm
+from ..._core.matrix import (
+    HIGHEST,
+    block_spec,
+    ct,
+    diagonal,
+    eye,
+    hermitian_from,
+    pad_to,
+    put,
+)
+from ..._core.mesh import constrain, fitting_spec, grid_of, run_on_mesh, shard_map
+from ..._core.plan import plan_here
+from .. import _cholesky, _triangular
+from .._qdwh import unit_scaled
 
 #: Columns per deferred update (LAPACK's ``xLATRD`` block).
 PANEL = 16

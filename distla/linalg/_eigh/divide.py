@@ -1,16 +1,17 @@
-"""Spectral divide and conquer on QDWH (docs/spectral.md): the steps of eigh's subsets.
+"""eigh's divide and conquer on QDWH (docs/spectral.md): the subsets of large matrices.
 
-Nakatsukasa & Higham (2013), run by ``distla/linalg/_geneig.py`` for
+Nakatsukasa & Higham (2013), run by ``eigh`` (``pencil``) for
 ``subset_by_index`` / ``subset_by_value`` on large concrete matrices, where it
-descends only into the halves that hold the wanted eigenvalues (the whole
-spectrum goes by tridiagonal reduction, ``distla/linalg/_tridiagonal.py``).
+descends only into the halves that hold the wanted eigenvalues
+(:func:`partial_eager`; the whole spectrum goes by tridiagonal reduction,
+``tridiagonal``).
 One divide step on a Hermitian block ``B`` (2D block layout, padded with
 singleton blocks that ``start``, the replicated vector of each index's block
 start, keeps apart):
 
 1. the block is shifted by ``σ`` (the median of its diagonal) and scaled to
    unit Frobenius norm (:func:`level_prep`);
-2. ``U = polar(X)`` by QDWH (``distla.linalg._polar.qdwh_eager``): for
+2. ``U = polar(X)`` by QDWH (``distla.linalg._qdwh.qdwh_eager``): for
    Hermitian ``X``, ``U = sign(X)``, so ``P = (I − U)/2`` projects on the
    eigenvalues below ``σ``; ``r = trace(P)``;
 3. a random ``Ω`` gives ``Y = PΩ₁ + (I − P)Ω₂`` (the first ``r`` columns from
@@ -32,25 +33,15 @@ import functools
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from .._core.matmul import mm
-from .._core.matrix import (
-    block_spec,
-    ct,
-    diag_mask,
-    diagonal,
-    eye,
-    on_mesh,
-    put,
-    round_up,
-    tril,
-    triu,
-)
-from .._core.mesh import grid_of
-from .._core.plan import plan_here
-from . import _qr
-from ._polar import count, pow2_scale, qdwh_eager
+from ..._core.matmul import mm
+from ..._core.matrix import block_spec, ct, diagonal, eye, on_mesh, put, round_up
+from ..._core.mesh import fitting_spec, grid_of
+from ..._core.plan import plan_here
+from .. import _qr
+from .._qdwh import count, qdwh_eager, unit_scaled, unscaled
 
 # a fraction of a block's diagonal spread added to the median shift, so that a
 # shift rarely lands on a repeated diagonal value that is an eigenvalue
@@ -139,14 +130,6 @@ def split_basis(lvl, start, u, *, spec, leaf):
     return q, jnp.where(active & ~first, start + rank, start)
 
 
-def hermitian_from(a, *, symmetrize: bool, lower: bool):
-    """The Hermitian matrix ``eigh`` reads: ``(a + aᴴ)/2``, or one triangle of ``a`` mirrored."""
-    if symmetrize:
-        return (a + jnp.conj(a.T)) / 2
-    tri = tril(a, -1) if lower else triu(a, 1)
-    return tri + jnp.conj(tri.T) + jnp.where(diag_mask(a), jnp.real(a), 0).astype(a.dtype)
-
-
 def _sizes(n, mesh):
     """``(N, leaf, max_levels)``: padded order, leaf block size ``K·N/p`` with
     ``K = round(√p) − 1`` (at least 1): leaf windows of ``(K+1)N/p ≈ N/√p`` rows keep
@@ -158,27 +141,13 @@ def _sizes(n, mesh):
     return big, leaf, 4 * max(1, (big // leaf).bit_length()) + 8
 
 
-def unit_scaled(a):
-    """``(a·s, s)``: ``a`` scaled by a power of two ``s`` to max-norm in ``[½, 1)`` (exact;
-    ``s = 1`` for zero ``a``), so that no square in QDWH under- or overflows."""
-    s = pow2_scale(a)
-    return a * s.astype(a.dtype), s
-
-
-def unscaled(out, s):
-    """Eigenvalues of ``a`` from those of ``a·s`` (vectors unchanged)."""
-    if isinstance(out, tuple):
-        return (out[0] / s,) + tuple(out[1:])
-    return out / s
-
-
 # ------------------------------------------------ eager: divide and conquer on blocks
 # After a split at r, the blocks Q₀ᴴBQ₀ (r x r) and Q₁ᴴBQ₁ ((n−r) x (n−r)) are
 # independent problems, each padded to a multiple of a grain (about N/16) so the
 # compiled steps of one padded size serve every block of that size. Blocks of
 # at most the leaf size L = max(K·N/p, N/√p rounded down to the grain) finish
-# with jnp.linalg.eigh on one device each. _geneig takes this route from a padded
-# order of BLOCKED_MIN.
+# with jnp.linalg.eigh on one device each. eigh's subsets take this route from a
+# padded order of BLOCKED_MIN (partial_eager below).
 
 BLOCKED_MIN = 256
 
@@ -355,3 +324,128 @@ class _Blocked:
 def blocked_prep(a, *, big):
     n = a.shape[0]
     return jnp.pad(a, ((0, big - n), (0, big - n)))
+
+
+# ------------------------------------------------- partial: the pruned divide and conquer
+
+
+def _shift_and_rank(b, start, u):
+    """Block 0's shift ``σ`` (as ``level_prep`` chose it) and ``trace((I − sign)/2)``."""
+    spec = block_spec(jax.sharding.get_abstract_mesh())
+    ordinal, size = _blocks(start)
+    d = _diag(b, spec)
+    sigma = _shifts(d, start, ordinal, size)[0]
+    du = _diag(u, spec)
+    below = jnp.sum(jnp.where(ordinal == 0, (1 - du) / 2, 0))
+    return sigma, below
+
+
+def _zeros(x):
+    return jnp.zeros_like(x)
+
+
+class _Pruned(_Blocked):
+    """The blocked eager eigh, descending only into the halves with wanted eigenvalues."""
+
+    def __init__(self, mesh, big, vectors, window):
+        super().__init__(mesh, big, vectors)
+        self.window = window  # (vl, vu] in the scaled units, or None
+        self.stats = on_mesh(_shift_and_rank, mesh, (P(), P()))
+        self.zeros = on_mesh(_zeros, mesh, self.spec)
+        self.tol = 0.0
+
+    def skipped(self, like, width, below):
+        """A half not descended into: eigenvalues ``-inf`` (below) or ``+inf``, no vectors."""
+        rep = NamedSharding(like.sharding.mesh, P())
+        real = jnp.finfo(like.dtype).dtype
+        w = jax.device_put(np.full(width, -np.inf if below else np.inf, real), rep)
+        return w
+
+    def solve(self, b, size, lo=0, hi=None):
+        """As ``_Blocked.solve`` for the eigenvalues ``[lo, hi)`` of ``b[:size, :size]``
+        (and those in the value window): the others are ``∓inf`` with zero vectors."""
+        hi = size if hi is None else hi
+        s = b.shape[0]
+        if size <= self.leaf:
+            return self.base(b, size)
+        q, r, start, u = self.divide(b, size)
+        want = [lo < r, hi > r]  # the halves [0, r) and [r, size) hold wanted indices
+        if self.window is not None:
+            sigma, below = (float(x) for x in self.stats(b, start, u))
+            if 0.5 < below < size - 0.5:  # a true split: half 0 below σ, half 1 above
+                want[0] = want[0] and self.window[0] < sigma + self.tol
+                want[1] = want[1] and self.window[1] >= sigma - self.tol
+        parts = ((0, r, lo, min(hi, r)), (r, size - r, max(lo - r, 0), hi - r))
+        common = round_up(max(part for _, part, _, _ in parts), self.grain)
+        halves = []
+        for k, (off, part, plo, phi) in enumerate(parts):
+            width = min(round_up(part, self.grain) if part <= self.leaf else common, s)
+            qk = self.take(q, off, part, width)
+            if want[k]:
+                out = self.solve(self.sub(b, qk), part, plo, phi)
+                halves.append((out, qk))
+            else:
+                w = self.skipped(b, width, below=k == 0)
+                halves.append(((w, None) if self.vectors else w, qk))
+        (o0, q0), (o1, q1) = halves
+        if not self.vectors:
+            return self.join(s, o0, o1, self.int(b, r), self.int(b, size))
+        y0 = self.times(q0, o0[1]) if o0[1] is not None else self.zeros(q0)
+        y1 = self.times(q1, o1[1]) if o1[1] is not None else self.zeros(q1)
+        return self.join(s, o0[0], o1[0], self.int(b, r), self.int(b, size), y0, y1)
+
+
+def _pick(w, z=None, idx=None, *, rows):
+    """``w[idx]`` and, with ``z``, its columns ``idx`` (a local gather in row slabs)."""
+    if z is None:
+        return w[idx]
+    return w[idx], jnp.take(put(z, rows), idx, axis=1)
+
+
+def partial_eager(h, *, mesh, sel, vectors):
+    """The selected eigenpairs of a concrete Hermitian ``h`` by the pruned recursion.
+
+    Returns ``w`` (``[k]``, ascending, replicated) and, with ``vectors``, ``[n, k]``
+    eigenvectors in the largest even 2D block layout of the mesh that fits."""
+    spec = block_spec(mesh)
+    n = h.shape[0]
+    h, s = on_mesh(unit_scaled, mesh, (fitting_spec((n, n), mesh, spec), P()))(h)
+    scale = float(s)
+    big, _, _ = _sizes(n, mesh)
+    window = None
+    lo, hi = 0, n
+    if sel[0] == "index":
+        lo, hi = sel[1], sel[2]
+    else:
+        window = (sel[1] * scale, sel[2] * scale)
+    run = _Pruned(mesh, big, vectors, window)
+    real = jnp.finfo(h.dtype).dtype
+    run.tol = float(64 * n * jnp.finfo(real).eps)  # ‖h‖ ≤ n after the scaling
+    b = on_mesh(blocked_prep, mesh, run.spec, (("big", big),))(h)
+    out = run.solve(b, n, lo, hi)
+    w = out[0] if vectors else out
+    wh = np.asarray(w)
+    order = np.argsort(wh, kind="stable")[:n]
+    if window is None:
+        idx = order[lo:hi]
+    else:  # the skipped halves are ±inf: outside any finite window
+        vals = wh[order]
+        idx = order[(vals > window[0]) & (vals <= window[1])]
+    k = int(idx.size)
+    if k == 0:
+        w0 = jnp.zeros((0,), real)
+        return (w0, jnp.zeros((n, 0), h.dtype)) if vectors else w0
+    rep = NamedSharding(w.sharding.mesh, P())
+    idx = jax.device_put(idx.astype(np.int32), rep)
+    rows = run.rows
+    if not vectors:
+        got = on_mesh(_pick, mesh, P(), (("rows", rows),))(w, None, idx)
+        return on_mesh(unscaled, mesh, P())(got, s)
+    specs = (P(), fitting_spec((n, k), mesh, spec))
+    wk, zk = on_mesh(_pick_rows, mesh, specs, (("rows", rows), ("n", n)))(w, out[1], idx)
+    return on_mesh(unscaled, mesh, P())(wk, s), zk
+
+
+def _pick_rows(w, z, idx, *, rows, n):
+    wk, zk = _pick(w, z, idx, rows=rows)
+    return wk, zk[:n]

@@ -12,14 +12,47 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+from jax.sharding import PartitionSpec as P
 
-from .._core.checks import as_array
-from .._core.eager import one_program
+from .._core import route
 from .._core.mesh import replicated
-from .._core.one_device import replicated_on_one_device
+from .._core.one_device import block_layout
+from .._core.plan import Plan
 
 
-@one_program
+def _replicated(plan: Plan, a, *, results, **options):
+    """The one-device plan's layouts: jnp's results come back replicated."""
+    del options
+    return (block_layout(a.shape, plan.mesh),), (P(),) * len(results)
+
+
+def _op(name, fn):
+    """``fn`` (jnp's) of one sharded matrix on one device within the budget; otherwise
+    jnp's own, on an ``Explicit`` mesh of the matrix replicated first (jnp refuses split
+    matrix axes there)."""
+
+    def gathered(*args, **options):
+        *_, a = args  # (plan, a) on a mesh, (a,) unsharded
+        return fn(replicated(a))
+
+    return route.Op(
+        f"distla.linalg.{name}",
+        promote=lambda what, a, **options: a.dtype,  # jnp's own promotion
+        unsharded=gathered,
+        one_device=fn,
+        is_stack=route.beyond(2),
+        stacked=gathered,
+        family="eig",
+        layouts=_replicated,
+        distributed=gathered,
+    )
+
+
+EIG = _op("eig", jnp.linalg.eig)
+EIGVALS = _op("eigvals", jnp.linalg.eigvals)
+
+
+@route.public
 def eig(a: jax.typing.ArrayLike, *, plan: str = "auto") -> tuple[jax.Array, jax.Array]:
     """Eigenvalues and right eigenvectors of a general matrix, as ``jnp.linalg.eig``.
 
@@ -46,15 +79,10 @@ def eig(a: jax.typing.ArrayLike, *, plan: str = "auto") -> tuple[jax.Array, jax.
       replicated for one sharded matrix, as jnp's result for the gathered input.
       The values are jnp's on one device, bit for bit.
     """
-    what = "distla.linalg.eig"
-    a = as_array(a, "a", what)
-    one = replicated_on_one_device("eig", plan, jnp.linalg.eig, a, what=what)
-    if one is not None:
-        return one  # jnp's EigResult, as the one-device call returned it
-    return jnp.linalg.eig(replicated(a))  # jnp refuses split matrix axes on Explicit meshes
+    return route.call(EIG, a, plan=plan)
 
 
-@one_program
+@route.public
 def eigvals(a: jax.typing.ArrayLike, *, plan: str = "auto") -> jax.Array:
     """Eigenvalues of a general matrix, as ``jnp.linalg.eigvals``; plans as :func:`eig`.
 
@@ -66,9 +94,4 @@ def eigvals(a: jax.typing.ArrayLike, *, plan: str = "auto") -> jax.Array:
       ``[..., n]`` complex eigenvalues, replicated for one sharded matrix.
       Hermitian input: use :func:`distla.linalg.eigvalsh`.
     """
-    what = "distla.linalg.eigvals"
-    a = as_array(a, "a", what)
-    one = replicated_on_one_device("eig", plan, jnp.linalg.eigvals, a, what=what)
-    if one is not None:
-        return one
-    return jnp.linalg.eigvals(replicated(a))
+    return route.call(EIGVALS, a, plan=plan)

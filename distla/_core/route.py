@@ -1,0 +1,368 @@
+"""The one route of every public function (private): each declares what differs, it does the rest.
+
+A public function of ``distla.linalg`` or ``distla.fft`` declares an :class:`Op`
+(as jax declares a primitive once, with its shape, batching and derivative
+rules) and its body is one :func:`call`, after the checks of its flags. The
+route then runs the same steps for every family:
+
+1. **check and promote**: each operand becomes a jax array (named in errors),
+   the op's checks run, and the operands are cast to the dtype the call
+   computes in (``jnp.linalg``'s promotion unless the op says otherwise);
+2. **resolve the plan once** (``_core.plan.resolve``): the mesh the operands
+   share, the dtype, the block size. Nothing below reads the mesh again;
+3. **no mesh, or an empty operand**: the op's one-device function (jnp's or
+   ``jax.scipy``'s), with empty results where jnp puts them;
+4. **a stack** sharded along its batch: the op's stacked body (each device
+   its own members, no collective);
+5. **the one-device plan**, where ``plan=`` resolves to it (``_core.plan.choose``):
+   the one-device function on the mesh's first device, its results sent back
+   in the layouts the distributed driver returns (``_core.one_device``);
+6. **the distributed driver** with the resolved :class:`~distla._core.plan.Plan`.
+   Under a transformation (``jax.jit``, ``vmap``, derivatives) it runs inside
+   the op's derivative rule (``jax.custom_jvp``) and vmap rule
+   (``jax.custom_batching.custom_vmap``), built once per op, plan and options;
+   called eagerly it runs as it is (the rules would only cost a trace);
+7. **the results** wrapped as the op declares them (``EighResult``, ...).
+
+:func:`public` is the decorator every public array function wears: one
+compiled program per eager call on one device (``_core.eager.one_program``),
+and the mark that says the function goes through this route.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+from jax.custom_derivatives import SymbolicZero
+from jax.sharding import PartitionSpec as P
+
+from .checks import as_array, empty_or_one_device, is_empty, is_traced, onto_mesh, result_dtype
+from .checks import square as _square
+from .eager import one_program
+from .mesh import rule_on_mesh
+from .one_device import block_layout, choose_plan, on_one_device, result_structs
+from .plan import Plan, resolve
+from .stacked import stack
+
+
+def _cast_all(dtype, *operands, **options):
+    del options
+    return tuple(x.astype(dtype) for x in operands)
+
+
+def _promote(what, *operands, **options):
+    del options
+    return result_dtype(what, *operands)
+
+
+def _no_stack(*operands, **options):
+    del operands, options
+    return False
+
+
+def _default_layouts(plan: Plan, *operands, results, **options):
+    """The one-device plan's layouts of the LU family's distributed programs: the
+    largest even 2D block layout for matrices (vectors: row blocks), and on the
+    way back 2-D results in it, the others replicated (``P(None, ...)``)."""
+    del options
+    mesh = plan.mesh
+    ins = tuple(block_layout(x.shape, mesh) for x in operands)
+    outs = tuple(
+        block_layout(o.shape, mesh) if o.ndim == 2 else P(*[None] * o.ndim) for o in results
+    )
+    return ins, outs
+
+
+def _same_options(**options):
+    return options
+
+
+def _run(run, plan, *operands, **options):
+    del plan, options
+    return run(*operands)
+
+
+@dataclasses.dataclass(frozen=True)
+class Planned:
+    """What an op's one-device plan does besides running its one-device function.
+
+    Attributes:
+      options: ``options(**options)`` -> the options the one-device function,
+        its budget and its layouts take (a selection by value, whose shape
+        depends on values, made after it).
+      finish: ``finish(run, plan, *operands, **options)`` -> the results, where
+        ``run(*operands)`` runs the one-device function on one device (a rule
+        put around it, a selection made after it).
+    """
+
+    options: Callable[..., dict] = _same_options
+    finish: Callable[..., Any] = _run
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Op:
+    """What one public function declares; :func:`call` does the rest the same way for all.
+
+    Compared by identity (a module-level declaration), so that rules built for
+    it are kept per op.
+
+    Attributes:
+      name: the public name, for error messages (``"distla.linalg.cholesky"``).
+      one_device: jnp's (or ``jax.scipy``'s) function of the operands and the
+        options, a module-level function: the one-device plan runs it, and
+        unless ``unsharded`` says otherwise, the unsharded and empty calls too.
+      distributed: ``driver(plan, *operands, **options)``: one problem on the
+        plan's mesh (operands checked, promoted and on that mesh).
+      operands: the array operands' names, as errors name them.
+      check: ``check(what, *operands, **options)``: shapes and options of the
+        operands (jax arrays, not yet promoted); raises ``ValueError`` or
+        ``TypeError``.
+      promote: ``promote(what, *operands, **options)`` -> the dtype of the call
+        (default: ``jnp.linalg``'s, ``_core.checks.result_dtype``).
+      cast: ``cast(dtype, *operands, **options)`` -> the operands the call
+        computes on (default: each cast to ``dtype``).
+      voters: the operands whose mesh is the call's (default: all).
+      empty: ``empty(*operands, **options)``: the call takes the unsharded
+        function as an empty one (default: any operand has no elements).
+      is_stack: ``is_stack(*operands, **options)``: the call is a stack sharded
+        along its batch (default: never).
+      stacked: ``stacked(plan, *operands, **options)``: a stack, each device its
+        own members (:func:`members` builds the common one).
+      family: the key of the one-device plan's crossover (``_core.plan.CROSSOVER``);
+        ``None``: the op has no one-device plan.
+      layouts: ``layouts(plan, *operands, results=..., **options)`` ->
+        ``(in_specs, out_specs)`` of the one-device plan (``results``: the
+        one-device function's result structs); default: block layouts in,
+        2-D results in block layouts and the others replicated.
+      sizes: the function whose operands and results the one-device plan's
+        budget counts, when it is not ``one_device`` (a result whose shape
+        depends on values).
+      planned: what the one-device plan does besides running ``one_device``
+        (:class:`Planned`).
+      jvp: ``jvp(fn, plan, primals, tangents, **options)`` -> ``(out, tangents)``,
+        the derivative rule (``fn`` is the differentiated function itself, for
+        higher orders); ``None``: jax differentiates the driver.
+      symbolic_zeros: the rule takes ``None`` for a zero tangent.
+      on_mesh: the rule runs through ``_core.mesh.rule_on_mesh`` (one program
+        on an ``Explicit`` mesh, whose devices the primals carry).
+      jitted: the rules run inside a ``jax.jit`` of their own (an eager
+        ``custom_jvp`` of the FFT trips XLA:CPU).
+      vmap: ``vmap(plan, axis_size, in_batched, *operands, **options)`` ->
+        ``(out, out_batched)``, the rule that makes ``jax.vmap`` of one call
+        one stacked call (:func:`by_stacks`); ``None``: jax batches the driver.
+      refuse: ``refuse(what, *operands, **options)``: raises for what the op
+        takes on one device but not on a mesh (checked once the operands are
+        known to be sharded and not empty).
+      unsharded: the function of unsharded and empty calls, where it is not
+        ``one_device`` (a one-device stand-in for a jax function that cannot
+        take the operands as they are).
+      instead: ``instead(dtype, *operands, **options)`` -> another op that takes
+        the call from step 3 on (``None``: this one), once the dtype is known
+        (``solve`` with ``factor_dtype``: mixed precision).
+      result: ``result(out, **options)``: the results as the function returns them.
+    """
+
+    name: str
+    one_device: Callable[..., Any]
+    distributed: Callable[..., Any]
+    operands: tuple[str, ...] = ("a",)
+    check: Callable[..., None] | None = None
+    promote: Callable[..., Any] = _promote
+    cast: Callable[..., tuple] = _cast_all
+    voters: tuple[int, ...] | None = None
+    empty: Callable[..., bool] | None = None
+    is_stack: Callable[..., bool] = _no_stack
+    stacked: Callable[..., Any] | None = None
+    family: str | None = None
+    layouts: Callable[..., tuple] = _default_layouts
+    sizes: Callable[..., Any] | None = None
+    planned: Planned | None = None
+    jvp: Callable[..., Any] | None = None
+    symbolic_zeros: bool = False
+    on_mesh: bool = True
+    jitted: bool = False
+    vmap: Callable[..., Any] | None = None
+    refuse: Callable[..., None] | None = None
+    unsharded: Callable[..., Any] | None = None
+    instead: Callable[..., Any] | None = None
+    result: Callable[..., Any] | None = None
+
+
+def public(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """The decorator of every public array function: :func:`call` is its route.
+
+    Eager calls on one device run as one compiled program
+    (``_core.eager.one_program``); the mark lets a test list the functions that
+    go through the route.
+    """
+    wrapped = one_program(fn)
+    wrapped.__distla_route__ = True
+    return wrapped
+
+
+def call(op: Op, *operands: Any, plan: str = "auto", block_size: int | None = None, **options):
+    """``op`` on ``operands``: the route of the module docstring, steps 1 to 7.
+
+    Args:
+      op: the public function's declaration.
+      *operands: its array operands (anything ``jnp.asarray`` takes).
+      plan: ``"auto"``, ``"distributed"`` or ``"one_device"`` (ops with a
+        one-device plan).
+      block_size: the caller's block size (``None``: the algorithm's).
+      **options: the static options, passed to every function the op declares
+        (hashable: they key the compiled programs and the rules).
+    """
+    what = op.name
+    operands = tuple(as_array(x, name, what) for x, name in zip(operands, op.operands))
+    if op.check is not None:
+        op.check(what, *operands, **options)
+    dtype = op.promote(what, *operands, **options)
+    operands = op.cast(dtype, *operands, **options)
+    names = op.operands[: len(operands)]
+    if op.voters is not None:
+        names = tuple(names[i] for i in op.voters)
+        voters = tuple(operands[i] for i in op.voters)
+    else:
+        voters = operands
+    resolved = resolve(*voters, names=names, dtype=dtype, block_size=block_size)
+    if op.instead is not None:
+        op = op.instead(dtype, *operands, **options) or op
+    empty = is_empty(*operands) if op.empty is None else op.empty(*operands, **options)
+    if resolved is None or empty:
+        unsharded = op.unsharded or op.one_device
+        out = empty_or_one_device(functools.partial(unsharded, **options), *operands)
+        return out if op.result is None else op.result(out, **options)
+    return on_plan(op, resolved, *onto_mesh(*operands), plan=plan, **options)
+
+
+def on_plan(op: Op, resolved: Plan, *operands: jax.Array, plan: str = "auto", **options):
+    """Steps 4 to 7 on a plan already resolved: a stack, the one-device plan (where ``plan``
+    resolves to it), or the distributed driver; then the results.
+
+    :func:`call` ends here; so does a public function built on another op whose
+    operands it has checked, promoted and put on ``resolved``'s mesh already
+    (``lstsq`` on ``svd``'s), so that nothing is checked or read again.
+    """
+    if op.refuse is not None:
+        op.refuse(op.name, *operands, **options)
+    if op.is_stack(*operands, **options):
+        out = op.stacked(resolved, *operands, **options)
+    else:
+        out = None if op.family is None else _one_device(op, resolved, operands, plan, options)
+        if out is None:
+            out = distributed(op, resolved, *operands, **options)
+    return out if op.result is None else op.result(out, **options)
+
+
+def _one_device(op: Op, resolved: Plan, operands: tuple, plan: str, options: dict):
+    """Step 5: the one-device plan's results, or ``None`` where ``plan`` keeps the call
+    distributed (``_core.plan.choose``)."""
+    chosen = options if op.planned is None else op.planned.options(**options)
+    fixed = tuple(chosen.items())
+    sizes = op.sizes or op.one_device
+    if choose_plan(op.family, plan, sizes, *operands, what=op.name, options=fixed) != "one_device":
+        return None
+    results = result_structs(sizes, operands, fixed)
+    ins, outs = op.layouts(resolved, *operands, results=results, **chosen)
+
+    def run(*xs):
+        return on_one_device(
+            op.one_device, *xs, mesh=resolved.mesh, in_specs=ins, out_specs=outs, options=fixed
+        )
+
+    if op.planned is None:
+        return run(*operands)
+    return op.planned.finish(run, resolved, *operands, **options)
+
+
+def distributed(op: Op, plan: Plan, *operands: jax.Array, **options: Any):
+    """Step 6: ``op``'s driver on ``plan``, inside its rules when a transformation traces it.
+
+    For calls made inside a family (an op whose operands are already checked,
+    promoted and on ``plan``'s mesh).
+    """
+    if not is_traced(*operands) or (op.vmap is None and op.jvp is None):
+        # the rules act only under a transformation (options may then be arrays)
+        return op.distributed(plan, *operands, **options)
+    return _ruled(op, plan, tuple(sorted(options.items())))(*operands)
+
+
+@functools.lru_cache(maxsize=512)
+def _ruled(op: Op, plan: Plan, options: tuple) -> Callable[..., Any]:
+    """``op``'s driver with its vmap and derivative rules, built once per op, plan and options."""
+    kw = dict(options)
+    fn = functools.partial(op.distributed, plan, **kw)
+    if op.vmap is not None:
+        fn = jax.custom_batching.custom_vmap(fn)
+        fn.def_vmap(lambda size, batched, *xs: op.vmap(plan, size, batched, *xs, **kw))
+    if op.jvp is not None:
+        fn = jax.custom_jvp(fn)
+        differentiated = fn
+
+        def rule(primals, tangents):
+            return op.jvp(differentiated, plan, primals, tangents, **kw)
+
+        rule = rule_on_mesh(rule) if op.on_mesh else rule
+        if op.symbolic_zeros:  # zeros stay None: jax would instantiate them eagerly, with
+            # the operand's sharding, which outside jax.set_mesh names no devices
+            fn.defjvp(lambda p, t: rule(p, tuple(_live(x) for x in t)), symbolic_zeros=True)
+        else:
+            fn.defjvp(rule)
+    return jax.jit(fn) if op.jitted else fn
+
+
+def _live(tangent):
+    return None if isinstance(tangent, SymbolicZero) else tangent
+
+
+# ------------------------------------------------------------------ stacks and vmap
+
+
+def members(fn: Callable[..., Any], cores: tuple[int, ...], out_core: int) -> Callable[..., Any]:
+    """``stacked`` for an op whose members run ``fn`` (its one-device function): each
+    device its own members (``_core.stacked.stack``), operands of ``cores`` core
+    dimensions, results of ``out_core``."""
+
+    def stacked(plan: Plan, *operands, **options):
+        return stack(functools.partial(fn, **options), operands, cores, out_core, mesh=plan.mesh)
+
+    return stacked
+
+
+def square(what: str, a, *others, **options) -> None:
+    """``check`` of an op whose first operand is a square matrix or a stack of them."""
+    del others, options
+    _square(a, what)
+
+
+def beyond(*cores: int) -> Callable[..., bool]:
+    """``is_stack`` of an op whose operands have ``cores`` core dimensions: a stack when
+    any operand has more."""
+
+    def is_stack(*operands, **options):
+        del options
+        return any(x.ndim > c for x, c in zip(operands, cores))
+
+    return is_stack
+
+
+def by_stacks(stacked: Callable[..., Any]) -> Callable[..., Any]:
+    """A vmap rule: the mapped axis becomes a stack's batch, which ``stacked(plan, *xs,
+    **options)`` computes (each device its own members); unmapped operands are
+    broadcast along it, as ``jax.vmap`` broadcasts them."""
+
+    def rule(plan: Plan, axis_size: int, in_batched, *xs, **options):
+        xs = [
+            x if mapped else jnp.broadcast_to(x, (axis_size, *x.shape))
+            for x, mapped in zip(xs, in_batched)
+        ]
+        with jax.numpy_rank_promotion("allow"):
+            out = stacked(plan, *xs, **options)
+        return out, jax.tree.map(lambda _: True, out)
+
+    return rule

@@ -1,0 +1,134 @@
+"""The LU family's inverses: ``inv`` and ``tensorinv`` (private).
+
+``inv`` declares its op (``distla._core.route.Op``): for one matrix the
+distributed LU's solve against the identity (``rules``), for a stack each
+device's members (``stacks``).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import operator
+
+import jax
+import jax.numpy as jnp
+from jax.sharding import PartitionSpec as P
+
+from ..._core import route
+from ..._core.checks import ShapeError, as_array, scipy_flags
+from ..._core.mesh import axes_taken_by_vmap, fitting_spec, grid_of, is_explicit, run_on_mesh
+from . import rules, stacks
+
+
+def _inv_unsharded(a):
+    """``jnp.linalg.inv``, also per example under ``jax.vmap`` over Explicit axes.
+
+    There jnp's own ``inv`` gathers from an unbatched identity with batched
+    pivots, which sharding-in-types cannot type; the vmap becomes one
+    batched call instead (the route's, on the stack: :data:`INV`).
+    """
+    if not axes_taken_by_vmap():
+        return jnp.linalg.inv(a)
+    return _per_stack(a)
+
+
+def _stack_rule(axis_size, in_batched, a):
+    del axis_size, in_batched
+    return route.call(INV, a), True
+
+
+_per_stack = jax.custom_batching.custom_vmap(jnp.linalg.inv)
+_per_stack.def_vmap(_stack_rule)
+
+
+INV = route.Op(
+    "distla.linalg.inv",
+    check=route.square,
+    unsharded=_inv_unsharded,
+    one_device=jnp.linalg.inv,
+    is_stack=route.beyond(2),
+    stacked=lambda plan, a: stacks.inv(plan, a),
+    family="inv",
+    distributed=lambda plan, a: rules.inv_2d(a, call=plan),
+)
+
+
+@route.public
+def inv(
+    a: jax.typing.ArrayLike,
+    overwrite_a: bool = False,
+    check_finite: bool = True,
+    *,
+    block_size: int | None = None,
+    plan: str = "auto",
+) -> jax.Array:
+    """Inverse, as ``jnp.linalg.inv``: ``lu_solve`` against the identity.
+
+    Args:
+      a: ``[n, n]`` matrix or ``[..., n, n]`` stack.
+      overwrite_a: accepted and ignored, as in ``jax.scipy.linalg.inv``.
+      check_finite: accepted and ignored, as in ``jax.scipy.linalg.inv``.
+      plan: ``"auto"``, ``"distributed"`` or ``"one_device"`` for one sharded
+        matrix, as :func:`solve`'s (the one-device plan runs jnp's function).
+
+    Returns:
+      ``a^{-1}`` in ``a``'s layout (2D blocks, or sharded along the batch).
+      Singular ``a`` gives inf/nan.
+    """
+    scipy_flags(INV.name, overwrite_a=overwrite_a, check_finite=check_finite)
+    return route.call(INV, a, block_size=block_size, plan=plan)
+
+
+@route.public
+def tensorinv(a: jax.typing.ArrayLike, ind: int = 2) -> jax.Array:
+    """Tensor inverse, as ``jnp.linalg.tensorinv``: :func:`inv` of ``a`` as a matrix.
+
+    Args:
+      a: array whose first ``ind`` axes have as many elements as the rest
+        (``prod(a.shape[:ind]) == prod(a.shape[ind:])``).
+      ind: number of leading axes that index the rows.
+
+    Returns:
+      ``a.shape[ind:] + a.shape[:ind]``, the distributed LU's inverse of the
+      ``[N, N]`` matrix reshaped back. A 2-D ``a`` keeps the layouts of
+      :func:`inv`; higher ranks are reshaped by XLA (which may move the
+      operand between layouts, never into one device's memory by design).
+
+    Raises:
+      ValueError: ``ind`` is not positive or the two groups of axes differ in size.
+    """
+    what = "distla.linalg.tensorinv"
+    a = as_array(a, "a", what)
+    ind = operator.index(ind)
+    if ind <= 0:
+        raise ValueError(f"{what}: ind must be a positive integer; got {ind}")
+    rows, cols = a.shape[:ind], a.shape[ind:]
+    n = math.prod(rows)
+    if n != math.prod(cols):
+        raise ShapeError(
+            f"{what}: the first {ind} axes of a {a.shape} hold {n} elements, the rest "
+            f"{math.prod(cols)}; they must match (choose ind so that they do)"
+        )
+    if a.ndim == 2:
+        return route.call(INV, a)
+    mesh = getattr(jax.typeof(a).sharding, "mesh", None)
+    if mesh is None or mesh.size <= 1 or not is_explicit(mesh):
+        return route.call(INV, a.reshape(n, n)).reshape(cols + rows)
+    # an Explicit reshape that merges or splits sharded dimensions may have no sharding
+    # rule: XLA moves the blocks, the matrix's row axis onto the first row dimension,
+    # its column axis onto the first column dimension, where they divide
+    grid = grid_of(mesh, what=what)
+    out = route.call(INV, _reshaped(a, (n, n), fitting_spec((n, n), mesh, grid.block_spec)))
+    spec = fitting_spec(
+        cols + rows,
+        mesh,
+        P(grid.row, *[None] * (len(cols) - 1), grid.col, *[None] * (len(rows) - 1)),
+    )
+    return _reshaped(out, cols + rows, spec)
+
+
+@functools.partial(jax.jit, static_argnames=("shape", "spec"))
+def _reshaped(x, shape, spec):
+    """``x.reshape(shape)``, laid out ``spec`` on ``x``'s mesh."""
+    return run_on_mesh(lambda y: y.reshape(shape), jax.typeof(x).sharding.mesh, spec, x)
