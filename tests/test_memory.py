@@ -1,4 +1,4 @@
-"""Peak memory per device in shares of the operand (issue 46; docs/memory.md): compile only.
+"""Peak memory per device in shares of the operand (docs/memory.md): compile only.
 
 A share is one device's part of an ``n x n`` matrix, ``n²·itemsize/p`` bytes
 (a whole matrix is ``p`` shares). ``distla.cost(...).peak_memory_bytes`` is
@@ -7,7 +7,7 @@ aliases), exact on any machine and under any load. Each family is compiled at
 two sizes on the 2x4 mesh: its ratio at the larger must be within its limit and
 no larger than at the smaller (a program that holds more than ``O(n²/p)`` grows
 with ``n``). The limits are the figures measured at ``n = 4096`` (float32),
-rounded up; before the work of issue 46 every one of these families exceeded
+rounded up; before the in-place work of docs/memory.md every one of these families exceeded
 its limit (matmul 6.5, lu_factor 7.5, cholesky 7.5, qr 12.1, eigh 14.6, polar
 19.3, svd 21.1 shares).
 """
