@@ -62,6 +62,30 @@ def _column_piece(sub, g, *, c0, pc, nb, j):
     return jnp.where(owner == j, piece, jnp.zeros_like(piece))
 
 
+def _whole(pieces, *, row_axis, col_axis, order):
+    """``(r, mloc)`` local row pieces summed over the mesh row -> ``(r, n)``, global order."""
+    if col_axis is not None:
+        pieces = lax.psum(pieces, col_axis)
+    g = all_gather(pieces, row_axis, axis=1, tiled=True)  # (r, pr·mloc): mesh-row order
+    return g[:, order]
+
+
+def _update_right(sub, v_all, y_all, t, *, rows, cols, j0, nb, row_axis):
+    """The columns right of the panel (global ``>= j0 + nb``): ``A ← Q_pᴴ (A Q_p)``.
+
+    ``A Q_p = A − Y Vᴴ`` (``Y = A V T``, built with the panel), then
+    ``Q_pᴴ B = B − V Tᴴ (Vᴴ B)``; ``rows``/``cols`` are the local block's global indices.
+    """
+    zero = jnp.zeros((), sub.dtype)
+    v_rows, v_cols = v_all[rows], v_all[cols]
+    right = (cols >= j0 + nb)[None, :]
+    sub = sub - jnp.where(right, y_all[rows] @ jnp.conj(v_cols).T, zero)
+    w = jnp.conj(v_rows).T @ sub
+    if row_axis is not None:
+        w = lax.psum(w, row_axis)  # psum over the mesh column -> (nb, cols): Vᴴ A
+    return sub - jnp.where(right, v_rows @ (jnp.conj(t).T @ w), zero)
+
+
 @highest_precision
 def hessenberg_block_cyclic(
     a: jax.Array,
@@ -103,11 +127,7 @@ def hessenberg_block_cyclic(
     zero = jnp.zeros((), dtype)
 
     def whole(pieces):
-        """``(r, mloc)`` local row pieces summed over the mesh row -> ``(r, n)``, global order."""
-        if col_axis is not None:
-            pieces = lax.psum(pieces, col_axis)
-        g = all_gather(pieces, row_axis, axis=1, tiled=True)  # (r, pr·mloc): mesh-row order
-        return g[:, order]
+        return _whole(pieces, row_axis=row_axis, col_axis=col_axis, order=order)
 
     for k0, k1 in stage_bounds(panels, stages):
         c0 = k0 // pc  # first local block column that can hold a trailing column
@@ -141,14 +161,10 @@ def hessenberg_block_cyclic(
             init = (empty, empty, jnp.zeros((nb, nb), dtype), empty, first)
             v_all, y_all, t, h_all, _ = lax.fori_loop(0, nb, step, init)
 
-            # the columns right of the panel: A ← Q_pᴴ (A Q_p)
-            v_rows, v_cols = v_all[grow], v_all[cols]
-            right = (cols >= j0 + nb)[None, :]
-            sub = sub - jnp.where(right, y_all[grow] @ jnp.conj(v_cols).T, zero)
-            w = jnp.conj(v_rows).T @ sub
-            if row_axis is not None:
-                w = lax.psum(w, row_axis)  # psum over the mesh column -> (nb, cols): Vᴴ A
-            sub = sub - jnp.where(right, v_rows @ (jnp.conj(t).T @ w), zero)
+            v_cols = v_all[cols]
+            sub = _update_right(
+                sub, v_all, y_all, t, rows=grow, cols=cols, j0=j0, nb=nb, row_axis=row_axis
+            )
             # the panel's columns become H's (on the mesh column that holds them)
             lc = (k // pc - c0) * nb
             old = lax.dynamic_slice_in_dim(sub, lc, nb, axis=1)
