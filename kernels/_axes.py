@@ -50,6 +50,84 @@ def add_block(x: jax.Array, start: tuple[int, ...], value: jax.Array) -> jax.Arr
     return lax.dynamic_update_slice(x, lax.slice(x, start, stop) + value.astype(x.dtype), start)
 
 
+def after(index: int, x: jax.Array) -> jax.Array:
+    """The static ``index`` as a value that XLA can compute only once ``x`` exists.
+
+    An operation that takes it (the start of a ``dynamic_slice``) runs after the
+    one that makes ``x``: XLA's CPU scheduler (concurrency-optimised) otherwise runs
+    independent operations in any order, for example every chunk's GEMM of an
+    unrolled update before the first of them is added into the matrix, and holds
+    every product at once. ``lax.optimization_barrier`` does not order them on
+    XLA:CPU. ``isnan`` of one entry of ``x`` is 0 or 1, and its minimum with 0 is 0.
+    Reading ``x`` is not linear: a kernel that jax may transpose
+    (``jax.linear_transpose``, as ``lax.custom_linear_solve`` does with a product)
+    orders its chunks with a loop instead (``summa.py``).
+    It has jax's default integer type (``int64`` with x64), as a Python index
+    beside it in a ``dynamic_slice`` start has: the starts must share one type.
+    """
+    first = lax.index_in_dim(x.reshape(-1), 0, keepdims=False)
+    return index + jax.numpy.minimum(jax.numpy.isnan(first).astype(int), 0)
+
+
+def zeros_after(shape: tuple[int, ...], dtype, x: jax.Array) -> jax.Array:
+    """``jnp.zeros(shape, dtype)`` made only once ``x`` exists (see :func:`after`).
+
+    A plain ``jnp.zeros`` depends on nothing, and XLA's CPU scheduler makes it at
+    the start of the program: a workspace of a later step (a segment's panels)
+    would then be held from the first step on.
+    """
+    zero = lax.convert_element_type(after(0, x), dtype)
+    return lax.broadcast(zero, tuple(shape))
+
+
+#: A GEMM whose product is added into a matrix in place is cut into this many row
+#: chunks (:func:`add_product`), so that a device holds a quarter of the product,
+#: not all of it, beside the matrix.
+ROW_CHUNKS = 4
+
+
+def add_product(
+    x: jax.Array,
+    start: tuple[int, int],
+    lhs: jax.Array,
+    rhs: jax.Array,
+    *,
+    precision: lax.PrecisionLike,
+    subtract: bool = False,
+    chunks: int = ROW_CHUNKS,
+) -> jax.Array:
+    """``x`` with ``lhs @ rhs`` added (or subtracted) at the static offset ``start``.
+
+    The product goes in ``chunks`` row chunks, each GEMM written into ``x`` in
+    place before the next one runs (``after``): the whole product would be one
+    more matrix of its size on the device, as large as ``x``'s block in a
+    factorisation's first trailing update. Each chunk is added as ``add_block``
+    adds the whole product, so the sums are the same.
+    """
+    rows = lhs.shape[0]
+    chunks = max(1, min(chunks, rows))
+    edges = [rows * c // chunks for c in range(chunks + 1)]
+    for lo, hi in zip(edges[:-1], edges[1:]):
+        part = lhs if chunks == 1 else lax.dynamic_slice_in_dim(lhs, after(lo, x), hi - lo)
+        prod = jax.numpy.dot(part, rhs, precision=precision)
+        x = add_block(x, (start[0] + lo, start[1]), -prod if subtract else prod)
+    return x
+
+
+def solve_left(t: jax.Array, b: jax.Array, *, lower: bool, unit_diagonal: bool = False):
+    """``t⁻¹ b`` for a triangular ``t``, as ``Xᵀ = bᵀ t⁻ᵀ`` (a right-side solve on the transposes).
+
+    LAPACK's trsm reads and writes column-major: handed ``t`` and ``b``
+    themselves, XLA lays out the whole matrices they are sliced from (a
+    factorisation's matrix, the right-hand sides a solve carries) column-major,
+    a copy of each beside it. Their transposes are their own row-major bytes.
+    """
+    xt = lax.linalg.triangular_solve(
+        t.T, b.T, left_side=False, lower=not lower, unit_diagonal=unit_diagonal
+    )
+    return xt.T
+
+
 def highest_precision(kernel):
     """``kernel`` traced with every ``@`` / ``jnp.matmul`` at ``Precision.HIGHEST``.
 

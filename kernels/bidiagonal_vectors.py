@@ -9,7 +9,7 @@ if ``B v = σ u`` and ``Bᴴ u = σ v`` (unit ``u, v``), then
 holds ``d, e`` and the ``k`` singular values ascending, and computes the
 eigenvectors of ``TGK`` for one contiguous range of them (ranges cut at wide
 gaps, windows with guards, inverse iteration, the window orthonormalized:
-:func:`~distla.kernels.tridiagonal_vectors.window_vectors`); :func:`halves`
+:func:`~distla.kernels.tridiagonal_vectors.window_rows`); :func:`halves`
 then splits each vector into its ``v`` and ``u`` halves, scaled by ``√2``.
 
 Mixing with the partner eigenvector for ``−σ`` (at distance ``2σ``) only
@@ -27,7 +27,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from ._axes import axis_size, highest_precision
-from .tridiagonal_vectors import cuts, rank_of, to_columns, window_vectors
+from .tridiagonal_vectors import cuts, rank_of, to_columns, window_rows
 
 
 def golub_kahan(d: jax.Array, e: jax.Array) -> tuple[jax.Array, jax.Array]:
@@ -100,5 +100,5 @@ def golub_kahan_vectors(
     s_long = jnp.concatenate([shift, jnp.broadcast_to(shift[-1:], (k,))])
     bounds = cuts(s, devices=devices, block=block, guard=guard)
     first = bounds[rank_of(axis_names)]
-    window = window_vectors(t_diag, t_off, s_long, first, width=block + 2 * guard)
-    return to_columns(window, bounds, block=block, axis_names=axis_names)
+    window = window_rows(t_diag, t_off, s_long, first, width=block + 2 * guard)
+    return to_columns(window, bounds, block=block, guard=guard, axis_names=axis_names)

@@ -31,8 +31,9 @@ runs over its panels ``k``:
 After the segment, one **trailing update** ``A22 -= L_seg L_segᴴ`` of rank
 ``W`` (the segment's rows are already on every device of their mesh row;
 their transposes go along mesh columns in one psum), restricted to the lower
-triangle: the local columns are cut into chunks and each chunk's GEMM starts
-at the first local row that can be below the diagonal on any device.
+triangle: the local rows are cut into chunks and each chunk's GEMM ends at the
+last local column that can be on or below the diagonal on any device (one
+chunk's operands and product at a time, a fraction of the local block).
 
 The program grows with the number of segments (at most ``max_segments``),
 not with ``n``: the loop over panels is a ``fori_loop``.
@@ -47,10 +48,10 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from ._axes import add_block, axis_index, axis_size, fori, set_block
+from ._axes import add_block, after, axis_index, axis_size, fori, set_block, zeros_after
 from .cyclic import global_blocks
 
-# The trailing update of a segment is cut into at most this many column chunks.
+# The trailing update of a segment is cut into at most this many row chunks.
 MAX_CHUNKS = 8
 
 
@@ -100,22 +101,24 @@ def transpose_rows(
     return _psum(rows, row_axis)
 
 
-def _chunks(c0: int, nloc: int, *, nb: int, pr: int, pc: int) -> list[tuple[int, int, int]]:
-    """Column chunks ``[lo, hi)`` of the local trailing columns, each with its first row.
+def _row_chunks(r1: int, c1: int, mloc: int, nloc: int, *, nb: int, pr: int, pc: int):
+    """Row chunks ``[lo, hi)`` of the local trailing rows, each with its last column.
 
-    The first local row of a chunk is the smallest, over all devices, that
-    holds a block row ``I >= J`` for the chunk's first block column ``J``
-    (device ``(pr-1, 0)`` has it).
+    The trailing columns of a chunk end at the last local column that can be on
+    or below the diagonal for one of its rows on some device (device ``(pr-1, 0)``
+    has the most): the GEMM of the chunk skips the columns wholly above it.
     """
-    blocks = (nloc - c0) // nb
-    if blocks <= 0:
+    blocks = (mloc - r1) // nb
+    if blocks <= 0 or c1 >= nloc:
         return []
     count = min(MAX_CHUNKS, blocks)
-    edges = [c0 // nb + (blocks * t) // count for t in range(count + 1)]
+    edges = [r1 // nb + (blocks * t) // count for t in range(count + 1)]
     out = []
-    for v0, v1 in zip(edges[:-1], edges[1:]):
-        u0 = max(0, -(-(v0 * pc - (pr - 1)) // pr))
-        out.append((v0 * nb, v1 * nb, u0 * nb))
+    for u0, u1 in zip(edges[:-1], edges[1:]):
+        last_row_block = (u1 - 1) * pr + pr - 1  # the largest global block row of the chunk
+        end = min(nloc, (last_row_block // pc + 1) * nb)
+        if end > c1:
+            out.append((u0 * nb, u1 * nb, end))
     return out
 
 
@@ -210,12 +213,14 @@ def _trailing_update(a, lseg, col_g, *, k1: int, seg: _Segment, g: _Grid):
     r1, c1 = (k1 // g.pr) * nb, (k1 // g.pc) * nb
     # L_seg^H for the trailing columns: one psum along mesh columns -> (nloc - c1, W)
     lt = transpose_rows(lseg, col_g[c1:], first_block=seg.k0, row_axis=g.row_axis, nb=nb)
-    for lo, hi, first in _chunks(c1, nloc, nb=nb, pr=g.pr, pc=g.pc):
-        top = max(first, r1)
-        if top >= mloc:
-            continue
-        upd = jnp.dot(lseg[top - seg.r0 :], lt[lo - c1 : hi - c1].conj().T, precision=g.precision)
-        a = add_block(a, (top, lo), -upd)
+    for lo, hi, end in _row_chunks(r1, c1, mloc, nloc, nb=nb, pr=g.pr, pc=g.pc):
+        # the chunk's rows of L_seg and the L_seg^H of its columns, read once the
+        # previous chunk is written (else XLA slices every chunk's operands first,
+        # and holds them all)
+        rows = lax.dynamic_slice_in_dim(lseg, after(lo - seg.r0, a), hi - lo, axis=0)
+        cols = lax.dynamic_slice_in_dim(lt, after(0, a), end - c1, axis=0)
+        upd = jnp.dot(rows, cols.conj().T, precision=g.precision)
+        a = add_block(a, (lo, c1), -upd)
     return a
 
 
@@ -264,7 +269,8 @@ def cholesky_block_cyclic(
         r0, c0 = (k0 // pr) * nb, (k0 // pc) * nb  # the segment's first local row / column
         wc = (w // pc) * nb  # local columns of the segment
         seg = _Segment(k0, r0, c0, wc, row_g[r0:], col_g[c0 : c0 + wc])
-        lseg = jnp.zeros((mloc - r0, w * nb), a.dtype)
+        # the segment's panels, made once the previous segment is done (else at the start)
+        lseg = zeros_after((mloc - r0, w * nb), a.dtype, a)
         step = functools.partial(_panel_step, g=g, seg=seg)
         a, lseg, bad = fori(0, w, step, (a, lseg, bad))
         if k0 + w < nbr:  # the trailing update of the columns after the segment

@@ -25,7 +25,12 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from ._axes import axis_size
+from ._axes import after, axis_size
+
+#: The 2D relayouts (:func:`to_block_cyclic_2d`) move a matrix this many row or
+#: column chunks at a time, each overwriting its own rows or columns: a device
+#: holds its block and a few chunks, never a second block.
+RELAYOUT_CHUNKS = 4
 
 
 @functools.cache
@@ -54,6 +59,30 @@ def _tables(blocks_per_device: int, p: int) -> tuple[np.ndarray, np.ndarray, int
     for d in range(p):
         keep[d] = [slot for _, slot in sorted(received[d])]
     return send, keep, slots
+
+
+@functools.cache
+def _inverse_tables(blocks_per_device: int, p: int) -> tuple[np.ndarray, np.ndarray]:
+    """The tables of :func:`_tables` inverted, for the way back (gathers, no scatter).
+
+    ``back[d, v]``: the local block of device ``d`` that goes in its send slot ``v``
+    (flattened ``(source, u)``; ``blocks_per_device`` marks an empty slot);
+    ``home[s, t]``: the received slot (flattened ``(destination, u)``) that brings
+    local block ``t`` of device ``s`` home.
+    """
+    table, keep, slots = _tables(blocks_per_device, p)
+    b = blocks_per_device
+    back = np.full((p, p * slots), b, dtype=np.int32)
+    for d in range(p):
+        back[d, keep[d]] = np.arange(b, dtype=np.int32)
+    home = np.zeros((p, b), dtype=np.int32)
+    for s in range(p):
+        for d in range(p):
+            for u in range(slots):
+                t = table[s, d, u]
+                if t < b:
+                    home[s, t] = d * slots + u
+    return back, home
 
 
 def relayout_fraction(blocks_per_device: int, p: int) -> float:
@@ -127,21 +156,100 @@ def from_block_cyclic(x: jax.Array, *, axis: int, axis_name: str | None, nb: int
         out = lax.all_to_all(send, axis_name, split_axis=1, concat_axis=1, tiled=True)
     else:
         table, keep, slots = _tables(b, p)
+        back, home = _inverse_tables(b, p)
         me = lax.axis_index(axis_name)
         # the forward map's received slots, in order, are exactly this device's blocks:
-        # scatter them back into slots and send each slot to the device it came from
-        slots_back = jnp.zeros((p * slots + 1, nb, *rest), x.dtype)
-        slots_back = slots_back.at[jnp.asarray(keep)[me]].set(x.reshape(b, nb, *rest))
-        send = slots_back[: p * slots].reshape(p, slots, nb, *rest)
+        # put them back into their slots (a gather; empty slots read the zero block b)
+        padded = jnp.concatenate([x.reshape(b, nb, *rest), jnp.zeros((1, nb, *rest), x.dtype)])
+        send = padded[jnp.asarray(back)[me]].reshape(p, slots, nb, *rest)
+        # send each slot to the device it came from
         recv = lax.all_to_all(send, axis_name, split_axis=0, concat_axis=0, tiled=True)
-        # slot u from device d holds local block table[me, d, u] (or nothing)
-        dest = jnp.asarray(table)[me].reshape(p * slots)
-        out = (
-            jnp.zeros((b + 1, nb, *rest), x.dtype)
-            .at[dest]
-            .set(recv.reshape(p * slots, nb, *rest))[:b]
-        )
+        # local block t came back in slot home[me, t] of the received ones
+        out = recv.reshape(p * slots, nb, *rest)[jnp.asarray(home)[me]]
     return jnp.moveaxis(out.reshape(b * nb, *rest), 0, axis)
+
+
+def _chunk_by_chunk(x: jax.Array, fn, *, axis: int, chunks: int) -> jax.Array:
+    """``fn`` applied to ``chunks`` slices of ``x`` along ``axis``, each written back in place.
+
+    ``fn`` must map a slice to one of the same shape that depends on that slice
+    alone (a permutation along the other axis). Each slice is read once the
+    previous one is written back (``after``), so a device holds ``x`` and the
+    work of one slice, not a second ``x``.
+    """
+    size = x.shape[axis]
+    chunks = max(1, min(chunks, size))
+    edges = [size * c // chunks for c in range(chunks + 1)]
+    for lo, hi in zip(edges[:-1], edges[1:]):
+        start = lo if lo == 0 else after(lo, x)
+        part = lax.dynamic_slice_in_dim(x, start, hi - lo, axis=axis)
+        x = lax.dynamic_update_slice_in_dim(x, fn(part), lo, axis=axis)
+    return x
+
+
+def _relayout_2d(x, row_fn, col_fn, *, row_axis, col_axis, nb, chunks, rows_first):
+    def rows(x):  # the row permutation, column slice by column slice
+        if axis_size(row_axis) == 1 or x.shape[0] == nb:
+            return x
+        fn = functools.partial(row_fn, axis=0, axis_name=row_axis, nb=nb)
+        return _chunk_by_chunk(x, fn, axis=1, chunks=chunks)
+
+    def cols(x):  # the column permutation, row slice by row slice
+        if axis_size(col_axis) == 1 or x.shape[1] == nb:
+            return x
+        fn = functools.partial(col_fn, axis=1, axis_name=col_axis, nb=nb)
+        return _chunk_by_chunk(x, fn, axis=0, chunks=chunks)
+
+    return cols(rows(x)) if rows_first else rows(cols(x))
+
+
+def to_block_cyclic_2d(
+    x: jax.Array,
+    *,
+    row_axis: str | None,
+    col_axis: str | None,
+    nb: int,
+    chunks: int = RELAYOUT_CHUNKS,
+) -> jax.Array:
+    """:func:`to_block_cyclic` along rows and then columns, in place.
+
+    The rows are permuted ``chunks`` column slices at a time and the columns
+    ``chunks`` row slices at a time, each slice written back over itself: the
+    same bytes as the two whole-block relayouts, in ``2·chunks`` all-to-alls, with
+    a fraction of their memory (a whole-block relayout holds two or three copies
+    of the block at once).
+    """
+    return _relayout_2d(
+        x,
+        to_block_cyclic,
+        to_block_cyclic,
+        row_axis=row_axis,
+        col_axis=col_axis,
+        nb=nb,
+        chunks=chunks,
+        rows_first=True,
+    )
+
+
+def from_block_cyclic_2d(
+    x: jax.Array,
+    *,
+    row_axis: str | None,
+    col_axis: str | None,
+    nb: int,
+    chunks: int = RELAYOUT_CHUNKS,
+) -> jax.Array:
+    """Inverse of :func:`to_block_cyclic_2d` (columns first, then rows), in place."""
+    return _relayout_2d(
+        x,
+        from_block_cyclic,
+        from_block_cyclic,
+        row_axis=row_axis,
+        col_axis=col_axis,
+        nb=nb,
+        chunks=chunks,
+        rows_first=False,
+    )
 
 
 def global_blocks(n_local_blocks: int, axis_name: str | None) -> jax.Array:

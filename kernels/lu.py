@@ -49,7 +49,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from ._axes import add_block, axis_index, axis_size, fori
+from ._axes import add_product, axis_index, axis_size, fori
 from .cyclic import global_blocks
 from .phases import cut
 from .pivots import apply_panel_swaps, exchange_rows, pivots_to_permutation, swap_sources
@@ -216,7 +216,7 @@ def _step(k, carry, *, w: _Window, row_axis, col_axis, nb: int, row_g, col_g, pr
     # update: A(k+1:, k+1:) -= A(k+1:, k) A(k, k+1:) on the rows below block row k
     l21 = l_blk[w.rows - w.top :]
     l21 = jnp.where((row_g[w.rows :] > k)[:, None], l21, jnp.zeros_like(l21))
-    a = add_block(a, (w.rows, w.cols), -jnp.dot(l21, u12, precision=precision))
+    a = add_product(a, (w.rows, w.cols), l21, u12, precision=precision, subtract=True)
     return a, piv
 
 

@@ -42,7 +42,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from ._axes import axis_index, axis_size, fori, set_block
+from ._axes import ROW_CHUNKS, add_block, after, axis_index, axis_size, fori
 from .cyclic import global_blocks
 
 
@@ -129,16 +129,37 @@ def _broadcast(x, j, owner, col_axis):
     return lax.psum(jax.tree.map(mask, x), col_axis)
 
 
-def _apply_h(sub, v, t, *, row_axis, precision, adjoint: bool):
-    """``V T Vᴴ sub`` (``adjoint``: ``V Tᴴ Vᴴ sub``) on local rows: what ``I - V T Vᴴ`` removes.
+def _reflect(x, start, v, t, *, keep, row_axis, precision, adjoint: bool):
+    """``x[r0:, c0:] -= V T Vᴴ x[r0:, c0:]`` (``adjoint``: ``V Tᴴ Vᴴ``), in place, by row chunks.
 
-    ``Vᴴ sub`` is summed over the mesh column: psum of ``(nb, cols)``.
+    ``V`` holds this device's rows of the reflectors (``x``'s local rows from
+    ``r0``). ``Vᴴ x`` is summed chunk by chunk and then over the mesh column
+    (psum of ``(nb, cols)``); the update ``V (T Vᴴ x)`` is written chunk by chunk.
+    ``keep``: ``(cols,)`` mask of the columns that take the update (``None``:
+    all). Each chunk is read once the previous one is done (``after``): a device
+    holds one chunk's rows and product, never the trailing matrix twice.
     """
-    w = jnp.dot(jnp.conj(v).T, sub, precision=precision)
+    r0, c0 = start
+    h, cols = v.shape[0], x.shape[1] - c0
+    chunks = max(1, min(ROW_CHUNKS, h // max(1, v.shape[1])))
+    edges = [h * c // chunks for c in range(chunks + 1)]
+    w = None
+    for lo, hi in zip(edges[:-1], edges[1:]):
+        at = r0 + lo if w is None else after(r0 + lo, w)
+        part = lax.dynamic_slice(x, (at, c0), (hi - lo, cols))
+        vw = jnp.dot(jnp.conj(v[lo:hi]).T, part, precision=precision)
+        w = vw if w is None else w + vw
     if row_axis is not None:
-        w = lax.psum(w, row_axis)  # psum along the mesh column -> (nb, cols): Vᴴ sub
+        w = lax.psum(w, row_axis)  # psum along the mesh column -> (nb, cols): Vᴴ x
     tt = jnp.conj(t).T if adjoint else t
-    return jnp.dot(v, jnp.dot(tt, w, precision=precision), precision=precision)
+    y = jnp.dot(tt, w, precision=precision)
+    for lo, hi in zip(edges[:-1], edges[1:]):
+        rows = lax.dynamic_slice_in_dim(v, after(lo, x), hi - lo)
+        upd = jnp.dot(rows, y, precision=precision)
+        if keep is not None:
+            upd = jnp.where(keep[None, :], upd, jnp.zeros_like(upd))
+        x = add_block(x, (r0 + lo, c0), -upd)
+    return x
 
 
 def qr_block_cyclic(
@@ -178,12 +199,14 @@ def qr_block_cyclic(
 
     for k0, k1 in stage_bounds(panels, stages):
         t0, c0 = k0 // pr, k0 // pc  # first local block row / column still in play
-        rows, cols = grow[t0 * nb :], gcol[c0 * nb :]
+        r0, cc0 = t0 * nb, c0 * nb
+        rows, cols = grow[r0:], gcol[cc0:]
 
-        def step(k, carry, t0=t0, c0=c0, rows=rows, cols=cols):
-            sub, ts = carry
-            owner, lc = k % pc, k // pc - c0  # the panel's mesh column and local column
-            panel = lax.dynamic_slice_in_dim(sub, lc * nb, nb, axis=1)
+        def step(k, carry, t0=t0, c0=c0, r0=r0, cc0=cc0, rows=rows, cols=cols):
+            a, ts = carry
+            owner, lc = k % pc, k // pc  # the panel's mesh column and local column
+            at = (r0, lc * nb)
+            panel = lax.dynamic_slice(a, at, (mloc - r0, nb))
 
             def factor(panel):
                 return _factor_panel(
@@ -206,17 +229,16 @@ def qr_block_cyclic(
             v, t = _broadcast((v, t), j, owner, col_axis)
             # the factored rows (>= k·nb) replace the panel on the owner column
             in_panel = (rows >= k * nb)[:, None] & (j == owner)
-            sub = lax.dynamic_update_slice_in_dim(
-                sub, jnp.where(in_panel, fact, panel), lc * nb, axis=1
-            )
+            a = lax.dynamic_update_slice(a, jnp.where(in_panel, fact, panel), at)
             # A22 -= V (Tᴴ (Vᴴ A22)) on the columns right of the panel
-            upd = _apply_h(sub, v, t, row_axis=row_axis, precision=precision, adjoint=True)
-            right = (cols >= (k + 1) * nb)[None, :]
-            sub = sub - jnp.where(right, upd, jnp.zeros_like(upd))
-            return sub, ts.at[k].set(t)
+            right = cols >= (k + 1) * nb
+            a = _reflect(
+                a, (r0, cc0), v, t, keep=right, row_axis=row_axis, precision=precision, adjoint=True
+            )
+            return a, ts.at[k].set(t)
 
-        sub, ts = fori(k0, k1, step, (a[t0 * nb :, c0 * nb :], ts))
-        a = set_block(a, (t0 * nb, c0 * nb), sub)
+        # the stage works in place on the whole block; its trailing part starts at (r0, cc0)
+        a, ts = fori(k0, k1, step, (a, ts))
     return a, ts
 
 
@@ -230,14 +252,27 @@ def form_q(
     nb: int,
     stages: int,
     precision: lax.PrecisionLike,
+    ready: jax.Array | None = None,
 ) -> jax.Array:
     """``Q = H_1···H_K [I; 0]``: the reflectors of :func:`qr_block_cyclic` applied to the identity.
+
+    Where ``Q`` has ``h``'s shape (``m x n`` with ``m >= n``, mode ``"reduced"``),
+    it is formed in place of ``h``, as LAPACK's ``orgqr`` forms it over ``A``:
+    panel ``k`` (last to first) reads its reflectors, puts identity columns in
+    their place and applies ``H_k`` to the columns from ``k·nb`` on, which hold
+    ``Q``'s columns already; the columns left of the panel still hold the
+    reflectors of the panels to come and are not touched. ``R`` (the upper
+    triangle of ``h``) must have been read before: ``ready`` is a value made from
+    it, which the first panel waits for. Otherwise ``H_K``..``H_1`` are applied to
+    an identity of ``q_cols`` columns.
 
     Args:
       h, ts: the results of :func:`qr_block_cyclic` (``K = ts.shape[0]``).
       q_cols: local columns of ``Q`` (its global columns, a multiple of
         ``nb·pc``, over ``pc``), block-cyclic like ``h``'s.
       row_axis, col_axis, nb, stages, precision: as for :func:`qr_block_cyclic`.
+      ready: where ``Q`` overwrites ``h``, a value that must exist first (``None``:
+        no order).
 
     Returns:
       The ``(m/pr, q_cols)`` local block of ``Q`` in block-cyclic order.
@@ -246,26 +281,47 @@ def form_q(
     j = axis_index(col_axis)
     grow = global_index(h.shape[0], row_axis, nb)
     gcol = global_index(q_cols, col_axis, nb)
-    q = (grow[:, None] == gcol[None, :]).astype(h.dtype)
+    in_place = q_cols == h.shape[1]
+    q = h if in_place else (grow[:, None] == gcol[None, :]).astype(h.dtype)
 
     for k0, k1 in reversed(stage_bounds(ts.shape[0], stages)):
         # H_k0..H_K leave rows and columns < k0·nb of the identity alone
-        t0, c0 = k0 // pr, k0 // pc
-        rows, stored = grow[t0 * nb :], h[t0 * nb :]
+        r0, cc0 = (k0 // pr) * nb, (k0 // pc) * nb
+        rows = grow[r0:]
 
-        def step(s, sub, k1=k1, rows=rows, stored=stored):
+        def step(s, q, k1=k1, r0=r0, cc0=cc0, rows=rows):
             k = k1 - 1 - s  # panels in reverse order
             owner, lc = k % pc, k // pc
-            panel = lax.dynamic_slice_in_dim(stored, lc * nb, nb, axis=1)
+            if not in_place:
+                panel = lax.dynamic_slice(h, (r0, lc * nb), (h.shape[0] - r0, nb))
+            else:
+                start = r0 if ready is None else after(r0, ready)
+                panel = lax.dynamic_slice(q, (start, lc * nb), (h.shape[0] - r0, nb))
             # psum along the mesh row -> this device row's rows of V_k, everywhere
             v = _broadcast(_local_v(panel, rows, k, nb), j, owner, col_axis)
-            # Q <- (I - V T Vᴴ) Q
-            return sub - _apply_h(
-                sub, v, ts[k], row_axis=row_axis, precision=precision, adjoint=False
+            keep = None
+            if in_place:
+                # once V_k is read: the panel's columns become the identity's (owner
+                # column), and only the columns from the panel on take H_k
+                cols_g = lax.dynamic_slice_in_dim(gcol, lc * nb, nb)
+                ident = (grow[:, None] == cols_g[None, :]).astype(q.dtype)
+                at = (0, after(lc * nb, v))  # (the rows span the block: no order there)
+                cur = lax.dynamic_slice(q, at, (h.shape[0], nb))
+                q = lax.dynamic_update_slice(q, jnp.where(j == owner, ident, cur), at)
+                keep = gcol[cc0:] >= k * nb
+            # Q <- (I - V T Vᴴ) Q, in place on the stage's trailing part
+            return _reflect(
+                q,
+                (r0, cc0),
+                v,
+                ts[k],
+                keep=keep,
+                row_axis=row_axis,
+                precision=precision,
+                adjoint=False,
             )
 
-        sub = fori(0, k1 - k0, step, q[t0 * nb :, c0 * nb :])
-        q = set_block(q, (t0 * nb, c0 * nb), sub)
+        q = fori(0, k1 - k0, step, q)
     return q
 
 
@@ -312,19 +368,26 @@ def apply_q(
     bounds = stage_bounds(ts.shape[0], stages)
     for k0, k1 in bounds if adjoint else reversed(bounds):
         # H_k0..H_k1-1 leave the rows < k0·nb alone
-        t0 = k0 // pr
-        rows, stored = grow[t0 * nb :], h[t0 * nb :]
+        r0 = (k0 // pr) * nb
+        rows = grow[r0:]
 
-        def step(s, sub, k0=k0, k1=k1, rows=rows, stored=stored):
+        def step(s, x, k0=k0, k1=k1, r0=r0, rows=rows):
             k = k0 + s if adjoint else k1 - 1 - s
             owner, lc = k % pc, k // pc
-            panel = lax.dynamic_slice_in_dim(stored, lc * nb, nb, axis=1)
+            panel = lax.dynamic_slice(h, (r0, lc * nb), (h.shape[0] - r0, nb))
             # psum along the mesh row -> this device row's rows of V_k, everywhere
             v = _broadcast(_local_v(panel, rows, k, nb), j, owner, col_axis)
-            return sub - _apply_h(
-                sub, v, ts[k], row_axis=row_axis, precision=precision, adjoint=adjoint
+            # x <- (I - V T Vᴴ) x (Tᴴ for Qᴴ), in place on the rows from r0
+            return _reflect(
+                x,
+                (r0, 0),
+                v,
+                ts[k],
+                keep=None,
+                row_axis=row_axis,
+                precision=precision,
+                adjoint=adjoint,
             )
 
-        sub = fori(0, k1 - k0, step, x[t0 * nb :])
-        x = set_block(x, (t0 * nb, 0), sub)
+        x = fori(0, k1 - k0, step, x)
     return x

@@ -17,15 +17,24 @@ which order its terms come.
 
 Cost per device: the bytes ``distla.matmul.model_bytes`` gives (A's block
 row and B's block column less the device's own share); it holds the
-operands' blocks, C's block, and one panel pair.
+operands' blocks, C's block, one panel pair and one row chunk of the step's
+product.
 
-The loop is a real loop, one gather pair and one GEMM per step, with nothing
-carried but C: carrying the next step's panels (double buffering) makes XLA
-copy both panels in and out of the loop state every step, and on CPU, where a
-collective runs on the device's own thread, it overlaps nothing. A stays in
-its own layout (no transpose): the A-panel is gathered along its columns, so
-the GEMM is a plain row-major ``(m/pr, k/panels) @ (k/panels, n/pc)``, which
-XLA:CPU hands to its fastest GEMM (a transposed operand is not).
+The loop is a real loop, one gather pair per step, with nothing carried but
+C: carrying the next step's panels (double buffering) makes XLA copy both
+panels in and out of the loop state every step, and on CPU, where a
+collective runs on the device's own thread, it overlaps nothing. A's slices
+are read where they lie (a rearranged copy of A would be one more share of
+memory) and gathered along a new leading axis, whose result is contiguous
+(gathered along its columns, XLA lays out the A-panel column-major and then
+copies it, or copies all of A). The product is added into C in
+``ROW_CHUNKS`` row chunks by an inner loop, each a plain row-major
+``(m/pr/ROW_CHUNKS, k/panels) @ (k/panels, n/pc)`` GEMM (XLA:CPU hands that to
+its fastest GEMM; a transposed operand it does not) written into C in place:
+the whole product of a step would be one more share of C. A loop, not a data
+dependence that orders unrolled chunks (``_axes.after``): the kernel stays
+linear in A and in B, so ``jax.linear_transpose`` (``lax.custom_linear_solve``'s
+transpose of a product) can transpose it.
 """
 
 from __future__ import annotations
@@ -36,7 +45,11 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from ._axes import all_gather, axis_size, fori
+from ._axes import all_gather, axis_index, axis_size, fori
+
+#: The product of a step is added into C in this many row chunks, so that the
+#: step holds a quarter of C's block for it rather than all of it.
+ROW_CHUNKS = 4
 
 
 def summa_k_multiple(pr: int, pc: int, panels: int) -> int:
@@ -81,19 +94,48 @@ def summa_local(
             f"summa_local: local blocks {a_blk.shape} and {b_blk.shape} do not split into "
             f"{chunks} chunks x {panels} panels"
         )
-    # A's slices of one step side by side and contiguous: (panels, m/pr, ca*w)
-    a_r = a_blk.reshape(mb, ca, panels, w).transpose(2, 0, 1, 3).reshape(panels, mb, ca * w)
     b_r = b_blk.reshape(cb, panels, w, nb)
+    # row chunks of the product (one step, the one-gather product of small operands: one)
+    q = 1 if panels == 1 else max(d for d in range(1, ROW_CHUNKS + 1) if mb % d == 0)
+    mq = mb // q
 
-    def product(s):
-        a_piece = lax.dynamic_index_in_dim(a_r, s, 0, keepdims=False)
+    def step(s, c):
+        # slice s of each of A's k-chunks, read in place: (m/pr, ca*w)
+        pieces = [
+            lax.dynamic_slice_in_dim(a_blk, (t * panels + s) * w, w, axis=1) for t in range(ca)
+        ]
+        a_piece = pieces[0] if ca == 1 else jnp.concatenate(pieces, axis=1)
         b_piece = lax.dynamic_index_in_dim(b_r, s, 1, keepdims=False).reshape(cb * w, nb)
-        # all_gather over col -> (m/pr, L*w): A-panel, slice s of every k-chunk
-        a_pan = all_gather(a_piece, col_axis, axis=1, tiled=True)
+        # all_gather over col -> (pc, m/pr, ca*w): the A-panel, slice s of every k-chunk,
+        # device by device (contiguous; read below as (m/pr, L*w), k in chunk order)
+        a_pan = all_gather(a_piece, col_axis, axis=0, tiled=False)
         # all_gather over row -> (L*w, n/pc): B-panel, the same k indices in the same order
         b_pan = all_gather(b_piece, row_axis, axis=0, tiled=True)
-        return jnp.dot(a_pan, b_pan, precision=precision)
+
+        def add_rows(r, c):  # C[rows] += A-panel[rows] @ B-panel, in place
+            lo = r * mq
+            rows = lax.dynamic_slice_in_dim(a_pan, lo, mq, axis=1)
+            rows = rows.transpose(1, 0, 2).reshape(mq, chunks * w)
+            part = lax.dynamic_slice_in_dim(c, lo, mq, axis=0)
+            prod = jnp.dot(rows, b_pan, precision=precision)
+            return lax.dynamic_update_slice_in_dim(c, part + prod, lo, axis=0)
+
+        # a loop over the row chunks, so that one chunk's product is added before the
+        # next is computed (unrolled, XLA computes every chunk's GEMM first and holds
+        # their products at once)
+        return add_rows(0, c) if q == 1 else fori(0, q, add_rows, c)
 
     # A real loop (not unrolled): XLA would otherwise hoist every gather to the
-    # start and hold all panels at once. Step 0's product starts C.
-    return fori(1, panels, lambda s, acc: acc + product(s), product(0))
+    # start and hold all panels at once.
+    axes = tuple(x for x in (row_axis, col_axis) if x is not None)
+    dtype = jnp.result_type(a_blk, b_blk)
+    c = jnp.zeros((mb, nb), dtype)
+    if axes:
+        # C's zeros made once B is there: XLA makes an operand-free zeros first thing
+        # in the program, and a product at its end (eigh's Q Z) would hold its C
+        # from the start. B's first entry, selected where no device is, keeps the
+        # kernel linear in B.
+        c = lax.pcast(c, axes, to="varying")
+        first = jnp.broadcast_to(b_blk[0, 0].astype(dtype), (mb, nb))
+        c = jnp.where(axis_index(axes[0]) < 0, first, c)
+    return step(0, c) if panels == 1 else fori(0, panels, step, c)

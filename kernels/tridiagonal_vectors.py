@@ -20,8 +20,7 @@ them, ``n x W`` numbers.
   residuals. A fixed number of sweeps, one loop body.
 - **Layout** (:func:`to_columns`). The ranges are then laid out as the 1D
   column blocks ``[r·b, (r+1)·b)``: each device takes the columns it lacks
-  from its two neighbours, at most ``g`` from each (two collective-permutes
-  of ``n x g``).
+  from its two neighbours (two collective-permutes of ``n x W``).
 
 A cluster wider than the guard ``g`` can still straddle a cut; its vectors
 from the two sides are then orthogonal only to about ``eps·‖T‖/gap``. The
@@ -36,10 +35,14 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from ._axes import axis_index, axis_size, highest_precision
+from ._axes import after, axis_index, axis_size, fori, highest_precision, solve_left
 
 #: Inverse-iteration sweeps (LAPACK's ``xSTEIN`` stops after at most five).
 SWEEPS = 2
+#: Inverse iteration solves a window's rows this many chunks at a time (and the
+#: Cholesky QR applies ``L⁻¹`` to a quarter as many column chunks), each written back
+#: in place: the whole window at once holds several copies of it.
+CHUNKS = 16
 
 
 def rank_of(axis_names: tuple[str, ...]) -> jax.Array:
@@ -100,47 +103,49 @@ def start_vectors(index: jax.Array, n: int, dtype) -> jax.Array:
     return (h >> 8).astype(dtype) / (1 << 24) - 0.5
 
 
-#: Rows solved together in :func:`inverse_iteration`: the batched tridiagonal solve
-#: takes its three diagonals and right-hand sides as ``rows x n`` operands, so a whole
-#: window at once held four times the window (12 of the 18 shares of svd's vectors at
-#: n = 512 on 2x4); in chunks they hold four times a chunk.
-SOLVE_ROWS = 32
+def _rows_per_chunk(k: int) -> int:
+    """Rows a chunk of :func:`inverse_iteration` solves at once: a divisor of ``k``
+    near ``k/CHUNKS`` (at least 32), or all ``k`` when none is."""
+    target = max(32, -(-k // CHUNKS))
+    if k <= target:
+        return k
+    best = max(c for c in range(1, target + 1) if k % c == 0)
+    return best if 2 * best >= target else k
 
 
 @highest_precision
 def inverse_iteration(d, e, shift, x) -> jax.Array:
     """Rows ``xᵢ ← (T − σᵢ I)⁻¹ xᵢ`` normalized (``σᵢ`` a few ulps of ``‖T‖`` below
-    ``shift[i]``, so that ``T − σᵢ I`` is never exactly singular, ``T = λI`` included),
-    :data:`SOLVE_ROWS` rows at a time."""
+    ``shift[i]``, so that ``T − σᵢ I`` is never exactly singular, ``T = λI`` included).
+
+    LAPACK's batched ``gtsv`` overwrites a copy of ``T``'s three diagonals for
+    every row it solves, four ``n``-vectors a row: the rows go ``CHUNKS`` at a
+    time (a loop), each chunk written back in place, so that a device holds one
+    chunk's copies, not four more windows.
+    """
     n = d.shape[0]
     k = x.shape[0]
     off = jnp.where(jnp.arange(n) < n - 1, e, 0)
     t_norm = jnp.max(jnp.abs(d)) + 2 * jnp.max(jnp.abs(off))
     sigma = shift - 4 * jnp.finfo(d.dtype).eps * jnp.where(t_norm > 0, t_norm, 1)
-    rows = min(k, SOLVE_ROWS)
-    chunks = -(-k // rows)
+    rows = _rows_per_chunk(k)
 
-    def solve(chunk):
-        s, b = chunk
+    def solve(t, x):
+        at = t * rows
+        xs = lax.dynamic_slice_in_dim(x, at, rows)
+        sig = lax.dynamic_slice_in_dim(sigma, at, rows)
         lower = jnp.broadcast_to(jnp.pad(off[:-1], (1, 0)), (rows, n))
         upper = jnp.broadcast_to(off, (rows, n))
-        return lax.linalg.tridiagonal_solve(
-            lower, d[None, :] - s[:, None], upper, b[:, :, None], perturb_singular=True
+        y = lax.linalg.tridiagonal_solve(
+            lower, d[None, :] - sig[:, None], upper, xs[:, :, None], perturb_singular=True
         )[:, :, 0]
+        y = y / jnp.max(jnp.abs(y), axis=1, keepdims=True)  # then no square overflows
+        y = y / jnp.linalg.norm(y, axis=1, keepdims=True)
+        return lax.dynamic_update_slice_in_dim(x, jnp.where(jnp.isfinite(y), y, 0), at, axis=0)
 
-    if chunks == 1:
-        x = solve((sigma, x))
-    else:  # one chunk after the other (zero rows pad the last; they solve to zero)
-        pad = chunks * rows - k
-        s_c = jnp.pad(sigma, (0, pad)).reshape(chunks, rows)
-        x_c = jnp.pad(x, ((0, pad), (0, 0))).reshape(chunks, rows, n)
-        x = lax.map(solve, (s_c, x_c)).reshape(chunks * rows, n)[:k]
-    x = x / jnp.max(jnp.abs(x), axis=1, keepdims=True)  # then no square overflows
-    x = x / jnp.linalg.norm(x, axis=1, keepdims=True)
-    return jnp.where(jnp.isfinite(x), x, 0)
+    return solve(0, x) if rows == k else fori(0, k // rows, solve, x)
 
 
-@highest_precision
 def window_vectors(d, e, w, first, *, width: int) -> jax.Array:
     """``n x width`` orthonormal eigenvectors of ``T`` for eigenvalues ``w[first:first+width]``.
 
@@ -148,6 +153,13 @@ def window_vectors(d, e, w, first, *, width: int) -> jax.Array:
     not eigenvectors of anything new; the caller ignores them). They come
     after the real ones, so orthonormalizing in order leaves those alone.
     """
+    return window_rows(d, e, w, first, width=width).T
+
+
+@highest_precision
+def window_rows(d, e, w, first, *, width: int) -> jax.Array:
+    """:func:`window_vectors` as rows, ``width x n``: the vectors as inverse iteration
+    makes them (their transpose would be one more window on the device)."""
     n = d.shape[0]
     index = first + jnp.arange(width, dtype=jnp.int32)
     shift = w[jnp.minimum(index, n - 1)]
@@ -157,7 +169,7 @@ def window_vectors(d, e, w, first, *, width: int) -> jax.Array:
 
     x = orthonormal_rows(lax.fori_loop(0, SWEEPS, sweep, start_vectors(index, n, d.dtype)))
     # the shift leaves each row's norm² about 1/(1 + δ): unit rows again
-    return (x / jnp.linalg.norm(x, axis=1, keepdims=True)).T
+    return x / jnp.linalg.norm(x, axis=1, keepdims=True)
 
 
 @highest_precision
@@ -165,46 +177,57 @@ def orthonormal_rows(x: jax.Array) -> jax.Array:
     """``L⁻¹ x`` with ``x xᵀ + δI = L Lᵀ``: the rows of ``x`` orthonormalized in order
     (Cholesky QR, GEMM-rich; ``jnp.linalg.qr`` inside ``shard_map`` is far slower
     on the CPU backend). The shift ``δ = width·eps`` keeps the factor finite for
-    nearly dependent rows; a second pass then orthonormalizes to rounding."""
-    width = x.shape[0]
+    nearly dependent rows; a second pass then orthonormalizes to rounding.
+    ``L⁻¹`` is applied ``CHUNKS`` column chunks at a time, each written back in
+    place (the solve of all of ``x`` would be a second ``x``)."""
+    width, n = x.shape
     gram = jnp.dot(x, x.T, precision=lax.Precision.HIGHEST)
     gram = gram + width * jnp.finfo(x.dtype).eps * jnp.eye(width, dtype=x.dtype)
     low = jnp.linalg.cholesky(gram)
-    return lax.linalg.triangular_solve(low, x, left_side=True, lower=True)
+    chunks = max(1, min(CHUNKS // 4, n // 32))
+    edges = [n * c // chunks for c in range(chunks + 1)]
+    for lo, hi in zip(edges[:-1], edges[1:]):
+        start = lo if lo == 0 else after(lo, x)
+        part = lax.dynamic_slice_in_dim(x, start, hi - lo, axis=1)
+        x = lax.dynamic_update_slice_in_dim(x, solve_left(low, part, lower=True), lo, axis=1)
+    return x
 
 
-def to_columns(z_win, bounds, *, block: int, axis_names: tuple[str, ...]) -> jax.Array:
+def to_columns(rows, bounds, *, block: int, guard: int, axis_names: tuple[str, ...]) -> jax.Array:
     """This device's ``n x block`` columns ``[r·block, (r+1)·block)`` of the basis.
 
-    ``z_win`` holds the columns ``[bounds[r], bounds[r+1])`` from its first
-    column on (``width = block + 2·guard`` columns). A bound moves at most
-    ``guard`` from its nominal place, so a device's columns come from itself and
-    at most ``guard`` from each neighbour: the left one's columns from
-    ``r·block`` on (the end of its range), the right one's first ``guard``. Each
-    device sends its neighbours just those (two collective-permutes of
-    ``n x guard``) and picks its columns from the three pieces.
+    ``rows`` (``W x n``, ``W = block + 2·guard``; :func:`window_rows`) holds the
+    vectors ``[bounds[r], bounds[r+1])`` from its first row on. A bound moves at
+    most ``guard`` from its nominal place, so the vectors a device lacks are the
+    at most ``guard`` just before ``bounds[r]`` (the left neighbour's, which it
+    sends) and the at most ``guard`` from ``bounds[r+1]`` (the right neighbour's
+    first): two collective-permutes of ``guard x n``, not of whole windows.
     """
-    n, width = z_win.shape
-    guard = (width - block) // 2
+    width, n = rows.shape
     devices = bounds.shape[0] - 1
     r = rank_of(axis_names)
-    j = r * block + jnp.arange(block, dtype=jnp.int32)
-    src = jnp.clip(jnp.searchsorted(bounds, j, side="right") - 1, 0, devices - 1)
-    own = jnp.take(z_win, jnp.clip(j - bounds[r], 0, width - 1), axis=1)
-    cols = jnp.where((src == r)[None, :], own, 0)
-    if devices > 1 and guard > 0:
+    j = r * block + jnp.arange(block, dtype=jnp.int32)  # the columns this device returns
+    lo, hi = bounds[r], bounds[r + 1]
+    g = max(1, min(guard, width))
+    if devices > 1:
         names, lin = ppermute_index(axis_names)
-        # to the right neighbour: its columns [(r+1)·block, bounds[r+1]), which this
-        # device computed at the end of its range; to the left one: this range's first
-        zero = jnp.int32(0)
-        tail = lax.dynamic_slice(z_win, (zero, (r + 1) * block - bounds[r]), (n, guard))
-        from_left = lax.ppermute(tail, names, [(lin[s], lin[s + 1]) for s in range(devices - 1)])
-        head = z_win[:, :guard]
-        from_right = lax.ppermute(head, names, [(lin[s + 1], lin[s]) for s in range(devices - 1)])
-        left = jnp.take(from_left, jnp.clip(j - r * block, 0, guard - 1), axis=1)
-        right = jnp.take(
-            from_right, jnp.clip(j - bounds[jnp.minimum(r + 1, devices)], 0, guard - 1), axis=1
-        )
-        cols = jnp.where((src == r - 1)[None, :], left, cols)
-        cols = jnp.where((src == r + 1)[None, :], right, cols)
-    return jnp.where((j < n)[None, :], cols, 0)
+        # for the right neighbour: its columns from (r+1)·block that this range holds
+        start = jnp.clip((r + 1) * block - lo, 0, width - g)
+        for_right = lax.dynamic_slice_in_dim(rows, start, g)
+        # collective-permute to the right -> the left neighbour's vectors from r·block
+        left = lax.ppermute(for_right, names, [(lin[s], lin[s + 1]) for s in range(devices - 1)])
+        # collective-permute to the left -> the right neighbour's first vectors (from hi)
+        right = lax.ppermute(rows[:g], names, [(lin[s + 1], lin[s]) for s in range(devices - 1)])
+    else:
+        left = right = rows[:g]
+
+    def pick(x, at):
+        return jnp.take(x, jnp.clip(at, 0, x.shape[0] - 1), axis=0)
+
+    mine = jnp.where(
+        (j < lo)[:, None],
+        pick(left, j - r * block),
+        jnp.where((j < hi)[:, None], pick(rows, j - lo), pick(right, j - hi)),
+    )
+    ok = (j < n) & jnp.where(j < lo, lo - j <= g, jnp.where(j < hi, j - lo < width, j - hi < g))
+    return jnp.where(ok[:, None], mine, 0).T

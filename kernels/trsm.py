@@ -39,7 +39,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from ._axes import add_block, axis_index, axis_size, fori
+from ._axes import add_block, add_product, axis_index, axis_size, fori, solve_left
 from .cyclic import global_blocks
 from .phases import cut
 from .pivots import apply_all_panel_swaps, pivots_to_permutation
@@ -91,9 +91,7 @@ def _rest(k: int, *, lower: bool, p: int, nb: int, mloc: int) -> tuple[int, int]
 
 
 def _solve_block(tkk, rhs, *, lower, unit_diagonal):
-    return lax.linalg.triangular_solve(
-        tkk, rhs, left_side=True, lower=lower, unit_diagonal=unit_diagonal
-    )
+    return solve_left(tkk, rhs, lower=lower, unit_diagonal=unit_diagonal)
 
 
 def _block_of(s, *, lower: bool, nbr: int):
@@ -223,7 +221,7 @@ def trsm_many(
         if hi > lo:  # B[rows still to solve] -= T[those rows, block column k] x_k
             rows = (row_g[lo:hi] > k) if lower else (row_g[lo:hi] < k)
             tk = jnp.where(rows[:, None], col[lo - top : hi - top], 0)
-            b = add_block(b, (lo,), -jnp.dot(tk, xk, precision=precision))
+            b = add_product(b, (lo, 0), tk, xk, precision=precision, subtract=True)
         return b
 
     for s0, s1 in phases(nbr, pr, lower=lower, max_phases=MAX_PHASES):

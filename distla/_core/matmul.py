@@ -62,15 +62,23 @@ def auto_panels(grid: Grid, m: int, k: int, n: int, itemsize: int) -> int | None
 
 
 def default_panels(grid: Grid, k: int) -> int:
-    """SUMMA steps: one block of A per step, as in textbook SUMMA.
+    """SUMMA steps: ``4·max(pr, pc)``, so that each panel is at most a quarter of a block.
 
-    With ``max(pr, pc)`` steps each A-panel is no larger than A's local block
-    and each B-panel no larger than B's, so a device holds about twice its
-    share of the operands whatever the mesh shape (on an 8x1 mesh one panel
-    would be all of B). Fewer steps only when k is too short to cut that fine.
+    The A-panel of a step is ``pc/panels`` of A's local block and the B-panel
+    ``pr/panels`` of B's, so with ``4·max(pr, pc)`` steps the pair holds at most
+    half a share of memory, whatever the mesh shape (with one step, an 8x1 mesh
+    would gather all of B onto every device). Fewer steps (``2·max(pr, pc)``, then
+    ``max(pr, pc)``) where more would pad ``k`` further (each padding is a copy of
+    both operands), and fewer still when ``k`` is too short to cut that fine.
     """
     chunks = math.lcm(grid.pr, grid.pc)
-    return max(1, min(max(grid.pr, grid.pc), -(-k // chunks)))
+    base = max(grid.pr, grid.pc)
+    most = max(1, -(-k // chunks))  # slices at least one column wide
+    least_padding = round_up(k, chunks * min(base, most))
+    for steps in (4 * base, 2 * base):
+        if steps <= most and round_up(k, chunks * steps) == least_padding:
+            return steps
+    return min(base, most)
 
 
 def product(

@@ -27,7 +27,7 @@ import numpy as np
 from jax import lax
 from jax.sharding import PartitionSpec as P
 
-from distla.kernels.cyclic import from_block_cyclic, relayout_fraction, to_block_cyclic
+from distla.kernels.cyclic import from_block_cyclic_2d, relayout_fraction, to_block_cyclic_2d
 from distla.kernels.qr import form_q, global_index, qr_block_cyclic, stage_bounds
 from distla.kernels.tsqr import tsqr_local
 
@@ -147,8 +147,7 @@ def _householder(a, *, mode, call: Plan):
         a = constrain(jnp.pad(a.astype(dtype), ((0, m_pad - m), (0, n_pad - n))), blocks)
 
         def kernel(a_blk):
-            x = to_block_cyclic(a_blk, axis=0, axis_name=row, nb=nb)
-            x = to_block_cyclic(x, axis=1, axis_name=col, nb=nb)
+            x = to_block_cyclic_2d(a_blk, row_axis=row, col_axis=col, nb=nb)
             h, ts = qr_block_cyclic(
                 x,
                 row_axis=row,
@@ -161,8 +160,9 @@ def _householder(a, *, mode, call: Plan):
             grow = global_index(h.shape[0], row, nb)
             gcol = global_index(h.shape[1], col, nb)
             r = jnp.where(grow[:, None] <= gcol[None, :], h, jnp.zeros((), h.dtype))
-            out = [r]
+            out = [from_block_cyclic_2d(r, row_axis=row, col_axis=col, nb=nb)]
             if want_q:
+                # in place of h where Q has its shape, once R is read from it and moved
                 q = form_q(
                     h,
                     ts,
@@ -172,10 +172,10 @@ def _householder(a, *, mode, call: Plan):
                     nb=nb,
                     stages=stages,
                     precision=HIGHEST,
+                    ready=out[0],
                 )
-                out.append(q)
-            out = [from_block_cyclic(x, axis=1, axis_name=col, nb=nb) for x in out]
-            return tuple(from_block_cyclic(x, axis=0, axis_name=row, nb=nb) for x in out)
+                out.append(from_block_cyclic_2d(q, row_axis=row, col_axis=col, nb=nb))
+            return tuple(out)
 
         outs = shard_map(
             kernel, in_specs=blocks, out_specs=(blocks,) * (1 + want_q), check_vma=False

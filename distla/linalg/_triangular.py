@@ -21,7 +21,7 @@ import jax.numpy as jnp
 import jax.scipy.linalg as jsl
 from jax import lax
 
-from distla.kernels.cyclic import from_block_cyclic, to_block_cyclic
+from distla.kernels.cyclic import from_block_cyclic_2d, to_block_cyclic_2d
 from distla.kernels.trsm import trsm_few, trsm_many
 
 from .._core import route
@@ -60,7 +60,7 @@ def triangular_solve(a, b, *, call: Plan, trans, lower, unit_diagonal):
             t = to_cyclic(a_blk, grid, nb)
             if trans:
                 t = t.T.conj() if trans == 2 else t.T
-            x = to_block_cyclic(b_blk, axis=0, axis_name=rows, nb=nb)
+            x = to_block_cyclic_2d(b_blk, row_axis=rows, col_axis=None, nb=nb)
             x = trsm(
                 t,
                 x,
@@ -71,7 +71,7 @@ def triangular_solve(a, b, *, call: Plan, trans, lower, unit_diagonal):
                 nb=nb,
                 precision=HIGHEST,
             )
-            return from_block_cyclic(x, axis=0, axis_name=rows, nb=nb)
+            return from_block_cyclic_2d(x, row_axis=rows, col_axis=None, nb=nb)
 
         x = shard_map(kernel, in_specs=(blocks, rhs.spec), out_specs=rhs.spec, check_vma=False)(
             a, rhs.pad(b, n_pad, dtype)

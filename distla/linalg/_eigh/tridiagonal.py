@@ -35,12 +35,13 @@ from distla.kernels._axes import round_up
 from distla.kernels.bidiagonal import reduce_to_bidiagonal
 from distla.kernels.tridiagonal import bisect, reduce_columns
 from distla.kernels.tridiagonal_vectors import (
+    CHUNKS,
     cuts,
     inverse_iteration,
     rank_of,
     start_vectors,
     to_columns,
-    window_vectors,
+    window_rows,
 )
 
 from ..._core.checks import is_traced
@@ -175,11 +176,13 @@ def _vectors_of_tridiagonal(d, e, w, *, grid, spec):
     axes = tuple(name for name in (grid.col, grid.row) if name is not None)
     block = -(-n // grid.size)
     guard = block // 4
+    # whole chunks of inverse iteration (the rows past the range are never read)
+    width = round_up(block + 2 * guard, CHUNKS)
 
     def kernel(d, e, w):
         bounds = cuts(w, devices=grid.size, block=block, guard=guard)
-        window = window_vectors(d, e, w, bounds[rank_of(axes)], width=block + 2 * guard)
-        return to_columns(window, bounds, block=block, axis_names=axes)
+        window = window_rows(d, e, w, bounds[rank_of(axes)], width=width)
+        return to_columns(window, bounds, block=block, guard=guard, axis_names=axes)
 
     z = shard_map(kernel, in_specs=(P(), P(), P()), out_specs=P(None, axes), check_vma=False)(
         d, e, w

@@ -18,7 +18,12 @@ import jax.numpy as jnp
 from jax import lax
 from jax.sharding import PartitionSpec as P
 
-from distla.kernels.cyclic import from_block_cyclic, relayout_fraction, to_block_cyclic
+from distla.kernels.cyclic import (
+    from_block_cyclic_2d,
+    global_blocks,
+    relayout_fraction,
+    to_block_cyclic_2d,
+)
 from distla.kernels.lu import lu_block_cyclic
 from distla.kernels.lu import phases as lu_phases
 from distla.kernels.trsm import lu_solve_block_cyclic
@@ -36,8 +41,14 @@ def _factor_local(a_blk, *, grid: Grid, nb: int):
 
 def _solve_local(lu_cyc, piv, b_blk, *, grid: Grid, nb: int, trans: int, few: bool):
     rows = grid.row if trans == 0 else grid.col
-    b = to_block_cyclic(b_blk, axis=0, axis_name=rows, nb=nb)
-    x = lu_solve_block_cyclic(
+    # the rows to block-cyclic order and back in place, column slice by column slice
+    b = to_block_cyclic_2d(b_blk, row_axis=rows, col_axis=None, nb=nb)
+    x = _solve_cyclic(lu_cyc, piv, b, grid=grid, nb=nb, trans=trans, few=few)
+    return from_block_cyclic_2d(x, row_axis=rows, col_axis=None, nb=nb)
+
+
+def _solve_cyclic(lu_cyc, piv, b, *, grid: Grid, nb: int, trans: int, few: bool):
+    return lu_solve_block_cyclic(
         lu_cyc,
         piv,
         b,
@@ -48,7 +59,22 @@ def _solve_local(lu_cyc, piv, b_blk, *, grid: Grid, nb: int, trans: int, few: bo
         nb=nb,
         precision=HIGHEST,
     )
-    return from_block_cyclic(x, axis=0, axis_name=rows, nb=nb)
+
+
+def _identity_cyclic(shape, dtype, *, n: int, grid: Grid, nb: int, few: bool):
+    """This device's block of the ``n``-column identity, rows in block-cyclic order.
+
+    ``shape`` is the local ``(rows, columns)`` of the right-hand sides (padded);
+    the columns are contiguous over the mesh columns (all of them when ``few``).
+    Made from iotas where it lies: no identity is built and then moved.
+    """
+    rows, cols = shape
+    row_g = jnp.repeat(global_blocks(rows // nb, grid.row), nb) * nb + jnp.tile(
+        jnp.arange(nb, dtype=jnp.int32), rows // nb
+    )
+    first = 0 if few or grid.col is None else lax.axis_index(grid.col) * cols
+    col_g = first + jnp.arange(cols, dtype=jnp.int32)
+    return ((row_g[:, None] == col_g[None, :]) & (col_g[None, :] < n)).astype(dtype)
 
 
 @functools.partial(jax.jit, static_argnames=("call",))
@@ -127,9 +153,32 @@ def solve(a, b, *, call: Plan):
 
 @functools.partial(jax.jit, static_argnames=("call",))
 def inv(a, *, call: Plan):
-    """``a^-1``: [`solve`][distla.linalg.solve] against the identity, made in the right-hand sides'
-    layout."""
-    return solve(a, jnp.eye(a.shape[0], dtype=call.dtype), call=call)
+    """``a^-1``: the solve against the identity, which each device makes in place.
+
+    The identity's rows are made in the solve's block-cyclic order and the
+    solution overwrites them, so a device holds its block of ``a``, of the
+    factors and of the inverse, not a fourth block of identity.
+    """
+    grid, dtype = call.grid, call.dtype
+    n = a.shape[0]
+    nb, n_pad = blocking(grid, n, call.block_size)
+    blocks = grid.block_spec
+    rhs = rhs_of(grid, (n, n), 0)
+
+    def body(a):
+        a = constrain(pad_identity(a.astype(dtype), n_pad), blocks)
+
+        def kernel(a_blk):
+            lu, piv = _factor_local(a_blk, grid=grid, nb=nb)
+            cols = rhs.k_pad if rhs.few else rhs.k_pad // grid.pc
+            b = _identity_cyclic((lu.shape[0], cols), dtype, n=n, grid=grid, nb=nb, few=rhs.few)
+            x = _solve_cyclic(lu, piv, b, grid=grid, nb=nb, trans=0, few=rhs.few)
+            return from_block_cyclic_2d(x, row_axis=grid.row, col_axis=None, nb=nb)
+
+        x = shard_map(kernel, in_specs=blocks, out_specs=rhs.spec, check_vma=False)(a)
+        return rhs.crop(x)
+
+    return run_on_mesh(body, grid.mesh, result_spec(grid, (n, n)), a)
 
 
 def _unpack(lu: jax.Array, dtype) -> tuple[jax.Array, jax.Array]:
@@ -367,11 +416,6 @@ def model_bytes(
     Returns:
       Bytes received per device, comparable to
       ``distla.cost(...).total_collective_bytes``.
-
-    Examples:
-      >>> import distla, jax.numpy as jnp, numpy as np
-      >>> distla.linalg.lu_model_bytes(8192, (2, 4), jnp.float32) > 0
-      True
     """
     pr, pc = grid
     mesh = jax.sharding.AbstractMesh((pr, pc), ("r", "c"))
