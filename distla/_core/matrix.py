@@ -171,8 +171,8 @@ def triu(x: jax.Array, k: int = 0) -> jax.Array:
 
 def hermitian_from(a: jax.Array, *, symmetrize: bool, lower: bool) -> jax.Array:
     """The Hermitian matrix ``eigh`` reads: ``(a + aᴴ)/2``, or one triangle of ``a`` mirrored."""
-    if symmetrize:
-        return (a + jnp.conj(a.T)) / 2
+    if symmetrize:  # halves first: a + aᴴ overflows for entries beyond half the largest
+        return a / 2 + jnp.conj(a.T) / 2
     tri = tril(a, -1) if lower else triu(a, 1)
     return tri + jnp.conj(tri.T) + jnp.where(diag_mask(a), jnp.real(a), 0).astype(a.dtype)
 

@@ -24,7 +24,7 @@ from .._core.mesh import fitting_spec, is_explicit, run_on_mesh
 from .._core.one_device import block_layout
 from .._core.plan import Plan
 from . import _svd
-from ._qdwh import out_specs, polar_2d
+from ._qdwh import out_specs, polar_2d, pow2_scale
 
 
 @functools.partial(jax.jit, static_argnames=("mesh",))
@@ -73,7 +73,11 @@ def _polar_on_one_device(a, side, method, eps, max_iterations):
         return jsl.polar(a, side, method="svd")
     m, n = a.shape
     x = a if m >= n else jnp.conj(a.T)
-    w, h, _, _ = lax.linalg.qdwh(x, max_iterations=max_iterations, eps=eps)
+    # jax's QDWH returns u = h = 0 for a matrix of norm near the dtype's largest (its
+    # norm estimates overflow): run it on x scaled by a power of two (exact), h back
+    scale = pow2_scale(x)
+    w, h, _, _ = lax.linalg.qdwh(x * scale.astype(x.dtype), max_iterations=max_iterations, eps=eps)
+    h = h / scale.astype(h.dtype)
     u = w if m >= n else jnp.conj(w.T)
     if (side == "right") == (m >= n):  # the factor qdwh returned is this side's
         return u, h
@@ -82,7 +86,7 @@ def _polar_on_one_device(a, side, method, eps, max_iterations):
         if side == "left"
         else jnp.matmul(jnp.conj(u.T), a, precision=HIGHEST)
     )
-    return u, (p + jnp.conj(p.T)) / 2
+    return u, p / 2 + jnp.conj(p.T) / 2  # halves first: no overflow near the largest
 
 
 def _explicit_batch(a) -> bool:
@@ -139,13 +143,32 @@ def _check(what, a, **options):
         raise ShapeError(f"{what}: a must have at least 2 dimensions; got shape {a.shape}")
 
 
+def _scaled_qdwh_polar(x, *, side, eps, max_iterations):
+    """jax's QDWH polar of one matrix ``x``, run on ``x`` scaled by a power of two.
+
+    jax's QDWH returns ``u = p = 0`` for a matrix of norm near the dtype's largest
+    (1e38 in float32: its norm estimates overflow); the scale is exact, ``u`` is the
+    same for ``x·s`` and ``p`` is scaled back."""
+    scale = pow2_scale(x)
+    u, p = jax.scipy.linalg.polar(
+        x * scale.astype(x.dtype), side=side, method="qdwh", eps=eps, max_iterations=max_iterations
+    )
+    return u, p / scale.astype(p.dtype)
+
+
 def _jax_polar(a, *, side, method, eps, max_iterations):
     """``jax.scipy.linalg.polar`` (unsharded operands, stacks, ``method="svd"``)."""
 
     def ref(x):
-        return jax.scipy.linalg.polar(
-            x, side=side, method=method, eps=eps, max_iterations=max_iterations
+        if method != "qdwh" or x.size == 0:
+            return jax.scipy.linalg.polar(
+                x, side=side, method=method, eps=eps, max_iterations=max_iterations
+            )
+        sig = "(m,n)->(m,n),(n,n)" if side == "right" else "(m,n)->(m,n),(m,m)"
+        scaled = functools.partial(
+            _scaled_qdwh_polar, side=side, eps=eps, max_iterations=max_iterations
         )
+        return jnp.vectorize(scaled, signature=sig)(x)
 
     if 0 not in a.shape and _explicit_batch(a):
         return _auto_axes_polar(ref, a, side)

@@ -56,7 +56,10 @@ def pow2_scale(x: jax.Array) -> jax.Array:
     real = jnp.finfo(x.dtype).dtype
     mx = jnp.max(jnp.abs(x))
     _, e = jnp.frexp(mx)
-    top = jnp.finfo(real).maxexp - 2
+    # clipped to ±(maxexp - 8): with the scale at the last normal binade (2⁻¹²⁶ for
+    # float32 entries near 1e38) XLA folds ((a + aᴴ)/2)·s into (a + aᴴ)·(s/2), s/2 is
+    # subnormal, XLA:CPU flushes it to zero, and eigh returned every eigenvalue as 0
+    top = jnp.finfo(real).maxexp - 8
     ok = (mx > 0) & jnp.isfinite(mx)
     return jnp.where(ok, jnp.ldexp(jnp.ones((), real), jnp.clip(-e, -top, top)), jnp.ones((), real))
 

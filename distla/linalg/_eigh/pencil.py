@@ -126,11 +126,11 @@ def _selected(out, sel, vectors, what, *, mesh=None):
 
 
 def _dense_standard(c, sel, vectors):
-    c = (c + _ct(c)) / 2
+    c = c / 2 + _ct(c) / 2  # halves first: c + cᴴ overflows near the dtype's largest
     what = "distla.linalg.eigh"
     if not vectors:
-        return _selected(jnp.linalg.eigvalsh(c), sel, False, what)
-    return _selected(tuple(jnp.linalg.eigh(c)), sel, True, what)
+        return _selected(jnp.linalg.eigvalsh(c, symmetrize_input=False), sel, False, what)
+    return _selected(tuple(jnp.linalg.eigh(c, symmetrize_input=False)), sel, True, what)
 
 
 def _dense_trsm(low, y, trans):
