@@ -13,8 +13,12 @@ calls ``jax.distributed.initialize`` accordingly. See docs/multiprocess.md.
 from __future__ import annotations
 
 import atexit
+import contextlib
+import errno
 import os
+import socket
 import sys
+import threading
 import time
 import traceback
 from collections.abc import Sequence
@@ -30,6 +34,15 @@ ENV_PROCESS_ID = "JAX_PROCESS_ID"
 # A folder where a failing process notes when it failed (set by ``python -m distla
 # launch``, which reports the process that failed first, not the first to exit).
 ENV_FAILURES = "DISTLA_LAUNCH_FAILURES"
+# The run's timeouts in seconds, when not passed to init_distributed (set by
+# ``python -m distla launch --init-timeout / --heartbeat-timeout / --shutdown-timeout``).
+ENV_INIT_TIMEOUT = "DISTLA_INIT_TIMEOUT"
+ENV_HEARTBEAT_TIMEOUT = "DISTLA_HEARTBEAT_TIMEOUT"
+ENV_SHUTDOWN_TIMEOUT = "DISTLA_SHUTDOWN_TIMEOUT"
+# Their defaults: jax.distributed.initialize's own.
+INIT_TIMEOUT = 300
+HEARTBEAT_TIMEOUT = 100
+SHUTDOWN_TIMEOUT = 300
 
 # MPI launchers: (process count, rank, local rank) variables.
 _MPI_ENVS = {
@@ -97,8 +110,10 @@ def init_distributed(
     local_device_ids: int | Sequence[int] | None = None,
     cluster_detection_method: str | None = None,
     cpu_collectives: str | None = "gloo",
-    initialization_timeout: int = 300,
-    exit_on_uncaught_exception: bool = False,
+    initialization_timeout: int | None = None,
+    exit_on_uncaught_exception: bool | None = None,
+    heartbeat_timeout: int | None = None,
+    shutdown_timeout: int | None = None,
 ) -> DistributedInfo:
     """Join the other processes of a multi-process run (``jax.distributed``).
 
@@ -147,16 +162,29 @@ def init_distributed(
         (for example ``"mpi4py"``); forces jax's detection to run.
       cpu_collectives: ``"gloo"`` (default), ``"mpi"``, or ``None`` to
         leave jax's setting alone.
-      initialization_timeout: seconds to wait for all processes to connect.
-      exit_on_uncaught_exception: opt in (default off: nothing in this
-        process is replaced unless asked). In a run of several processes,
-        install ``sys.excepthook`` and ``sys.exit`` hooks that end the process
-        at once after an uncaught exception (status 1, traceback printed) or
-        ``sys.exit(nonzero)``. Without them, a failing process waits in jax's
-        shutdown barrier (up to 5 minutes) for peers that are themselves stuck
-        in a collective waiting for it, and no launcher sees the failure; so
-        scripts run by ``python -m distla launch`` (the demo among them) ask
-        for it. A clean exit still waits for the others.
+      initialization_timeout: seconds to wait for the coordinator and for
+        every process to join it (default: ``DISTLA_INIT_TIMEOUT``, else
+        300, jax's). A process that cannot reach the coordinator raises a
+        ``TimeoutError`` naming the address it tried; while the processes
+        gather, each says on stderr, after 10 s and again just before the
+        deadline, what it is still waiting for (jax ends the process at the
+        deadline: "another task died" is that).
+      exit_on_uncaught_exception: what a failing process does in a run of
+        several processes. By default (``None``), an uncaught exception ends
+        it at once: Python prints the traceback, then an ``atexit`` handler
+        leaves with status 1 instead of waiting in jax's shutdown barrier
+        (up to ``shutdown_timeout``) for peers that are themselves stuck in a
+        collective waiting for it; nothing of the caller's is replaced.
+        ``True`` also replaces ``sys.excepthook`` and ``sys.exit``, so that
+        ``sys.exit(nonzero)`` ends the process at once too (with its
+        status). ``False``: jax's behaviour, the barrier. A clean exit always
+        waits for the others (process 0's coordinator must outlive them).
+      heartbeat_timeout: seconds after which the coordinator declares a
+        silent process dead and the others fail (default:
+        ``DISTLA_HEARTBEAT_TIMEOUT``, else 100, jax's).
+      shutdown_timeout: seconds a process that exits waits in jax's shutdown
+        barrier for the others (default: ``DISTLA_SHUTDOWN_TIMEOUT``, else
+        300, jax's).
 
     Returns:
       A ``DistributedInfo(process_id, num_processes, coordinator_address,
@@ -167,7 +195,11 @@ def init_distributed(
         coordinator address), not integers, out of range, or disagree with
         the already running distributed state.
       RuntimeError: a jax backend was started before this call (for example
-        by ``jax.devices()``) and a multi-process run was asked for.
+        by ``jax.devices()``) and a multi-process run was asked for; or, in
+        process 0, the coordinator's port is taken (the message names it, and
+        ``python -m distla launch --port`` / ``JAX_COORDINATOR_ADDRESS``).
+      TimeoutError: the coordinator could not be reached within
+        ``initialization_timeout`` (the message names the address).
 
     See also:
       ``jax.distributed.initialize``; ``python -m distla launch`` and
@@ -192,6 +224,13 @@ def init_distributed(
             f"init_distributed: cpu_collectives must be 'gloo', 'mpi' or None; got "
             f"{cpu_collectives!r}"
         )
+    init_s = _timeout(
+        "initialization_timeout", initialization_timeout, ENV_INIT_TIMEOUT, INIT_TIMEOUT
+    )
+    beat_s = _timeout(
+        "heartbeat_timeout", heartbeat_timeout, ENV_HEARTBEAT_TIMEOUT, HEARTBEAT_TIMEOUT
+    )
+    stop_s = _timeout("shutdown_timeout", shutdown_timeout, ENV_SHUTDOWN_TIMEOUT, SHUTDOWN_TIMEOUT)
     if jax.distributed.is_initialized():
         return _already_running(num_processes, process_id)
     found = _settings(
@@ -199,9 +238,12 @@ def init_distributed(
     )
     if isinstance(found, DistributedInfo):  # one process: nothing to start
         return found
-    info = _start(found, cpu_collectives, initialization_timeout)
-    if exit_on_uncaught_exception and info.num_processes > 1:
-        _install_fail_fast_hook(info.process_id)
+    info = _start(found, cpu_collectives, init_s, beat_s, stop_s)
+    if exit_on_uncaught_exception is not False and info.num_processes > 1:
+        if exit_on_uncaught_exception:
+            _install_fail_fast_hook(info.process_id)
+        else:
+            atexit.register(_exit_after_uncaught, info.process_id)  # runs before jax's
     return info
 
 
@@ -303,11 +345,22 @@ def _without_detection(found: _Settings) -> _Settings | DistributedInfo:
     return found._replace(detect="deactivate")
 
 
-def _start(found: _Settings, cpu_collectives, initialization_timeout) -> DistributedInfo:
-    """``jax.distributed.initialize`` with ``found``; the state it started."""
+def _start(
+    found: _Settings, cpu_collectives, init_s: int, beat_s: int, stop_s: int
+) -> DistributedInfo:
+    """``jax.distributed.initialize`` with ``found`` and the timeouts (seconds); the state
+    it started."""
     coordinator_address, num_processes, process_id, local_device_ids, detect, source = found
     if cpu_collectives is not None:
         jax.config.update("jax_cpu_collectives_implementation", cpu_collectives)
+    watch = None
+    if detect == "deactivate":  # we know the address: check it before jax aborts on it
+        start = time.monotonic()
+        if process_id == 0:
+            _check_port_free(coordinator_address)
+        else:
+            _wait_for_coordinator(coordinator_address, process_id, num_processes, init_s)
+        watch = _Watch(coordinator_address, process_id, num_processes, init_s, start)
     try:
         jax.distributed.initialize(
             coordinator_address=coordinator_address,
@@ -315,7 +368,9 @@ def _start(found: _Settings, cpu_collectives, initialization_timeout) -> Distrib
             process_id=process_id,
             local_device_ids=local_device_ids,
             cluster_detection_method=detect,
-            initialization_timeout=initialization_timeout,
+            initialization_timeout=init_s,
+            heartbeat_timeout_seconds=beat_s,
+            shutdown_timeout_seconds=stop_s,
         )
     except RuntimeError as err:
         if "before any JAX calls" in str(err):
@@ -325,6 +380,9 @@ def _start(found: _Settings, cpu_collectives, initialization_timeout) -> Distrib
                 "process. Call distla.init_distributed() first thing in the program."
             ) from err
         raise
+    finally:
+        if watch is not None:
+            watch.stop()
     if detect in ("slurm", "ompi"):  # what jax's detection read, without starting a backend
         prefix = "SLURM" if detect == "slurm" else "OMPI_COMM_WORLD"
         count, rank = ("NTASKS", "PROCID") if detect == "slurm" else ("SIZE", "RANK")
@@ -335,6 +393,162 @@ def _start(found: _Settings, cpu_collectives, initialization_timeout) -> Distrib
     global _started
     _started = DistributedInfo(process_id, num_processes, coordinator_address, source)
     return _started
+
+
+def _timeout(name: str, value: int | None, env: str, default: int) -> int:
+    """A timeout in whole seconds: the argument, else the environment, else the default."""
+    if value is None:
+        value = _int_env(env)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(
+            f"init_distributed: {name} must be a whole number of seconds >= 1; got {value!r}"
+        )
+    return value
+
+
+def _host_port(address: str) -> tuple[str, int]:
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit():
+        raise ValueError(
+            f"init_distributed: the coordinator address {address!r} is not host:port "
+            f"(set {ENV_COORDINATOR}=host:port of process 0, or pass coordinator_address=)"
+        )
+    return host.strip("[]") or "0.0.0.0", int(port)
+
+
+def port_in_use(port: int, host: str = "") -> bool:
+    """Whether a server could not listen on ``host:port`` now (``""``: every interface).
+
+    The probe binds as jax's coordinator does (``[::]:port``, dual-stack,
+    ``SO_REUSEADDR``), and only "address in use" counts: a host or family this
+    machine cannot bind (no IPv6) leaves the answer to the next probe.
+    """
+    for family, where in ((socket.AF_INET6, host or "::"), (socket.AF_INET, host or "0.0.0.0")):
+        try:
+            probe = socket.socket(family, socket.SOCK_STREAM)
+        except OSError:
+            continue
+        with probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6:
+                with contextlib.suppress(OSError):
+                    probe.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+            try:
+                probe.bind((where, port))
+            except OSError as err:
+                if err.errno == errno.EADDRINUSE:
+                    return True
+                continue
+            return False
+    return False
+
+
+def _check_port_free(address: str) -> None:
+    """Process 0 hosts the coordinator on ``address``'s port: fail clearly if it is taken.
+
+    jax's coordinator binds every interface (``[::]:port``, or
+    ``JAX_COORDINATOR_BIND_ADDRESS``); on a taken port gRPC only logs "Failed to
+    add port to server" and the process dies with a segmentation fault.
+    """
+    bind_env = os.environ.get("JAX_COORDINATOR_BIND_ADDRESS")
+    host, port = _host_port(bind_env) if bind_env else ("", _host_port(address)[1])
+    if port_in_use(port, host):
+        raise RuntimeError(
+            f"init_distributed: process 0 hosts the coordinator on port {port}, but that port "
+            "is in use on this machine (another program listens on it). Pick a free port: "
+            "python -m distla launch --port PORT (or leave --port out: the launcher takes a "
+            f"free one), or {ENV_COORDINATOR}=host:PORT in every process."
+        )
+
+
+def _wait_for_coordinator(
+    address: str, process_id: int, num_processes: int, timeout: float
+) -> None:
+    """Connect to the coordinator's port until it answers, or raise ``TimeoutError``.
+
+    jax itself waits ``timeout`` and then ends the process with "another task
+    died", which does not say what was waited for.
+    """
+    host, port = _host_port(address)
+    deadline = time.monotonic() + timeout
+    said = False
+    last: OSError | None = None
+    while True:
+        try:
+            with socket.create_connection((host, port), timeout=min(2.0, timeout)):
+                return
+        except OSError as err:
+            last = err
+        left = deadline - time.monotonic()
+        if left <= 0:
+            break
+        if not said and timeout - left > 10:
+            _note(process_id, f"still waiting for the coordinator at {address} (process 0)")
+            said = True
+        time.sleep(min(0.2, left))
+    raise TimeoutError(
+        f"init_distributed: process {process_id} of {num_processes} waited {timeout:g} s for "
+        f"the coordinator at {address} (process 0 of the run) and could not connect "
+        f"({last}). Is process 0 running, with the same {ENV_COORDINATOR}, and is that "
+        "host:port reachable from here? (initialization_timeout / "
+        f"{ENV_INIT_TIMEOUT} / launch --init-timeout)"
+    )
+
+
+def _note(process_id: int, what: str) -> None:
+    print(f"[distla] process {process_id}: {what}", file=sys.stderr, flush=True)
+
+
+class _Watch:
+    """Says on stderr what ``jax.distributed.initialize`` is waiting for, while it waits.
+
+    After 10 s, and again shortly before the ``initialization_timeout``
+    deadline (at which jax ends the process with "another task died").
+    """
+
+    def __init__(self, address, process_id, num_processes, timeout, start):
+        self._done = threading.Event()
+        what = (
+            f"waiting for all {num_processes} processes to join the coordinator at {address}"
+            f" (this process: {process_id})"
+        )
+
+        def run():
+            deadline = start + timeout
+            if self._done.wait(max(0.0, min(10.0, timeout / 2) - (time.monotonic() - start))):
+                return
+            _note(process_id, f"{what} ...")
+            if self._done.wait(max(0.0, deadline - time.monotonic() - min(2.0, timeout / 10))):
+                return
+            _note(
+                process_id,
+                f"{what}: still not all there after {timeout:g} s (initialization_timeout); "
+                "jax ends the process now. Did every process start, with the same "
+                f"{ENV_COORDINATOR} and {ENV_NUM_PROCESSES}={num_processes}?",
+            )
+
+        self._thread = threading.Thread(target=run, daemon=True, name="distla-init-watch")
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._done.set()
+
+
+def _exit_after_uncaught(process_id: int) -> None:
+    """``atexit``: leave at once if the program ends on an uncaught exception.
+
+    Python has printed the traceback and recorded the exception in
+    ``sys.last_value`` (``sys.last_exc`` from 3.12) before it runs the
+    ``atexit`` handlers; this one is registered after jax's, so it runs first
+    and skips jax's shutdown barrier (see ``init_distributed``).
+    """
+    exc = getattr(sys, "last_exc", None) or getattr(sys, "last_value", None)
+    if exc is None or isinstance(exc, (KeyboardInterrupt, SystemExit)):
+        return
+    _leaving(process_id, f"uncaught {type(exc).__name__}")
+    os._exit(1)
 
 
 _exit_status: list = [None]  # what sys.exit was last called with (see below)

@@ -121,6 +121,106 @@ def test_a_failing_process_ends_the_run(how, status, message):
     assert f"[launch] process 1 exited with status {status}" in proc.stderr, _explain(proc)
 
 
+_FAIL_WITH_DEFAULTS = """
+import sys
+import distla
+
+info = distla.init_distributed()  # the defaults: no hook asked for
+import jax
+import jax.numpy as jnp
+from jax.experimental import multihost_utils
+
+multihost_utils.sync_global_devices("both started")
+if info.process_id == 1:
+    raise RuntimeError("process 1 fails on purpose")
+multihost_utils.sync_global_devices("never completes")  # process 0 waits for process 1
+print("unreachable", flush=True)
+"""
+
+
+@needs_gloo
+def test_a_failing_process_ends_the_run_with_the_defaults(tmp_path):
+    # Issue 42: with init_distributed()'s defaults, a process that raised waited in jax's
+    # shutdown barrier (5 minutes) while its peer waited for it in a collective. Now it
+    # prints its traceback and leaves at once; the launcher stops the peer.
+    script = _script(tmp_path, _FAIL_WITH_DEFAULTS)
+    proc, seconds = launch("-n", "2", "--timeout", "100", "--", script, timeout=130)
+    assert proc.returncode == 1, _explain(proc)  # process 1's status, not the timeout's 124
+    assert seconds < 60, seconds
+    assert "[p1] RuntimeError: process 1 fails on purpose" in proc.stderr, _explain(proc)
+    assert "[p1] Traceback (most recent call last):" in proc.stderr, _explain(proc)
+    assert "[launch] process 1 exited with status 1" in proc.stderr, _explain(proc)
+    assert "unreachable" not in proc.stdout
+
+
+def _python(code: str, *, timeout: float, env: dict[str, str] | None = None):
+    """``python -c code`` in a fresh process (its own jax); (result, seconds)."""
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("JAX_COORDINATOR",
+            "JAX_NUM_PROCESSES", "JAX_PROCESS_ID", "DISTLA_"))}  # fmt: skip
+    t0 = time.monotonic()
+    proc = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        cwd=ROOT, env={**base, **(env or {})}, capture_output=True, text=True, timeout=timeout,
+    )  # fmt: skip
+    return proc, time.monotonic() - t0
+
+
+def test_a_coordinator_port_in_use_is_a_clear_error():
+    # Process 0 hosts the coordinator; on a taken port jax's gRPC server only logged
+    # "Failed to add port to server" and the process died of a segmentation fault.
+    proc, _ = _python(
+        """
+        import socket, distla
+        busy = socket.socket(); busy.bind(("127.0.0.1", 0)); busy.listen()
+        port = busy.getsockname()[1]
+        try:
+            distla.init_distributed(f"127.0.0.1:{port}", 2, 0, initialization_timeout=10)
+        except RuntimeError as err:
+            print("ERROR", port, err)
+        """,
+        timeout=120,
+    )
+    assert proc.returncode == 0, _explain(proc)
+    _, port, message = proc.stdout.split(" ", 2)
+    assert f"port {port}, but that port is in use" in message, _explain(proc)
+    assert "python -m distla launch --port" in message
+
+
+def test_an_unreachable_coordinator_says_what_was_waited_for():
+    # jax waited initialization_timeout, then ended the process with "another task died".
+    port = _launch.free_port()  # nobody listens there
+    proc, seconds = _python(
+        f"""
+        import distla
+        try:
+            distla.init_distributed("127.0.0.1:{port}", 2, 1, initialization_timeout=3)
+        except TimeoutError as err:
+            print("ERROR", err)
+        """,
+        timeout=120,
+    )
+    assert proc.returncode == 0, _explain(proc)
+    assert proc.stdout.startswith("ERROR"), _explain(proc)
+    assert f"waited 3 s for the coordinator at 127.0.0.1:{port}" in proc.stdout
+    assert "initialization_timeout" in proc.stdout and "another task died" not in proc.stderr
+
+
+@needs_gloo
+def test_a_process_waiting_for_missing_peers_says_so():
+    # process 0 alone of 2: jax ends it at the deadline; distla says what it waited for
+    port = _launch.free_port()
+    proc, _ = _python(
+        f"""
+        import distla
+        distla.init_distributed("127.0.0.1:{port}", 2, 0, initialization_timeout=4)
+        """,
+        timeout=120,
+    )
+    assert proc.returncode != 0
+    assert "waiting for all 2 processes to join the coordinator at" in proc.stderr, _explain(proc)
+    assert "still not all there after 4 s (initialization_timeout)" in proc.stderr
+
+
 @needs_gloo
 def test_demo_under_the_launcher_prints_one_table():
     proc, _ = launch(
@@ -269,6 +369,82 @@ def test_launcher_terminated_stops_its_processes(tmp_path):
             os.kill(int(f.read_text()), 0)  # no orphan left behind
 
 
+def test_launch_port_in_use_is_a_clear_error(tmp_path, capfd):
+    import socket
+
+    script = _script(tmp_path, "print('started')\n")
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        status, out, err, _ = launch_here(capfd, "-n", "2", "--port", str(port), script)
+    assert status == _launch.USAGE_STATUS, err
+    assert f"[launch] port {port} is in use on this machine" in err
+    assert "--port" in err.split("in use", 1)[1]
+    assert "started" not in out  # nothing was started
+
+
+def test_launcher_killed_takes_its_processes_along(tmp_path):
+    # SIGKILL (the OOM killer, a CI timeout) gives the launcher no chance to stop its
+    # processes: each asks Linux for a parent-death signal before it runs the script.
+    if not sys.platform.startswith("linux"):
+        pytest.skip("parent-death signals are Linux's")
+    script = _script(
+        tmp_path,
+        f"""
+        import os, time
+        open(os.path.join({str(tmp_path)!r}, "pid" + os.environ["JAX_PROCESS_ID"]), "w").write(
+            str(os.getpid()))
+        time.sleep(120)
+        """,
+    )
+    launcher = subprocess.Popen(
+        [sys.executable, "-m", "distla", "launch", "-n", "2", script],
+        cwd=ROOT,
+        stderr=subprocess.DEVNULL,
+    )
+    pid_files = [tmp_path / "pid0", tmp_path / "pid1"]
+    deadline = time.monotonic() + 30
+    while not all(f.exists() and f.read_text() for f in pid_files):
+        assert time.monotonic() < deadline and launcher.poll() is None, "children did not start"
+        time.sleep(0.05)
+    launcher.kill()
+    launcher.wait(timeout=30)
+    pids = [int(f.read_text()) for f in pid_files]
+    deadline = time.monotonic() + 10
+    while any(_alive(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    alive = [pid for pid in pids if _alive(pid)]
+    for pid in alive:  # do not leave them behind if the test fails
+        os.kill(pid, 9)
+    assert not alive, f"processes {alive} outlived their launcher"
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie, killed but not reaped by its new parent, does not)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_launch_passes_the_timeouts(tmp_path, capfd):
+    script = _script(
+        tmp_path,
+        """
+        import os
+        print(*(os.environ.get(k, "-") for k in ("DISTLA_INIT_TIMEOUT",
+              "DISTLA_HEARTBEAT_TIMEOUT", "DISTLA_SHUTDOWN_TIMEOUT")))
+        """,
+    )
+    status, out, err, _ = launch_here(
+        capfd, "-n", "1", "--init-timeout", "20", "--shutdown-timeout", "7.5", script
+    )
+    assert status == 0, err
+    assert out.split() == ["[p0]", "20", "-", "8"]
+
+
 @pytest.mark.parametrize(
     "argv, command",
     [
@@ -388,7 +564,7 @@ def test_init_distributed_errors(clean_env, env, kwargs, match):
 
 @pytest.mark.parametrize("asked", [False, True], ids=["default", "asked"])
 def test_init_distributed_replaces_exit_hooks_only_when_asked(clean_env, asked):
-    """Nothing in the caller's process changes unless exit_on_uncaught_exception=True."""
+    """sys.excepthook and sys.exit are replaced only with exit_on_uncaught_exception=True."""
     import jax
 
     from distla import distributed
@@ -398,11 +574,48 @@ def test_init_distributed_replaces_exit_hooks_only_when_asked(clean_env, asked):
     clean_env.setattr(sys, "exit", exit_)
     clean_env.setattr(distributed, "_started", None)
     clean_env.setattr(jax.distributed, "initialize", lambda **kwargs: None)  # no real run
-    clean_env.setattr(distributed.atexit, "register", lambda fn: None)
+    clean_env.setattr(distributed, "_wait_for_coordinator", lambda *args: None)  # nor its peer
+    registered = []
+    clean_env.setattr(distributed.atexit, "register", lambda fn, *args: registered.append(fn))
     kwargs = {"exit_on_uncaught_exception": True} if asked else {}
     info = init_distributed("127.0.0.1:1", 2, 1, cpu_collectives=None, **kwargs)
     assert info == DistributedInfo(1, 2, "127.0.0.1:1", "arguments")
     assert (sys.excepthook is not hook, sys.exit is not exit_) == (asked, asked)
+    # by default an atexit handler alone ends a process that fails (nothing replaced)
+    assert (distributed._exit_after_uncaught in registered) == (not asked)
+
+
+@pytest.mark.parametrize(
+    "kwargs, env, expected",
+    [
+        pytest.param({}, {}, (300, 100, 300), id="jax-defaults"),
+        pytest.param({"initialization_timeout": 9, "heartbeat_timeout": 8, "shutdown_timeout": 7},
+                     {"DISTLA_INIT_TIMEOUT": "1"}, (9, 8, 7), id="arguments"),
+        pytest.param({}, {"DISTLA_INIT_TIMEOUT": "20", "DISTLA_HEARTBEAT_TIMEOUT": "30",
+                          "DISTLA_SHUTDOWN_TIMEOUT": "40"}, (20, 30, 40), id="environment"),
+    ],
+)  # fmt: skip
+def test_init_distributed_timeouts(clean_env, kwargs, env, expected):
+    import jax
+
+    from distla import distributed
+
+    seen = {}
+    clean_env.setattr(distributed, "_started", None)
+    clean_env.setattr(jax.distributed, "initialize", lambda **kw: seen.update(kw))
+    clean_env.setattr(distributed, "_wait_for_coordinator", lambda *args: None)
+    clean_env.setattr(distributed.atexit, "register", lambda fn, *args: None)
+    for key, value in env.items():
+        clean_env.setenv(key, value)
+    init_distributed("127.0.0.1:1", 2, 1, cpu_collectives=None, **kwargs)
+    got = tuple(seen[k] for k in ("initialization_timeout", "heartbeat_timeout_seconds",
+                                  "shutdown_timeout_seconds"))  # fmt: skip
+    assert got == expected
+
+
+def test_init_distributed_rejects_a_bad_timeout(clean_env):
+    with pytest.raises(ValueError, match="heartbeat_timeout must be a whole number of seconds"):
+        init_distributed("127.0.0.1:1", 2, 1, heartbeat_timeout=0)
 
 
 def test_init_distributed_after_jax_started(clean_env):

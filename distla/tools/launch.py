@@ -27,7 +27,16 @@ import time
 from collections.abc import Sequence
 from typing import IO
 
-from distla.distributed import ENV_COORDINATOR, ENV_FAILURES, ENV_NUM_PROCESSES, ENV_PROCESS_ID
+from distla.distributed import (
+    ENV_COORDINATOR,
+    ENV_FAILURES,
+    ENV_HEARTBEAT_TIMEOUT,
+    ENV_INIT_TIMEOUT,
+    ENV_NUM_PROCESSES,
+    ENV_PROCESS_ID,
+    ENV_SHUTDOWN_TIMEOUT,
+    port_in_use,
+)
 
 from .argtypes import positive_float, positive_int
 from .devices import ENV as _DEVICES_ENV
@@ -49,6 +58,20 @@ _GLOO_MESSAGE = re.compile(
 _NUMBER_ONLY = re.compile(rb"\s*\d*\s*")
 _GLOO_WINDOW_S = 1.0
 TIMEOUT_STATUS = 124
+USAGE_STATUS = 2  # the launcher could not start the run (a port in use)
+# The launcher's pid, for the children's parent-death check (see _DEATH_SHIM).
+_ENV_LAUNCHER = "DISTLA_LAUNCHER_PID"
+# Each child starts as this shim, which asks Linux to SIGKILL it when the launcher dies
+# (prctl PR_SET_PDEATHSIG, kept across exec) and then becomes the real command: a
+# launcher killed by SIGKILL (the OOM killer, a CI timeout) cannot stop its children
+# itself, and they would run on forever waiting for each other. If the launcher died
+# before the prctl, the shim's parent has already changed: it exits at once.
+_DEATH_SHIM = (
+    "import ctypes,os,signal,sys;"
+    "ctypes.CDLL(None).prctl(1,signal.SIGKILL);"
+    f"os.getppid()==int(os.environ['{_ENV_LAUNCHER}']) or os._exit(128+signal.SIGKILL);"
+    "os.execv(sys.executable,[sys.executable,'-u',*sys.argv[1:]])"
+)
 
 USAGE = """python -m distla launch [-n N] [--devices-per-process D] [--timeout S] \
 -- (script.py | -m module) [args ...]"""
@@ -82,8 +105,13 @@ def child_env(
     process_id: int,
     devices: int,
     failures: str | None = None,
+    timeouts: dict[str, float | None] | None = None,
 ) -> dict[str, str]:
-    """The environment of process ``process_id`` (see the module docstring)."""
+    """The environment of process ``process_id`` (see the module docstring).
+
+    ``timeouts``: ``{"init": s, "heartbeat": s, "shutdown": s}``, for
+    ``distla.init_distributed`` in the child (``None``: its default).
+    """
     env = dict(base)
     flags = " ".join(re.sub(rf"{_DEVICE_FLAG}=\S*", "", env.get("XLA_FLAGS", "")).split())
     if flags:
@@ -99,6 +127,11 @@ def child_env(
     env["PYTHONUNBUFFERED"] = "1"
     if failures is not None:
         env[ENV_FAILURES] = failures
+    names = {"init": ENV_INIT_TIMEOUT, "heartbeat": ENV_HEARTBEAT_TIMEOUT,
+             "shutdown": ENV_SHUTDOWN_TIMEOUT}  # fmt: skip
+    for key, value in (timeouts or {}).items():
+        if value is not None:
+            env[names[key]] = str(int(math.ceil(value)))
     return env
 
 
@@ -137,6 +170,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--port", type=positive_int, default=None, help="coordinator port (default: a free one)"
     )
+    parser.add_argument(
+        "--init-timeout",
+        type=float,
+        default=None,
+        metavar="S",
+        help="seconds the processes wait for the coordinator and each other at start (300)",
+    )
+    parser.add_argument(
+        "--heartbeat-timeout",
+        type=float,
+        default=None,
+        metavar="S",
+        help="seconds of silence after which a process is declared dead (100)",
+    )
+    parser.add_argument(
+        "--shutdown-timeout",
+        type=float,
+        default=None,
+        metavar="S",
+        help="seconds an exiting process waits for the others in jax's shutdown barrier (300)",
+    )
     parser.add_argument("--no-prefix", action="store_true", help="do not prefix output lines")
     parser.add_argument(
         "--gloo-messages",
@@ -170,6 +224,10 @@ def parse(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.Name
     args.command = ["-m", args.module, *args.command] if args.module else list(args.command)
     if not args.command:
         parser.error("no script given: python -m distla launch -n 2 -- script.py [args]")
+    for name in ("init_timeout", "heartbeat_timeout", "shutdown_timeout"):
+        value = getattr(args, name)
+        if value is not None and value < 1:
+            parser.error(f"--{name.replace('_', '-')} must be at least 1 second; got {value:g}")
     return args
 
 
@@ -250,13 +308,28 @@ def launch(
     port: int | None = None,
     prefix: bool = True,
     gloo_messages: bool = False,
+    init_timeout: float | None = None,
+    heartbeat_timeout: float | None = None,
+    shutdown_timeout: float | None = None,
 ) -> int:
     """Run ``python *command`` as ``num_processes`` processes; return the exit status.
 
     0 when every process exits with 0; otherwise the status of the first
-    process that failed (the others are stopped), or 124 on ``timeout``.
+    process that failed (the others are stopped), 124 on ``timeout``, or 2
+    when ``port`` is in use (nothing is started). The children end with the
+    launcher, even when it is killed with SIGKILL (Linux: a parent-death
+    signal). The three timeouts go to ``distla.init_distributed`` in each
+    process (``DISTLA_INIT_TIMEOUT``, ...; ``None``: its defaults).
     """
+    if port is not None and port_in_use(port):
+        _say(
+            f"port {port} is in use on this machine: process 0's coordinator cannot listen "
+            "on it. Pick another with --port PORT, or leave --port out to use a free one."
+        )
+        return USAGE_STATUS
     coordinator = f"127.0.0.1:{port or free_port()}"
+    timeouts = {"init": init_timeout, "heartbeat": heartbeat_timeout, "shutdown": shutdown_timeout}
+    shim = ["-c", _DEATH_SHIM] if sys.platform.startswith("linux") else ["-u"]
     if threading.current_thread() is threading.main_thread():
         # The children lead their own sessions, so a SIGTERM/SIGHUP sent to the launcher
         # alone would orphan them: stop them too.
@@ -275,9 +348,11 @@ def launch(
                 process_id=i,
                 devices=devices_per_process,
                 failures=failures.name,
+                timeouts=timeouts,
             )
+            env[_ENV_LAUNCHER] = str(os.getpid())
             p = subprocess.Popen(
-                [sys.executable, "-u", *command],
+                [sys.executable, *shim, *command],
                 env=env,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
@@ -379,4 +454,7 @@ def main(args: argparse.Namespace) -> int:
         port=args.port,
         prefix=not args.no_prefix,
         gloo_messages=args.gloo_messages,
+        init_timeout=args.init_timeout,
+        heartbeat_timeout=args.heartbeat_timeout,
+        shutdown_timeout=args.shutdown_timeout,
     )
