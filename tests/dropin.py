@@ -268,7 +268,7 @@ REF = types.SimpleNamespace(
     ),
 )
 REF.linalg.eigh = _eigh_ref
-REF.scipy = types.SimpleNamespace(fft=jax.scipy.fft)
+REF.scipy = types.SimpleNamespace(fft=jax.scipy.fft, linalg=jsl)
 OURS = types.SimpleNamespace(matmul=distla.matmul, linalg=dl, fft=dfft, scipy=distla.scipy)
 
 
@@ -659,6 +659,82 @@ for _name in ("dctn", "idctn"):
         min_n=2,
     )
 
+# jax.scipy.linalg's names (distla.scipy.linalg) that are not distla.linalg's own functions
+# (those are swept as linalg.*); scipy's conventions (cholesky's upper factor, qr's "full")
+
+
+def _sla(name, **kw):
+    return lambda lib, *ops, **o: getattr(lib.scipy.linalg, name)(*ops, **{**kw, **o})
+
+
+def _sylvester(rng, n, batch, dtype):
+    a = general(rng, (n, n), dtype)
+    return a, general(rng, (n, n), dtype), plain(rng, (n, n), dtype)
+
+
+def _tridiagonal(rng, n, batch, dtype):
+    return plain(rng, (n,), dtype), plain(rng, (max(n - 1, 0),), dtype)
+
+
+spec("scipy.linalg.cholesky", _sla("cholesky"), _sq(positive), options=({}, {"lower": True}))
+spec(
+    "scipy.linalg.eigh",
+    _sla("eigh"),
+    _sq(hermitian),
+    options=({}, {"eigvals_only": True}, {"lower": False}),
+    invariant=_vectors_abs2,
+)
+spec(
+    "scipy.linalg.qr",
+    _sla("qr"),
+    _rect(),
+    options=({}, {"mode": "economic"}, {"mode": "r"}),
+    invariant=_vectors_abs2,
+    stacks=False,
+)
+spec(
+    "scipy.linalg.svd",
+    _sla("svd"),
+    _rect(),
+    options=({"full_matrices": False}, {"compute_uv": False}),
+    invariant=_vectors_abs2,
+)
+spec(
+    "scipy.linalg.sqrtm",
+    _sla("sqrtm"),
+    _sq(positive),
+    stacks=False,
+    rtol=100.0,
+    differentiable=False,
+)
+spec(
+    "scipy.linalg.solve_sylvester",
+    _sla("solve_sylvester"),
+    _sylvester,
+    stacks=False,
+    rtol=100.0,
+    differentiable=False,
+)
+spec(
+    "scipy.linalg.eigh_tridiagonal",
+    _sla("eigh_tridiagonal", eigvals_only=True),
+    _tridiagonal,
+    stacks=False,
+    differentiable=False,
+    min_n=1,
+)
+for _name, _make in (
+    ("toeplitz", _vectors(2)),
+    ("hankel", _vectors(2)),
+    ("circulant", _vectors(1)),
+    ("companion", _vectors(1)),
+    ("fiedler", _vectors(1)),
+    ("fiedler_companion", _vectors(1)),
+    ("block_diag", _pair()),
+):
+    # a matrix of O(n^2) from vectors: distla lays it out over the mesh (its docstring)
+    spec(f"scipy.linalg.{_name}", _sla(_name), _make, stacks=False, min_n=2, layout="documented")
+
 # Public names that take no arrays to compare with jnp, and what covers them.
 NOT_ARRAY_FUNCTIONS = {
     "distla": {
@@ -689,6 +765,19 @@ NOT_ARRAY_FUNCTIONS = {
     },
     "fft": {"model_bytes": "a memory model: arithmetic on shapes"},
     "scipy.fft": {},
+    "scipy.linalg": {
+        **{
+            n: "builds a matrix from a size: no operand to place"
+            for n in ("dft", "hadamard", "helmert", "hilbert", "invhilbert", "invpascal", "pascal")
+        },
+        "hessenberg": "unique up to a unitary similarity (tests/test_scipy_hessenberg.py)",
+        "schur": "unique up to a unitary similarity (tests/test_scipy_schur.py)",
+        "rsf2csf": "of a Schur form (tests/test_scipy_schur.py)",
+        "qr_multiply": "Q's signs are the factorisation's (tests/test_scipy_schur.py)",
+        "funm": "takes a Python function (tests/test_scipy_matfuncs.py)",
+        "leslie": "of two vectors of different lengths (tests/test_scipy_special.py)",
+        "convolution_matrix": "of a vector and a size (tests/test_scipy_special.py)",
+    },
 }
 
 

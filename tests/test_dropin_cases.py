@@ -155,7 +155,6 @@ def test_tensor_solves_of_4d_tensors_in_shards_layout(name):
 # ---------------------------------------------------------------- bad input
 
 
-@open_case("tensorsolve wraps axes=(5,) modulo ndim and solves another system")
 def test_tensorsolve_refuses_axes_out_of_range(mesh):
     """Found: axes=(5,) on a 3-D ``a`` was wrapped modulo ndim (a different system)."""
     a = np.arange(36, dtype=np.float32).reshape(2, 3, 6)
@@ -206,7 +205,6 @@ def test_pinv_gradient_at_a_rank_deficient_point_is_jaxs(mesh):
     np.testing.assert_allclose(got[fin], ref[fin], rtol=1e-3, atol=1e-3 * np.abs(ref[fin]).max())
 
 
-@open_case("generalized eigh's vjp outside jax.set_mesh fails inside distla")
 def test_generalized_eigh_gradient_outside_set_mesh(mesh):
     """Found: jax.grad of the generalized eigh on an Explicit mesh outside jax.set_mesh
     failed inside distla (jax's "Length of device assignment 1 ..."). Now the forward pass
@@ -244,3 +242,27 @@ def test_wavenumbers_traced_outside_set_mesh(transform):
     of the mesh 8"; the wavenumbers come back as jnp's constants there."""
     check(SPECS["fft.fftfreq3d"], Variant(n=3, transform=transform))
     check(SPECS["fft.rfftfreq3d"], Variant(n=8, transform=transform))
+
+
+@pytest.mark.parametrize(
+    "name, transform",
+    [
+        ("linalg.solve", "jacfwd"),
+        ("linalg.solve", "vjp_outside"),
+        ("linalg.lu", "vjp_outside"),
+        ("linalg.lu_factor", "jacfwd"),
+    ],
+)
+def test_one_device_plans_derivatives_outside_set_mesh(name, transform):
+    """Found: jax.jacfwd and jax.vjp of the one-device plan on an Explicit mesh outside
+    jax.set_mesh raised "Passing lowering_platforms ... is required when only AbstractMesh
+    exists" (jax made the zero tangents of the operands not differentiated, and of LU's
+    pivots, from their avals, as programs with no devices)."""
+    check(SPECS[name], Variant(n=3, transform=transform))
+
+
+@pytest.mark.parametrize("name", ["linalg.solve_triangular", "linalg.cho_solve"])
+def test_sharded_a_beside_a_one_device_b(name):
+    """Found: a sharded ``a`` beside a ``b`` on one device raised jax's "Received
+    incompatible devices for jitted computation" (b was not moved onto a's mesh)."""
+    check(SPECS[name], Variant(n=3, place="mixed_device"))

@@ -186,7 +186,24 @@ def test_eigh_hard_spectra(kind, dtype):
     check_eigh(a, w, v)
 
 
-def test_eigh_every_mesh_and_phases(mesh):
+# Each mesh shape once at n = 300, the axis types alternating so that both run: every
+# (shape, axis type) pair runs this eigh at n = 37 (test_spectral_dropin.py's
+# test_eigh_every_mesh), and each pair compiles its own programs here (seconds each).
+ONE_KIND_PER_SHAPE = [
+    pytest.param((shape, kind), id=f"{shape[0]}x{shape[1]}-{kind}")
+    for shape, kind in (
+        ((2, 4), "explicit"),
+        ((4, 2), "auto"),
+        ((2, 2), "explicit"),
+        ((1, 8), "auto"),
+        ((8, 1), "explicit"),
+    )
+]
+
+
+@pytest.mark.parametrize("grid", ONE_KIND_PER_SHAPE)
+def test_eigh_every_mesh_and_phases(grid):
+    mesh = build_mesh(*grid)
     a = hermitian(np.random.default_rng(14), 300, np.float32, "clustered")
     w, v = linalg.eigh(place(a, mesh), plan="distributed")
     check_eigh(a, w, v)

@@ -2,10 +2,11 @@
 
 jax compiles one program per operand shape, and a distributed factorisation
 compiles for seconds (docs/benchmarks.md, "First call"). With shape buckets on
-(:func:`set_shape_buckets`, or ``DISTLA_SHAPE_BUCKETS`` in the environment at
+([`set_shape_buckets`][distla.linalg.set_shape_buckets], or ``DISTLA_SHAPE_BUCKETS`` in the
+environment at
 import), an eager call of ``lu_factor``, ``solve`` (the LU and the Cholesky
 route) or ``cholesky`` on a square matrix of order ``n`` runs its kernel on the
-order :func:`bucket` ``(n)``, one of ``steps`` orders per doubling. The matrix
+order `bucket` ``(n)``, one of ``steps`` orders per doubling. The matrix
 is padded with the identity (``pad_identity``: the padded factorisation is the
 block diagonal of ``a``'s and the identity's, with the same pivots) and
 right-hand sides with zero rows (whose solution rows are zero); the results
@@ -76,15 +77,35 @@ def set_shape_buckets(steps: int) -> int:
     and the one-device plan, are not changed; ``det``, ``slogdet``, ``inv`` and
     ``lu`` are not bucketed.
 
+    Args:
+      steps: orders per doubling, ``0`` (off) or a power of two.
+
+    Returns:
+      The setting in force before the call.
+
     Raises:
       ValueError: ``steps`` is not 0 or a power of two.
+
+    Examples:
+      >>> import distla
+      >>> previous = distla.linalg.set_shape_buckets(0)
+      >>> distla.linalg.shape_buckets()
+      0
+      >>> _ = distla.linalg.set_shape_buckets(previous)
     """
     previous, _steps[0] = _steps[0], _checked(steps)
     return previous
 
 
 def shape_buckets() -> int:
-    """The orders per doubling of :func:`set_shape_buckets` (``0``: off)."""
+    """The orders per doubling of [`set_shape_buckets`][distla.linalg.set_shape_buckets] (``0``:
+    off).
+
+    Examples:
+      >>> import distla
+      >>> distla.linalg.shape_buckets() >= 0
+      True
+    """
     return _steps[0]
 
 
@@ -107,7 +128,7 @@ def on_bucket(
     call: Plan,
     results: Callable[[], tuple[Sequence[tuple[int, ...]], Sequence[P]]],
 ) -> tuple[jax.Array, ...]:
-    """``kernel(a, *rhs)`` run on :func:`bucket`'s order, cropped to the results' shapes.
+    """``kernel(a, *rhs)`` run on `bucket`'s order, cropped to the results' shapes.
 
     Args:
       kernel: a jitted factorisation or solve of one square matrix on

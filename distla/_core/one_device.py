@@ -183,8 +183,37 @@ def on_one_device(
     primal = jax.custom_jvp(
         vmappable(call, functools.partial(_per_member, fn, dict(options), mesh))
     )
-    primal.defjvp(lambda primals, tangents: jax.jvp(call, primals, tangents))
+    static = {"fn": fn, "mesh": mesh, "in_specs": in_specs, "out_specs": out_specs}
+    primal.defjvp(
+        lambda primals, tangents: _jvp(
+            primals, _instantiated(primals, tangents), **static, options=options
+        ),
+        symbolic_zeros=True,
+    )
     return primal(*args)
+
+
+def _instantiated(primals: tuple, tangents: tuple) -> tuple:
+    """``tangents`` with each symbolic zero (an operand not differentiated) made an array
+    like its primal. jax's own instantiation builds it from the aval alone, which on an
+    ``Explicit`` mesh outside ``jax.set_mesh`` is a program with no devices ("Passing
+    lowering_platforms ... is required when only AbstractMesh exists"); ``zeros_like``
+    of the primal takes the primal's placement."""
+    return tuple(
+        jnp.zeros_like(p) if isinstance(t, jax.custom_derivatives.SymbolicZero) else t
+        for p, t in zip(primals, tangents)
+    )
+
+
+@functools.partial(jax.jit, static_argnames=("fn", "mesh", "in_specs", "out_specs", "options"))
+def _jvp(primals, tangents, *, fn, mesh, in_specs, out_specs, options):
+    """The plan's derivative, traced as one program: jax.jvp makes the zero tangents of
+    results that do not depend on the operands (LU's pivots) from their avals, which
+    outside a program and ``jax.set_mesh`` is the same error as above."""
+    call = functools.partial(
+        _on_one_device, fn, mesh=mesh, in_specs=in_specs, out_specs=out_specs, options=options
+    )
+    return jax.jvp(call, primals, tangents)
 
 
 def _held_mesh(args: tuple, mesh: AbstractMesh) -> jax.sharding.Mesh | None:

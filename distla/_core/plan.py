@@ -1,9 +1,9 @@
 """One call, resolved once: the plan a public function hands down (private).
 
 A public function of ``distla.linalg`` checks and promotes its operands
-(``distla._core.checks``) and then calls :func:`resolve` once, which reads the
+(``distla._core.checks``) and then calls `resolve` once, which reads the
 mesh the operands share (``distla._core.mesh.operand_mesh``). The resulting
-:class:`Plan` goes down to the algorithm modules (``_lu``, ``_cholesky``,
+`Plan` goes down to the algorithm modules (``_lu``, ``_cholesky``,
 ``_triangular``, ``_qr``, ``_batched``): they take it as a static argument of
 their compiled programs and never read the operands' mesh, or check the
 operands, again. The shapes stay with the arrays; what a plan adds is what
@@ -81,7 +81,7 @@ def check_block_size(block_size: Any) -> None:
 def resolve(
     *operands: Any, names: tuple[str, ...], dtype: Any, block_size: int | None = None
 ) -> Plan | None:
-    """The :class:`Plan` of a call on ``operands``, or ``None`` when none is sharded.
+    """The `Plan` of a call on ``operands``, or ``None`` when none is sharded.
 
     A bad ``block_size`` raises here, whichever plan the call then takes.
     """
@@ -195,6 +195,22 @@ def set_plan_budget(nbytes: int) -> int:
     operands and results are at most ``nbytes`` (``0`` keeps every call
     distributed). Read when a call is traced: a function the caller has
     already jitted keeps the plan it was traced with.
+
+    Args:
+      nbytes: the budget in bytes, a non-negative int.
+
+    Returns:
+      The budget in force before the call.
+
+    Raises:
+      ValueError: ``nbytes`` is not a non-negative int.
+
+    Examples:
+      >>> import distla
+      >>> previous = distla.linalg.set_plan_budget(0)
+      >>> distla.linalg.plan_budget()
+      0
+      >>> _ = distla.linalg.set_plan_budget(previous)
     """
     if not isinstance(nbytes, (int, np.integer)) or isinstance(nbytes, bool) or nbytes < 0:
         raise ValueError(f"plan budget must be a non-negative int of bytes, got {nbytes!r}")
@@ -203,7 +219,16 @@ def set_plan_budget(nbytes: int) -> int:
 
 
 def plan_budget() -> int:
-    """The one-device plan's memory budget in bytes (see :func:`set_plan_budget`)."""
+    """The one-device plan's memory budget in bytes (see
+    [`set_plan_budget`][distla.linalg.set_plan_budget]).
+
+    Examples:
+      >>> import distla
+      >>> previous = distla.linalg.set_plan_budget(2**30)
+      >>> distla.linalg.plan_budget()
+      1073741824
+      >>> _ = distla.linalg.set_plan_budget(previous)
+    """
     return _budget[0]
 
 

@@ -131,7 +131,7 @@ def model_bytes(
     The model of docs/cholesky.md, for a ``pr x pc`` grid, counted as
     ``distla.cost`` counts (all-gather and all-to-all ``(g-1)/g`` of their
     result, all-reduce ``2(g-1)/g``), summed step by step over the
-    segments and panels of :func:`blocking`. ``symmetrize`` adds the transpose
+    segments and panels of `blocking`. ``symmetrize`` adds the transpose
     that ``symmetrize_input=True`` needs (one all-to-all of the local block).
     Public as ``distla.linalg.cholesky_model_bytes``.
 
@@ -145,6 +145,11 @@ def model_bytes(
     Returns:
       Bytes received per device, comparable to
       ``distla.cost(...).total_collective_bytes``.
+
+    Examples:
+      >>> import distla, jax.numpy as jnp, numpy as np
+      >>> distla.linalg.cholesky_model_bytes(8192, (2, 4), jnp.float32) > 0
+      True
     """
     pr, pc = grid
     mesh = jax.sharding.AbstractMesh((pr, pc), ("r", "c"))
@@ -305,7 +310,17 @@ def cholesky(
 
     Differentiable to any order (jax's rule; the solves reuse the factor).
 
-    See also: ``jnp.linalg.cholesky``, :func:`cho_factor`.
+    See also: ``jnp.linalg.cholesky``, [`cho_factor`][distla.linalg.cho_factor].
+
+    Examples:
+      >>> import distla, jax.numpy as jnp, numpy as np
+      >>> mesh = distla.make_mesh((2, 4))
+      >>> a = distla.shard(jnp.eye(256) * 4.0 + 1.0, mesh)
+      >>> l = distla.linalg.cholesky(a)
+      >>> l.shape, l.sharding.spec
+      ((256, 256), P('rows', 'cols'))
+      >>> np.allclose(np.asarray(l) @ np.asarray(l).T, np.asarray(a), atol=1e-4)
+      True
     """
     return route.call(
         CHOLESKY,
@@ -344,7 +359,8 @@ def cho_factor(
     *,
     block_size: int | None = None,
 ) -> tuple[jax.Array, bool]:
-    """Cholesky factor for :func:`cho_solve`, as ``jax.scipy.linalg.cho_factor``.
+    """Cholesky factor for [`cho_solve`][distla.linalg.cho_solve], as
+    ``jax.scipy.linalg.cho_factor``.
 
     Args:
       a: ``[n, n]`` Hermitian positive definite matrix on a mesh (or a stack
@@ -354,7 +370,7 @@ def cho_factor(
       overwrite_a: accepted and ignored, as in jax.
       check_finite: accepted and ignored, as in jax.
       block_size: the distributed factorisation's block (panel width), as
-        :func:`cholesky`'s; ``None`` picks one for the mesh.
+        [`cholesky`][distla.linalg.cholesky]'s; ``None`` picks one for the mesh.
 
     Returns:
       ``(c, lower)``: ``c`` is ``L`` or ``U`` with zeros in the other triangle,
@@ -362,6 +378,16 @@ def cho_factor(
       positive definite gives NaN, as jax.
 
     See also: ``jax.scipy.linalg.cho_factor``.
+
+    Examples:
+      >>> import distla, jax.numpy as jnp, numpy as np
+      >>> mesh = distla.make_mesh((2, 4))
+      >>> a = distla.shard(jnp.eye(256) * 4.0 + 1.0, mesh)
+      >>> b = distla.shard(jnp.ones((256, 8)), mesh)
+      >>> c_and_lower = distla.linalg.cho_factor(a)
+      >>> x = distla.linalg.cho_solve(c_and_lower, b)
+      >>> float(np.abs(np.asarray(a) @ np.asarray(x) - np.asarray(b)).max()) < 1e-4
+      True
     """
     del overwrite_a, check_finite
     return route.call(CHO_FACTOR, a, block_size=block_size, lower=lower)
@@ -473,13 +499,14 @@ def cho_solve(
     a: jax.typing.ArrayLike | None = None,
     plan: str = "auto",
 ) -> jax.Array:
-    """Solve ``a x = b`` from :func:`cho_factor`, as ``jax.scipy.linalg.cho_solve``.
+    """Solve ``a x = b`` from [`cho_factor`][distla.linalg.cho_factor], as
+    ``jax.scipy.linalg.cho_solve``.
 
     Two distributed triangular solves with the factor (``Lᴴ x = L⁻¹ b`` or
     ``U x = U⁻ᴴ b``).
 
     Args:
-      c_and_lower: ``(c, lower)`` from :func:`cho_factor`.
+      c_and_lower: ``(c, lower)`` from [`cho_factor`][distla.linalg.cho_factor].
       b: ``[n]`` or ``[n, k]`` right-hand side(s) on the same mesh, any
         layout (with ``c``'s batch dimensions in front for a stack).
       overwrite_b: accepted and ignored, as in jax.
@@ -488,11 +515,11 @@ def cho_solve(
         factored, in the system's precision, when ``c`` is its factor in the
         lower precision (float32 for float64, complex64 for complex128). The
         solve is then refined against ``a`` to ``a``'s precision (as
-        :func:`lu_solve` with ``a``; NaN where refinement does not converge).
+        [`lu_solve`][distla.linalg.lu_solve] with ``a``; NaN where refinement does not converge).
         With a factor of any other dtype ``a`` is ignored; without ``a`` the
         semantics are jax's.
       plan: ``"auto"``, ``"distributed"`` or ``"one_device"`` for one sharded
-        factor, as :func:`solve`'s; ``"auto"`` takes one device only when
+        factor, as [`solve`][distla.linalg.solve]'s; ``"auto"`` takes one device only when
         called eagerly (as a compiled program the plan's collectives cost
         more than the two triangular solves).
 
@@ -505,6 +532,15 @@ def cho_solve(
       ValueError: shapes that do not match.
 
     See also: ``jax.scipy.linalg.cho_solve``.
+
+    Examples:
+      >>> import distla, jax.numpy as jnp, numpy as np
+      >>> mesh = distla.make_mesh((2, 4))
+      >>> a = distla.shard(jnp.eye(256) * 4.0 + 1.0, mesh)
+      >>> b = distla.shard(jnp.ones((256, 8)), mesh)
+      >>> x = distla.linalg.cho_solve(distla.linalg.cho_factor(a, lower=True), b)
+      >>> float(np.abs(np.asarray(a) @ np.asarray(x) - np.asarray(b)).max()) < 1e-4
+      True
     """
     del overwrite_b, check_finite
     c, lower = c_and_lower
@@ -521,7 +557,8 @@ def solve_pos(a: jax.Array, b: jax.Array, *, lower: bool, call: Plan) -> jax.Arr
 
     What ``jax.scipy.linalg.solve(a, b, assume_a="pos", lower=lower)`` does,
     distributed: factor ``a`` (reading its ``lower`` or upper triangle) as
-    :func:`cho_factor` does and solve as :func:`cho_solve` does; as a
+    [`cho_factor`][distla.linalg.cho_factor] does and solve as
+    [`cho_solve`][distla.linalg.cho_solve] does; as a
     ``lax.custom_linear_solve`` whose derivatives reuse the factor
     (``distla.linalg.solve(..., assume_a="pos")`` calls it, after its checks).
 

@@ -66,7 +66,7 @@ def eig(a: jax.typing.ArrayLike, *, plan: str = "auto") -> tuple[jax.Array, jax.
     matrix whole onto every device** and repeats the work there (on an
     ``Explicit`` mesh of the matrix replicated first, as jnp refuses split
     matrix axes there). For Hermitian or symmetric matrices use
-    :func:`distla.linalg.eigh`, which is distributed.
+    [`distla.linalg.eigh`][distla.linalg.eigh], which is distributed.
 
     Args:
       a: ``[..., n, n]`` matrix or stack, any layout (CPU backend only). A
@@ -78,20 +78,36 @@ def eig(a: jax.typing.ArrayLike, *, plan: str = "auto") -> tuple[jax.Array, jax.
       ``EigResult(eigenvalues [..., n], eigenvectors [..., n, n])``, complex,
       replicated for one sharded matrix, as jnp's result for the gathered input.
       The values are jnp's on one device, bit for bit.
+
+    Examples:
+      >>> import distla, jax.numpy as jnp, numpy as np
+      >>> mesh = distla.make_mesh((2, 4))
+      >>> a = distla.shard(jnp.array([[0.0, 1.0], [-1.0, 0.0]]), mesh)
+      >>> w, v = distla.linalg.eig(a)
+      >>> np.round(np.sort_complex(np.asarray(w)), 4) + 0.0
+      array([0.-1.j, 0.+1.j], dtype=complex64)
     """
     return route.call(EIG, a, plan=plan)
 
 
 @route.public
 def eigvals(a: jax.typing.ArrayLike, *, plan: str = "auto") -> jax.Array:
-    """Eigenvalues of a general matrix, as ``jnp.linalg.eigvals``; plans as :func:`eig`.
+    """Eigenvalues of a general matrix, as ``jnp.linalg.eigvals``; plans as
+    [`eig`][distla.linalg.eig].
 
     Args:
       a: ``[..., n, n]`` matrix or stack, any layout (CPU backend only).
-      plan: as :func:`eig`'s.
+      plan: as [`eig`][distla.linalg.eig]'s.
 
     Returns:
       ``[..., n]`` complex eigenvalues, replicated for one sharded matrix.
-      Hermitian input: use :func:`distla.linalg.eigvalsh`.
+      Hermitian input: use [`distla.linalg.eigvalsh`][distla.linalg.eigvalsh].
+
+    Examples:
+      >>> import distla, jax.numpy as jnp, numpy as np
+      >>> mesh = distla.make_mesh((2, 4))
+      >>> a = distla.shard(jnp.array([[2.0, 1.0], [0.0, 3.0]]), mesh)
+      >>> np.round(np.sort(np.asarray(distla.linalg.eigvals(a)).real), 4) + 0.0
+      array([2., 3.], dtype=float32)
     """
     return route.call(EIGVALS, a, plan=plan)

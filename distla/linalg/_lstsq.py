@@ -84,7 +84,7 @@ def pinv(
     """Moore–Penrose pseudo-inverse, as ``jnp.linalg.pinv``.
 
     ``V diag(1/s) Uᴴ`` over the singular values above ``rtol · s[0]``, from
-    distla's distributed :func:`svd` and ``distla.matmul``.
+    distla's distributed [`svd`][distla.linalg.svd] and ``distla.matmul``.
 
     Args:
       a: ``[m, n]`` matrix sharded on a mesh (stacks and one-device inputs go
@@ -92,12 +92,20 @@ def pinv(
       rtol: relative cutoff (default ``10 · max(m, n) · eps``); ``rcond`` is
         its older name, as in jnp.
       hermitian: as in jnp, ``a`` is taken to be Hermitian and the singular
-        values and vectors come from :func:`svd`'s ``hermitian=True`` route
-        (:func:`eigh` of ``(a + aᴴ)/2``).
+        values and vectors come from [`svd`][distla.linalg.svd]'s ``hermitian=True`` route
+        ([`eigh`][distla.linalg.eigh] of ``(a + aᴴ)/2``).
 
     Returns:
       ``[n, m]`` in the mesh's 2D block layout (the largest even layout that
       fits). Differentiable as jnp's (jax differentiates through distla's svd).
+
+    Examples:
+      >>> import distla, jax.numpy as jnp, numpy as np
+      >>> mesh = distla.make_mesh((2, 4))
+      >>> a = distla.shard(jnp.eye(256, 128) * 2.0, mesh)
+      >>> a_pinv = distla.linalg.pinv(a)
+      >>> a_pinv.shape, round(float(np.asarray(a_pinv)[0, 0]), 4)
+      ((128, 256), 0.5)
     """
     if rcond is not None:
         if rtol is not None:
@@ -192,7 +200,7 @@ def lstsq(
 ) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
     """Least-squares solution of ``a x ≈ b``, as ``jnp.linalg.lstsq``.
 
-    jnp's algorithm on distla's distributed :func:`svd`: singular values
+    jnp's algorithm on distla's distributed [`svd`][distla.linalg.svd]: singular values
     below ``rcond · s[0]`` are dropped (minimum-norm solution for
     rank-deficient ``a``).
 
@@ -212,6 +220,15 @@ def lstsq(
     Raises:
       ValueError: leading dimensions differ, or ``a`` and ``b`` are on different meshes.
       TypeError: ``a`` not 2-D or ``b`` not 1- or 2-D, as jnp.
+
+    Examples:
+      >>> import distla, jax.numpy as jnp, numpy as np
+      >>> mesh = distla.make_mesh((2, 4))
+      >>> a = distla.shard(jnp.eye(256, 128) * 2.0, mesh)
+      >>> b = distla.shard(jnp.ones(256), mesh)
+      >>> x, residuals, rank, s = distla.linalg.lstsq(a, b)
+      >>> x.shape, int(rank), round(float(np.asarray(x)[0]), 4)
+      ((128,), 128, 0.5)
     """
     return route.call(LSTSQ, a, b, rcond=rcond, numpy_resid=numpy_resid)
 
@@ -256,10 +273,27 @@ def matrix_rank(
     """Rank by counting singular values above ``rtol · s_max``, as ``jnp.linalg.matrix_rank``.
 
     ``rtol`` defaults to ``max(m, n) · eps`` (``tol`` is its older name).
-    The singular values come from the distributed :func:`svdvals`, or with
+    The singular values come from the distributed [`svdvals`][distla.linalg.svdvals], or with
     ``hermitian=True``, as in jnp, from the eigenvalues of ``(M + Mᴴ)/2``
-    (:func:`svd`'s ``hermitian=True`` route). Returns
+    ([`svd`][distla.linalg.svd]'s ``hermitian=True`` route). Returns
     a scalar of the default integer type (int64 under x64), replicated.
+
+    Args:
+      M: ``[..., m, n]``, any layout: one matrix on a mesh takes the distributed route.
+      rtol: relative tolerance (default ``max(m, n) · eps``), a scalar or one per
+        matrix.
+      hermitian: ``M`` is Hermitian: the eigenvalues' magnitudes serve.
+      tol: the older name of ``rtol`` (not both).
+
+    Returns:
+      The rank, one per matrix of the stack, in the default integer type.
+
+    Examples:
+      >>> import distla, jax.numpy as jnp, numpy as np
+      >>> mesh = distla.make_mesh((2, 4))
+      >>> a = distla.shard(jnp.diag(jnp.array([1.0, 1.0, 0.0, 0.0])), mesh)
+      >>> distla.linalg.matrix_rank(a)
+      Array(2, dtype=int32)
     """
     if tol is not None:
         if rtol is not None:

@@ -95,9 +95,29 @@ def norm(
     """Matrix or vector norm, as ``jnp.linalg.norm``.
 
     For one sharded matrix and ``ord`` ``2``, ``-2`` or ``"nuc"``: the largest,
-    smallest or summed singular values from the distributed :func:`svdvals`.
+    smallest or summed singular values from the distributed [`svdvals`][distla.linalg.svdvals].
     Every other case is jnp's own reduction, which XLA runs on the shards
     (partial sums and one small all-reduce; nothing is gathered).
+
+    Args:
+      x: a vector, matrix or stack, any layout.
+      ord: the norm's order, as ``jnp.linalg.norm``'s (``None``: Frobenius for a
+        matrix, 2 for a vector).
+      axis: the vector axis or the two matrix axes, as jnp's (``None``: all axes of a
+        vector or matrix).
+      keepdims: keep the reduced axes with size one.
+
+    Returns:
+      The norm, jnp's shape and dtype (real); replicated for one matrix.
+
+    Examples:
+      >>> import distla, jax.numpy as jnp, numpy as np
+      >>> mesh = distla.make_mesh((2, 4))
+      >>> a = distla.shard(jnp.full((256, 256), 2.0), mesh)
+      >>> distla.linalg.norm(a)
+      Array(512., dtype=float32)
+      >>> round(float(distla.linalg.norm(a, ord=2)), 2)
+      512.0
     """
     return route.call(NORM, x, ord=ord, axis=axis, keepdims=keepdims)
 
@@ -119,6 +139,13 @@ def matrix_norm(
 
     Returns:
       ``[...]`` (or ``[..., 1, 1]``) real array, replicated as jnp's reductions are.
+
+    Examples:
+      >>> import distla, jax.numpy as jnp, numpy as np
+      >>> mesh = distla.make_mesh((2, 4))
+      >>> a = distla.shard(jnp.full((256, 256), 2.0), mesh)
+      >>> distla.linalg.matrix_norm(a, ord=1)
+      Array(512., dtype=float32)
     """
     return route.call(NORM, x, ord=ord, axis=(-2, -1), keepdims=keepdims)
 
@@ -165,8 +192,24 @@ def cond(x: jax.typing.ArrayLike, p=None) -> jax.Array:
     """Condition number, as ``jnp.linalg.cond``.
 
     ``p`` ``None``/``2``: ``s_max/s_min``; ``-2``: ``s_min/s_max`` (from the
-    distributed :func:`svdvals`); other ``p`` (``1``, ``-1``, ``inf``,
+    distributed [`svdvals`][distla.linalg.svdvals]); other ``p`` (``1``, ``-1``, ``inf``,
     ``-inf``, ``"fro"``): ``norm(x, p) · norm(inv(x), p)`` with distla's
-    inverse. Singular matrices give ``inf``, as jnp. Returns a replicated scalar.
+    inverse. Singular matrices give ``inf``, as jnp.
+
+    Args:
+      x: ``[..., n, n]`` (or ``[..., m, n]`` for ``p`` ``None``, ``2`` or ``-2``), any
+        layout: one matrix on a mesh takes the distributed route.
+      p: the norm's order, as ``jnp.linalg.cond``'s (default ``None``: the 2-norm).
+
+    Returns:
+      The condition number, one per matrix of the stack: a replicated scalar for
+      one matrix; ``inf`` for a singular one.
+
+    Examples:
+      >>> import distla, jax.numpy as jnp, numpy as np
+      >>> mesh = distla.make_mesh((2, 4))
+      >>> a = distla.shard(jnp.diag(jnp.array([1.0, 10.0])), mesh)
+      >>> round(float(distla.linalg.cond(a)), 3)
+      10.0
     """
     return route.call(COND, x, p=p)

@@ -2,7 +2,7 @@
 
 One matrix sharded over a mesh runs QDWH (``_qdwh``); below the one-device
 budget the one-device plan runs jax's on one device. Both differentiate by the
-rule of :func:`_polar_jvp`, from the distributed SVD (``_svd``).
+rule of `_polar_jvp`, from the distributed SVD (``_svd``).
 """
 
 from __future__ import annotations
@@ -110,7 +110,7 @@ def check_options(side: str, method: str, what: str) -> None:
 
 
 def _polar_jvp(fn, plan: Plan, primals, tangents, *, side, **options):
-    """``(du, dp)`` from the SVD (:func:`_polar_tangent`): linear in the tangent, so
+    """``(du, dp)`` from the SVD (`_polar_tangent`): linear in the tangent, so
     reverse mode and every order work."""
     (a,), (da,) = primals, tangents
     u, p = fn(a)
@@ -229,7 +229,7 @@ def polar(
       eps: accepted for jax compatibility; distla iterates to its own
         tolerance (``(5·eps)^(1/3)`` on the step, as jax).
       max_iterations: cap on QDWH iterations (default 12; float64 needs about 6).
-      plan: ``"auto"``, ``"distributed"`` or ``"one_device"``, as :func:`eigh`'s:
+      plan: ``"auto"``, ``"distributed"`` or ``"one_device"``, as [`eigh`][distla.linalg.eigh]'s:
         below the one-device budget ``"auto"`` runs ``jax.scipy.linalg.polar`` (with
         ``method``) on one device and shards ``(u, p)`` back in the distributed
         plan's layouts; ``method="svd"`` on a sharded matrix has only that plan.
@@ -249,6 +249,18 @@ def polar(
         ``side``/``method``.
 
     See also: ``jax.scipy.linalg.polar``.
+
+    Examples:
+      >>> import distla, jax.numpy as jnp, numpy as np
+      >>> mesh = distla.make_mesh((2, 4))
+      >>> a = distla.shard(jnp.diag(jnp.array([2.0, -3.0])), mesh)
+      >>> u, p = distla.linalg.polar(a)
+      >>> np.round(np.asarray(u), 4) + 0.0
+      array([[ 1.,  0.],
+             [ 0., -1.]], dtype=float32)
+      >>> np.round(np.asarray(p), 4) + 0.0
+      array([[2., 0.],
+             [0., 3.]], dtype=float32)
     """
     check_options(side, method, POLAR.name)
     if method == "svd" and plan == "auto":

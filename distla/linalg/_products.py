@@ -146,6 +146,15 @@ def matmul(
       ValueError: a scalar operand, or inner dimensions that differ.
       TypeError: dtypes jnp would not combine (for example under strict
         promotion).
+
+    Examples:
+      >>> import distla, jax.numpy as jnp, numpy as np
+      >>> mesh = distla.make_mesh((2, 4))
+      >>> a = distla.shard(jnp.ones((256, 128)), mesh)
+      >>> b = distla.shard(jnp.ones((128, 64)), mesh)
+      >>> c = distla.linalg.matmul(a, b)
+      >>> c.shape, c.sharding.spec
+      ((256, 64), P('rows', 'cols'))
     """
     options = dict(precision=precision, preferred_element_type=preferred_element_type)
     return route.call(LINALG_MATMUL, x1, x2, **options)
@@ -244,6 +253,15 @@ def multi_dot(
     Raises:
       ValueError: fewer than two arrays, a middle operand that is not 2-D,
         or inner dimensions that differ.
+
+    Examples:
+      >>> import distla, jax.numpy as jnp, numpy as np
+      >>> mesh = distla.make_mesh((2, 4))
+      >>> a = distla.shard(jnp.ones((256, 128)), mesh)
+      >>> b = distla.shard(jnp.ones((128, 256)), mesh)
+      >>> c = distla.shard(jnp.ones((256, 8)), mesh)
+      >>> distla.linalg.multi_dot([a, b, c]).shape
+      (256, 8)
     """
     what = "distla.linalg.multi_dot"
     arrays = [as_array(x, f"arrays[{i}]", what) for i, x in enumerate(arrays)]
@@ -253,7 +271,7 @@ def multi_dot(
 
 
 def _chain(arrays: list[jax.Array], *, precision: lax.PrecisionLike) -> jax.Array:
-    """:func:`multi_dot` of jax arrays."""
+    """[`multi_dot`][distla.linalg.multi_dot] of jax arrays."""
     what = "distla.linalg.multi_dot"
     if len(arrays) < 2:
         raise ValueError(f"{what}: needs at least two arrays; got {len(arrays)}")
@@ -438,6 +456,14 @@ def tensordot(
     Returns:
       ``x1``'s free axes followed by ``x2``'s; a matrix result is in the
       largest even layout of the mesh that fits it.
+
+    Examples:
+      >>> import distla, jax.numpy as jnp, numpy as np
+      >>> mesh = distla.make_mesh((2, 4))
+      >>> a = distla.shard(jnp.ones((256, 128)), mesh)
+      >>> b = distla.shard(jnp.ones((128, 64)), mesh)
+      >>> distla.linalg.tensordot(a, b, axes=1).shape
+      (256, 64)
     """
     options = dict(
         axes=axes,
@@ -453,7 +479,7 @@ def matrix_power(a: jax.typing.ArrayLike, n: int) -> jax.Array:
     """``a`` to the integer power ``n``, as ``jnp.linalg.matrix_power``.
 
     Repeated squaring: about ``2 log2 |n|`` products on SUMMA
-    (``distla.matmul``; stacks under ``jax.vmap``), after :func:`inv` when
+    (``distla.matmul``; stacks under ``jax.vmap``), after [`inv`][distla.linalg.inv] when
     ``n < 0``. No operand is gathered.
 
     Args:
@@ -468,6 +494,15 @@ def matrix_power(a: jax.typing.ArrayLike, n: int) -> jax.Array:
     Raises:
       TypeError: ``n`` is not an integer.
       ValueError: ``a`` is not a square matrix or stack.
+
+    Examples:
+      >>> import distla, jax.numpy as jnp, numpy as np
+      >>> mesh = distla.make_mesh((2, 4))
+      >>> a = distla.shard(2.0 * jnp.eye(256), mesh)
+      >>> float(np.asarray(distla.linalg.matrix_power(a, 3))[0, 0])
+      8.0
+      >>> float(np.asarray(distla.linalg.matrix_power(a, -1))[0, 0])
+      0.5
     """
     what = "distla.linalg.matrix_power"
     a = as_array(a, "a", what)
@@ -486,7 +521,8 @@ def matrix_power(a: jax.typing.ArrayLike, n: int) -> jax.Array:
 
 
 def _power(a: jax.Array, n: int) -> jax.Array:
-    """:func:`matrix_power` of a square jax array or stack and a Python int."""
+    """[`matrix_power`][distla.linalg.matrix_power] of a square jax array or stack and a Python
+    int."""
     if n == 0:
         eye = jnp.eye(a.shape[-1], dtype=a.dtype)
         return jnp.zeros_like(a) + eye if not is_empty(a) else jnp.broadcast_to(eye, a.shape)

@@ -160,7 +160,7 @@ def count(kind: str) -> None:
 
 
 def qdwh_eager(x: jax.Array, mesh, spec: P, *, max_iterations: int = 12):
-    """:func:`qdwh` on a concrete ``x``: the loop on the host, each step compiled once."""
+    """`qdwh` on a concrete ``x``: the loop on the host, each step compiled once."""
     specs = _state_specs(spec)
     state = on_mesh(qdwh_init, mesh, specs, (("spec", spec),))(x)
     going = on_mesh(qdwh_going, mesh, P(), (("max_iterations", max_iterations),))
@@ -269,7 +269,7 @@ def polar_eager(a, *, mesh, side, max_iterations=12):
 
 def polar_2d(plan: Plan, a, *, side, max_iterations=12):
     """``(u, p)`` of one matrix on ``plan``'s mesh: one program traced, the host loop of
-    compiled steps called eagerly (:func:`polar_eager`)."""
+    compiled steps called eagerly (`polar_eager`)."""
     if is_traced(a):
         return polar_traced(a, mesh=plan.mesh, side=side, max_iterations=max_iterations)
     return polar_eager(a, mesh=plan.mesh, side=side, max_iterations=max_iterations)

@@ -483,6 +483,16 @@ def qr(
     (an ``n x n`` solve for the last ``m - n`` columns of ``dq``).
 
     See also: ``jnp.linalg.qr``, ``jax.scipy.linalg.qr``.
+
+    Examples:
+      >>> import distla, jax.numpy as jnp, numpy as np
+      >>> mesh = distla.make_mesh((2, 4))
+      >>> a = distla.shard(jnp.eye(512, 256) + 0.5, mesh)
+      >>> q, r = distla.linalg.qr(a)
+      >>> q.shape, r.shape
+      ((512, 256), (256, 256))
+      >>> np.allclose(np.asarray(q) @ np.asarray(r), np.asarray(a), atol=1e-4)
+      True
     """
     if mode not in _MODES:
         raise ValueError(
@@ -508,7 +518,7 @@ def model_bytes(
 
     Counted as ``distla.cost`` counts (all-gather ``(g-1)/g`` of its result,
     all-reduce ``2(g-1)/g`` of its operand, all-to-all ``(g-1)/g``), for
-    the kernel :func:`qr` picks, with the input in the kernel's layout (row
+    the kernel [`qr`][distla.linalg.qr] picks, with the input in the kernel's layout (row
     blocks for TSQR, 2D blocks for Householder) and the results in the 2D
     block layout (TSQR on a 2-axis mesh: one all-to-all of ``Q``). Public as
     ``distla.linalg.qr_model_bytes``.
@@ -524,6 +534,11 @@ def model_bytes(
     Returns:
       Bytes received per device, comparable to
       ``distla.cost(...).total_collective_bytes``.
+
+    Examples:
+      >>> import distla, jax.numpy as jnp, numpy as np
+      >>> distla.linalg.qr_model_bytes(8192, 4096, (2, 4), jnp.float32) > 0
+      True
     """
     pr, pc = grid
     p = pr * pc

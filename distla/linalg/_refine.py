@@ -8,7 +8,7 @@ operations:
 1. ``P A = L U`` in ``factor_dtype`` (float32 for float64 input, complex64
    for complex128) with the distributed LU: half the bytes, and on CPUs and
    GPUs about twice the flop rate of the input precision (or a factor the
-   caller made once: :func:`lu_solve_mixed`, :func:`cho_solve_mixed`);
+   caller made once: `lu_solve_mixed`, `cho_solve_mixed`);
 2. classical iterative refinement from ``x = 0``: ``r = b - A x`` in the
    input precision, ``d = U^-1 L^-1 P r`` with the factors' values (exact in
    the input precision, and applied in it: the triangular solves are O(n²)
@@ -42,11 +42,11 @@ given factor) is re-laid out once, the factors never leave that layout, and
 each matvec, triangular solve and inner product moves ``O(n·k)`` words.
 Stacks, one-device operands, many right-hand sides and Cholesky factors go
 through the family's own factor and solves, which it hands in as a
-:class:`Factorisation` (the LU's: the batched LU for stacks, jax's functions on
+`Factorisation` (the LU's: the batched LU for stacks, jax's functions on
 one device), and the library's distributed product. The call's plan comes with
 them (``None``: one device); nothing here reads the operands' mesh.
 
-Derivatives: :func:`solve_mixed` is a ``lax.custom_linear_solve`` whose
+Derivatives: `solve_mixed` is a ``lax.custom_linear_solve`` whose
 solve and transpose solve are mixed solves with the same low-precision
 factor (``trans`` 0 and 1), so ``jax.grad``, ``jax.jvp`` and higher orders
 give the derivatives of ``A^-1 b`` at the input precision.
@@ -87,7 +87,7 @@ _LOWER = {
 
 
 class MixedSolve(NamedTuple):
-    """What :func:`refine` returns.
+    """What `refine` returns.
 
     Attributes:
       x: the solution in the input precision (NaN where not converged).
@@ -298,7 +298,7 @@ def _refine_2d(a, b, lu, piv, *, plan: Plan, factor_dtype, trans, counts):
     jax.jit, static_argnames=("plan", "factorisation", "factor_dtype", "trans", "counts")
 )
 def _refine_generic(a, b, factors, *, plan, factorisation, factor_dtype, trans, counts):
-    """:func:`refine` for stacks, one device and many columns, on ``plan`` (or ``None``).
+    """`refine` for stacks, one device and many columns, on ``plan`` (or ``None``).
 
     ``factors``: ``None`` (``factorisation.factor`` makes them here, in
     ``factor_dtype``) or the family's factors of ``a`` in ``factor_dtype``.
@@ -375,7 +375,7 @@ def refine(
       plan: the call's plan (``None``: one device).
       factorisation: the family's factor and solves (the LU's, or a Cholesky
         factor's).
-      factor_dtype: the low precision (checked by :func:`check_factor_dtype`).
+      factor_dtype: the low precision (checked by `check_factor_dtype`).
       factors: ``None`` (factor ``a`` here), or the family's factors of ``a`` in
         ``factor_dtype`` (``(lu, piv)`` from ``lu_factor``, ``(c,)`` from
         ``cho_factor``).
@@ -385,7 +385,7 @@ def refine(
       gmres_basis: Krylov vectors per GMRES-IR correction.
 
     Returns:
-      :class:`MixedSolve` ``(x, iterations, converged, gmres_steps)``.
+      `MixedSolve` ``(x, iterations, converged, gmres_steps)``.
     """
     factor_dtype = np.dtype(factor_dtype)
     counts = _counts(max_iterations, gmres_steps, gmres_basis)

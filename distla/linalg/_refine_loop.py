@@ -1,6 +1,6 @@
 """The refinement loop of the mixed-precision solves (private): classical, then GMRES-IR.
 
-Written once for every layout on abstract operators (:class:`Ops`): the
+Written once for every layout on abstract operators (`Ops`): the
 vectors are x-shaped arrays whose rows ``dot`` reduces (a psum over the mesh
 rows inside ``shard_map``, a plain sum outside) and whose per-column values
 ``spread`` broadcasts back over the rows. ``distla/linalg/_refine.py`` builds the
@@ -166,7 +166,7 @@ def iterate(ops: Ops, b, x0=None, *, max_iterations: int, gmres_steps: int, m: i
 
 
 def dsgesv_test(anorm, n, dtype, reduce_max):
-    """``measure`` for :class:`Ops`: per column, dsgesv's test and ``||r||inf``."""
+    """``measure`` for `Ops`: per column, dsgesv's test and ``||r||inf``."""
     cte = anorm * jnp.finfo(dtype).eps * np.sqrt(n)
 
     def measure(x, r):

@@ -32,7 +32,16 @@ from ._eigh import tridiagonal
 
 
 class SVDResult(NamedTuple):
-    """``(U, S, Vh)`` with ``a == U @ diag(S) @ Vh``, as ``jnp.linalg.svd``."""
+    """``(U, S, Vh)`` with ``a == U @ diag(S) @ Vh``, as ``jnp.linalg.svd``.
+
+    Examples:
+      >>> import distla, jax.numpy as jnp, numpy as np
+      >>> mesh = distla.make_mesh((2, 4))
+      >>> a = distla.shard(jnp.diag(jnp.array([3.0, 2.0, 1.0])), mesh)
+      >>> result = distla.linalg.svd(a)
+      >>> np.round(np.asarray(result.S), 4) + 0.0
+      array([3., 2., 1.], dtype=float32)
+    """
 
     U: jax.Array
     S: jax.Array
@@ -238,12 +247,12 @@ def svd(
         ``k = min(m, n)``.
       compute_uv: return only ``S`` when False.
       hermitian: as in jnp, ``a`` is taken to be Hermitian: the decomposition is
-        built from :func:`eigh` of ``(a + aᴴ)/2`` (``S = |λ|`` descending,
+        built from [`eigh`][distla.linalg.eigh] of ``(a + aᴴ)/2`` (``S = |λ|`` descending,
         ``U`` the eigenvectors in that order, ``Vh = (U·sign(λ))ᴴ``), so a
         non-Hermitian ``a`` gives what jnp gives for it; ``full_matrices`` is
         moot (square).
       subset_by_index: not supported for sharded matrices (``None`` only).
-      plan: ``"auto"``, ``"distributed"`` or ``"one_device"`` (as :func:`eigh`).
+      plan: ``"auto"``, ``"distributed"`` or ``"one_device"`` (as [`eigh`][distla.linalg.eigh]).
 
     Returns:
       ``SVDResult(U, S, Vh)`` (or ``S``): ``S`` descending, non-negative,
@@ -258,7 +267,17 @@ def svd(
       ValueError: ``hermitian=True`` with a non-square ``a`` (also a
         ``TypeError``, which jnp raises there).
 
-    See also: ``jnp.linalg.svd``, :func:`svdvals`.
+    See also: ``jnp.linalg.svd``, [`svdvals`][distla.linalg.svdvals].
+
+    Examples:
+      >>> import distla, jax.numpy as jnp, numpy as np
+      >>> mesh = distla.make_mesh((2, 4))
+      >>> a = distla.shard(jnp.eye(512, 256) * 3.0, mesh)
+      >>> u, s, vh = distla.linalg.svd(a, full_matrices=False)
+      >>> u.shape, s.shape, vh.shape
+      ((512, 256), (256,), (256, 256))
+      >>> round(float(s.max()), 4)
+      3.0
     """
     options = dict(
         full_matrices=bool(full_matrices),
@@ -278,7 +297,7 @@ def svdvals(x: jax.typing.ArrayLike, /, *, plan: str = "auto") -> jax.Array:
     (LAPACK's ``xGEBRD``, blocked as ``xLABRD``: two psums of vectors per
     column, ``distla.kernels.bidiagonal``); the singular values are the top
     ``min(m, n)`` eigenvalues of the Golub–Kahan tridiagonal, bisected by
-    each device for its share as in :func:`eigvalsh`. No device holds more
+    each device for its share as in [`eigvalsh`][distla.linalg.eigvalsh]. No device holds more
     than its block of the matrix. Below the one-device budget
     ``plan="auto"`` runs ``jnp.linalg.svd`` on one device; stacks sharded
     along the batch run jnp's on each device.
@@ -286,12 +305,19 @@ def svdvals(x: jax.typing.ArrayLike, /, *, plan: str = "auto") -> jax.Array:
     Args:
       x: ``[m, n]`` matrix sharded on a 1- or 2-axis mesh, or a ``[..., m, n]``
         stack; integers and bools promote to the default float.
-      plan: ``"auto"``, ``"distributed"`` or ``"one_device"``, as :func:`svd`.
+      plan: ``"auto"``, ``"distributed"`` or ``"one_device"``, as [`svd`][distla.linalg.svd].
 
     Returns:
       ``[min(m, n)]`` real, non-negative, descending, replicated (stacks:
       sharded along the batch); within a few ``k·eps·σ₁`` of LAPACK's; NaN
-      for a non-finite matrix. Differentiable (:func:`svd`'s rule).
+      for a non-finite matrix. Differentiable ([`svd`][distla.linalg.svd]'s rule).
+
+    Examples:
+      >>> import distla, jax.numpy as jnp, numpy as np
+      >>> mesh = distla.make_mesh((2, 4))
+      >>> a = distla.shard(jnp.diag(jnp.array([1.0, 3.0, 2.0])), mesh)
+      >>> np.round(np.asarray(distla.linalg.svdvals(a)), 4) + 0.0
+      array([3., 2., 1.], dtype=float32)
     """
     options = dict(full_matrices=True, compute_uv=False, hermitian=False, subset_by_index=None)
     return route.call(SVD, x, plan=plan, **options)

@@ -3,20 +3,20 @@
 Nakatsukasa & Higham (2013), run by ``eigh`` (``pencil``) for
 ``subset_by_index`` / ``subset_by_value`` on large concrete matrices, where it
 descends only into the halves that hold the wanted eigenvalues
-(:func:`partial_eager`; the whole spectrum goes by tridiagonal reduction,
+(`partial_eager`; the whole spectrum goes by tridiagonal reduction,
 ``tridiagonal``).
 One divide step on a Hermitian block ``B`` (2D block layout, padded with
 singleton blocks that ``start``, the replicated vector of each index's block
 start, keeps apart):
 
 1. the block is shifted by ``σ`` (the median of its diagonal) and scaled to
-   unit Frobenius norm (:func:`level_prep`);
+   unit Frobenius norm (`level_prep`);
 2. ``U = polar(X)`` by QDWH (``distla.linalg._qdwh.qdwh_eager``): for
    Hermitian ``X``, ``U = sign(X)``, so ``P = (I − U)/2`` projects on the
    eigenvalues below ``σ``; ``r = trace(P)``;
 3. a random ``Ω`` gives ``Y = PΩ₁ + (I − P)Ω₂`` (the first ``r`` columns from
    ``range(P)``, the others from its complement); its QR (``distla.linalg.qr``)
-   is an orthonormal basis ``Q`` adapted to the split (:func:`split_basis`);
+   is an orthonormal basis ``Q`` adapted to the split (`split_basis`);
 4. each half ``QₖᴴBQₖ`` is its own smaller problem (``_Blocked``: the host
    knows each split point), down to leaves of at most ``L`` rows, each solved
    by ``jnp.linalg.eigh`` on one device (``L² ≤ N²/p`` elements there). A

@@ -1,7 +1,7 @@
 """The eigh family's public functions: ``eigh`` and ``eigvalsh`` (private).
 
-``jnp.linalg``'s forms (one Hermitian matrix, or a stack) declare :data:`EIGH`
-and :data:`EIGVALSH`: the tridiagonal drivers with jax's rule (``rules``), jnp's
+``jnp.linalg``'s forms (one Hermitian matrix, or a stack) declare `EIGH`
+and `EIGVALSH`: the tridiagonal drivers with jax's rule (``rules``), jnp's
 functions on each device's members for stacks. ``scipy.linalg.eigh``'s forms
 (a pencil, a type, a subset, values only) declare ``pencil.GENERALIZED``.
 """
@@ -23,7 +23,16 @@ from . import pencil, rules
 
 
 class EighResult(NamedTuple):
-    """``(eigenvalues, eigenvectors)`` as ``jnp.linalg.eigh`` returns them."""
+    """``(eigenvalues, eigenvectors)`` as ``jnp.linalg.eigh`` returns them.
+
+    Examples:
+      >>> import distla, jax.numpy as jnp, numpy as np
+      >>> mesh = distla.make_mesh((2, 4))
+      >>> a = distla.shard(jnp.diag(jnp.arange(4.0)), mesh)
+      >>> result = distla.linalg.eigh(a)
+      >>> np.round(np.asarray(result.eigenvalues), 4) + 0.0
+      array([0., 1., 2., 3.], dtype=float32)
+    """
 
     eigenvalues: jax.Array
     eigenvectors: jax.Array
@@ -126,7 +135,7 @@ def eigh(
     """Hermitian eigenproblems, as ``jnp.linalg.eigh`` and ``scipy.linalg.eigh``.
 
     ``eigh(a)``, ``eigh(a, UPLO)`` and ``eigh(a, UPLO, symmetrize_input)`` are
-    ``jnp.linalg.eigh`` (see :func:`eigvalsh`; the divide and conquer of
+    ``jnp.linalg.eigh`` (see [`eigvalsh`][distla.linalg.eigvalsh]; the divide and conquer of
     docs/spectral.md). With ``b``, ``type``, a subset or ``eigvals_only`` the
     call is ``scipy.linalg.eigh``'s: ``b = L Lᴴ`` by the distributed Cholesky,
     the pencil reduced to ``C y = λ y`` (type 1: ``C = L⁻¹ a L⁻ᴴ``, types 2
@@ -185,7 +194,17 @@ def eigh(
         ``UPLO`` or ``plan``, or ``subset_by_value`` under ``jax.jit``.
       TypeError: dtypes jnp would not promote.
 
-    See also: ``scipy.linalg.eigh``, ``jnp.linalg.eigh``, :func:`eigvalsh`.
+    See also: ``scipy.linalg.eigh``, ``jnp.linalg.eigh``, [`eigvalsh`][distla.linalg.eigvalsh].
+
+    Examples:
+      >>> import distla, jax.numpy as jnp, numpy as np
+      >>> mesh = distla.make_mesh((2, 4))
+      >>> a = distla.shard(jnp.diag(jnp.arange(256.0)) + 0.01, mesh)
+      >>> w, v = distla.linalg.eigh(a)
+      >>> w.shape, v.shape
+      ((256,), (256, 256))
+      >>> np.allclose(np.asarray(a) @ np.asarray(v), np.asarray(v) * np.asarray(w), atol=1e-3)
+      True
     """
     what = "distla.linalg.eigh"
     if eigvals is not None:
@@ -253,7 +272,7 @@ def eigvalsh(
     about ``4n³/3`` flops, LAPACK's count, and no device holds more than its
     block of the matrix (``distla.kernels.tridiagonal``). Below the
     one-device budget ``plan="auto"`` runs ``jnp.linalg.eigvalsh`` on one
-    device instead, as :func:`eigh`. A stack sharded along its batch runs
+    device instead, as [`eigh`][distla.linalg.eigh]. A stack sharded along its batch runs
     jnp's on each device.
 
     Args:
@@ -262,13 +281,20 @@ def eigvalsh(
       UPLO: ``"L"``/``None`` or ``"U"``: the triangle read when
         ``symmetrize_input`` is False.
       symmetrize_input: use ``(a + aᴴ)/2`` (jnp's default).
-      plan: ``"auto"``, ``"distributed"`` or ``"one_device"``, as :func:`eigh`.
+      plan: ``"auto"``, ``"distributed"`` or ``"one_device"``, as [`eigh`][distla.linalg.eigh].
 
     Returns:
       ``[n]`` real eigenvalues, ascending, replicated (``[..., n]`` sharded
       along the batch for stacks); NaN for a non-finite matrix. Within a few
       ``n·eps·‖a‖₂`` of LAPACK's. Differentiable to any order (the derivative
-      is :func:`eigh`'s, ``dw = re diag(Vᴴ dA V)``).
+      is [`eigh`][distla.linalg.eigh]'s, ``dw = re diag(Vᴴ dA V)``).
+
+    Examples:
+      >>> import distla, jax.numpy as jnp, numpy as np
+      >>> mesh = distla.make_mesh((2, 4))
+      >>> a = distla.shard(jnp.diag(jnp.arange(4.0)), mesh)
+      >>> np.round(np.asarray(distla.linalg.eigvalsh(a)), 4) + 0.0
+      array([0., 1., 2., 3.], dtype=float32)
     """
     _check_uplo(EIGVALSH.name, UPLO)
     options = dict(UPLO=UPLO, symmetrize_input=bool(symmetrize_input))

@@ -11,7 +11,7 @@ the inverses by the distributed triangular solves, the products by SUMMA.
 
 A subset (by index or by value) of a concrete matrix of padded order
 ``PARTIAL_MIN`` or more is computed by the blocked divide and conquer of
-``divide`` pruned to the wanted part (:func:`~distla.linalg._eigh.divide.partial_eager`);
+``divide`` pruned to the wanted part (`partial_eager`);
 traced calls (``jax.jit``, ``jax.grad``) and smaller matrices solve the whole
 problem and select from it.
 
@@ -158,7 +158,7 @@ def dense(a, b=None, *, kind=1, symmetrize=True, lower=True, sel=None, vectors=T
 
 
 def _shapes(a, b=None, *, kind, symmetrize, lower, sel, vectors):
-    """What :func:`dense` returns, as zeros: the one-device plan's bytes moved back."""
+    """What `dense` returns, as zeros: the one-device plan's bytes moved back."""
     del b, kind, symmetrize, lower
     n = a.shape[0]
     k = n if sel is None else sel[2] - sel[1]
@@ -212,7 +212,7 @@ def _distributed(plan: Plan, a, b=None, *, kind, symmetrize, lower, vectors, sel
 
 def _members(plan: Plan, *xs, sel, vectors, **flags):
     """Under ``jax.vmap`` each device solves the members it holds with jnp's functions
-    (:func:`dense`): no collective when the stack is sharded along its batch, where the
+    (`dense`): no collective when the stack is sharded along its batch, where the
     route's one-matrix layouts, batched, would move every member across the mesh."""
 
     def fn(*xs):  # eigenvalues with a unit core dimension: stack's cores are 2-D

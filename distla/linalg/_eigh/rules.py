@@ -3,7 +3,7 @@
 Declared once as ``distla._core.route.Op``\\ s and run by ``route.distributed`` on
 the call's plan: called eagerly, the tridiagonal drivers themselves
 (``tridiagonal``); under a transformation, ``jax.vmap`` of one is jnp's eigh on
-each device's members (:func:`eigh_stack`) and its derivative is jax's rule,
+each device's members (`eigh_stack`) and its derivative is jax's rule,
 ``dw = re diag(Vᴴ dA V)``, ``dV = V (F ∘ Vᴴ dA V)``, with distla's products.
 """
 

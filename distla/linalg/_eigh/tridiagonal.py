@@ -14,7 +14,7 @@ computes ``T``'s eigenvectors by inverse iteration, each device a range of
 them (``kernels/tridiagonal_vectors.py``), checks and if need be repairs
 their orthogonality across devices, and multiplies ``Q Z`` by SUMMA. An
 eager call compiles the repair as a second program, only when a matrix needs
-it (:func:`eigh_2d`).
+it (`eigh_2d`).
 
 ``svdvals`` reduces to real bidiagonal form instead (LAPACK's ``xGEBRD``,
 ``kernels/bidiagonal.py``) and bisects the Golub–Kahan tridiagonal, whose
@@ -189,7 +189,7 @@ def _vectors_of_tridiagonal(d, e, w, *, grid, spec):
 
 def _loose(z):
     """Whether a probe ``‖zᴴz r − r‖`` finds ``z``'s columns further from orthonormal
-    than about ``√n·eps`` (then :func:`_repaired`)."""
+    than about ``√n·eps`` (then `_repaired`)."""
     n = z.shape[1]
     eps = jnp.finfo(z.dtype).eps
     probe = start_vectors(jnp.zeros((1,), jnp.int32), n, z.dtype)[0]
@@ -200,7 +200,7 @@ def _loose(z):
 
 def _repaired(z, d, e, w, *, grid, spec):
     """``z`` (``n x n``, columns: eigenvectors of ``T`` for ``w``) with orthonormal columns,
-    run when :func:`_loose` finds them not.
+    run when `_loose` finds them not.
 
     The ranges of different devices meet at wide gaps; only a cluster wider
     than the guard there (repeated or nearly repeated
@@ -273,7 +273,7 @@ def _eigenpairs_parts(h: jax.Array, *, mesh):
     ``Qᴴ (scale·h) Q = T`` by the reduction (``Q`` accumulated, cut to ``n x n``),
     ``T = (d, e)``'s eigenvalues ``w`` by bisection, its eigenvectors ``z`` by
     inverse iteration on each device's range, and whether the probe finds ``z``
-    in need of :func:`_repaired`.
+    in need of `_repaired`.
     """
     grid = grid_of(mesh, what="distla.linalg.eigh")
     n = h.shape[0]
@@ -302,7 +302,7 @@ def eigenpairs_body(h: jax.Array, *, mesh):
     """``(w, v)`` of the Hermitian ``h`` (``n x n``): ``w`` ascending, replicated; ``v``
     in the 2D block layout that fits.
 
-    Traced inside ``run_on_mesh``: :func:`_eigenpairs_parts`, the repair under
+    Traced inside ``run_on_mesh``: `_eigenpairs_parts`, the repair under
     ``lax.cond`` (only when the probe fires), ``v = Q Z``. A non-finite ``h``
     gives NaN.
     """
@@ -321,7 +321,7 @@ def _pair_specs(mesh, n):
 
 @functools.partial(jax.jit, static_argnames=("mesh", "symmetrize", "lower"))
 def _eigh_program(a: jax.Array, *, mesh, symmetrize: bool, lower: bool):
-    """:func:`eigh_2d` as one program (a traced ``a``)."""
+    """`eigh_2d` as one program (a traced ``a``)."""
 
     def body(a):
         h = hermitian_from(a, symmetrize=symmetrize, lower=lower)
@@ -333,7 +333,7 @@ def _eigh_program(a: jax.Array, *, mesh, symmetrize: bool, lower: bool):
 @functools.partial(jax.jit, static_argnames=("mesh", "symmetrize", "lower"))
 def _eigh_unrepaired(a: jax.Array, *, mesh, symmetrize: bool, lower: bool):
     """The eager call's first program: ``(w, v)`` as if no repair were needed, ``loose``,
-    and what :func:`_eigh_repair` needs when it is."""
+    and what `_eigh_repair` needs when it is."""
     n = a.shape[0]
     pair = _pair_specs(mesh, n)
     spec = pair[1]
@@ -361,7 +361,7 @@ def _eigh_repair(w, z, q, d, e, scale, *, mesh):
 
 
 def eigh_2d(a: jax.Array, *, mesh, symmetrize: bool, lower: bool):
-    """``(w, v)`` of the Hermitian ``a`` on a 1- or 2-axis mesh (:func:`eigenpairs_body`).
+    """``(w, v)`` of the Hermitian ``a`` on a 1- or 2-axis mesh (`eigenpairs_body`).
 
     ``a`` is read as ``eigh`` reads it (``symmetrize``, else the ``lower`` or
     upper triangle). A traced ``a`` gives one program. A concrete one runs the
@@ -383,7 +383,7 @@ def svdvals_2d(a: jax.Array, *, mesh) -> jax.Array:
     """Singular values (descending, real, replicated) of the ``m x n`` ``a`` on a mesh.
 
     Bidiagonal reduction (``distla.kernels.bidiagonal``) of ``a`` (or of ``aᴴ``
-    when wide), in phases as :func:`eigenvalues_body`'s; the singular values
+    when wide), in phases as `eigenvalues_body`'s; the singular values
     of ``B`` are the top ``k = min(m, n)`` eigenvalues of the Golub–Kahan
     tridiagonal of order ``2k``, bisected ``k/p`` per device. Within a few
     ``k·eps·σ₁`` of LAPACK's; a non-finite ``a`` gives NaN.

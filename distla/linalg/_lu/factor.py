@@ -73,7 +73,7 @@ def lu_factor(
         block-cyclic block); ``None`` picks one near 128 that pads least.
 
       plan: ``"auto"``, ``"distributed"`` or ``"one_device"`` for one sharded
-        matrix, as :func:`solve`'s (the one-device plan runs jnp's function).
+        matrix, as [`solve`][distla.linalg.solve]'s (the one-device plan runs jnp's function).
 
     Returns:
       ``(lu, piv)``: ``lu`` (``[m, n]``) holds ``L`` (unit diagonal, not
@@ -97,6 +97,16 @@ def lu_factor(
       TypeError: dtypes jnp would not promote (or float16, which jax's LAPACK lacks).
 
     See also: ``jax.scipy.linalg.lu_factor``, ``distla.linalg.lu_solve``.
+
+    Examples:
+      >>> import distla, jax.numpy as jnp, numpy as np
+      >>> mesh = distla.make_mesh((2, 4))
+      >>> a = distla.shard(jnp.eye(256) * 4.0 + jnp.tri(256) / 256, mesh)
+      >>> b = distla.shard(jnp.ones((256, 8)), mesh)
+      >>> lu_and_piv = distla.linalg.lu_factor(a)
+      >>> x = distla.linalg.lu_solve(lu_and_piv, b)
+      >>> float(np.abs(np.asarray(a) @ np.asarray(x) - np.asarray(b)).max()) < 1e-4
+      True
     """
     scipy_flags(LU_FACTOR.name, overwrite_a=overwrite_a, check_finite=check_finite)
     return route.call(LU_FACTOR, a, block_size=block_size, plan=plan)
@@ -274,7 +284,7 @@ def lu_solve(
     """Solve ``a x = b`` from ``lu_factor(a)``, as ``jax.scipy.linalg.lu_solve``.
 
     Args:
-      lu_and_piv: the tuple ``(lu, piv)`` from :func:`lu_factor`.
+      lu_and_piv: the tuple ``(lu, piv)`` from [`lu_factor`][distla.linalg.lu_factor].
       b: ``[..., n]`` or ``[..., n, k]`` right-hand side(s), in any layout on
         the same mesh (an operand on one device is moved onto it). As in jax,
         ``b`` is a vector when it is 1-D (or, deprecated in jax, has one
@@ -295,7 +305,7 @@ def lu_solve(
         ``b`` its batch dimensions. With a factor of any other dtype ``a``
         is ignored; without ``a`` the semantics are jax's.
       plan: ``"auto"``, ``"distributed"`` or ``"one_device"`` for one sharded
-        factorisation and a 1- or 2-D ``b``, as :func:`solve`'s; ``"auto"``
+        factorisation and a 1- or 2-D ``b``, as [`solve`][distla.linalg.solve]'s; ``"auto"``
         takes one device only when called eagerly (as a compiled program the
         plan's collectives cost more than the two triangular solves).
 
@@ -309,6 +319,15 @@ def lu_solve(
       ValueError: shapes that do not match, or ``trans`` not in (0, 1, 2).
 
     See also: ``jax.scipy.linalg.lu_solve``.
+
+    Examples:
+      >>> import distla, jax.numpy as jnp, numpy as np
+      >>> mesh = distla.make_mesh((2, 4))
+      >>> a = distla.shard(jnp.eye(256) * 4.0 + jnp.tri(256) / 256, mesh)
+      >>> b = distla.shard(jnp.ones((256, 8)), mesh)
+      >>> x = distla.linalg.lu_solve(distla.linalg.lu_factor(a), b)
+      >>> float(np.abs(np.asarray(a) @ np.asarray(x) - np.asarray(b)).max()) < 1e-4
+      True
     """
     what = LU_SOLVE.name
     scipy_flags(what, overwrite_b=overwrite_b, check_finite=check_finite)
@@ -334,7 +353,19 @@ def lu_solve(
 
 
 class LUResult(NamedTuple):
-    """``(p, l, u)`` with ``a == p @ l @ u``."""
+    """``(p, l, u)`` with ``a == p @ l @ u``.
+
+    Examples:
+      >>> import distla, jax.numpy as jnp, numpy as np
+      >>> mesh = distla.make_mesh((2, 4))
+      >>> a = distla.shard(jnp.eye(256) * 4.0 + jnp.tri(256) / 256, mesh)
+      >>> result = distla.linalg.lu(a)
+      >>> type(result).__name__, result.l.shape
+      ('LUResult', (256, 256))
+      >>> p, l, u = (np.asarray(m) for m in result)
+      >>> np.allclose(p @ l @ u, np.asarray(a), atol=1e-4)
+      True
+    """
 
     p: jax.Array
     l: jax.Array  # noqa: E741
@@ -383,22 +414,30 @@ def lu(
       permute_l: return ``(p @ l, u)`` instead of ``(p, l, u)``, as jax.
       overwrite_a: accepted and ignored, as in ``jax.scipy``.
       check_finite: accepted and ignored, as in ``jax.scipy``.
-      block_size: as in :func:`lu_factor`.
+      block_size: as in [`lu_factor`][distla.linalg.lu_factor].
       plan: ``"auto"``, ``"distributed"`` or ``"one_device"``, as
-        :func:`lu_factor`'s (the one-device plan runs ``jax.scipy.linalg.lu``).
+        [`lu_factor`][distla.linalg.lu_factor]'s (the one-device plan runs ``jax.scipy.linalg.lu``).
 
     Returns:
       ``(p [m, m], l [m, k], u [k, n])`` with ``k = min(m, n)``: the
       permutation matrix, unit lower trapezoidal ``l`` and upper trapezoidal
       ``u``, each in the 2D block layout of the mesh (or the largest even
       layout that fits); ``p`` in ``a``'s real dtype, as jax's. Pivots as in
-      :func:`lu_factor`. Differentiable
+      [`lu_factor`][distla.linalg.lu_factor]. Differentiable
       (``jax.grad``/``jax.jvp``, any order) for square ``a``, with jax's rule.
 
     Raises:
       ValueError: ``a`` is not a matrix.
 
     See also: ``jax.scipy.linalg.lu``.
+
+    Examples:
+      >>> import distla, jax.numpy as jnp, numpy as np
+      >>> mesh = distla.make_mesh((2, 4))
+      >>> a = distla.shard(jnp.eye(256) * 4.0 + jnp.tri(256) / 256, mesh)
+      >>> p, l, u = distla.linalg.lu(a)
+      >>> np.allclose(np.asarray(p) @ np.asarray(l) @ np.asarray(u), np.asarray(a), atol=1e-4)
+      True
     """
     scipy_flags(LU.name, permute_l=permute_l, overwrite_a=overwrite_a, check_finite=check_finite)
     return route.call(LU, a, block_size=block_size, plan=plan, permute_l=permute_l)

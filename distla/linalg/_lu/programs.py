@@ -127,7 +127,8 @@ def solve(a, b, *, call: Plan):
 
 @functools.partial(jax.jit, static_argnames=("call",))
 def inv(a, *, call: Plan):
-    """``a^-1``: :func:`solve` against the identity, made in the right-hand sides' layout."""
+    """``a^-1``: [`solve`][distla.linalg.solve] against the identity, made in the right-hand sides'
+    layout."""
     return solve(a, jnp.eye(a.shape[0], dtype=call.dtype), call=call)
 
 
@@ -165,7 +166,7 @@ def lu(a, *, call: Plan):
     """``(p, l, u)`` of one matrix, as ``jax.scipy.linalg.lu``.
 
     Two programs, so that ``lu``, ``det`` and ``slogdet`` share
-    :func:`lu_factor`'s compiled one.
+    [`lu_factor`][distla.linalg.lu_factor]'s compiled one.
     """
     return plu(*lu_factor(a, call=call), call=call)
 
@@ -366,6 +367,11 @@ def model_bytes(
     Returns:
       Bytes received per device, comparable to
       ``distla.cost(...).total_collective_bytes``.
+
+    Examples:
+      >>> import distla, jax.numpy as jnp, numpy as np
+      >>> distla.linalg.lu_model_bytes(8192, (2, 4), jnp.float32) > 0
+      True
     """
     pr, pc = grid
     mesh = jax.sharding.AbstractMesh((pr, pc), ("r", "c"))

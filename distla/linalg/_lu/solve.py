@@ -179,7 +179,7 @@ def solve(
         ``assume_a="pos"`` it is, as in ``jax.scipy.linalg.solve``.
       assume_a: ``"gen"``, ``"sym"``, ``"her"`` or ``"pos"``, as in
         ``jax.scipy.linalg.solve``. ``"pos"`` on one sharded matrix runs the
-        distributed Cholesky (:func:`cho_factor`); every other case, and
+        distributed Cholesky ([`cho_factor`][distla.linalg.cho_factor]); every other case, and
         stacks of matrices, runs the LU (right for any nonsingular ``a``).
         With ``"pos"`` only the triangle named by ``lower`` is read, as in
         jax (which reads all of ``a`` otherwise).
@@ -189,13 +189,13 @@ def solve(
       overwrite_b: accepted and ignored, as in ``jax.scipy``.
       debug: accepted and ignored, as in ``jax.scipy``.
       check_finite: accepted and ignored, as in ``jax.scipy``.
-      block_size: the distributed LU's block size (see :func:`lu_factor`).
+      block_size: the distributed LU's block size (see [`lu_factor`][distla.linalg.lu_factor]).
       factor_dtype: mixed precision (a distla extension): factor in this
         dtype (float32 for a float64 system, complex64 for complex128) and
         refine to the system's precision, as LAPACK's dsgesv; NaN where
         refinement does not converge (docs: lu.md). ``None``: no.
       plan: ``"auto"``, ``"distributed"`` or ``"one_device"`` for one sharded
-        matrix: below the budget (:func:`set_plan_budget`) and a measured
+        matrix: below the budget ([`set_plan_budget`][distla.linalg.set_plan_budget]) and a measured
         crossover size, ``"auto"`` moves ``a`` and ``b`` to one device, runs
         ``jax.scipy.linalg.solve`` (LAPACK) there and shards ``x`` back in
         the same layout; ``distla.cost`` reports the plan.
@@ -211,6 +211,17 @@ def solve(
         unknown ``assume_a``.
 
     See also: ``jnp.linalg.solve``, ``jax.scipy.linalg.solve``.
+
+    Examples:
+      >>> import distla, jax.numpy as jnp, numpy as np
+      >>> mesh = distla.make_mesh((2, 4))
+      >>> a = distla.shard(jnp.eye(256) * 4.0 + jnp.tri(256) / 256, mesh)
+      >>> b = distla.shard(jnp.ones((256, 8)), mesh)
+      >>> x = distla.linalg.solve(a, b)
+      >>> x.shape, x.sharding.spec
+      ((256, 8), P('rows', 'cols'))
+      >>> float(np.abs(np.asarray(a) @ np.asarray(x) - np.asarray(b)).max()) < 1e-4
+      True
     """
     what = SOLVE.name
     scipy_flags(
@@ -249,7 +260,7 @@ def tensorsolve(
 ) -> jax.Array:
     """Solves ``tensordot(a, x, x.ndim) = b`` for ``x``, as ``jnp.linalg.tensorsolve``.
 
-    :func:`solve` (the distributed LU) on ``a`` reshaped to a square matrix.
+    [`solve`][distla.linalg.solve] (the distributed LU) on ``a`` reshaped to a square matrix.
 
     Args:
       a: array whose leading ``b.ndim`` axes are ``b``'s shape and whose
@@ -262,12 +273,28 @@ def tensorsolve(
 
     Raises:
       ValueError: ``a``'s shape does not make a square system with ``b``.
+
+    Examples:
+      >>> import distla, jax.numpy as jnp, numpy as np
+      >>> mesh = distla.make_mesh((2, 4))
+      >>> a = distla.shard(jnp.eye(64).reshape(8, 8, 64) * 2.0, mesh)
+      >>> b = distla.shard(jnp.ones((8, 8)), mesh)
+      >>> x = distla.linalg.tensorsolve(a, b)
+      >>> x.shape, float(np.asarray(x)[0])
+      ((64,), 0.5)
     """
     what = "distla.linalg.tensorsolve"
     a = as_array(a, "a", what)
     b = as_array(b, "b", what)
     if axes is not None:
-        axes = [operator.index(i) % a.ndim for i in axes]
+        axes = [operator.index(i) for i in axes]
+        for i in axes:  # out of range: refused, as jnp refuses it (never wrapped)
+            if not -a.ndim <= i < a.ndim:
+                raise ValueError(
+                    f"{what}: axis {i} is out of bounds for array of dimension {a.ndim} "
+                    f"(a of shape {a.shape}); give axes in [-{a.ndim}, {a.ndim})"
+                )
+        axes = [i % a.ndim for i in axes]
         a = jnp.moveaxis(a, axes, range(a.ndim - len(axes), a.ndim))
     out_shape = a.shape[b.ndim :]
     n = math.prod(out_shape)

@@ -4,7 +4,7 @@ The route (``distla._core.route``) calls these functions for stacks
 ``[..., n, n]`` on a mesh, after its checks (square matrices,
 ``jnp.linalg.solve``'s numpy-2 shape rules), with every operand cast to the
 result dtype and with the call's ``distla._core.plan.Plan``; so does the
-vmap rule of a one-matrix call (:func:`vmap_rule`). Nothing is checked or
+vmap rule of a one-matrix call (`vmap_rule`). Nothing is checked or
 looked up again.
 
 The work is embarrassingly parallel: each device factors and solves the
@@ -124,7 +124,7 @@ def lu_solve(plan: Plan, lu: jax.Array, piv: jax.Array, b: jax.Array, *, trans: 
 
     Args:
       plan: the call's plan (its mesh).
-      lu: ``[..., n, n]`` factors from :func:`lu_factor`.
+      lu: ``[..., n, n]`` factors from [`lu_factor`][distla.linalg.lu_factor].
       piv: ``[..., n]`` integer pivots (scipy's convention).
       b: ``[..., n]`` (one vector per member) or ``[..., n, k]``, with exactly
         ``lu``'s batch dimensions.
