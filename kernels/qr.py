@@ -275,3 +275,56 @@ def _local_v(panel: jax.Array, rows: jax.Array, k, nb: int) -> jax.Array:
     col = jnp.arange(nb, dtype=jnp.int32)[None, :]
     one = jnp.ones((), panel.dtype)
     return jnp.where(rel > col, panel, jnp.where(rel == col, one, jnp.zeros((), panel.dtype)))
+
+
+def apply_q(
+    h: jax.Array,
+    ts: jax.Array,
+    x: jax.Array,
+    *,
+    row_axis: str | None,
+    col_axis: str | None,
+    nb: int,
+    stages: int,
+    adjoint: bool,
+    precision: lax.PrecisionLike,
+) -> jax.Array:
+    """``Q x`` (or ``Qᴴ x``) with the reflectors of :func:`qr_block_cyclic`, ``Q`` never formed.
+
+    ``Q = H_1···H_K`` is applied panel by panel as ``I − V T Vᴴ`` (compact WY, the
+    update of :func:`form_q` on ``x`` instead of the identity): in reverse order for
+    ``Q x``, in order with ``Tᴴ`` for ``Qᴴ x``. Per panel, the broadcast of ``V``
+    along the mesh row and one psum of ``Vᴴ x`` (``nb`` rows) along the mesh column.
+
+    Args:
+      h, ts: the results of :func:`qr_block_cyclic` (``K = ts.shape[0]`` panels).
+      x: ``(m/pr, cols)`` local block of ``x`` (``m x P``), rows block-cyclic as
+        ``h``'s (any column layout: each device's columns are its own business).
+      row_axis, col_axis, nb, stages, precision: as for :func:`qr_block_cyclic`.
+      adjoint: ``Qᴴ x`` instead of ``Q x``.
+
+    Returns:
+      The local block of ``Q x`` (or ``Qᴴ x``), laid out as ``x``.
+    """
+    pr, pc = axis_size(row_axis), axis_size(col_axis)
+    j = axis_index(col_axis)
+    grow = global_index(h.shape[0], row_axis, nb)
+    bounds = stage_bounds(ts.shape[0], stages)
+    for k0, k1 in bounds if adjoint else reversed(bounds):
+        # H_k0..H_k1-1 leave the rows < k0·nb alone
+        t0 = k0 // pr
+        rows, stored = grow[t0 * nb :], h[t0 * nb :]
+
+        def step(s, sub, k0=k0, k1=k1, rows=rows, stored=stored):
+            k = k0 + s if adjoint else k1 - 1 - s
+            owner, lc = k % pc, k // pc
+            panel = lax.dynamic_slice_in_dim(stored, lc * nb, nb, axis=1)
+            # psum along the mesh row -> this device row's rows of V_k, everywhere
+            v = _broadcast(_local_v(panel, rows, k, nb), j, owner, col_axis)
+            return sub - _apply_h(
+                sub, v, ts[k], row_axis=row_axis, precision=precision, adjoint=adjoint
+            )
+
+        sub = fori(0, k1 - k0, step, x[t0 * nb :])
+        x = set_block(x, (t0 * nb, 0), sub)
+    return x

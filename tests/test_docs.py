@@ -11,7 +11,8 @@
   normalised), so that what a page says a block prints is what it prints.
 - The names documented in ``docs/api.md`` are exactly the public API:
   ``distla.__all__``, ``distla.linalg.__all__``, ``distla.fft``'s and
-  ``distla.scipy.fft``'s public functions and ``distla.jaxdecomp``'s own, each
+  ``distla.scipy.fft``'s public functions, ``distla.scipy.linalg``'s own (not
+  re-exported) functions and ``distla.jaxdecomp``'s own, each
   rendered from the object it names.
 
 Run as a script (``python tests/test_docs.py PAGES.json RESULTS.json``) it is the
@@ -364,6 +365,15 @@ def _public_names() -> set[str]:
         for n in distla.jaxdecomp.__all__
         if inspect.isfunction(getattr(distla.jaxdecomp, n))
         and id(getattr(distla.jaxdecomp, n)) not in exported
+    }
+    # distla.scipy.linalg's own functions (the names it re-exports from distla.linalg are
+    # documented there)
+    import distla.scipy.linalg as sla
+
+    names |= {
+        f"distla.scipy.linalg.{n}"
+        for n in sla.__all__
+        if getattr(distla.linalg, n, None) is not getattr(sla, n)
     }
     # the matmul module's communication model (``distla.matmul`` itself is the function)
     names.add("distla.matmul.model_bytes")

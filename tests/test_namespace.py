@@ -292,9 +292,10 @@ _JNP_OWN = {
     "vecdot": (jnp.linalg.vecdot, "mm"),
     "outer": (jnp.linalg.outer, "vv"),
     "cross": (jnp.linalg.cross, "33"),
-    "fftshift": (jnp.fft.fftshift, "m"),
-    "ifftshift": (jnp.fft.ifftshift, "m"),
+    "fftshift": (distla.fft.fftshift, "m"),  # jnp's roll, typed back on Explicit meshes
+    "ifftshift": (distla.fft.ifftshift, "m"),
 }
+_SHIFTS = ("fftshift", "ifftshift")
 
 
 @pytest.mark.parametrize("name", sorted(_JNP_OWN))
@@ -305,11 +306,15 @@ def test_jnps_own_names_gather_no_operand(name):
     block halves to the device that owns their destination (collective
     permutes), at most one block per sharded axis.
     """
-    assert (
-        getattr(distla.linalg if name not in ("fftshift", "ifftshift") else distla.fft, name)
-        is _JNP_OWN[name][0]
+    assert getattr(distla.linalg if name not in _SHIFTS else distla.fft, name) is _JNP_OWN[name][0]
+    kinds = [jax.sharding.AxisType.Auto] + (
+        [jax.sharding.AxisType.Explicit] if name in _SHIFTS else []
     )
-    mesh = distla.make_mesh((2, 4), axis_types=jax.sharding.AxisType.Auto)
+    for kind in kinds:
+        _gathers_nothing(name, distla.make_mesh((2, 4), axis_types=kind))
+
+
+def _gathers_nothing(name, mesh):
     n = 64
     shapes = {
         "m": [((n, n), P("rows", "cols"))],
@@ -324,7 +329,7 @@ def test_jnps_own_names_gather_no_operand(name):
     block = n * n * 4 // 8
     assert gathered == 0, (name, c.collectives)
     assert c.total_collective_bytes <= 2 * block, (name, c.collectives)
-    if name in ("fftshift", "ifftshift"):
+    if name in _SHIFTS:
         assert c.collective_counts["collective-permute"] > 0
 
 

@@ -345,7 +345,10 @@ def _results_of(fn, structs, options, x64, promotion):
 
 def _trace_results(fn, structs, options):
     operands = [jax.ShapeDtypeStruct(shape, dtype) for shape, dtype in structs]
-    return operands, jax.eval_shape(functools.partial(fn, **dict(options)), *operands)
+    # shapes and dtypes alone, outside the mesh in context: under an Explicit mesh some
+    # of jax's one-device functions (jax.scipy.linalg.rsf2csf) refuse their own constants
+    with jax.sharding.use_abstract_mesh(AbstractMesh((), ())):
+        return operands, jax.eval_shape(functools.partial(fn, **dict(options)), *operands)
 
 
 def result_structs(fn: Callable[..., Any], args: tuple, options: tuple) -> list:

@@ -148,6 +148,14 @@ CROSSOVER = {
     # jnp's gather onto every device, so the budget alone decides
     "eig": 2**62,
     "qr_raw": 2**62,
+    # distla.scipy.linalg's options and functions with no distributed algorithm:
+    # qr(pivoting=True), svd(lapack_driver="gesvd"), schur's QR iteration (and
+    # rsf2csf of a Schur form whose 2x2 blocks touch), solve_sylvester's triangular
+    # solve and its method="eigen"
+    "qr_pivoting": 2**62,
+    "svd_gesvd": 2**62,
+    "schur": 2**62,
+    "sylvester": 2**62,
 }
 
 #: Crossovers that apply to eager calls only (concrete operands whose devices the

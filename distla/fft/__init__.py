@@ -37,6 +37,8 @@ from ._fft3d import cpu_compiler_options as cpu_compiler_options
 from ._fft3d import model_bytes as model_bytes
 from ._real3d import pirfft3d as pirfft3d
 from ._real3d import prfft3d as prfft3d
+from ._shift import fftshift as fftshift
+from ._shift import ifftshift as ifftshift
 from ._transforms import fft as fft
 from ._transforms import fft2 as fft2
 from ._transforms import fftfreq3d as fftfreq3d
@@ -84,9 +86,7 @@ __all__ = [
     "rfftn",
 ]
 
-# jnp's own: an iota, and a roll that XLA runs as neighbour exchanges of block
-# halves on sharded axes (no gather); see docs/namespace.md.
+# jnp's own: an iota; the shifts are jnp's roll, typed back on Explicit meshes
+# (_shift.py); see docs/namespace.md.
 fftfreq = jnp.fft.fftfreq
 rfftfreq = jnp.fft.rfftfreq
-fftshift = jnp.fft.fftshift
-ifftshift = jnp.fft.ifftshift

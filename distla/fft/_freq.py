@@ -73,5 +73,11 @@ def _shard_along(v: jax.Array, k: jax.Array, axis: int) -> jax.Array:
     if names and v.shape[axis] % parts == 0:
         spec[axis] = entry
     if isinstance(k, jax.core.Tracer):
+        explicit = any(t == jax.sharding.AxisType.Explicit for t in mesh.axis_types)
+        if explicit and jax.sharding.get_abstract_mesh().empty:
+            # traced outside jax.set_mesh: k's shape is all the program reads of it, so jax
+            # drops k and compiles for one device, where a result typed on k's mesh is an
+            # error ("Length of device assignment 1 ..."); jnp's replicated constants then
+            return v
         return jax.sharding.reshard(v, NamedSharding(mesh, P(*spec)))
     return jax.device_put(v, NamedSharding(mesh, P(*spec)))

@@ -1,7 +1,9 @@
-"""``jax.scipy``'s namespaces on sharded arrays: ``import distla.scipy.fft``.
+"""``jax.scipy``'s namespaces on sharded arrays: ``distla.scipy.linalg`` and ``distla.scipy.fft``.
 
-Each submodule mirrors its ``jax.scipy`` counterpart name for name, with
-jax's parameters and defaults, and keeps the work distributed.
+``import distla.scipy.linalg as sla`` replaces ``import jax.scipy.linalg as sla``
+(and ``distla.scipy.fft`` replaces ``jax.scipy.fft``): the same names, parameters
+and defaults, with the work kept on the mesh the operands live on.
 """
 
 from . import fft as fft
+from . import linalg as linalg

@@ -1,0 +1,246 @@
+"""Calls where jnp works and distla did not: each case found once, kept as a test.
+
+Found by the sweep (tests/test_dropin_sweep.py), by numpy's, scipy's and jax's own
+linalg and fft test files run against distla, and by users. Each is
+compared with jnp on the same host data through tests/dropin.py's runner, or
+asserted directly where the point is one value.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from conftest import build_mesh
+from dropin import OURS, REF, SPECS, Variant, check, compare, fitting
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+
+import distla
+import distla.linalg as dl
+
+
+def open_case(reason: str):
+    """A case found and not fixed yet: it fails today, and the test fails once it passes
+    (then drop the mark)."""
+    return pytest.mark.xfail(strict=True, reason=f"open: {reason}")
+
+
+LSTSQ_EMPTY = open_case("lstsq(numpy_resid=True) of empty operands: TracerBoolConversionError")
+SVD_OF_STACK = open_case(
+    "svd of a stack in distla.shard's layout: 'must be unsharded on non-batch dimensions'"
+)
+
+
+@pytest.fixture(scope="module")
+def mesh():
+    return build_mesh((2, 4), "explicit")
+
+
+def _put(x, mesh, spec):
+    return jax.device_put(x, NamedSharding(mesh, spec))
+
+
+# ---------------------------------------------------------------- empty operands
+
+
+@pytest.mark.parametrize(
+    "where, shape",
+    [
+        pytest.param("numpy", (0, 3, 2), marks=LSTSQ_EMPTY),
+        pytest.param("numpy", (4, 0, 2), marks=LSTSQ_EMPTY),
+        pytest.param("numpy", (4, 3, 0), marks=LSTSQ_EMPTY),
+        pytest.param("numpy", (0, 0, 0), marks=LSTSQ_EMPTY),
+        pytest.param("sharded", (0, 3, 2), marks=LSTSQ_EMPTY),
+        pytest.param("sharded", (4, 0, 2), marks=LSTSQ_EMPTY),
+        ("sharded", (4, 3, 0)),
+        pytest.param("sharded", (0, 0, 0), marks=LSTSQ_EMPTY),
+    ],
+    ids=str,
+)
+def test_lstsq_of_empty_operands_with_numpy_residuals(mesh, shape, where):
+    """numpy's and scipy's lstsq tests of empty operands (TracerBoolConversionError
+    inside jax.eval_shape of jnp's lstsq, whose numpy_resid=True needs the rank's value)."""
+    m, n, k = shape
+    a = np.arange(m * n, dtype=np.float32).reshape(m, n) + 1
+    b = np.ones((m, k), np.float32)
+    ref = jnp.linalg.lstsq(a, b, numpy_resid=True)
+    if where == "sharded":
+        a, b = distla.shard(a, mesh), distla.shard(b, mesh)
+    got = dl.lstsq(a, b, numpy_resid=True)
+    for g, r in zip(got, ref):
+        g, r = np.asarray(g), np.asarray(r)
+        assert g.shape == r.shape and g.dtype == r.dtype, (g.shape, r.shape)
+        np.testing.assert_allclose(g, r, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("kind", ["explicit", "auto"])
+@pytest.mark.parametrize("spec", [P("x"), P(None, "x"), P("x", "y")], ids=str)
+def test_empty_stacks_read_back(kind, spec):
+    """Found: np.asarray of cholesky of a (1000, 0, 0) stack split over 'x' raised
+    "could not broadcast input array from shape (1000,0,0) into (500,0,0)"; numpy's
+    det tests of (3, 2, 0, 0) stacks the same."""
+    m = build_mesh((2, 4), kind)
+    cases = [
+        ((1000, 0, 0), lambda L, a: L.linalg.cholesky(a)),
+        ((4, 2, 0, 0), lambda L, a: L.linalg.det(a)),
+        ((4, 2, 0, 0), lambda L, a: L.linalg.slogdet(a)),
+        ((4, 2, 0, 0), lambda L, a: L.linalg.inv(a)),
+        ((4, 0, 0), lambda L, a: L.linalg.eigh(a)),
+        ((4, 0, 0), lambda L, a: L.linalg.svd(a)),
+        ((4, 0, 0), lambda L, a: L.linalg.qr(a)),
+    ]
+    for shape, call in cases:
+        host = np.zeros(shape, np.float32)
+        got = call(OURS, _put(host, m, fitting(spec, shape, m)))
+        compare(got, call(REF, host), rtol_units=1, where=f"{shape} {spec}")
+
+
+@open_case("outer of empty sharded vectors: jnp's mul is illegally sharded (0@(x,y) twice)")
+def test_outer_of_empty_vectors_on_an_explicit_mesh(mesh):
+    """Found: jnp's outer of an empty sharded vector and a sharded one is "illegally
+    sharded" on an Explicit mesh."""
+    check(SPECS["linalg.outer"], Variant(n=0))
+    check(SPECS["linalg.outer"], Variant(n=8))
+
+
+# ---------------------------------------------------------------- stacks
+
+
+@pytest.mark.parametrize(
+    "name, option",
+    [
+        pytest.param("linalg.pinv", 0, marks=SVD_OF_STACK),
+        ("linalg.pinv", 1),  # hermitian=True: DuplicateSpecError / illegally sharded add
+        pytest.param("linalg.matrix_rank", 0, marks=SVD_OF_STACK),
+        ("linalg.matrix_rank", 1),
+        pytest.param("linalg.matrix_norm", 1, marks=SVD_OF_STACK),  # ord=2
+        pytest.param("linalg.norm", 1, marks=SVD_OF_STACK),  # ord=2, axis=(-2, -1)
+        pytest.param("linalg.norm", 2, marks=SVD_OF_STACK),  # "nuc"
+        pytest.param("linalg.norm", 3, marks=SVD_OF_STACK),  # -2
+        pytest.param("linalg.cond", 0, marks=SVD_OF_STACK),
+    ],
+)
+def test_spectral_reductions_of_stacks_in_shards_layout(name, option):
+    """Found: pinv, matrix_rank, matrix_norm(2), norm(2, -2, "nuc") and cond of a 3-D
+    stack in distla.shard's own layout failed inside svd ("must be unsharded on non-batch
+    dimensions")."""
+    check(SPECS[name], Variant(n=8, batch=(4,), option=option))
+
+
+@open_case("diagonal of a matrix in 2D blocks: jnp asks for out_sharding")
+def test_diagonal_on_an_explicit_mesh():
+    """Found: jnp's diagonal of a matrix split in 2D blocks asks for ``out_sharding``."""
+    check(SPECS["linalg.diagonal"], Variant(n=8))
+    check(SPECS["linalg.diagonal"], Variant(n=8, option=1))
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(
+            "linalg.tensorsolve",
+            marks=open_case("tensorsolve of a 4-D a in distla.shard's layout: jax's reshape"),
+        ),
+        "linalg.tensorinv",
+    ],
+)
+def test_tensor_solves_of_4d_tensors_in_shards_layout(name):
+    """Found: tensorsolve/tensorinv of a 4-D tensor in distla.shard's layout raised jax's
+    ShardingTypeError "This reshape is not supported"."""
+    check(SPECS[name], Variant(n=4))
+
+
+# ---------------------------------------------------------------- bad input
+
+
+@open_case("tensorsolve wraps axes=(5,) modulo ndim and solves another system")
+def test_tensorsolve_refuses_axes_out_of_range(mesh):
+    """Found: axes=(5,) on a 3-D ``a`` was wrapped modulo ndim (a different system)."""
+    a = np.arange(36, dtype=np.float32).reshape(2, 3, 6)
+    b = np.ones((2, 3), np.float32)
+    with pytest.raises(ValueError, match="out of bounds"):
+        jnp.linalg.tensorsolve(a, b, axes=(5,))
+    for x, y in ((a, b), (distla.shard(a, mesh), distla.shard(b, mesh))):
+        with pytest.raises(ValueError, match="axis 5 is out of bounds"):
+            dl.tensorsolve(x, y, axes=(5,))
+
+
+# ---------------------------------------------------------------- operands from elsewhere
+
+
+@open_case("eigh(a, b) with b numpy or on one device: AttributeError in the mesh code")
+@pytest.mark.parametrize("where", ["numpy", "one device"])
+def test_generalized_eigh_with_b_not_sharded(mesh, where):
+    """Found: eigh(a, b, plan="distributed") with ``a`` sharded and ``b`` a numpy or
+    one-device array raised an AttributeError in the mesh code."""
+    rng = np.random.default_rng(3)
+    x, y = rng.standard_normal((2, 8, 8)).astype(np.float32)
+    a_np, b_np = x + x.T, y @ y.T + 8 * np.eye(8, dtype=np.float32)
+    b = b_np if where == "numpy" else jax.device_put(b_np, jax.devices()[0])
+    w = dl.eigh(distla.shard(a_np, mesh), b, eigvals_only=True, plan="distributed")
+    w_ref = jax.scipy.linalg.eigh(a_np.astype(np.float64), b_np.astype(np.float64))[0]
+    np.testing.assert_allclose(np.asarray(w), w_ref, rtol=1e-4, atol=1e-4 * np.abs(w_ref).max())
+
+
+# ---------------------------------------------------------------- derivatives
+
+
+@open_case("pinv's gradient at a rank-deficient point is not jax's")
+def test_pinv_gradient_at_a_rank_deficient_point_is_jaxs(mesh):
+    """Found: the gradient of pinv at a rank-deficient matrix differed from jax's (NaN
+    where jax's is finite, or the other way round): it is jax's, NaN exactly where jax's is."""
+    x = np.zeros((8, 8), np.float32)
+    x[:2, :2] = [[1.0, 2.0], [2.0, 4.0]]
+    w = np.arange(64, dtype=np.float32).reshape(8, 8) / 64
+
+    def loss(pinv):
+        return lambda a: jnp.sum(pinv(a) * w)
+
+    ref = np.asarray(jax.grad(loss(jnp.linalg.pinv))(x))
+    with jax.set_mesh(mesh):
+        got = np.asarray(jax.grad(loss(dl.pinv))(distla.shard(x, mesh)))
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
+    fin = np.isfinite(ref)
+    np.testing.assert_allclose(got[fin], ref[fin], rtol=1e-3, atol=1e-3 * np.abs(ref[fin]).max())
+
+
+@open_case("generalized eigh's vjp outside jax.set_mesh fails inside distla")
+def test_generalized_eigh_gradient_outside_set_mesh(mesh):
+    """Found: jax.grad of the generalized eigh on an Explicit mesh outside jax.set_mesh
+    failed inside distla (jax's "Length of device assignment 1 ..."). Now the forward pass
+    runs; jax 0.10.2's grad of any scalar on an Explicit mesh needs the mesh in context
+    itself (``x.sum()`` alone fails there), so a failure names jax.set_mesh, and jax.vjp
+    with a cotangent on the mesh works."""
+    check(SPECS["linalg.eigh_generalized"], Variant(n=8, transform="vjp_outside"))
+    check(SPECS["linalg.eigh_generalized"], Variant(n=8, transform="grad_outside"))
+
+
+# ---------------------------------------------------------------- distla.fft
+
+
+@pytest.mark.parametrize(
+    "name, variant",
+    [
+        ("fft.fftshift", Variant(n=8, place="spec", layout=2)),  # P(('x','y'), None)
+        ("fft.fftshift", Variant(n=3, batch=(2,))),
+        ("fft.ifftshift", Variant(n=2, batch=(8,))),
+        ("fft.ifftshift", Variant(n=3, batch=(2,), transform="grad")),
+    ],
+    ids=str,
+)
+def test_shifts_of_sharded_axes_on_an_explicit_mesh(name, variant):
+    """Found: distla.fft.fftshift/ifftshift (jnp's own) of an axis split over the mesh
+    raised "slicing on sharded dims where out dim (4) is not divisible by mesh axes (8)"
+    on an Explicit mesh."""
+    check(SPECS[name], variant)
+
+
+@pytest.mark.parametrize("transform", ["jit", "vmap"])
+def test_wavenumbers_traced_outside_set_mesh(transform):
+    """Found: fftfreq3d under jax.jit or jax.vmap of a spectrum on an Explicit mesh,
+    outside jax.set_mesh, raised "Length of device assignment 1 is not equal to the size
+    of the mesh 8"; the wavenumbers come back as jnp's constants there."""
+    check(SPECS["fft.fftfreq3d"], Variant(n=3, transform=transform))
+    check(SPECS["fft.rfftfreq3d"], Variant(n=8, transform=transform))
