@@ -154,12 +154,6 @@ OPEN_CALLS = [
     ("linalg.solve", V(n=3, transform="vjp_outside"), VJP_OUTSIDE),
     ("linalg.lu", V(n=3, transform="vjp_outside"), JACFWD),
     (
-        "linalg.solve_triangular",
-        V(n=3, place="mixed_device"),
-        "a sharded a beside a one-device b: 'Received incompatible devices for jitted "
-        "computation' (jnp's triangular_solve; the operands are not moved onto a's mesh)",
-    ),
-    (
         "linalg.cho_factor",
         V(n=8, place="spec", layout=5),
         "a replicated operand (P()): the factor comes back in P(('x', 'y'), None), jnp's P()",
