@@ -38,9 +38,10 @@ FLOORS = {  # layer -> (title, colour)
 
 
 def room(module: str) -> str:
-    """The room a module is drawn in: a family package is one room."""
+    """The room a module is drawn in: a family package is one room, and so is a mirror of
+    another namespace (``distla.scipy.linalg``)."""
     parts = module.split(".")
-    if parts[1:2] in (["linalg"], ["fft"]) and len(parts) > 3:
+    if parts[1:2] in (["linalg"], ["fft"], ["scipy"]) and len(parts) > 3:
         return ".".join(parts[:3])
     return module
 
@@ -52,7 +53,7 @@ def label(name: str) -> str:
     if len(parts) == 1:
         return "distla"
     short = "/".join(parts[1:])
-    packages = {"distla.linalg._lu", "distla.linalg._eigh"}
+    packages = {"distla.linalg._lu", "distla.linalg._eigh", "distla.scipy.linalg"}
     return short + "/" if name in packages else short
 
 
