@@ -245,7 +245,42 @@ def page() -> tuple[str, dict[str, list[dict]]]:
         "5 rounds just before put the same case at 0.82x and 1.28x jnp's time.",
         "",
     ]
+    out += _fft_side()
     return "\n".join(out), plotted
+
+
+def _fft_side() -> list[str]:
+    """The FFT side's contracts: dctn within 1.3x of fftn, prfft3d at most 0.7x of pfft3d."""
+    doc = json.loads((DATA / "fft-side.json").read_text())
+    lines = [
+        "| mesh | n³ | fftn ms | dctn ms | dctn / fftn | pfft3d ms | prfft3d ms "
+        "| prfft3d / pfft3d | bytes prfft3d / pfft3d | jaxdecomp pfft3d ms | halo ms "
+        "| jaxdecomp halo ms |",
+        "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
+    ]
+    for r in doc["rows"]:
+        lines.append(
+            f"| {r['mesh']} | {r['n']} | {r['fftn_ms']:.1f} | {r['dctn_ms']:.1f} "
+            f"| {r['dctn_ms'] / r['fftn_ms']:.2f}x | {r['pfft3d_ms']:.1f} "
+            f"| {r['prfft3d_ms']:.1f} | {r['prfft3d_ms'] / r['pfft3d_ms']:.2f}x "
+            f"| {r['bytes_ratio']:.3f} | {r['jaxdecomp_pfft3d_ms']:.1f} | {r['halo_ms']:.1f} "
+            f"| {r['jaxdecomp_halo_ms']:.1f} |"
+        )
+    return [
+        "## The FFT side: DCTs, prfft3d, halo_exchange",
+        "",
+        "`distla.scipy.fft.dctn` of a float32 volume against `distla.fft.fftn` of a "
+        "complex64 one of the same size (the target: within 1.3x), `prfft3d` against "
+        "`pfft3d` (the target: at most 0.7x of its time and about half its bytes), "
+        "jaxdecomp's own `pfft3d` and `halo_exchange` (2 ghost cells per side) beside "
+        "distla's. Each case is called in turn, round after round; medians.",
+        "",
+        *lines,
+        "",
+        f"Data: [`fft-side.json`](data/fft-side.json) ({doc['date']}, {doc['machine']}; "
+        f"{doc['load']}); `{doc['command']}`.",
+        "",
+    ]
 
 
 def main(argv: list[str]) -> int:
