@@ -130,6 +130,11 @@ for _name, _value in CACHE_SETTINGS.items():
 # the workers whole files in collection order, so a slow file collected last kept one
 # worker busy for a minute or more after the other had finished.
 SLOWEST_FILES = (
+    # compile-only peaks of seven families at n = 2048 and 4096 (svd, eigh, polar: 80,
+    # 50, 20 s of CPU)
+    "test_memory.py",
+    "test_docstrings.py",
+    "test_dropin_sweep.py",
     # the FFT side's (seconds of one worker under load: 280, 200, 190)
     "test_dct.py",
     "test_jaxdecomp.py",
