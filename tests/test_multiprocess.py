@@ -140,7 +140,7 @@ print("unreachable", flush=True)
 
 @needs_gloo
 def test_a_failing_process_ends_the_run_with_the_defaults(tmp_path):
-    # Issue 42: with init_distributed()'s defaults, a process that raised waited in jax's
+    # Before: with init_distributed()'s defaults, a process that raised waited in jax's
     # shutdown barrier (5 minutes) while its peer waited for it in a collective. Now it
     # prints its traceback and leaves at once; the launcher stops the peer.
     script = _script(tmp_path, _FAIL_WITH_DEFAULTS)
