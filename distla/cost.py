@@ -94,7 +94,7 @@ class Cost:
       >>> a = distla.shard(jnp.ones((512, 512)), mesh)
       >>> print(distla.cost(distla.matmul, a, a, algorithm="summa"))
       per device, 8 devices
-        all-gather                 0.50 MiB in 8 ops
+        all-gather                 0.50 MiB in 32 ops
         peak memory                ... MiB
         flops                ...
         plan matmul          summa

@@ -160,7 +160,8 @@ def _python(code: str, *, timeout: float, env: dict[str, str] | None = None):
     t0 = time.monotonic()
     proc = subprocess.run(
         [sys.executable, "-c", textwrap.dedent(code)],
-        cwd=ROOT, env={**base, **(env or {})}, capture_output=True, text=True, timeout=timeout,
+        cwd=ROOT / "tests", env={**base, **(env or {})}, capture_output=True, text=True,
+        timeout=timeout,
     )  # fmt: skip
     return proc, time.monotonic() - t0
 
@@ -400,7 +401,7 @@ def test_launcher_killed_takes_its_processes_along(tmp_path):
     )
     launcher = subprocess.Popen(
         [sys.executable, "-m", "distla", "launch", "-n", "2", script],
-        cwd=ROOT,
+        cwd=ROOT / "tests",  # not the source tree: CI tests the installed wheel
         stderr=subprocess.DEVNULL,
     )
     pid_files = [tmp_path / "pid0", tmp_path / "pid1"]

@@ -358,8 +358,8 @@ def by_stacks(stacked: Callable[..., Any]) -> Callable[..., Any]:
 
     def rule(plan: Plan, axis_size: int, in_batched, *xs, **options):
         xs = [
-            x if mapped else jnp.broadcast_to(x, (axis_size, *x.shape))
-            for x, mapped in zip(xs, in_batched)
+            x if mapped or x is None else jnp.broadcast_to(x, (axis_size, *x.shape))
+            for x, mapped in zip(xs, in_batched)  # None: an absent operand (eigh's b)
         ]
         with jax.numpy_rank_promotion("allow"):
             out = stacked(plan, *xs, **options)

@@ -215,11 +215,16 @@ def _members(plan: Plan, *xs, sel, vectors, **flags):
     (`dense`): no collective when the stack is sharded along its batch, where the
     route's one-matrix layouts, batched, would move every member across the mesh."""
 
-    def fn(*xs):  # eigenvalues with a unit core dimension: stack's cores are 2-D
-        out = jax.vmap(functools.partial(dense, sel=sel, vectors=vectors, **flags))(*xs)
+    present = [x is not None for x in xs]  # None: no b (a standard problem)
+    given = [x for x in xs if x is not None]
+
+    def fn(*ys):  # eigenvalues with a unit core dimension: stack's cores are 2-D
+        it = iter(ys)
+        full = [next(it) if p else None for p in present]
+        out = jax.vmap(functools.partial(dense, sel=sel, vectors=vectors, **flags))(*full)
         return (out[0][..., None, :], out[1]) if vectors else out[..., None, :]
 
-    out = stack(fn, xs, (2,) * len(xs), 2, mesh=plan.mesh)
+    out = stack(fn, given, (2,) * len(given), 2, mesh=plan.mesh)
     return (out[0][..., 0, :], out[1]) if vectors else out[..., 0, :]
 
 

@@ -416,6 +416,11 @@ def model_bytes(
     Returns:
       Bytes received per device, comparable to
       ``distla.cost(...).total_collective_bytes``.
+
+    Examples:
+      >>> import distla, jax.numpy as jnp, numpy as np
+      >>> distla.linalg.lu_model_bytes(8192, (2, 4), jnp.float32) > 0
+      True
     """
     pr, pc = grid
     mesh = jax.sharding.AbstractMesh((pr, pc), ("r", "c"))
