@@ -28,9 +28,6 @@ def open_case(reason: str):
 
 
 LSTSQ_EMPTY = open_case("lstsq(numpy_resid=True) of empty operands: TracerBoolConversionError")
-SVD_OF_STACK = open_case(
-    "svd of a stack in distla.shard's layout: 'must be unsharded on non-batch dimensions'"
-)
 
 
 @pytest.fixture(scope="module")
@@ -111,15 +108,15 @@ def test_outer_of_empty_vectors_on_an_explicit_mesh(mesh):
 @pytest.mark.parametrize(
     "name, option",
     [
-        pytest.param("linalg.pinv", 0, marks=SVD_OF_STACK),
+        ("linalg.pinv", 0),
         ("linalg.pinv", 1),  # hermitian=True: DuplicateSpecError / illegally sharded add
-        pytest.param("linalg.matrix_rank", 0, marks=SVD_OF_STACK),
+        ("linalg.matrix_rank", 0),
         ("linalg.matrix_rank", 1),
-        pytest.param("linalg.matrix_norm", 1, marks=SVD_OF_STACK),  # ord=2
-        pytest.param("linalg.norm", 1, marks=SVD_OF_STACK),  # ord=2, axis=(-2, -1)
-        pytest.param("linalg.norm", 2, marks=SVD_OF_STACK),  # "nuc"
-        pytest.param("linalg.norm", 3, marks=SVD_OF_STACK),  # -2
-        pytest.param("linalg.cond", 0, marks=SVD_OF_STACK),
+        ("linalg.matrix_norm", 1),  # ord=2
+        ("linalg.norm", 1),  # ord=2, axis=(-2, -1)
+        ("linalg.norm", 2),  # "nuc"
+        ("linalg.norm", 3),  # -2
+        ("linalg.cond", 0),
     ],
 )
 def test_spectral_reductions_of_stacks_in_shards_layout(name, option):
