@@ -264,3 +264,12 @@ def test_sharded_a_beside_a_one_device_b(name):
     """Found: a sharded ``a`` beside a ``b`` on one device raised jax's "Received
     incompatible devices for jitted computation" (b was not moved onto a's mesh)."""
     check(SPECS[name], Variant(n=3, place="mixed_device"))
+
+
+@pytest.mark.parametrize("mesh_kind", ["auto", "explicit"])
+@pytest.mark.parametrize("name", ["scipy.linalg.toeplitz", "scipy.linalg.hankel"])
+def test_sharded_vector_beside_a_one_device_vector(name, mesh_kind):
+    """Found: toeplitz(c, r) with ``c`` sharded and ``r`` on one device raised jax's
+    "Received incompatible devices for jitted computation" on the distributed plan (r was
+    not moved onto c's mesh)."""
+    check(SPECS[name], Variant(n=8, place="mixed_device", mesh=mesh_kind, plan="distributed"))

@@ -84,7 +84,6 @@ OPEN_DRAWN: dict[str, str] = {
     "scipy.linalg.qr": "mode='r' of a (2, 0) matrix split over the mesh under jit: the empty "
     "result cannot be read back ('could not broadcast input array from shape (2,0) into "
     "shape (1,0)')",
-    "scipy.linalg.toeplitz": MIXED_DEVICES + " (Auto mesh, distributed plan)",
     "linalg.vecdot": MIXED_DEVICES + ": 'Mapped away dimension of inputs passed to vmap should "
     "be sharded the same'",
 }
