@@ -155,7 +155,11 @@ VJP_OUTSIDE = (
 )
 OPEN_CALLS = [
     ("scipy.linalg.sqrtm", V(n=8, transform="vmap"), VMAP_SCAN),
-    ("linalg.expm", V(n=8, transform="vmap"), VMAP_SCAN + " (also expm_frechet)"),
+    (
+        "linalg.expm_frechet",
+        V(n=8, transform="vmap"),
+        VMAP_SCAN + ": the derivative of expm, which jax batches (expm itself takes the stack)",
+    ),
     (
         "scipy.linalg.companion",
         V(n=8, transform="vmap"),

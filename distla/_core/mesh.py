@@ -136,6 +136,19 @@ def operand_mesh(*operands: Any, names: Sequence[str]) -> AbstractMesh | None:
     return mesh0
 
 
+def held_by_vmap(*operands: Any) -> bool:
+    """An operand lives on a mesh whose ``Explicit`` axes an enclosing ``jax.vmap`` holds
+    (where :func:`operand_mesh` gives ``None``)."""
+    taken = _axes_taken_by_vmap()
+    if not taken:
+        return False
+    for x in operands:
+        mesh = getattr(jax.typeof(x).sharding, "mesh", None) if isinstance(x, jax.Array) else None
+        if isinstance(mesh, AbstractMesh) and mesh.size > 1 and set(mesh.axis_names) & taken:
+            return True
+    return False
+
+
 def axes_taken_by_vmap() -> frozenset[str]:
     """Mesh axes that an enclosing ``jax.vmap`` over an Explicit-sharded batch holds."""
     return _axes_taken_by_vmap()
