@@ -234,8 +234,13 @@ def call(op: Op, *operands: Any, plan: str = "auto", block_size: int | None = No
         op = op.instead(dtype, *operands, **options) or op
     empty = is_empty(*operands) if op.empty is None else op.empty(*operands, **options)
     if resolved is None or empty:
-        if op.stacked is not None and not empty and held_by_vmap(*voters):
-            out = _members(op, tuple(sorted(options.items())), *operands)
+        # members that are matrices: the stack reads them as the member did (a vector
+        # b would be read as a matrix: jax.vmap's b of (n,) is the stack's (..., n, k))
+        matrices = all(x.ndim >= 2 for x in operands)
+        fixed = _hashable(tuple(sorted(options.items())))  # None: an array among them
+        stacked = op.stacked is not None and matrices and fixed is not None and not empty
+        if stacked and held_by_vmap(*voters):
+            out = _members(op, fixed, *operands)
         else:
             unsharded = op.unsharded or op.one_device
             out = empty_or_one_device(functools.partial(unsharded, **options), *operands)
@@ -324,6 +329,14 @@ def _live(tangent):
 
 
 # ------------------------------------------------------------------ stacks and vmap
+
+
+def _hashable(options: tuple) -> tuple | None:
+    try:
+        hash(options)
+    except TypeError:
+        return None
+    return options
 
 
 def _members(op: Op, options: tuple, *operands: jax.Array) -> Any:
