@@ -261,7 +261,7 @@ def test_one_device_plans_derivatives_outside_set_mesh(name, transform):
     check(SPECS[name], Variant(n=3, transform=transform))
 
 
-# One public function of each differentiable family (issue 43: every family differentiable
+# One public function of each differentiable family (every family must be differentiable
 # on an Explicit mesh outside jax.set_mesh, or failing with a message naming it).
 FAMILIES = (
     "linalg.solve",
