@@ -30,6 +30,7 @@ from jax.sharding import PartitionSpec as P
 
 from distla.kernels.structured import block_of, gram_block
 
+from ..._core.checks import onto_mesh
 from ..._core.mesh import (
     constrain,
     drop_trivial_sharding,
@@ -243,6 +244,8 @@ def _vector_matrix(jax_fn, entries, vectors, *, options=(), prepare=None):
     """
     out = result_types(jax_fn, *vectors)
     mesh = operand_mesh(*vectors, names=tuple(f"v{k}" for k in range(len(vectors))))
+    if mesh is not None:  # a vector on one device beside a sharded one: onto its mesh
+        vectors = onto_mesh(*vectors)
     if mesh is None or out.ndim != 2 or 0 in out.shape or any(v.ndim != 1 for v in vectors):
         return jax_fn(*(drop_trivial_sharding(v) for v in vectors))
     return _from_vectors(
