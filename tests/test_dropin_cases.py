@@ -259,6 +259,42 @@ def test_one_device_plans_derivatives_outside_set_mesh(name, transform):
     check(SPECS[name], Variant(n=3, transform=transform))
 
 
+# One public function of each differentiable family (every family must be differentiable
+# on an Explicit mesh outside jax.set_mesh, or failing with a message naming it).
+FAMILIES = (
+    "linalg.solve",
+    "linalg.inv",
+    "linalg.slogdet",
+    "linalg.cholesky",
+    "linalg.cho_solve",
+    "linalg.solve_triangular",
+    "linalg.qr",
+    "linalg.eigh",
+    "linalg.svd",
+    "linalg.polar",
+    "linalg.lstsq",
+    "linalg.norm",
+    "linalg.expm",
+    "linalg.matmul",
+    "fft.fftn",
+    "fft.pfft3d",
+    "scipy.fft.dctn",
+    "scipy.linalg.eigh",
+    "scipy.linalg.toeplitz",
+)
+
+
+@pytest.mark.parametrize("transform", ["vjp_outside", "jacfwd"])
+@pytest.mark.parametrize("name", FAMILIES)
+def test_every_family_differentiable_outside_set_mesh(name, transform):
+    """Found: jax.jacfwd of solve_triangular and jax.vjp of cho_solve (the triangular
+    solves' derivatives) on an Explicit mesh outside jax.set_mesh raised "Passing
+    lowering_platforms ..." / "Length of device assignment 1 ...": jax filled the tangent of
+    the operand not differentiated from its type alone. Each family, sharded in distla's
+    layout, against jnp."""
+    check(SPECS[name], Variant(n=3, transform=transform))
+
+
 @pytest.mark.parametrize("name", ["linalg.solve_triangular", "linalg.cho_solve"])
 def test_sharded_a_beside_a_one_device_b(name):
     """Found: a sharded ``a`` beside a ``b`` on one device raised jax's "Received

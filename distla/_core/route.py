@@ -328,6 +328,27 @@ def _live(tangent):
     return None if isinstance(tangent, SymbolicZero) else tangent
 
 
+def jvp_in_live(fn: Callable[..., Any], primals: tuple, tangents: tuple):
+    """``jax.jvp(fn, primals, tangents)`` taken only in the operands whose tangent is not
+    ``None`` (a rule of an op with ``symbolic_zeros``), the others held fixed.
+
+    Filling a ``None`` with zeros would be built from the operand's type alone, which on an
+    ``Explicit`` mesh outside ``jax.set_mesh`` names no devices.
+    """
+    live = [i for i, t in enumerate(tangents) if t is not None]
+
+    def of_live(*xs):
+        args = list(primals)
+        for i, x in zip(live, xs):
+            args[i] = x
+        return fn(*args)
+
+    if not live:
+        out = fn(*primals)
+        return out, jax.tree.map(jnp.zeros_like, out)
+    return jax.jvp(of_live, tuple(primals[i] for i in live), tuple(tangents[i] for i in live))
+
+
 # ------------------------------------------------------------------ stacks and vmap
 
 
