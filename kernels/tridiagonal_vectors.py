@@ -224,10 +224,15 @@ def to_columns(rows, bounds, *, block: int, guard: int, axis_names: tuple[str, .
     def pick(x, at):
         return jnp.take(x, jnp.clip(at, 0, x.shape[0] - 1), axis=0)
 
-    mine = jnp.where(
-        (j < lo)[:, None],
-        pick(left, j - r * block),
-        jnp.where((j < hi)[:, None], pick(rows, j - lo), pick(right, j - hi)),
+    # one gather of block x n from the range; the columns before lo can only be the
+    # first g (left's, in order) and those from hi only the last g (right's): written
+    # over them, not gathered as two more block x n matrices
+    mine = pick(rows, j - lo)
+    head, tail = min(g, block), min(g, block)
+    mine = mine.at[:head].set(jnp.where((j[:head] < lo)[:, None], left[:head], mine[:head]))
+    at_end = j[block - tail :]
+    mine = mine.at[block - tail :].set(
+        jnp.where((at_end >= hi)[:, None], pick(right, at_end - hi), mine[block - tail :])
     )
     ok = (j < n) & jnp.where(j < lo, lo - j <= g, jnp.where(j < hi, j - lo < width, j - hi < g))
     return jnp.where(ok[:, None], mine, 0).T

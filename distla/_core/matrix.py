@@ -110,6 +110,20 @@ def block_spec(mesh: AbstractMesh) -> P:
     return grid_of(mesh, what="distla.linalg").block_spec
 
 
+def once(y: jax.Array, x: jax.Array) -> jax.Array:
+    """``y`` as a value that XLA can compute only once ``x`` exists: ``y + min(isnan(x₀), 0)``.
+
+    XLA's CPU scheduler runs independent operations in any order (often all at once,
+    or one that makes a workspace first thing): the operation that reads ``once(y, x)``
+    runs after ``x`` is made, so two relayouts run one after the other, or a product's
+    workspace is made only when it is needed. ``y`` itself, to the bit.
+    """
+    # one entry sliced out (a reshape of a sharded x to a vector would gather it)
+    first = jnp.real(x[(0,) * x.ndim])
+    zero = jnp.minimum(jnp.isnan(first).astype(jnp.finfo(y.dtype).dtype), 0)
+    return y + zero.astype(y.dtype)
+
+
 # ------------------------------------------------------- conjugate transpose
 
 

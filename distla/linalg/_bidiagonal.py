@@ -53,10 +53,11 @@ from jax.sharding import PartitionSpec as P
 from distla.kernels._axes import round_up
 from distla.kernels.bidiagonal import reduce_to_bidiagonal
 from distla.kernels.bidiagonal_vectors import golub_kahan, golub_kahan_vectors, halves
+from distla.kernels.tridiagonal_vectors import start_vectors
 
 from .._core.checks import is_traced
 from .._core.matmul import mm
-from .._core.matrix import block_spec, ct_on, diagonal, eye, on_mesh, pad_to, put
+from .._core.matrix import block_spec, ct_on, diagonal, eye, on_mesh, once, pad_to, put
 from .._core.mesh import constrain, fitting_spec, grid_of, operand_mesh, run_on_mesh, shard_map
 from .._core.plan import plan_here
 from . import _qr
@@ -118,9 +119,13 @@ def _reduce_with_vectors(x, *, grid):
         ds.append(d)
         es.append(e)
         if stop < bounds[-1]:  # the trailing matrix and the columns still to come
+            # one relayout after the other (XLA runs them at once otherwise, and each
+            # holds its matrix twice while it moves)
             x = even(x[steps:, steps:])
+            q = once(q, x)
             done_q.append(q[:, :steps])
             q = even(q[:, steps:], rows=rows)
+            p = once(p, q)
             done_p.append(p[:, :steps])
             p = even(p[:, steps:], rows=cols)
     cat = functools.partial(jnp.concatenate, axis=1)
@@ -148,15 +153,18 @@ def kept(s, rows):
     return s > s[0] * (max(rows, k) * eps)
 
 
-def completed(u, keep):
+def completed(u, keep, salt=0):
     """``u`` with its columns not in ``keep`` replaced by an orthonormal basis of the
     complement of the others: ``[u_keep | filler] = QR`` by distla's QR,
     ``u = Q·diag(phase(R_jj))`` (the kept columns, first since ``s`` is descending,
-    come back as they were, orthonormalized in order)."""
+    come back as they were, orthonormalized in order). ``salt`` offsets the rows'
+    indices that the pseudo-random filler hashes."""
     rows, k = u.shape
     mesh = jax.sharding.get_abstract_mesh()
     spec = fitting_spec(u.shape, mesh, block_spec(mesh))
-    filler = jax.random.normal(jax.random.key(1), (rows, k), jnp.finfo(u.dtype).dtype)
+    # an integer hash of (row, column), made where the select reads it: jax.random's
+    # threefry would hold four integer matrices of u's size at once
+    filler = start_vectors(jnp.arange(rows, dtype=jnp.int32) + salt, k, jnp.finfo(u.dtype).dtype)
     y = put(jnp.where(keep[None, :], u, put(filler.astype(u.dtype), spec)), spec)
     q, r = _qr.qr_2d(y, mode="reduced", call=plan_here(y.dtype))
     d = diagonal(r)
@@ -209,11 +217,23 @@ def _unit_columns(x):
     return x / jnp.where(norm > 0, norm, 1).astype(x.dtype)[None, :]
 
 
-def _complete_both(u_b, v_b, keep):
-    """`completed` of both halves, one QR traced for the two (a loop of two)."""
-    both = jnp.stack([u_b, v_b])
-    both = lax.fori_loop(0, 2, lambda i, both: both.at[i].set(completed(both[i], keep)), both)
-    return both[0], both[1]
+def _complete_both(u_b, v_b, keep, when=None):
+    """`completed` of both halves, one QR traced for the two (a loop of two); with
+    ``when`` (a traced bool), a loop of two or of none.
+
+    A loop, not a ``lax.cond`` and not a stack of the two: the loop updates ``u_b``
+    and ``v_b`` in place, where a cond's results and a stack would each be more
+    matrices of their size beside them (docs/memory.md)."""
+
+    def one(i, halves):
+        u, v = halves
+        # the filler differs by half (salt): made from the loop's index, XLA cannot
+        # hoist it out of the loop and hold it from the program's start
+        done = completed(jnp.where(i == 0, u, v), keep, salt=i * u.shape[0])
+        return jnp.where(i == 0, done, u), jnp.where(i == 1, done, v)
+
+    steps = 2 if when is None else jnp.where(when, 2, 0)
+    return lax.fori_loop(0, steps, one, (u_b, v_b))
 
 
 def _products(x, scale, q, p, u_b, v_b, s, keep, *, quotients):
@@ -280,14 +300,7 @@ def _svd_program(a, *, full_matrices, mesh):
         x, scale, q, p, s, z = _parts(x, mesh=mesh)
         u_b, v_b, s, keep, loose_halves = _vectors_of_b(z, s, x.shape[0])
         incomplete = ~jnp.all(keep)
-        u_b, v_b = lax.cond(
-            incomplete | loose_halves,
-            _complete_both,
-            lambda u, v, _: (u, v),
-            u_b,
-            v_b,
-            keep,
-        )
+        u_b, v_b = _complete_both(u_b, v_b, keep, when=incomplete | loose_halves)
         u, s, v = _products(x, scale, q, p, u_b, v_b, s, keep, quotients=incomplete)
         return assemble(u, s, v, wide=wide, full_matrices=full_matrices)
 

@@ -36,7 +36,7 @@ from jax.sharding import PartitionSpec as P
 
 from .._core.checks import is_traced
 from .._core.matmul import mm
-from .._core.matrix import block_spec, ct, eye, on_mesh, put, round_up
+from .._core.matrix import block_spec, ct, eye, on_mesh, once, put, round_up
 from .._core.mesh import fitting_spec, grid_of, is_explicit, run_on_mesh
 from .._core.plan import Plan, plan_here
 from . import _qr
@@ -113,7 +113,11 @@ def qdwh_going(state, *, max_iterations: int):
 
 
 def qdwh_qr_step(state, *, spec: P):
-    """``[√c X; I] = [Q₁; Q₂] R``, ``X ← (b/c) X + (a − b/c)/√c · Q₁Q₂ᴴ``."""
+    """``[√c X; I] = [Q₁; Q₂] R``, ``X ← (b/c) X + (a − b/c)/√c · Q₁Q₂ᴴ``.
+
+    ``√c X`` stays on top: Householder QR without row pivoting is row-wise stable only
+    with its rows of large norm first (Powell & Reid), and ``√c`` reaches ``1/eps``.
+    """
     k, x, l, _ = state
     m, n = x.shape
     pa, pb, pc, l_next = weights(l)
@@ -123,9 +127,13 @@ def qdwh_qr_step(state, *, spec: P):
     q1 = put(q[:m], spec)
     q2 = put(q[m:], spec)
     upd = mm(q1, ct(q2, spec), spec)
-    new = (pb / pc).astype(x.dtype) * x + ((pa - pb / pc) / jnp.sqrt(pc)).astype(x.dtype) * upd
-    new = put(new, spec)
-    return k + 1, new, l_next, jnp.linalg.norm(new - x) / jnp.sqrt(float(n))
+    # the step X_new − X first, then X_new = X + step: X's last reader writes X_new, so
+    # XLA updates the loop's X in place (with ‖X_new − X‖ read after X_new it copies X
+    # at the start of every iteration, one more share through the QR)
+    step = (pb / pc - 1).astype(x.dtype) * x + ((pa - pb / pc) / jnp.sqrt(pc)).astype(x.dtype) * upd
+    diff = jnp.linalg.norm(step) / jnp.sqrt(float(n))
+    new = put(once(x + step, diff), spec)
+    return k + 1, new, l_next, diff
 
 
 def qdwh(x: jax.Array, spec: P, *, max_iterations: int = 12):
@@ -215,6 +223,9 @@ def polar_finish(u, xp, s, *, mesh, side, shape):
     spec = block_spec(mesh)
     wide, m, n = _shapes(*shape)
     uh = ct(u, spec)
+    # xp read once u is there: SUMMA makes its product's zeros once its right operand
+    # exists, and xp is there from the start (one more share through every QDWH step)
+    xp = once(xp, u)
     # tall x = u h: right factor uᴴx (n x n), left factor x uᴴ (m x m). For wide a,
     # x = aᴴ = w h gives a = h wᴴ (left: p = h) and a = wᴴ (x wᴴ) (right: p = x wᴴ).
     if (side == "right") != wide:

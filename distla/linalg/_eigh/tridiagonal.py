@@ -53,6 +53,7 @@ from ..._core.matrix import (
     diagonal,
     eye,
     hermitian_from,
+    once,
     pad_to,
     put,
 )
@@ -112,7 +113,8 @@ def _reduce_in_phases(x, reduce, *, grid, bounds, multiples, vectors=False):
         es.append(e)
         if stop < bounds[-1]:  # the trailing matrix, laid out evenly again
             x = even(x[steps:, steps:])
-            if vectors:
+            if vectors:  # after x's relayout, not beside it (each holds its matrix twice)
+                q = once(q, x)
                 done.append(q[:, :steps])
                 q = even(q[:, steps:], rows=order)
     d, e = jnp.concatenate(ds), jnp.concatenate(es)
