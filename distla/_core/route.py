@@ -262,7 +262,9 @@ def call(op: Op, *operands: Any, plan: str = "auto", block_size: int | None = No
         else:
             out = empty_or_one_device(unsharded, *operands)
         return out if op.result is None else op.result(out, **options)
-    return on_plan(op, resolved, *onto_mesh(*operands), plan=plan, **options)
+    if len(operands) > 1:  # one-device operands beside sharded ones join their mesh
+        operands = onto_mesh(*operands)
+    return on_plan(op, resolved, *operands, plan=plan, **options)
 
 
 def operand_names(declared: tuple[str, ...], count: int) -> tuple[str, ...]:

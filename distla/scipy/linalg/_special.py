@@ -236,28 +236,27 @@ def _sized_program(entries, options, shape, dtype, sharding: NamedSharding, gram
     return jax.jit(build, out_shardings=sharding)
 
 
-def _jax_function(*vectors, jax_fn, entries, options, prepare):
+def _jax_function(*vectors, jax_fn, out, entries, options, prepare):
     """jax's own function of the vectors (the one-device function of the structured ops)."""
-    del entries, options, prepare
+    del out, entries, options, prepare
     return jax_fn(*vectors)
 
 
-def _jax_dtype(what, *vectors, jax_fn, **options):
-    """The result's dtype: jax's promotion of the vectors, read off jax's result."""
-    del what, options
-    return np.dtype(result_types(jax_fn, *vectors).dtype)
+def _jax_dtype(what, *vectors, out, **options):
+    """The result's dtype: jax's promotion of the vectors, read off jax's result ``out``."""
+    del what, vectors, options
+    return np.dtype(out.dtype)
 
 
-def _not_built(*vectors, jax_fn, **options):
+def _not_built(*vectors, out, **options):
     """jax's function takes the call: an empty result, a stack, or not a matrix."""
     del options
-    out = result_types(jax_fn, *vectors)
     return out.ndim != 2 or 0 in out.shape or any(v.ndim != 1 for v in vectors)
 
 
-def _built(plan: Plan, *vectors, jax_fn, entries, options, prepare):
+def _built(plan: Plan, *vectors, jax_fn, out, entries, options, prepare):
     """The matrix built on ``plan``'s mesh, each device its block (`_from_vectors`)."""
-    out = result_types(jax_fn, *vectors)
+    del jax_fn
     return _from_vectors(
         *vectors,
         entries=entries,
@@ -298,11 +297,12 @@ def _vector_matrix(op, jax_fn, entries, vectors, *, options=(), prepare=None):
     sharded there (`_built`), jax's function otherwise (`_not_built`).
 
     ``prepare`` (module level, or a `_Static`: part of the program's key) maps
-    the replicated vectors to the formula's operands inside the program.
+    the replicated vectors to the formula's operands inside the program. jax's result
+    types (``out``) are traced once, here.
     """
-    return route.call(
-        op, *vectors, jax_fn=jax_fn, entries=entries, options=tuple(options), prepare=prepare
-    )
+    out = result_types(jax_fn, *vectors)
+    options = dict(entries=entries, options=tuple(options), prepare=prepare)
+    return route.call(op, *vectors, jax_fn=jax_fn, out=out, **options)
 
 
 def _cast(*vectors, dtype):
