@@ -31,6 +31,10 @@ JAX_SRC_ALLOWED = {
     # trace_state_clean: whether a trace runs while the operands at hand are
     # concrete (a jitted function closing over them); no public query either.
     "distla/_core/mesh.py",
+    # the CPU lowering rules of jax's collective primitives (mlir registry, the primitives
+    # in lax.parallel, the MLIR bindings): jax has no public hook to give each collective
+    # its own channel id, which XLA:CPU's rendezvous needs (_core/channels.py says why).
+    "distla/_core/channels.py",
 }
 # Benchmarks that time or label an internal step import its private module;
 # they are measurement code, not something users call.

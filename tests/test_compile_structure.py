@@ -36,30 +36,36 @@ import distla
 # measured per jax release: 0.11.2 lowers the same programs to 3-29% more operations
 # than 0.10.2 and prints them in about 1.2x the text (each ``jnp.where`` its own
 # function, Shardy's shardings on every argument). One loop per block column would be
-# 32 to 128 loops.
+# 32 to 128 loops. eigh's and svd's lowered text holds 2 and 4 loops more than XLA
+# compiles: a function holding collectives that the program calls at several places
+# (svd's distributed product for u and for vh) is lowered at each call, so that each
+# copy's collectives get channel ids of their own (docs/caveats.md); XLA inlined every
+# call before, so the compiled program is the same (17 and 23 loops at n = 512, 7401
+# and 8045 instructions, with or without).
 CASES = [
     pytest.param("solve", 12, id="solve"),
     pytest.param("cholesky", 4, id="cholesky"),
     pytest.param("qr", 12, id="qr"),
     pytest.param("eigvalsh", 10, id="eigvalsh"),
     pytest.param("svdvals", 10, id="svdvals"),
-    pytest.param("eigh", 28, id="eigh"),
-    pytest.param("svd", 28, id="svd"),
+    pytest.param("eigh", 30, id="eigh"),
+    pytest.param("svd", 32, id="svd"),
 ]
 # (jax major, minor) -> operations at n = 4096 on 2x4; a newer release uses the last row
 OPERATIONS = {
     # solve, cholesky, qr, eigh and svd grew with the in-place, chunked updates that cut
     # their peak memory (docs/memory.md: row chunks of SUMMA's product and of the
     # Cholesky update, QR in place, chunked inverse iteration and orthonormalisation),
-    # measured 2026-11-29 (before: 2317, 1442, 1949, 5193, 5094)
+    # measured 2026-11-29 (before: 2317, 1442, 1949, 5193, 5094); eigh and svd again
+    # after the calls holding collectives were lowered at each site (7186, 7088 before)
     (0, 10): {
         "solve": 2760,
         "cholesky": 2491,
         "qr": 3727,
         "eigvalsh": 1735,
         "svdvals": 2386,
-        "eigh": 7186,
-        "svd": 7088,
+        "eigh": 7238,
+        "svd": 7192,
     },
     # solve, cholesky, qr, eigh, svd: not re-measured on 0.11.2 since the chunked updates
     # (no machine with it): the earlier count times 0.10.2's growth
@@ -69,10 +75,10 @@ OPERATIONS = {
         "qr": 3844,
         "eigvalsh": 2236,
         "svdvals": 2899,
-        "eigh": 7991,
+        "eigh": 8049,
         # not measured on 0.11.2 (it needs Python 3.12, which the test bed lacks): 0.10.2's
         # count times the largest ratio of the rows above (eigvalsh's 1.29)
-        "svd": 9142,
+        "svd": 9276,
     },
 }
 

@@ -12,6 +12,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+import scipy.linalg
 from conftest import build_mesh
 from dropin import OURS, REF, SPECS, Variant, check, compare, fitting
 from jax.sharding import NamedSharding
@@ -28,9 +29,6 @@ def open_case(reason: str):
 
 
 LSTSQ_EMPTY = open_case("lstsq(numpy_resid=True) of empty operands: TracerBoolConversionError")
-SVD_OF_STACK = open_case(
-    "svd of a stack in distla.shard's layout: 'must be unsharded on non-batch dimensions'"
-)
 
 
 @pytest.fixture(scope="module")
@@ -111,15 +109,15 @@ def test_outer_of_empty_vectors_on_an_explicit_mesh(mesh):
 @pytest.mark.parametrize(
     "name, option",
     [
-        pytest.param("linalg.pinv", 0, marks=SVD_OF_STACK),
+        ("linalg.pinv", 0),
         ("linalg.pinv", 1),  # hermitian=True: DuplicateSpecError / illegally sharded add
-        pytest.param("linalg.matrix_rank", 0, marks=SVD_OF_STACK),
+        ("linalg.matrix_rank", 0),
         ("linalg.matrix_rank", 1),
-        pytest.param("linalg.matrix_norm", 1, marks=SVD_OF_STACK),  # ord=2
-        pytest.param("linalg.norm", 1, marks=SVD_OF_STACK),  # ord=2, axis=(-2, -1)
-        pytest.param("linalg.norm", 2, marks=SVD_OF_STACK),  # "nuc"
-        pytest.param("linalg.norm", 3, marks=SVD_OF_STACK),  # -2
-        pytest.param("linalg.cond", 0, marks=SVD_OF_STACK),
+        ("linalg.matrix_norm", 1),  # ord=2
+        ("linalg.norm", 1),  # ord=2, axis=(-2, -1)
+        ("linalg.norm", 2),  # "nuc"
+        ("linalg.norm", 3),  # -2
+        ("linalg.cond", 0),
     ],
 )
 def test_spectral_reductions_of_stacks_in_shards_layout(name, option):
@@ -169,7 +167,6 @@ def test_tensorsolve_refuses_axes_out_of_range(mesh):
 # ---------------------------------------------------------------- operands from elsewhere
 
 
-@open_case("eigh(a, b) with b numpy or on one device: AttributeError in the mesh code")
 @pytest.mark.parametrize("where", ["numpy", "one device"])
 def test_generalized_eigh_with_b_not_sharded(mesh, where):
     """Found: eigh(a, b, plan="distributed") with ``a`` sharded and ``b`` a numpy or
@@ -179,7 +176,8 @@ def test_generalized_eigh_with_b_not_sharded(mesh, where):
     a_np, b_np = x + x.T, y @ y.T + 8 * np.eye(8, dtype=np.float32)
     b = b_np if where == "numpy" else jax.device_put(b_np, jax.devices()[0])
     w = dl.eigh(distla.shard(a_np, mesh), b, eigvals_only=True, plan="distributed")
-    w_ref = jax.scipy.linalg.eigh(a_np.astype(np.float64), b_np.astype(np.float64))[0]
+    # scipy's: jax.scipy.linalg.eigh implements only b=None
+    w_ref = scipy.linalg.eigh(a_np.astype(np.float64), b_np.astype(np.float64))[0]
     np.testing.assert_allclose(np.asarray(w), w_ref, rtol=1e-4, atol=1e-4 * np.abs(w_ref).max())
 
 
@@ -261,8 +259,53 @@ def test_one_device_plans_derivatives_outside_set_mesh(name, transform):
     check(SPECS[name], Variant(n=3, transform=transform))
 
 
+# One public function of each differentiable family (every family must be differentiable
+# on an Explicit mesh outside jax.set_mesh, or failing with a message naming it).
+FAMILIES = (
+    "linalg.solve",
+    "linalg.inv",
+    "linalg.slogdet",
+    "linalg.cholesky",
+    "linalg.cho_solve",
+    "linalg.solve_triangular",
+    "linalg.qr",
+    "linalg.eigh",
+    "linalg.svd",
+    "linalg.polar",
+    "linalg.lstsq",
+    "linalg.norm",
+    "linalg.expm",
+    "linalg.matmul",
+    "fft.fftn",
+    "fft.pfft3d",
+    "scipy.fft.dctn",
+    "scipy.linalg.eigh",
+    "scipy.linalg.toeplitz",
+)
+
+
+@pytest.mark.parametrize("transform", ["vjp_outside", "jacfwd"])
+@pytest.mark.parametrize("name", FAMILIES)
+def test_every_family_differentiable_outside_set_mesh(name, transform):
+    """Found: jax.jacfwd of solve_triangular and jax.vjp of cho_solve (the triangular
+    solves' derivatives) on an Explicit mesh outside jax.set_mesh raised "Passing
+    lowering_platforms ..." / "Length of device assignment 1 ...": jax filled the tangent of
+    the operand not differentiated from its type alone. Each family, sharded in distla's
+    layout, against jnp."""
+    check(SPECS[name], Variant(n=3, transform=transform))
+
+
 @pytest.mark.parametrize("name", ["linalg.solve_triangular", "linalg.cho_solve"])
 def test_sharded_a_beside_a_one_device_b(name):
     """Found: a sharded ``a`` beside a ``b`` on one device raised jax's "Received
     incompatible devices for jitted computation" (b was not moved onto a's mesh)."""
     check(SPECS[name], Variant(n=3, place="mixed_device"))
+
+
+@pytest.mark.parametrize("mesh_kind", ["auto", "explicit"])
+@pytest.mark.parametrize("name", ["scipy.linalg.toeplitz", "scipy.linalg.hankel"])
+def test_sharded_vector_beside_a_one_device_vector(name, mesh_kind):
+    """Found: toeplitz(c, r) with ``c`` sharded and ``r`` on one device raised jax's
+    "Received incompatible devices for jitted computation" on the distributed plan (r was
+    not moved onto c's mesh)."""
+    check(SPECS[name], Variant(n=8, place="mixed_device", mesh=mesh_kind, plan="distributed"))

@@ -136,6 +136,19 @@ def operand_mesh(*operands: Any, names: Sequence[str]) -> AbstractMesh | None:
     return mesh0
 
 
+def held_by_vmap(*operands: Any) -> bool:
+    """An operand lives on a mesh whose ``Explicit`` axes an enclosing ``jax.vmap`` holds
+    (where :func:`operand_mesh` gives ``None``)."""
+    taken = _axes_taken_by_vmap()
+    if not taken:
+        return False
+    for x in operands:
+        mesh = getattr(jax.typeof(x).sharding, "mesh", None) if isinstance(x, jax.Array) else None
+        if isinstance(mesh, AbstractMesh) and mesh.size > 1 and set(mesh.axis_names) & taken:
+            return True
+    return False
+
+
 def axes_taken_by_vmap() -> frozenset[str]:
     """Mesh axes that an enclosing ``jax.vmap`` over an Explicit-sharded batch holds."""
     return _axes_taken_by_vmap()
@@ -288,11 +301,17 @@ def shard_map(
 
 
 def drop_trivial_sharding(x: Any) -> Any:
-    """``x`` with no sharding if it lives on a one-device ``Explicit`` mesh.
+    """``x`` as jnp's function takes it where distla falls back to that function.
 
-    distla falls back to the jnp function for such operands, and jnp's
+    On a one-device ``Explicit`` mesh ``x`` loses its sharding: jnp's
     sharding-in-types rules reject, for example, a matmul whose contracted
-    dimensions are "sharded" over size-1 axes.
+    dimensions are "sharded" over size-1 axes. Inside ``jax.vmap`` over a batch
+    sharded on ``Explicit`` axes (where :func:`operand_mesh` gives ``None``),
+    a member split over the mesh's other axes is made whole: its batch stays
+    where it is, each device gets its members entire (jnp's one-matrix
+    functions refuse split members: "must be unsharded on non-batch
+    dimensions"), as distla's stacked path lays out a stack
+    (``_core.stacked``).
     """
     return _whole_on_each_device(x, only_one_device=True)
 
@@ -318,7 +337,10 @@ def _whole_on_each_device(x: Any, *, only_one_device: bool, keep_batch: bool = F
         return x
     spec = tuple(sharding.spec) + (None,) * (x.ndim - len(sharding.spec))
     keep = spec[: x.ndim - 2] if keep_batch and x.ndim > 2 else ()
-    if (only_one_device and mesh.size != 1) or all(e is None for e in spec[len(keep) :]):
+    vmapped = bool(set(mesh.axis_names) & _axes_taken_by_vmap())
+    if (only_one_device and mesh.size != 1 and not vmapped) or all(
+        e is None for e in spec[len(keep) :]
+    ):
         return x
     concrete = getattr(x, "sharding", None)
     target = concrete.mesh if isinstance(concrete, NamedSharding) else mesh

@@ -44,7 +44,7 @@ from jax.sharding import PartitionSpec as P
 from .checks import as_array, empty_or_one_device, is_empty, is_traced, onto_mesh, result_dtype
 from .checks import square as _square
 from .eager import one_program
-from .mesh import rule_on_mesh
+from .mesh import held_by_vmap, rule_on_mesh
 from .one_device import block_layout, choose_plan, on_one_device, result_structs
 from .plan import Plan, resolve
 from .stacked import stack
@@ -256,11 +256,14 @@ def call(op: Op, *operands: Any, plan: str = "auto", block_size: int | None = No
         op = op.instead(dtype, *operands, **options) or op
     empty = is_empty(*operands) if op.empty is None else op.empty(*operands, **options)
     if resolved is None or empty:
-        unsharded = functools.partial(op.unsharded or op.one_device, **options)
-        if op.own_placement:
-            out = unsharded(*operands)
+        if op.stacked is not None and not empty and held_by_vmap(*voters):
+            out = _members(op, tuple(sorted(options.items())), *operands)
         else:
-            out = empty_or_one_device(unsharded, *operands)
+            unsharded = functools.partial(op.unsharded or op.one_device, **options)
+            if op.own_placement:
+                out = unsharded(*operands)
+            else:
+                out = empty_or_one_device(unsharded, *operands)
         return out if op.result is None else op.result(out, **options)
     if len(operands) > 1:  # one-device operands beside sharded ones join their mesh
         operands = onto_mesh(*operands)
@@ -357,7 +360,69 @@ def _live(tangent):
     return None if isinstance(tangent, SymbolicZero) else tangent
 
 
+def jvp_in_live(fn: Callable[..., Any], primals: tuple, tangents: tuple):
+    """``jax.jvp(fn, primals, tangents)`` taken only in the operands whose tangent is not
+    ``None`` (a rule of an op with ``symbolic_zeros``), the others held fixed.
+
+    Filling a ``None`` with zeros would be built from the operand's type alone, which on an
+    ``Explicit`` mesh outside ``jax.set_mesh`` names no devices.
+    """
+    live = [i for i, t in enumerate(tangents) if t is not None]
+
+    def of_live(*xs):
+        args = list(primals)
+        for i, x in zip(live, xs):
+            args[i] = x
+        return fn(*args)
+
+    if not live:
+        out = fn(*primals)
+        return out, jax.tree.map(jnp.zeros_like, out)
+    return jax.jvp(of_live, tuple(primals[i] for i in live), tuple(tangents[i] for i in live))
+
+
 # ------------------------------------------------------------------ stacks and vmap
+
+
+def _members(op: Op, options: tuple, *operands: jax.Array) -> Any:
+    """:func:`_vmapped_members` on ``operands``, its results in the structure of jnp's."""
+    unsharded, fn = _vmapped_members(op, options)
+    tree = jax.tree.structure(jax.eval_shape(unsharded, *operands))
+    return jax.tree.unflatten(tree, fn(*operands))
+
+
+@functools.lru_cache(maxsize=512)
+def _vmapped_members(op: Op, options: tuple) -> tuple[Callable[..., Any], Callable[..., Any]]:
+    """A call inside ``jax.vmap`` over a batch sharded on ``Explicit`` axes (which the
+    vmap holds: no program of the call may use them), for an op with a stacked body.
+
+    Batched, the mapped axis becomes a stack's batch and the call takes the route
+    again with the stack, outside the vmap: the op's stacked body (each device its own
+    members, every mesh axis on the batch where it fits), as :func:`by_stacks` does
+    for the distributed drivers. Not batched, and under derivatives (``custom_vmap``
+    has none), jnp's function on whole members (``_core.mesh.drop_trivial_sharding``).
+    """
+    kw = dict(options)
+    unsharded = functools.partial(
+        empty_or_one_device, functools.partial(op.unsharded or op.one_device, **kw)
+    )
+
+    bare = dataclasses.replace(op, result=None)  # the results as the vmapped function's
+
+    def stacked(plan, *xs, **kw):
+        del plan  # the stack's: the route resolves it again, outside the vmap
+        return call(bare, *xs, **kw)
+
+    def leaves(f):  # both sides return the results' leaves (jnp's and the stacked
+        # body's structures differ: EighResult, a tuple)
+        return lambda *xs, **o: tuple(jax.tree.leaves(f(*xs, **o)))
+
+    rule = by_stacks(leaves(stacked))
+    fn = jax.custom_batching.custom_vmap(leaves(unsharded))
+    fn.def_vmap(lambda size, batched, *xs: rule(None, size, batched, *xs, **kw))
+    fn = jax.custom_jvp(fn)
+    fn.defjvp(lambda primals, tangents: jax.jvp(leaves(unsharded), primals, tangents))
+    return unsharded, fn
 
 
 def members(fn: Callable[..., Any], cores: tuple[int, ...], out_core: int) -> Callable[..., Any]:

@@ -19,7 +19,7 @@ from .._core import route
 from .._core.checks import ShapeError, is_empty
 from .._core.matmul import product_here
 from .._core.matrix import block_spec
-from .._core.mesh import fitting_spec, run_on_mesh
+from .._core.mesh import fitting_spec, replicated, run_on_mesh
 from .._core.plan import Plan
 from ._svd import SVD
 
@@ -68,7 +68,8 @@ PINV = route.Op(
     one_device=jnp.linalg.pinv,
     refuse=_refuse_pinv,
     is_stack=route.beyond(2),
-    stacked=lambda plan, a, **options: jnp.linalg.pinv(a, **options),
+    # jnp's on whole members (its svd refuses split ones), the batch where it is
+    stacked=lambda plan, a, **options: jnp.linalg.pinv(replicated(a), **options),
     distributed=_pinv,
 )
 
@@ -257,7 +258,7 @@ MATRIX_RANK = route.Op(
     one_device=jnp.linalg.matrix_rank,
     refuse=_refuse_rank,
     is_stack=lambda M, **options: M.ndim != 2,
-    stacked=lambda plan, M, **options: jnp.linalg.matrix_rank(M, **options),
+    stacked=lambda plan, M, **options: jnp.linalg.matrix_rank(replicated(M), **options),
     distributed=_matrix_rank,
 )
 

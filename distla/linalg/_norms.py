@@ -15,7 +15,7 @@ import numpy as np
 
 from .._core import route
 from .._core.checks import ShapeError, result_dtype
-from .._core.mesh import drop_trivial_sharding
+from .._core.mesh import drop_trivial_sharding, replicated
 from .._core.plan import Plan
 from ._lu.inverse import INV
 from ._svd import SVD
@@ -34,6 +34,16 @@ def _matrix_axes(x, axis) -> bool:
             and x.ndim == 2
             and sorted(a % 2 for a in axis) == [0, 1]
         )
+    )
+
+
+def _stack_axes(x, axis) -> bool:
+    """``axis`` names the last two axes of a stack (more than two dimensions)."""
+    return (
+        x.ndim > 2
+        and isinstance(axis, tuple)
+        and len(axis) == 2
+        and sorted(a % x.ndim for a in axis) == [x.ndim - 2, x.ndim - 1]
     )
 
 
@@ -71,6 +81,10 @@ def _norm(plan: Plan, x, *, ord, axis, keepdims):
         s = route.on_plan(SVD, plan, x, **_VALUES)
         r = s[0] if ord == 2 else s[-1] if ord == -2 else jnp.sum(s)
         return r.reshape(1, 1) if keepdims else r
+    if ord in _SPECTRAL and _stack_axes(x, axis):
+        # a stack's spectral norms: jnp's, on whole members (its svd refuses split ones),
+        # the batch where it is
+        x = replicated(x)
     # one-device Explicit meshes: jnp's svd refuses operands "sharded" over size-1 axes
     return _jnp_norm(drop_trivial_sharding(x), ord=ord, axis=axis, keepdims=keepdims)
 
@@ -182,7 +196,7 @@ COND = route.Op(
     check=_check_cond,
     one_device=jnp.linalg.cond,
     is_stack=route.beyond(2),
-    stacked=lambda plan, arr, *, p: jnp.linalg.cond(arr, p),
+    stacked=lambda plan, arr, *, p: jnp.linalg.cond(replicated(arr), p),  # members whole
     distributed=_cond,
 )
 

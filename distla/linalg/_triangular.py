@@ -152,7 +152,7 @@ def solve_linear(a, b, *, trans, lower, unit_diagonal, call: Plan):
 
 
 def _solve_2d_jvp(fn, plan: Plan, primals, tangents, **flags):
-    return jax.jvp(functools.partial(solve_linear, call=plan, **flags), primals, tangents)
+    return route.jvp_in_live(functools.partial(solve_linear, call=plan, **flags), primals, tangents)
 
 
 # op(T)^-1 b for one matrix: its primal is one solve whose jax.vmap is one stacked call
@@ -163,6 +163,7 @@ _SOLVE_2D = route.Op(
     one_device=jsl.solve_triangular,
     distributed=lambda plan, a, b, **flags: like(_solve(plan, a, b, **flags), b),
     jvp=_solve_2d_jvp,
+    symbolic_zeros=True,
     on_mesh=False,
 )
 

@@ -207,13 +207,7 @@ def _fused_solve(plan: Plan, a, b):
 
 
 def _solve_jvp(fn, plan: Plan, primals, tangents):
-    (a, b), (da, db) = primals, tangents
-    if da is None:  # linear in b
-        db = like(jnp.zeros(b.shape, b.dtype), b) if db is None else db
-        return jax.jvp(lambda b: _solve_linear(a, b, plan), (b,), (db,))
-    if db is None:
-        return jax.jvp(lambda a: _solve_linear(a, b, plan), (a,), (da,))
-    return jax.jvp(lambda a, b: _solve_linear(a, b, plan), (a, b), (da, db))
+    return route.jvp_in_live(lambda a, b: _solve_linear(a, b, plan), primals, tangents)
 
 
 # a^-1 b in one program (factorisation and solves), differentiated as a linear solve; zero
