@@ -81,7 +81,7 @@ def pencil_dct(
     inverse: bool,
     tile: int = 8,
 ) -> jax.Array:
-    """3-D DCT of a pencil volume: ``fft3d.py``'s pencil plan with DCT passes.
+    """3-D DCT of a pencil volume: ``fft3d.py``'s pencil algorithm with DCT passes.
 
     Forward: ``(Xp/pa, Yp/pb, Z)`` Z-pencils in, ``(X, Yq/pa, Zq/pb)``
     X-pencils out (natural order); a DCT along Z, an ``all_to_all`` over

@@ -98,7 +98,7 @@ def slab_pencil_forward(
     out: str,
     tile: tuple[int, int],
 ) -> jax.Array:
-    """Forward 3D FFT of Z-pencils (slab-pencil plan).
+    """Forward 3D FFT of Z-pencils (slab-pencil algorithm).
 
     Args:
       x: ``(Xp/pa, Yp/pb, Z)`` local Z-pencil (``X, Y`` padded to multiples
@@ -187,7 +187,7 @@ def slab_forward(
     split: int,
     tile: int,
 ) -> jax.Array:
-    """Forward 3D FFT of X-slabs (slab plan).
+    """Forward 3D FFT of X-slabs (slab algorithm).
 
     Args:
       x: ``(Xp/p, Y, Z)`` local X-slab (X padded to a multiple of ``p``).
@@ -240,7 +240,7 @@ def pencil_forward(
     tile: int,
     transform: Callable[[jax.Array], jax.Array] | None = None,
 ) -> jax.Array:
-    """Forward 3D FFT of Z-pencils, textbook pencil plan (three 1D FFT passes).
+    """Forward 3D FFT of Z-pencils, textbook pencil algorithm (three 1D FFT passes).
 
     Args:
       x: ``(Xp/pa, Yp/pb, Z)`` local Z-pencil.

@@ -1,6 +1,6 @@
 """Distributed FFT of any rank over any axes: a schedule of local FFTs and axis swaps.
 
-The per-device body for ``distla.fft``'s general plan (``distla/fft/_route.py``
+The per-device body for ``distla.fft``'s general route (``distla/fft/_route.py``
 builds the schedule). Two kinds of step, applied in order to the local block:
 
 - ``FftStep(axes, op, n)``: a local transform along ``axes``, all of them

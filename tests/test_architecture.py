@@ -8,7 +8,9 @@ or ``distla/fft/_x.py``; no module of the library or the kernels imports
 issue or item numbers in code, docs, benchmarks or tests; no function of the
 library or the kernels longer than ``MAX_LINES`` lines of code (its docstring not
 counted) unless a comment in it says why it must be one piece; the import graph
-goes down the layers with no cycle.
+goes down the layers with no cycle; no module outside ``distla/_core`` reads an
+operand's mesh (``operand_mesh``, ``mesh_of``): the route resolves it once and
+hands it down in the plan.
 """
 
 from __future__ import annotations
@@ -285,3 +287,56 @@ def test_no_function_level_imports_inside_the_library():
         if inside
     ]
     assert not found, "function-level imports:\n" + "\n".join(found)
+
+
+# The functions that read an operand's mesh: only the route (distla/_core) calls them;
+# every family receives the mesh in the resolved plan.
+MESH_READERS = frozenset({"operand_mesh", "mesh_of"})
+# Modules outside distla/_core that still read an operand's mesh, and why.
+MESH_READERS_ALLOWED: set[str] = set()
+
+
+def mesh_reads(path: Path, root: Path = ROOT) -> list[str]:
+    """``path:line: name`` for each use (call, reference or import) of a mesh reader."""
+    import ast
+
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Name):
+            names = [node.id]
+        elif isinstance(node, ast.Attribute):
+            names = [node.attr]
+        elif isinstance(node, ast.ImportFrom):
+            names = [a.name for a in node.names]
+        else:
+            continue
+        found += [
+            f"{path.relative_to(root)}:{node.lineno}: {n}" for n in names if n in MESH_READERS
+        ]
+    return found
+
+
+def test_mesh_reads_are_caught(tmp_path):
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        "from .._core.mesh import operand_mesh\n"
+        "m = _plan.mesh_of(a, names=('a',))\n"
+        "'''see operand_mesh'''\n"
+    )
+    found = mesh_reads(probe, root=tmp_path)
+    assert [h.split(": ")[1] for h in found] == ["operand_mesh", "mesh_of"]
+
+
+def test_no_mesh_reads_outside_the_core():
+    found = [
+        h
+        for f in sorted((ROOT / "distla").rglob("*.py"))
+        if f.relative_to(ROOT).parts[:2] != ("distla", "_core")
+        and str(f.relative_to(ROOT)) not in MESH_READERS_ALLOWED
+        for h in mesh_reads(f)
+    ]
+    assert not found, "operand meshes read outside distla/_core (the plan carries it):\n" + (
+        "\n".join(found)
+    )
+    stale = [f for f in MESH_READERS_ALLOWED if not mesh_reads(ROOT / f)]
+    assert not stale, f"allowed but reading no mesh any more (drop them): {stale}"

@@ -67,7 +67,7 @@ def _c(rng, shape):
     return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(np.complex64)
 
 
-# (id, mesh shape, kind, global shape, spec, function): every 3-D plan, N-D crops and axes
+# (id, mesh shape, kind, global shape, spec, function): every 3-D algorithm, N-D crops and axes
 PLANS = [
     ("pencil-uneven", (2, 4), "auto", (30, 42, 50), None, lambda v: F.fftn(v, algorithm="pencil")),
     (
@@ -90,7 +90,7 @@ PLANS = [
         lambda v: F.fftn(v, axes=(2, 0)),
     ),
     ("pfft3d", (4, 2), "auto", (16, 8, 12), None, lambda v: F.pifft3d(F.pfft3d(v))),
-    # the inverses of an N-D crop, and 3-D plans on prime sizes: under GSPMD their last
+    # the inverses of an N-D crop, and 3-D algorithms on prime sizes: under GSPMD their last
     # FFT was laid out {2,0,1} (the axis the output is gathered along outermost)
     (
         "rank3-s-ifftn",

@@ -1,20 +1,25 @@
 """Every public function goes through the one route (``distla._core.route``).
 
-The public names of ``distla.linalg`` and ``distla.fft`` are listed. Each array
+The public names of the packages in ``PACKAGES`` are listed. Each array
 function wears the route's decorator (``route.public``) and, traced on sharded
-operands (the table of ``tests/test_no_empty_operands.py``, one row per public
-function), enters ``route.call``; every other public name is named below with
-what it is (a result type, a setting, a communication model, jnp's own
-function, a wavenumber helper that reads only its operand's shape and layout).
+operands (the tables of ``tests/test_no_empty_operands.py`` and
+``tests/test_scipy_no_empty_operands.py``, one row per public function), enters
+``route.call``; every other public name is named below with what it is (a result
+type, a setting, a communication model, jnp's own function, a wavenumber helper
+that reads only its operand's shape and layout, a constructor from a size).
 """
 
 from __future__ import annotations
+
+import importlib
 
 import jax
 import jax.numpy as jnp
 import pytest
 from conftest import build_mesh
 from test_no_empty_operands import CASES, _inputs
+from test_scipy_no_empty_operands import CASES as SCIPY_CASES
+from test_scipy_no_empty_operands import _inputs as _scipy_inputs
 
 import distla
 from distla._core import route
@@ -57,8 +62,57 @@ NOT_ROUTED = {
         "fftfreq3d",
         "rfftfreq3d",
     },
+    "scipy.fft": set(),
+    "jaxdecomp": {
+        # settings and their constants (jaxdecomp's enums)
+        "config",
+        "init",
+        "finalize",
+        "TRANSPOSE_XY",
+        "TRANSPOSE_YX",
+        "TRANSPOSE_YZ",
+        "TRANSPOSE_ZY",
+        "SLAB_XY",
+        "SLAB_YZ",
+        "PENCILS",
+        "NO_DECOMP",
+        "HALO_COMM_MPI",
+        "HALO_COMM_MPI_BLOCKING",
+        "HALO_COMM_NCCL",
+        "HALO_COMM_NVSHMEM",
+        "HALO_COMM_NVSHMEM_BLOCKING",
+        "TRANSPOSE_COMM_MPI_A2A",
+        "TRANSPOSE_COMM_MPI_P2P",
+        "TRANSPOSE_COMM_MPI_P2P_PL",
+        "TRANSPOSE_COMM_NCCL",
+        "TRANSPOSE_COMM_NCCL_PL",
+        "TRANSPOSE_COMM_NVSHMEM",
+        "TRANSPOSE_COMM_NVSHMEM_PL",
+        # layouts of shardings and specs (no array operand)
+        "get_fft_output_sharding",
+        "get_output_specs",
+        "validate_spec_matches_mesh",
+        # the wavenumbers, as distla.fft's
+        "fftfreq3d",
+        "rfftfreq3d",
+    },
+    "jaxdecomp.fft": {"fftfreq3d", "rfftfreq3d"},  # the wavenumbers, as distla.fft's
+    "scipy.linalg": {
+        # constructors from a size and jnp's device= keyword: no array operand, so no
+        # mesh to resolve; each builds its blocks in the layout device= names
+        "hilbert",
+        "invhilbert",
+        "pascal",
+        "invpascal",
+        "helmert",
+        "hadamard",
+        "dft",
+    },
 }
 L, F = distla.linalg, distla.fft
+SLA = importlib.import_module("distla.scipy.linalg")
+SF = importlib.import_module("distla.scipy.fft")
+J = importlib.import_module("distla.jaxdecomp")
 # public functions whose rows in CASES trace another name (a thin alias there), or none
 OWN_CASES = {
     "matmul": lambda x: L.matmul(x["a"], x["b"]),
@@ -78,17 +132,39 @@ OWN_CASES = {
     "pifft3d": lambda x: F.pifft3d(x["cvol"]),
     "hfft": lambda x: F.hfft(x["cvol"], axis=0),
     "ihfft": lambda x: F.ihfft(x["vol"], axis=0),
+    "pirfft3d": lambda x: F.pirfft3d(x["cvol"][:, :5, :], s=x["vol"].shape),
+    # distla.scipy.fft
+    "dct": lambda x: SF.dct(x["cslab"], axis=0),
+    "idct": lambda x: SF.idct(x["cslab"], axis=0),
+    "idctn": lambda x: SF.idctn(x["vol"]),
+    # distla.jaxdecomp
+    "transposeXtoY": lambda x: J.transposeXtoY(x["grid"]),
+    "transposeYtoX": lambda x: J.transposeYtoX(x["grid"]),
+    "transposeYtoZ": lambda x: J.transposeYtoZ(x["grid"]),
+    "transposeZtoY": lambda x: J.transposeZtoY(x["grid"]),
+    "transposeXtoZ": lambda x: J.transposeXtoZ(x["grid"]),
+    "transposeZtoX": lambda x: J.transposeZtoX(x["grid"]),
 }
 
 
-# the packages whose public functions are on the route (the FFT side joins it next)
-PACKAGES = ("linalg",)
+# distla.scipy.linalg's functions whose rows in SCIPY_CASES trace another name, or none
+SCIPY_OWN_CASES = {
+    "qr": lambda x, m: SLA.qr(x["a"]),
+    "qr_pivoting": lambda x, m: SLA.qr(x["a"], pivoting=True),
+    "svd_gesvd": lambda x, m: SLA.svd(x["a"], lapack_driver="gesvd"),
+}
+
+# the packages whose public functions are on the route
+PACKAGES = ("linalg", "fft", "scipy.fft", "jaxdecomp", "jaxdecomp.fft", "scipy.linalg")
+
+
+def module_of(package):
+    return importlib.import_module(f"distla.{package}")
 
 
 def public_names():
     for package in PACKAGES:
-        module = getattr(distla, package)
-        for name in module.__all__:
+        for name in module_of(package).__all__:
             yield package, name
 
 
@@ -101,25 +177,35 @@ def test_every_public_name_is_listed():
     assert len(ROUTED) >= 30, ROUTED  # a floor: the list cannot come out empty
 
 
-@pytest.mark.parametrize("package, name", ROUTED, ids=[n for _, n in ROUTED])
+@pytest.mark.parametrize("package, name", ROUTED, ids=[f"{p}.{n}" for p, n in ROUTED])
 def test_public_function_wears_the_route(package, name):
-    fn = getattr(getattr(distla, package), name)
+    fn = getattr(module_of(package), name)
     assert getattr(fn, "__distla_route__", False), f"distla.{package}.{name} is not route.public"
 
 
-def _case(name):
-    return OWN_CASES[name] if name in OWN_CASES else CASES[name][0]
+def _case(package, name, mesh):
+    """The traced call of ``distla.<package>.<name>`` and the inputs it takes."""
+    shared = package == "scipy.linalg" and getattr(L, name, None) is getattr(SLA, name, 0)
+    if package != "scipy.linalg" or shared:
+        return OWN_CASES[name] if name in OWN_CASES else CASES[name][0], "linalg"
+    row = SCIPY_OWN_CASES.get(name) or SCIPY_CASES[name]
+    return (lambda x: row(x, mesh)), "scipy"
 
 
 @pytest.fixture(scope="module")
 def sharded():
     mesh = build_mesh((2, 4), "auto", names=("x", "y"))
-    return mesh, _inputs(mesh, 8)
+    return mesh, {"linalg": _inputs(mesh, 8), "scipy": _scipy_inputs(mesh, 8)}
 
 
-@pytest.mark.parametrize("package, name", ROUTED, ids=[n for _, n in ROUTED])
+CALLS = ROUTED + [("scipy.linalg", n) for n in ("qr_pivoting", "svd_gesvd")]
+
+
+@pytest.mark.parametrize("package, name", CALLS, ids=[f"{p}.{n}" for p, n in CALLS])
 def test_public_function_enters_the_route(package, name, sharded, monkeypatch):
-    mesh, x = sharded
+    mesh, inputs = sharded
+    fn, kind = _case(package, name, mesh)
+    x = inputs[kind]
     entered = []
     call = route.call
 
@@ -129,13 +215,14 @@ def test_public_function_enters_the_route(package, name, sharded, monkeypatch):
 
     monkeypatch.setattr(route, "call", spy)
     with jax.set_mesh(mesh):
-        jax.make_jaxpr(_case(name))(x)
+        jax.make_jaxpr(lambda x: fn(x))(x)  # a new function: no trace cached for it
     assert entered, f"distla.{package}.{name} traced without entering route.call"
 
 
 def test_the_spy_tells_a_routed_call_from_another(sharded, monkeypatch):
     # the check above can fail: a function that skips the route is seen
-    mesh, x = sharded
+    mesh, inputs = sharded
+    x = inputs["linalg"]
     entered = []
     call = route.call
     monkeypatch.setattr(route, "call", lambda op, *a, **k: entered.append(op) or call(op, *a, **k))

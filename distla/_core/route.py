@@ -60,9 +60,23 @@ def _promote(what, *operands, **options):
     return result_dtype(what, *operands)
 
 
-def _no_stack(*operands, **options):
+def never(*operands, **options) -> bool:
+    """``is_stack`` or ``empty`` of an op that never takes that step."""
     del operands, options
     return False
+
+
+def first_dtype(what, x, *others, **options):
+    """``promote`` of an op that computes in its first operand's dtype (jax's own
+    function promotes, or the op has checked and cast already)."""
+    del what, others, options
+    return x.dtype
+
+
+def as_given(dtype, *operands, **options) -> tuple:
+    """``cast`` of an op whose functions cast the operands themselves (or not at all)."""
+    del dtype, options
+    return operands
 
 
 def _default_layouts(plan: Plan, *operands, results, **options):
@@ -118,7 +132,9 @@ class Op:
         unless ``unsharded`` says otherwise, the unsharded and empty calls too.
       distributed: ``driver(plan, *operands, **options)``: one problem on the
         plan's mesh (operands checked, promoted and on that mesh).
-      operands: the array operands' names, as errors name them.
+      operands: the array operands' names, as errors name them; a last name
+        ending in ``*`` (``"arrs*"``) names every operand from there on
+        (``arrs[0]``, ``arrs[1]``, ...: ``block_diag``'s blocks).
       check: ``check(what, *operands, **options)``: shapes and options of the
         operands (jax arrays, not yet promoted); raises ``ValueError`` or
         ``TypeError``.
@@ -161,6 +177,10 @@ class Op:
       unsharded: the function of unsharded and empty calls, where it is not
         ``one_device`` (a one-device stand-in for a jax function that cannot
         take the operands as they are).
+      own_placement: the unsharded function takes the operands as they are, on
+        one device or an empty one (``_core.checks.empty_or_one_device`` not
+        around it): it places its results itself (the FFTs keep a one-device
+        ``Explicit`` layout).
       instead: ``instead(dtype, *operands, **options)`` -> another op that takes
         the call from step 3 on (``None``: this one), once the dtype is known
         (``solve`` with ``factor_dtype``: mixed precision).
@@ -176,7 +196,7 @@ class Op:
     cast: Callable[..., tuple] = _cast_all
     voters: tuple[int, ...] | None = None
     empty: Callable[..., bool] | None = None
-    is_stack: Callable[..., bool] = _no_stack
+    is_stack: Callable[..., bool] = never
     stacked: Callable[..., Any] | None = None
     family: str | None = None
     layouts: Callable[..., tuple] = _default_layouts
@@ -189,6 +209,7 @@ class Op:
     vmap: Callable[..., Any] | None = None
     refuse: Callable[..., None] | None = None
     unsharded: Callable[..., Any] | None = None
+    own_placement: bool = False
     instead: Callable[..., Any] | None = None
     result: Callable[..., Any] | None = None
 
@@ -218,12 +239,13 @@ def call(op: Op, *operands: Any, plan: str = "auto", block_size: int | None = No
         (hashable: they key the compiled programs and the rules).
     """
     what = op.name
-    operands = tuple(as_array(x, name, what) for x, name in zip(operands, op.operands))
+    names = operand_names(op.operands, len(operands))
+    operands = tuple(as_array(x, name, what) for x, name in zip(operands, names))
     if op.check is not None:
         op.check(what, *operands, **options)
     dtype = op.promote(what, *operands, **options)
     operands = op.cast(dtype, *operands, **options)
-    names = op.operands[: len(operands)]
+    names = operand_names(op.operands, len(operands))
     if op.voters is not None:
         names = tuple(names[i] for i in op.voters)
         voters = tuple(operands[i] for i in op.voters)
@@ -242,10 +264,25 @@ def call(op: Op, *operands: Any, plan: str = "auto", block_size: int | None = No
         if stacked and held_by_vmap(*voters):
             out = _members(op, fixed, *operands)
         else:
-            unsharded = op.unsharded or op.one_device
-            out = empty_or_one_device(functools.partial(unsharded, **options), *operands)
+            unsharded = functools.partial(op.unsharded or op.one_device, **options)
+            if op.own_placement:
+                out = unsharded(*operands)
+            else:
+                out = empty_or_one_device(unsharded, *operands)
         return out if op.result is None else op.result(out, **options)
-    return on_plan(op, resolved, *onto_mesh(*operands), plan=plan, **options)
+    if len(operands) > 1:  # one-device operands beside sharded ones join their mesh
+        operands = onto_mesh(*operands)
+    return on_plan(op, resolved, *operands, plan=plan, **options)
+
+
+def operand_names(declared: tuple[str, ...], count: int) -> tuple[str, ...]:
+    """The names of ``count`` operands declared as ``declared`` (:class:`Op`'s ``operands``)."""
+    if declared and declared[-1].endswith("*"):
+        fixed, rest = declared[:-1], declared[-1][:-1]
+        return fixed + tuple(f"{rest}[{k}]" for k in range(count - len(fixed)))
+    if count > len(declared):
+        raise TypeError(f"{count} operands, but the op names {len(declared)}: {declared}")
+    return declared[:count]
 
 
 def on_plan(op: Op, resolved: Plan, *operands: jax.Array, plan: str = "auto", **options):

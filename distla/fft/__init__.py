@@ -11,13 +11,13 @@ jaxdecomp's names: ``distla.jaxdecomp``).
 
 Layouts (a 2-axis mesh ``(a, b)``; see ``docs/fft.md``):
 
-- a 3-D volume over all its axes runs the tuned 3-D plans: pencils
+- a 3-D volume over all its axes runs the tuned 3-D algorithms: pencils
   ``P(a, b, None)`` in, ``P(None, a, b)`` out after two ``all_to_all``\\ s
-  (``P(b, a, None)`` in gives ``P(None, b, a)``, as the same plan with the
+  (``P(b, a, None)`` in gives ``P(None, b, a)``, as the same algorithm with the
   axes' roles exchanged); slabs ``P(a, None, None)`` on a 1-axis mesh (or a
   2-axis mesh whose second axis has size 1) give ``P(None, a, None)`` after
   one; the inverses accept the forward's output and return its input layout;
-- any other call runs the general plan (``_route.py``): axes not
+- any other call runs the general route (``_route.py``): axes not
   transformed are batch axes and keep their sharding, with nothing exchanged
   over the mesh axes that shard them; each sharded transformed axis is
   swapped by one ``all_to_all`` with an axis already transformed (else a

@@ -23,27 +23,27 @@ from jax.sharding import PartitionSpec as P
 
 from distla.kernels.dct import dct_along, dctnd_local, pencil_dct
 
+from .._core import route
 from .._core.checks import as_array, empty_results, result_types
-from .._core.eager import one_program
 from .._core.matrix import pad_to, round_up
 from .._core.mesh import (
     constrain,
     fitting_spec,
     grid_of,
     is_explicit,
-    operand_mesh,
     run_on_mesh,
     shard_map,
     shard_spec,
     spec_groups,
 )
+from .._core.plan import Plan
 from . import _fftnd
 
 TYPES = (1, 2, 3, 4)
 NORMS = (None, "backward", "ortho", "forward")
 
 
-@one_program
+@route.public
 def dctn(
     x: jax.Array,
     type: int = 2,
@@ -100,7 +100,7 @@ def dctn(
     return transform(x, type, s, axes, norm, False, "distla.scipy.fft.dctn")
 
 
-@one_program
+@route.public
 def idctn(
     x: jax.Array,
     type: int = 2,
@@ -145,7 +145,7 @@ def idctn(
     return transform(x, type, s, axes, norm, True, "distla.scipy.fft.idctn")
 
 
-@one_program
+@route.public
 def dct(
     x: jax.Array,
     type: int = 2,
@@ -191,7 +191,7 @@ def dct(
     return transform(x, type, _one(n), (axis,), norm, False, "distla.scipy.fft.dct")
 
 
-@one_program
+@route.public
 def idct(
     x: jax.Array,
     type: int = 2,
@@ -283,26 +283,52 @@ def transform(x, type, s, axes, norm, inverse, what):
     local = (("type", type), ("norm", norm), ("inverse", inverse))
     if x.size == 0:  # zero-padded to nothing but zeros
         return jnp.zeros(shape_in, in_dtype)
-    mesh = operand_mesh(x, names=("x",))
-    if mesh is None or mesh.size == 1:
-        y = _one_device(x, axes=axes, shape_in=shape_in, in_dtype=in_dtype, local=local)
-        sharding = jax.typeof(x).sharding
-        if getattr(sharding, "mesh", None) is not None and is_explicit(sharding.mesh):
-            # a one-device Explicit mesh: the layout jax's own function gives there
-            y = jax.sharding.reshard(y, result_types(_reference(inverse, s, axes), (x,)).sharding)
-        return y
-    grid_of(mesh, what=what)
+    options = dict(axes=axes, lengths=lengths, s=s, shape_in=shape_in, in_dtype=in_dtype)
+    return route.call(DCT, x, local=local, public_name=what, **options)
+
+
+def _unsharded(x, *, axes, lengths, s, shape_in, in_dtype, local, public_name):
+    """No mesh: the transforms along ``axes`` on the device ``x`` is on."""
+    del lengths, public_name
+    y = _one_device(x, axes=axes, shape_in=shape_in, in_dtype=in_dtype, local=local)
+    sharding = jax.typeof(x).sharding
+    if getattr(sharding, "mesh", None) is not None and is_explicit(sharding.mesh):
+        # a one-device Explicit mesh: the layout jax's own function gives there
+        inverse = dict(local)["inverse"]
+        y = jax.sharding.reshard(y, result_types(_reference(inverse, s, axes), (x,)).sharding)
+    return y
+
+
+def _distributed(plan: Plan, x, *, axes, lengths, s, shape_in, in_dtype, local, public_name):
+    """On ``plan``'s mesh: a volume over all its axes on the pencil algorithm (`_volume`), a
+    sharded vector gathered (`_gathered`), anything else on the FFT's general route."""
+    del s
+    mesh = plan.mesh
+    grid_of(mesh, what=public_name)
     known = not (isinstance(x, jax.core.Tracer) and not is_explicit(mesh))
     spec = _fftnd.spec_of(x) if known else None
     if x.ndim == 3 and sorted(axes) == [0, 1, 2]:  # a volume over all its axes
-        roles = _roles(spec, mesh, inverse)
+        roles = _roles(spec, mesh, dict(local)["inverse"])
         return _volume(x, roles=roles, local=local, shape_in=shape_in, in_dtype=in_dtype)
     spec = spec if known else shard_spec(x.shape, mesh)
-    kind = "ifft" if inverse else "fft"
-    route, _, back_to = _fftnd._decide(kind, tuple(x.shape), lengths, axes, mesh, spec, known)
-    if route is None:  # a sharded vector: every device transforms all of it
+    kind = "ifft" if dict(local)["inverse"] else "fft"
+    steps, _, back_to = _fftnd._decide(kind, tuple(x.shape), lengths, axes, mesh, spec, known)
+    if steps is None:  # a sharded vector: every device transforms all of it
         return _gathered(x, axes=axes, shape_in=shape_in, in_dtype=in_dtype, local=local)
-    return _sharded(x, route=route, local=local, shape_in=shape_in, in_dtype=in_dtype, spec=back_to)
+    return _sharded(x, route=steps, local=local, shape_in=shape_in, in_dtype=in_dtype, spec=back_to)
+
+
+#: the four DCTs, checked by `transform`, then the route
+DCT = route.Op(
+    "distla.scipy.fft",
+    operands=("x",),
+    one_device=_unsharded,
+    distributed=_distributed,
+    promote=route.first_dtype,
+    cast=route.as_given,
+    empty=route.never,
+    own_placement=True,
+)
 
 
 def _reference(inverse, s, axes):
@@ -324,7 +350,7 @@ def _roles(spec, mesh, inverse: bool) -> tuple[str, str | None]:
     """The mesh axes ``(a, b)`` that split a volume's X and Y in pencils (``b``
     ``None`` on a 1-axis mesh): the mesh's order, or the other way round for an
     operand in pencils ``P(b, a, None)`` (an inverse's in ``P(None, b, a)``), as
-    ``fftn``'s 3-D plans take them."""
+    ``fftn``'s 3-D algorithms take them."""
     names = tuple(mesh.axis_names)
     if len(names) == 1:
         return names[0], None
@@ -338,9 +364,9 @@ def _roles(spec, mesh, inverse: bool) -> tuple[str, str | None]:
 
 @functools.partial(jax.jit, static_argnames=("roles", "local", "shape_in", "in_dtype"))
 def _volume(x, *, roles, local, shape_in, in_dtype):
-    """The 3-D DCT of a volume on the pencil plan (``kernels/dct.py``'s
+    """The 3-D DCT of a volume on the pencil algorithm (``kernels/dct.py``'s
     ``pencil_dct``): pencils ``P(a, b, None)`` in and ``P(None, a, b)`` out
-    (the inverse the other way round), as ``fftn``'s 3-D plans lay them out;
+    (the inverse the other way round), as ``fftn``'s 3-D algorithms lay them out;
     sizes the mesh does not divide padded inside, the result in the largest
     even layout like those."""
     mesh = jax.typeof(x).sharding.mesh

@@ -1,8 +1,8 @@
-"""The 3-D plans of ``distla.fft``: pencil, slab-pencil and slab volumes (private).
+"""The 3-D algorithms of ``distla.fft``: pencil, slab-pencil and slab volumes (private).
 
 A 3-D volume transformed over all three axes runs the tuned kernels of
 ``kernels/fft3d.py`` (see ``docs/fft.md``); every other call runs the general
-plan of ``_route.py``. This module picks the 3-D kernel, pads and lays out
+route of ``_route.py``. This module picks the 3-D kernel, pads and lays out
 the volume around it, and holds the 3-D communication model.
 """
 
@@ -78,17 +78,17 @@ def _on_cpu_outside_jit(x: jax.Array) -> bool:
     return next(iter(sharding.mesh.devices.flat)).platform == "cpu"
 
 
-# --- plans --------------------------------------------------------------------------
+# --- algorithms -----------------------------------------------------------------------
 
 
 def choose_algorithm(grid: Grid, zt: int, order: str, algorithm: str) -> str:
-    """The plan a call runs: ``"slab"``, ``"slab-pencil"`` or ``"pencil"``.
+    """The algorithm a call runs: ``"slab"``, ``"slab-pencil"`` or ``"pencil"``.
 
     Meshes with one axis, or a second axis of size 1, always run the slab
-    plan. ``"auto"`` otherwise takes the textbook pencil plan for
+    algorithm. ``"auto"`` otherwise takes the textbook pencil algorithm for
     jaxdecomp's ``(Y, Z, X)`` order (its last FFT leaves X contiguous) and
     for spectra too short to cut into ``P`` Z-slabs (``Zt < P``), and the
-    slab-pencil plan for the natural order, which needs no local transpose
+    slab-pencil algorithm for the natural order, which needs no local transpose
     after its last FFT.
     """
     if grid.col is None or grid.pc == 1:
@@ -124,10 +124,10 @@ def _layouts(grid: Grid, kind: str, order: str, algorithm: str, shape_in, shape_
         yzx = P(None, b, a)
     else:
         yzx = P(a, b, None)
-    plan = choose_algorithm(grid, zt, order, algorithm)
-    common = dict(sizes=sizes, real=real, norm=None, tile=_TILES[plan])  # norm: see _transform
+    chosen = choose_algorithm(grid, zt, order, algorithm)
+    common = dict(sizes=sizes, real=real, norm=None, tile=_TILES[chosen])  # norm: see _transform
 
-    if plan == "slab":  # over the row axis
+    if chosen == "slab":  # over the row axis
         split = 2 if order == "yzx" else 1
         space, slabs = (round_up(xg, pa), yg, zg), P(a, None, None)
         if split == 1:
@@ -144,18 +144,18 @@ def _layouts(grid: Grid, kind: str, order: str, algorithm: str, shape_in, shape_
 
     space = (round_up(xg, pa), round_up(yg, pb), zg)
     common.update(row_axis=a, col_axis=b)
-    zq = round_up(zt, pa * pb if plan == "slab-pencil" else pb)
+    zq = round_up(zt, pa * pb if chosen == "slab-pencil" else pb)
     if order == "yzx":
         layout, spectrum, spec_k = "yzx", (round_up(yg, pa), zq, xg), P(a, b, None)
         crop, desired = (yg, zt, xg), yzx
     else:
         crop, desired = (xg, yg, zt), natural
         fit = fitting_spec(crop, grid.mesh, natural)
-        if plan == "slab-pencil" and real and pb > 1 and fit == P(b, a, None):
+        if chosen == "slab-pencil" and real and pb > 1 and fit == P(b, a, None):
             layout, spectrum, spec_k = "xy-z", (xg, yg, zt), P(b, a, None)
         else:
             layout, spectrum, spec_k = "xyz", (xg, round_up(yg, pa), zq), natural
-    if plan == "pencil":
+    if chosen == "pencil":
         fwd, inv = pencil_forward, pencil_inverse
     else:
         fwd, inv = slab_pencil_forward, slab_pencil_inverse
@@ -169,15 +169,15 @@ def _layouts(grid: Grid, kind: str, order: str, algorithm: str, shape_in, shape_
 def _transform_impl(
     x, *, kind, norm, s, order, algorithm, in_dtype, swap_grid, contiguous, batch=None
 ):
-    """The jit body of a 3-D plan.
+    """The jit body of a 3-D algorithm.
 
     ``s`` is ``jnp.fft``'s (``None``: the input's shape); ``swap_grid`` runs
-    the plan with the mesh axes' roles exchanged (pencils ``P(b, a, None)``
+    the algorithm with the mesh axes' roles exchanged (pencils ``P(b, a, None)``
     stay where they are and come back ``P(None, b, a)``); ``contiguous=False``
     is jaxdecomp's ``transpose_axis_contiguous=False``: ``pfft3d`` returns the
-    natural ``(X, Y, Z)`` order (its ``(Y, Z, X)`` plan, transposed back).
+    natural ``(X, Y, Z)`` order (its ``(Y, Z, X)`` algorithm, transposed back).
     ``batch`` (a tuple of mesh axes): ``x`` is ``(B, X, Y, Z)`` with B split
-    over those axes, and each device runs the plan, on the mesh axes left, for
+    over those axes, and each device runs the algorithm, on the mesh axes left, for
     each of its members (``jax.vmap`` of the kernel: no exchange along B).
     """
     mesh = jax.typeof(x).sharding.mesh
@@ -234,7 +234,7 @@ _transform = jax.jit(_transform_impl, static_argnames=_STATIC)
 
 
 def transform(x, *, on_cpu: bool, **static: Any) -> jax.Array:
-    """Run a 3-D plan; concrete CPU arrays get `cpu_compiler_options`."""
+    """Run a 3-D algorithm; concrete CPU arrays get `cpu_compiler_options`."""
     if not on_cpu:
         return _transform(x, **static)
     s, lead = static.get("s"), x.shape[:1] if static.get("batch") else ()
@@ -264,7 +264,7 @@ def model_bytes(
     The communication model of ``docs/fft.md``: an ``all_to_all`` over ``g``
     devices of a local block of ``B`` bytes receives ``B (g - 1) / g``. The
     block is the complex spectrum (``itemsize`` 8 for complex64), its Z axis
-    ``Zt`` (``Z//2 + 1`` for ``real``) padded as the plan pads it.
+    ``Zt`` (``Z//2 + 1`` for ``real``) padded as the algorithm pads it.
 
     Args:
       shape: ``(X, Y, Z)`` of the real-space volume.

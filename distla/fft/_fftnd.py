@@ -1,4 +1,4 @@
-"""Arguments as ``jnp.fft`` reads them, and the jit body of the general plan (private)."""
+"""Arguments as ``jnp.fft`` reads them, and the jit body of the general route (private)."""
 
 from __future__ import annotations
 
@@ -151,17 +151,17 @@ def _jitted(kind, s, axes, norm):
 
 @functools.partial(
     jax.jit,
-    static_argnames=("plan", "kind", "s", "axes", "norm", "shape_in", "in_dtype", "spec"),
+    static_argnames=("route", "kind", "s", "axes", "norm", "shape_in", "in_dtype", "spec"),
 )
-def transform(x, *, plan, kind, s, axes, norm, shape_in, in_dtype, spec):
-    """Run ``plan`` (a `_route.Route`) on ``x``; ``None``: gather, then jnp.
+def transform(x, *, route, kind, s, axes, norm, shape_in, in_dtype, spec):
+    """Run ``route`` (a `_route.Route`) on ``x``; ``None``: gather, then jnp.
 
-    ``spec``: ``None`` returns the plan's own output layout; a layout (``x``'s)
+    ``spec``: ``None`` returns the route's own output layout; a layout (``x``'s)
     returns the result in it, where it fits the result's lengths, as jnp does
     (a gathered transform always does).
     """
     mesh = jax.typeof(x).sharding.mesh
-    if plan is None:  # a sharded 1-D transform: every device transforms the whole vector
+    if route is None:  # a sharded 1-D transform: every device transforms the whole vector
         jnp_fn = functools.partial(JNP[kind], s=s, axes=axes, norm=norm)
 
         def gathered(x):
@@ -169,36 +169,36 @@ def transform(x, *, plan, kind, s, axes, norm, shape_in, in_dtype, spec):
 
         out = jax.eval_shape(jnp_fn, jax.ShapeDtypeStruct(x.shape, in_dtype))
         return run_on_mesh(gathered, mesh, fitting_spec(out.shape, mesh, spec), x)
-    kernel = functools.partial(fftnd_local, steps=plan.steps, norm=norm)
-    out_spec = fitting_spec(plan.out_shape, mesh, plan.spec_out if spec is None else spec)
+    kernel = functools.partial(fftnd_local, steps=route.steps, norm=norm)
+    out_spec = fitting_spec(route.out_shape, mesh, route.spec_out if spec is None else spec)
 
     def body(x):
         x = pad_to(x.astype(in_dtype), shape_in)
-        x = constrain(pad_to(x, plan.pad_in), plan.spec_in)
-        y = shard_map(kernel, in_specs=plan.spec_in, out_specs=plan.spec_out)(x)
-        return pad_to(y, plan.out_shape)
+        x = constrain(pad_to(x, route.pad_in), route.spec_in)
+        y = shard_map(kernel, in_specs=route.spec_in, out_specs=route.spec_out)(x)
+        return pad_to(y, route.out_shape)
 
     return run_on_mesh(body, mesh, out_spec, x)
 
 
 def general(x, kind, s, axes, norm, mesh, in_dtype, spec, known=True):
-    """The general plan of ``_route.py`` for ``x``, laid out ``spec`` on ``mesh``.
+    """The general route of ``_route.py`` for ``x``, laid out ``spec`` on ``mesh``.
 
-    The plan works in ``spec`` with the mesh axes it leaves unused spread
+    The route works in ``spec`` with the mesh axes it leaves unused spread
     over the work (``_route.spread``): ``spec`` itself when ``x`` uses every
-    mesh axis. The result stays where the plan's exchanges leave it where
+    mesh axis. The result stays where the route's exchanges leave it where
     `_cycles` allows; otherwise it is moved back to the working layout
     (one more reshard, XLA's all_to_alls). So ``ifftn(fftn(x))`` ends in ``x``'s own layout
     when ``x`` uses every mesh axis, as jnp keeps it, unless the spectrum
     cannot be split as ``x`` is (``rfftn`` of an ``x`` that splits the real
     axis). A replicated ``x``, and any ``x`` whose layout is not ``known``
-    (a tracer on an ``Auto`` mesh), get the plan's layout: the work is
+    (a tracer on an ``Auto`` mesh), get the route's layout: the work is
     distributed and the result is in the largest even layout that fits.
     """
-    plan, shape_in, back_to = _decide(kind, tuple(x.shape), s, axes, mesh, spec, known)
+    route, shape_in, back_to = _decide(kind, tuple(x.shape), s, axes, mesh, spec, known)
     return transform(
         x,
-        plan=plan,
+        route=route,
         kind=kind,
         s=s,
         axes=axes,
@@ -212,45 +212,45 @@ def general(x, kind, s, axes, norm, mesh, in_dtype, spec, known=True):
 @functools.lru_cache(maxsize=256)
 def _decide(kind, shape, s, axes, mesh, spec, known):
     """(the route, the shape it transforms, the layout to return the result in or ``None``:
-    where the plan leaves it), as `general` says; a few hundred microseconds of
-    planning, done once per signature."""
-    plan, shape_in, work = _plan(kind, shape, s, axes, mesh, spec)
+    where the route leaves it), as `general` says; a few hundred microseconds of
+    finding it, done once per signature."""
+    route, shape_in, work = _route_for(kind, shape, s, axes, mesh, spec)
     ndim = len(shape)
-    if plan is None:  # a sharded vector: gathered, returned in spec
-        return plan, shape_in, spec
+    if route is None:  # a sharded vector: gathered, returned in spec
+        return route, shape_in, spec
     if not (known and any(spec_groups(spec, ndim, dict(mesh.shape)))):
-        return plan, shape_in, None
-    fits = same_layout(fitting_spec(plan.out_shape, mesh, work), work, mesh, ndim)
-    back_to = work if fits and not _cycles(plan, kind, shape_in, s, axes, mesh, work) else None
-    final = back_to or fitting_spec(plan.out_shape, mesh, plan.spec_out)
+        return route, shape_in, None
+    fits = same_layout(fitting_spec(route.out_shape, mesh, work), work, mesh, ndim)
+    back_to = work if fits and not _cycles(route, kind, shape_in, s, axes, mesh, work) else None
+    final = back_to or fitting_spec(route.out_shape, mesh, route.spec_out)
     if same_layout(final, spec, mesh, ndim):
         back_to = spec  # the caller's own spelling (size-1 mesh axes and all)
-    return plan, shape_in, back_to
+    return route, shape_in, back_to
 
 
-def _plan(kind, shape, s, axes, mesh, spec):
+def _route_for(kind, shape, s, axes, mesh, spec):
     """(the route for an operand of ``shape`` laid out ``spec``, the shape it transforms,
     the layout it works in: ``spec`` with the mesh axes it leaves unused spread)."""
     sizes = dict(mesh.shape)
     shape_in = input_shape(shape, s, axes, kind)
     groups = _route.spread(spec_groups(spec, len(shape), sizes), shape_in, axes, sizes)
     n_last = s[-1] if kind == "irfft" else None
-    route = _route.plan(shape_in, groups, axes, kind, sizes, n_last)
-    return route, shape_in, layout_spec(groups)
+    found = _route.route_for(shape_in, groups, axes, kind, sizes, n_last)
+    return found, shape_in, layout_spec(groups)
 
 
-def _cycles(plan, kind, shape_in, s, axes, mesh, work, steps=4) -> bool:
-    """Whether ``plan``'s result may stay where its exchanges leave it.
+def _cycles(route, kind, shape_in, s, axes, mesh, work, steps=4) -> bool:
+    """Whether ``route``'s result may stay where its exchanges leave it.
 
-    Only when the chain of layouts that the plan starts (its result, the
-    plan's result for that layout, and so on) returns to ``work``, each link
-    brought back by the opposite transform's plan. A chain that ends instead
-    (in a layout the plan leaves as it is, or one the opposite plan does not
+    Only when the chain of layouts that the route starts (its result, the
+    route's result for that layout, and so on) returns to ``work``, each link
+    brought back by the opposite transform's route. A chain that ends instead
+    (in a layout the route leaves as it is, or one the opposite route does not
     bring back) maps two input layouts to one result layout, and the inverse
     can return only one of them; on such a chain every result is returned in
     its input's layout.
     """
-    ndim, layout, route = len(shape_in), work, plan
+    ndim, layout = len(shape_in), work
     for _ in range(steps):
         if route is None or not _round_trips(route, kind, shape_in, axes, mesh, layout):
             return False
@@ -259,19 +259,19 @@ def _cycles(plan, kind, shape_in, s, axes, mesh, work, steps=4) -> bool:
             return True
         if not same_layout(fitting_spec(shape_in, mesh, layout), layout, mesh, ndim):
             return False  # the input's lengths do not split that way
-        route, _, _ = _plan(kind, shape_in, s, axes, mesh, layout)
+        route, _, _ = _route_for(kind, shape_in, s, axes, mesh, layout)
     return False
 
 
-def _round_trips(plan, kind, shape_in, axes, mesh, spec) -> bool:
-    """Whether the opposite transform, given ``plan``'s result, comes back to ``spec``."""
-    out_spec = fitting_spec(plan.out_shape, mesh, plan.spec_out)
-    back_s = list(plan.out_shape[a] for a in axes)
+def _round_trips(route, kind, shape_in, axes, mesh, spec) -> bool:
+    """Whether the opposite transform, given ``route``'s result, comes back to ``spec``."""
+    out_spec = fitting_spec(route.out_shape, mesh, route.spec_out)
+    back_s = list(route.out_shape[a] for a in axes)
     if kind == "rfft":  # irfft back to the true length of the real axis
         back_s[-1] = shape_in[axes[-1]]
     other = _route.OPPOSITE[kind]
-    back, _, _ = _plan(other, plan.out_shape, tuple(back_s), axes, mesh, out_spec)
+    back, _, _ = _route_for(other, route.out_shape, tuple(back_s), axes, mesh, out_spec)
     if back is None:
         return False
     arrived = fitting_spec(back.out_shape, mesh, back.spec_out)
-    return same_layout(arrived, spec, mesh, len(plan.out_shape))
+    return same_layout(arrived, spec, mesh, len(route.out_shape))

@@ -18,24 +18,24 @@ from jax.sharding import PartitionSpec as P
 
 from distla.kernels.halo import AxisExchange, halo_local
 
+from .._core import route
 from .._core.checks import as_array
-from .._core.eager import one_program
 from .._core.mesh import (
     constrain,
     describe_mesh,
     grid_of,
     is_explicit,
-    operand_mesh,
     run_on_mesh,
     shard_map,
     spec_groups,
 )
+from .._core.plan import Plan
 from ._fftnd import spec_of
 
 WHAT = "distla.jaxdecomp.halo_exchange"
 
 
-@one_program
+@route.public
 def halo_exchange(
     x: jax.typing.ArrayLike,
     halo_extents: Sequence[int | tuple[int, int]],
@@ -123,30 +123,52 @@ def halo_exchange(
     periods = _periods(halo_periods, len(extents))
     wanted = [(lead + i, lo, hi, per) for i, ((lo, hi), per) in enumerate(zip(extents, periods))]
     wanted = [w for w in wanted if w[1] or w[2]]
-    mesh = operand_mesh(x, names=("x",))
     if x.size == 0 or not wanted:
         return x
-    if mesh is None or mesh.size == 1:  # one device: one block along every axis
-        if not exchange_whole_axes:
-            return x
-        plan = tuple(AxisExchange(ax, (), 1, lo, hi, per) for ax, lo, hi, per in wanted)
-        _check_lengths(x.shape, plan, None)
-        return _local(x, exchanges=plan)
+    options = dict(wanted=tuple(wanted), lead=lead, whole_axes=exchange_whole_axes)
+    return route.call(HALO_EXCHANGE, x, **options)
+
+
+def _on_one_device(x, *, wanted, lead, whole_axes):
+    """No mesh: one block along every axis; its ghost cells only with ``whole_axes``."""
+    del lead
+    if not whole_axes:
+        return x
+    exchanges = tuple(AxisExchange(ax, (), 1, lo, hi, per) for ax, lo, hi, per in wanted)
+    _check_lengths(x.shape, exchanges, None)
+    return _local(x, exchanges=exchanges)
+
+
+def _on_mesh(plan: Plan, x, *, wanted, lead, whole_axes):
+    """On ``plan``'s mesh: over the mesh axes that split each exchanged axis."""
+    mesh = plan.mesh
     grid_of(mesh, what=WHAT)
     spec = _blocks(x, mesh, [w[0] for w in wanted], lead)
     sizes = dict(mesh.shape)
     groups = spec_groups(spec, x.ndim, sizes)
-    plan = []
+    exchanges = []
     for ax, lo, hi, per in wanted:
         parts = math.prod(sizes[n] for n in groups[ax])
-        if parts > 1 or exchange_whole_axes:
+        if parts > 1 or whole_axes:
             order = tuple(n for n in mesh.axis_names if n in groups[ax])
-            plan.append(AxisExchange(ax, groups[ax], parts, lo, hi, per, order))
-    if not plan:
+            exchanges.append(AxisExchange(ax, groups[ax], parts, lo, hi, per, order))
+    if not exchanges:
         return x
-    plan = tuple(plan)
-    _check_lengths(x.shape, plan, mesh)
-    return _exchange(x, spec=spec, exchanges=plan)
+    exchanges = tuple(exchanges)
+    _check_lengths(x.shape, exchanges, mesh)
+    return _exchange(x, spec=spec, exchanges=exchanges)
+
+
+HALO_EXCHANGE = route.Op(
+    WHAT,
+    operands=("x",),
+    one_device=_on_one_device,
+    distributed=_on_mesh,
+    promote=route.first_dtype,
+    cast=route.as_given,
+    empty=route.never,
+    own_placement=True,
+)
 
 
 @functools.partial(jax.jit, static_argnames=("exchanges",))
@@ -199,8 +221,8 @@ def _blocks(x: jax.Array, mesh, axes: Sequence[int], lead: int) -> P:
     return default
 
 
-def _check_lengths(shape, plan, mesh) -> None:
-    for ex in plan:
+def _check_lengths(shape, exchanges, mesh) -> None:
+    for ex in exchanges:
         local = shape[ex.axis] // ex.parts
         if local < ex.lo + ex.hi:
             where = f" over {ex.parts} blocks on the {describe_mesh(mesh)}" if mesh else ""

@@ -23,17 +23,18 @@ from jax.sharding import PartitionSpec as P
 
 from distla.kernels.fftnd import SwapStep, fftnd_local
 
+from .._core import route
 from .._core.matrix import pad_to, round_up
 from .._core.mesh import (
     constrain,
     fitting_spec,
     grid_of,
     is_explicit,
-    operand_mesh,
     run_on_mesh,
     shard_map,
     spec_groups,
 )
+from .._core.plan import Plan
 from .._core.specs import layout_spec
 from . import _settings
 from ._fftnd import spec_of
@@ -100,10 +101,26 @@ def transpose(x: jax.Array, kind: str, *, contiguous: bool, what: str) -> jax.Ar
         )
     lead = x.ndim - 3
     perm = (*range(lead), *(lead + o for o in order(kind, contiguous)))
-    mesh = operand_mesh(x, names=("x",))
-    if mesh is None or mesh.size == 1 or x.size == 0:  # jaxdecomp's local transpose
-        return _local(x, perm=perm)
-    grid_of(mesh, what=what)
+    options = dict(kind=kind, contiguous=contiguous, perm=perm, public_name=what)
+    return route.call(TRANSPOSE, x, **options)
+
+
+def _local_transpose(x, *, kind, contiguous, perm, public_name):
+    """jaxdecomp's local transpose: no mesh, or nothing to move."""
+    del kind, contiguous, public_name
+    return _local(x, perm=perm)
+
+
+def _nothing_to_move(x, **options):
+    del options
+    return x.size == 0
+
+
+def _global_transpose(plan: Plan, x, *, kind, contiguous, perm, public_name):
+    """On ``plan``'s mesh: one swap step (`_swap_route`), the result in `output_spec`."""
+    mesh = plan.mesh
+    lead = x.ndim - 3
+    grid_of(mesh, what=public_name)
     spec = (tuple(spec_of(x)) + (None,) * x.ndim)[: x.ndim]
     sizes = dict(mesh.shape)
     unknown = isinstance(x, jax.core.Tracer) and not is_explicit(mesh)
@@ -115,10 +132,23 @@ def transpose(x: jax.Array, kind: str, *, contiguous: bool, what: str) -> jax.Ar
     target = [None] * x.ndim  # the same, on x's axes
     for j, d in enumerate(perm):
         target[d] = after[j]
-    route = _swap_route(tuple(x.shape), P(*spec), P(*target), sizes)
+    swap = _swap_route(tuple(x.shape), P(*spec), P(*target), sizes)
     out_shape = tuple(x.shape[d] for d in perm)
     out_spec = fitting_spec(out_shape, mesh, P(*after))
-    return _transpose(x, route=route, perm=perm, out_spec=out_spec)
+    return _transpose(x, route=swap, perm=perm, out_spec=out_spec)
+
+
+#: jaxdecomp's six transposes (``_transposes``), checked by `transpose`, then the route
+TRANSPOSE = route.Op(
+    "distla.jaxdecomp",
+    operands=("x",),
+    one_device=_local_transpose,
+    distributed=_global_transpose,
+    promote=route.first_dtype,
+    cast=route.as_given,
+    empty=_nothing_to_move,
+    own_placement=True,
+)
 
 
 def _swap_route(shape, spec: P, target: P, sizes) -> Route | None:

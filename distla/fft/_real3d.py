@@ -35,7 +35,7 @@ half spectrum (``p_first = min(pa, pb)``), against ``pfft3d``'s
 ``(pb - 1)/pb + (pa - 1)/pa`` of the full one; slabs move ``(p - 1)/p`` of
 the half spectrum. ``pirfft3d`` runs the kernel backwards (the 3-D kernels
 from ``pfft3d``'s layout) and returns ``P(a, b, None)``. Concrete CPU arrays
-get ``cpu_compiler_options``, as the 3-D plans do.
+get ``cpu_compiler_options``, as the 3-D algorithms do.
 """
 
 from __future__ import annotations
@@ -49,16 +49,17 @@ from jax.sharding import PartitionSpec as P
 
 from distla.kernels.half_spectrum import half_spectrum_forward, half_spectrum_inverse
 
+from .._core import route
 from .._core.checks import as_array
-from .._core.eager import one_program
 from .._core.matrix import pad_to, round_up
-from .._core.mesh import constrain, fitting_spec, grid_of, operand_mesh, run_on_mesh, shard_map
+from .._core.mesh import constrain, fitting_spec, grid_of, run_on_mesh, shard_map
+from .._core.plan import Plan
 from .._core.specs import layout_spec
 from . import _fft3d, _fftnd
 from ._transforms import NORMS, _check_backend, _contiguous, _operand
 
 
-@one_program
+@route.public
 def prfft3d(
     x: jax.typing.ArrayLike | None = None,
     norm: str | None = "backward",
@@ -125,18 +126,21 @@ def prfft3d(
         return jnp.zeros((yg, zt, xg) if contiguous else (xg, yg, zt), out_dtype)
     if x.dtype != in_dtype:  # (an eager astype to the same dtype still copies)
         x = x.astype(in_dtype)
-    mesh = operand_mesh(x, names=("x",))
-    if mesh is None or mesh.size == 1:
-        return _one_device(x, norm=norm, contiguous=contiguous)
-    grid = grid_of(mesh, what=what)
+    return route.call(PRFFT3D, x, norm=norm, contiguous=contiguous, in_dtype=in_dtype)
+
+
+def _forward_on(plan: Plan, x, *, norm, contiguous, in_dtype):
+    """On ``plan``'s mesh: pfft3d's 3-D kernels where its layout fits, else the half
+    spectrum's own program (`_half_on`)."""
+    grid = grid_of(plan.mesh, what=PRFFT3D.name)
     gx, gy = _groups(grid)
-    if _divides(zt, grid):  # pfft3d's layout fits: its 3-D kernels
+    if _divides(x.shape[2] // 2 + 1, grid):  # pfft3d's layout fits: its 3-D kernels
         return _fft3d.transform(
             x, on_cpu=_fft3d._on_cpu_outside_jit(x), kind="rfft", norm=norm, s=None,
             order="yzx", algorithm="auto", in_dtype=in_dtype, swap_grid=False,
             contiguous=contiguous,
         )  # fmt: skip
-    y_split = _y_split(gx, gy, dict(mesh.shape))
+    y_split = _y_split(gx, gy, dict(plan.mesh.shape))
     order = "yzx" if contiguous else "xyz"
     return _half_on(x)(
         x, sizes=tuple(x.shape), norm=norm, in_dtype=in_dtype, y_split=y_split, order=order,
@@ -144,7 +148,24 @@ def prfft3d(
     )  # fmt: skip
 
 
-@one_program
+def _forward_here(x, *, norm, contiguous, in_dtype):
+    del in_dtype
+    return _one_device(x, norm=norm, contiguous=contiguous)
+
+
+PRFFT3D = route.Op(
+    "distla.fft.prfft3d",
+    operands=("x",),
+    one_device=_forward_here,
+    distributed=_forward_on,
+    promote=route.first_dtype,
+    cast=route.as_given,
+    empty=route.never,
+    own_placement=True,
+)
+
+
+@route.public
 def pirfft3d(
     y: jax.typing.ArrayLike | None = None,
     norm: str | None = "backward",
@@ -206,22 +227,41 @@ def pirfft3d(
         return jnp.zeros(s, out_dtype)
     if y.dtype != in_dtype:
         y = y.astype(in_dtype)
-    mesh = operand_mesh(y, names=("y",))
-    if mesh is None or mesh.size == 1:
-        return _one_device_inverse(y, norm=norm, s=s, contiguous=contiguous)
-    grid = grid_of(mesh, what=what)
+    return route.call(PIRFFT3D, y, norm=norm, s=s, contiguous=contiguous, in_dtype=in_dtype)
+
+
+def _inverse_on(plan: Plan, y, *, norm, s, contiguous, in_dtype):
+    """On ``plan``'s mesh, as `_forward_on` the other way round."""
+    grid = grid_of(plan.mesh, what=PIRFFT3D.name)
     gx, gy = _groups(grid)
-    if _divides(zt, grid):
+    if _divides(s[2] // 2 + 1, grid):
         return _fft3d.transform(
             y, on_cpu=_fft3d._on_cpu_outside_jit(y), kind="irfft", norm=norm, s=s,
             order="yzx", algorithm="auto", in_dtype=in_dtype, swap_grid=False,
             contiguous=contiguous,
         )  # fmt: skip
-    y_split = _y_split(gx, gy, dict(mesh.shape))
+    y_split = _y_split(gx, gy, dict(plan.mesh.shape))
     order = "yzx" if contiguous else "xyz"
     return _half_on(y, s)(
         y, sizes=s, norm=norm, in_dtype=in_dtype, y_split=y_split, order=order, inverse=True
     )
+
+
+def _inverse_here(y, *, norm, s, contiguous, in_dtype):
+    del in_dtype
+    return _one_device_inverse(y, norm=norm, s=s, contiguous=contiguous)
+
+
+PIRFFT3D = route.Op(
+    "distla.fft.pirfft3d",
+    operands=("y",),
+    one_device=_inverse_here,
+    distributed=_inverse_on,
+    promote=route.first_dtype,
+    cast=route.as_given,
+    empty=route.never,
+    own_placement=True,
+)
 
 
 def _check(x, norm, what) -> None:
@@ -262,7 +302,7 @@ _HALF_STATIC = ("sizes", "norm", "in_dtype", "y_split", "order", "inverse")
 
 def _half_on(x, shape=None):
     """`_half` compiled for ``x``: with ``cpu_compiler_options`` for a concrete CPU
-    array outside a trace (as the 3-D plans are), else as it is."""
+    array outside a trace (as the 3-D algorithms are), else as it is."""
     if not _fft3d._on_cpu_outside_jit(x):
         return _half
     mesh = jax.typeof(x).sharding.mesh

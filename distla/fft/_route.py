@@ -1,4 +1,4 @@
-"""The general distributed FFT plan: which axis swaps and local FFTs, in which order (private).
+"""The general distributed FFT route: which axis swaps and local FFTs, in which order (private).
 
 ``distla.fft`` transforms any subset ``axes`` of an array of any rank. Axes it
 does not transform are batch axes: they keep their sharding and nothing is
@@ -85,7 +85,7 @@ def spread(
     return tuple(tuple(g) for g in out)
 
 
-def plan(
+def route_for(
     shape: Sequence[int],
     groups: Groups,
     axes: Sequence[int],

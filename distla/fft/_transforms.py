@@ -1,5 +1,5 @@
 """The FFTs' public functions (re-exported by ``distla.fft``): checks, layouts, dispatch
-to the 3-D plans (``_fft3d``) or the general route (``_fftnd``)."""
+to the 3-D algorithms (``_fft3d``) or the general route (``_fftnd``)."""
 
 from __future__ import annotations
 
@@ -12,15 +12,10 @@ import jax
 import jax.numpy as jnp
 from jax.sharding import PartitionSpec as P
 
+from .._core import route
 from .._core.checks import as_array, empty_results, result_types
-from .._core.eager import one_program
-from .._core.mesh import (
-    grid_of,
-    is_explicit,
-    operand_mesh,
-    shard_spec,
-    spec_groups,
-)
+from .._core.mesh import grid_of, is_explicit, shard_spec, spec_groups
+from .._core.plan import Plan
 from .._core.specs import entry_axes
 from . import _fft3d, _fftnd, _freq, _settings
 from ._fft3d import ALGORITHMS
@@ -28,7 +23,7 @@ from ._fft3d import ALGORITHMS
 NORMS = (None, "backward", "ortho", "forward")
 
 
-@one_program
+@route.public
 def fftn(
     a: jax.typing.ArrayLike,
     s: Sequence[int] | None = None,
@@ -49,7 +44,7 @@ def fftn(
         The others are batch axes: they keep their sharding and nothing is
         exchanged over the mesh axes that shard them.
       norm: ``None``/``"backward"``, ``"ortho"`` or ``"forward"``.
-      algorithm: the 3-D plan (``"auto"``, ``"slab-pencil"``, ``"pencil"``;
+      algorithm: the 3-D algorithm (``"auto"``, ``"slab-pencil"``, ``"pencil"``;
         ``docs/fft.md``) for 3-D volumes over all axes; ignored otherwise.
 
     Returns:
@@ -57,7 +52,7 @@ def fftn(
       3-D pencil volume ``P(a, b, None)`` comes back ``P(None, a, b)``
       (``P(b, a, None)``: ``P(None, b, a)``), a slab ``P(a, None, None)``
       ``P(None, a, None)``; any other 3-D volume transformed over all its
-      axes runs the pencil plan and comes back ``P(None, a, b)`` too.
+      axes runs the pencil algorithm and comes back ``P(None, a, b)`` too.
       Otherwise (batches, subsets of axes, other ranks), for an ``a`` that
       uses every mesh axis, the result is where the exchanges leave it when
       [`ifftn`][distla.fft.ifftn] brings that back to ``a``'s layout, else in ``a``'s
@@ -92,7 +87,7 @@ def fftn(
     return _public(a, "fftn", "fft", s, axes, norm, algorithm)
 
 
-@one_program
+@route.public
 def ifftn(
     a: jax.typing.ArrayLike,
     s: Sequence[int] | None = None,
@@ -113,7 +108,7 @@ def ifftn(
         The others are batch axes: they keep their sharding and nothing is
         exchanged over the mesh axes that shard them.
       norm: ``None``/``"backward"``, ``"ortho"`` or ``"forward"``.
-      algorithm: the 3-D plan (``"auto"``, ``"slab-pencil"``, ``"pencil"``;
+      algorithm: the 3-D algorithm (``"auto"``, ``"slab-pencil"``, ``"pencil"``;
         ``docs/fft.md``) for 3-D volumes over all axes; ignored otherwise.
 
     Returns:
@@ -143,7 +138,7 @@ def ifftn(
     return _public(a, "ifftn", "ifft", s, axes, norm, algorithm)
 
 
-@one_program
+@route.public
 def rfftn(
     a: jax.typing.ArrayLike,
     s: Sequence[int] | None = None,
@@ -167,7 +162,7 @@ def rfftn(
         The others are batch axes: they keep their sharding and nothing is
         exchanged over the mesh axes that shard them.
       norm: ``None``/``"backward"``, ``"ortho"`` or ``"forward"``.
-      algorithm: the 3-D plan (``"auto"``, ``"slab-pencil"``, ``"pencil"``;
+      algorithm: the 3-D algorithm (``"auto"``, ``"slab-pencil"``, ``"pencil"``;
         ``docs/fft.md``) for 3-D volumes over all axes; ignored otherwise.
 
     Returns:
@@ -196,7 +191,7 @@ def rfftn(
     return _public(a, "rfftn", "rfft", s, axes, norm, algorithm)
 
 
-@one_program
+@route.public
 def irfftn(
     a: jax.typing.ArrayLike,
     s: Sequence[int] | None = None,
@@ -220,7 +215,7 @@ def irfftn(
         The others are batch axes: they keep their sharding and nothing is
         exchanged over the mesh axes that shard them.
       norm: ``None``/``"backward"``, ``"ortho"`` or ``"forward"``.
-      algorithm: the 3-D plan (``"auto"``, ``"slab-pencil"``, ``"pencil"``;
+      algorithm: the 3-D algorithm (``"auto"``, ``"slab-pencil"``, ``"pencil"``;
         ``docs/fft.md``) for 3-D volumes over all axes; ignored otherwise.
 
     Returns:
@@ -247,7 +242,7 @@ def irfftn(
     return _public(a, "irfftn", "irfft", s, axes, norm, algorithm)
 
 
-@one_program
+@route.public
 def fft(
     a: jax.typing.ArrayLike, n: int | None = None, axis: int = -1, norm: str | None = None
 ) -> jax.Array:
@@ -282,7 +277,7 @@ def fft(
     return fftn(a, None if n is None else (n,), (axis,), norm)
 
 
-@one_program
+@route.public
 def ifft(
     a: jax.typing.ArrayLike, n: int | None = None, axis: int = -1, norm: str | None = None
 ) -> jax.Array:
@@ -316,7 +311,7 @@ def ifft(
     return ifftn(a, None if n is None else (n,), (axis,), norm)
 
 
-@one_program
+@route.public
 def rfft(
     a: jax.typing.ArrayLike, n: int | None = None, axis: int = -1, norm: str | None = None
 ) -> jax.Array:
@@ -351,7 +346,7 @@ def rfft(
     return rfftn(a, None if n is None else (n,), (axis,), norm)
 
 
-@one_program
+@route.public
 def irfft(
     a: jax.typing.ArrayLike, n: int | None = None, axis: int = -1, norm: str | None = None
 ) -> jax.Array:
@@ -386,7 +381,7 @@ def irfft(
     return irfftn(a, None if n is None else (n,), (axis,), norm)
 
 
-@one_program
+@route.public
 def fft2(a: jax.typing.ArrayLike, s=None, axes: Sequence[int] = (-2, -1), norm=None) -> jax.Array:
     """Distributed 2-D FFT, equal to ``jnp.fft.fft2(a, s, axes, norm)``.
 
@@ -423,7 +418,7 @@ def fft2(a: jax.typing.ArrayLike, s=None, axes: Sequence[int] = (-2, -1), norm=N
     return fftn(a, s, axes, norm)
 
 
-@one_program
+@route.public
 def ifft2(a: jax.typing.ArrayLike, s=None, axes: Sequence[int] = (-2, -1), norm=None) -> jax.Array:
     """Distributed inverse 2-D FFT, equal to ``jnp.fft.ifft2(a, s, axes, norm)``.
 
@@ -456,7 +451,7 @@ def ifft2(a: jax.typing.ArrayLike, s=None, axes: Sequence[int] = (-2, -1), norm=
     return ifftn(a, s, axes, norm)
 
 
-@one_program
+@route.public
 def rfft2(a: jax.typing.ArrayLike, s=None, axes: Sequence[int] = (-2, -1), norm=None) -> jax.Array:
     """Distributed real-to-complex 2-D FFT, equal to ``jnp.fft.rfft2(a, s, axes, norm)``.
 
@@ -489,7 +484,7 @@ def rfft2(a: jax.typing.ArrayLike, s=None, axes: Sequence[int] = (-2, -1), norm=
     return rfftn(a, s, axes, norm)
 
 
-@one_program
+@route.public
 def irfft2(a: jax.typing.ArrayLike, s=None, axes: Sequence[int] = (-2, -1), norm=None) -> jax.Array:
     """Distributed complex-to-real inverse 2-D FFT, equal to ``jnp.fft.irfft2(a, s, axes, norm)``.
 
@@ -522,7 +517,7 @@ def irfft2(a: jax.typing.ArrayLike, s=None, axes: Sequence[int] = (-2, -1), norm
     return irfftn(a, s, axes, norm)
 
 
-@one_program
+@route.public
 def pfft3d(
     x: jax.typing.ArrayLike | None = None,
     norm: str | None = "backward",
@@ -543,7 +538,7 @@ def pfft3d(
         ``P(a)`` on a 1-axis mesh); other layouts are re-laid out first.
       norm: as in ``jnp.fft`` (jaxdecomp's default ``"backward"``).
       backend: accepted for compatibility (``"JAX"`` or ``"cudecomp"``).
-      algorithm: the 3-D plan (``docs/fft.md``).
+      algorithm: the 3-D algorithm (``docs/fft.md``).
       transpose_axis_contiguous: jaxdecomp's setting of that name: ``True``
         returns ``(Y, Z, X)``, ``False`` the natural ``(X, Y, Z)`` order.
         ``None`` reads ``distla.jaxdecomp.config``, which follows
@@ -586,7 +581,7 @@ def pfft3d(
     )  # fmt: skip
 
 
-@one_program
+@route.public
 def pifft3d(
     y: jax.typing.ArrayLike | None = None,
     norm: str | None = "backward",
@@ -799,23 +794,52 @@ def _public(x, name, kind, s, axes, norm, algorithm, order="xyz", contiguous=Tru
         return _one_device(x.astype(in_dtype), kind, *given, norm, order, contiguous)
     if x.dtype != in_dtype:  # as jnp.fft casts integer, boolean and real inputs
         x = x.astype(in_dtype)
+    return route.call(TRANSFORM, x, key=(name, kind, s, axes, norm, algorithm, what), hint=hint,
+                      order=order, contiguous=contiguous)  # fmt: skip
+
+
+def _unsharded(x, *, key, hint, order, contiguous):
+    """No mesh resolved (one device, or a ``jax.vmap`` holding the mesh axes): `_dispatch`
+    runs jnp's own transform, inside the rules of `_traced` for a traced call, whose
+    vmap rule makes the batch one call, which the route then resolves afresh."""
+    return _distributed(None, x, key=key, hint=hint, order=order, contiguous=contiguous)
+
+
+def _distributed(plan: Plan | None, x, *, key, hint, order, contiguous):
+    """The transform on ``plan``'s mesh (``None``: jnp's): ``_dispatch``, inside the vmap
+    and derivative rules (`_traced`) when a transformation traces the call."""
+    name, kind, s, axes, norm, algorithm, what = key
+    mesh = None if plan is None else plan.mesh
     # the layout and the platform, read here: under the jit below x is a tracer, which on
     # an Auto mesh carries no layout
     spec, on_cpu = _fftnd.spec_of(x), _fft3d._on_cpu_outside_jit(x)
     known = not _layout_unknown(x)
     if not known:  # the vmap rule's guess; None: _dispatch takes distla.shard's
         spec = hint
-    key = (name, kind, s, axes, norm, algorithm, what, spec, order, contiguous, known)
+    key = (name, kind, s, axes, norm, algorithm, what, spec, order, contiguous, known, mesh)
     if not isinstance(x, jax.core.Tracer):  # no vmap or derivative is tracing this call
         return _inner(key, on_cpu)(x)
     return _traced(x, key=key)
 
 
+#: every transform of this module: checked by `_public`, then the route
+TRANSFORM = route.Op(
+    "distla.fft",
+    operands=("x",),
+    one_device=_unsharded,
+    distributed=_distributed,
+    promote=route.first_dtype,
+    cast=route.as_given,
+    empty=route.never,
+    own_placement=True,
+)
+
+
 def _inner(key, on_cpu=False):
-    name, kind, s, axes, norm, algorithm, what, spec, order, contiguous, known = key
+    name, kind, s, axes, norm, algorithm, what, spec, order, contiguous, known, mesh = key
     return functools.partial(
         _dispatch, kind=kind, s=s, axes=axes, norm=norm, algorithm=algorithm, what=what,
-        spec=spec, on_cpu=on_cpu, order=order, contiguous=contiguous, known=known,
+        spec=spec, on_cpu=on_cpu, order=order, contiguous=contiguous, known=known, mesh=mesh,
     )  # fmt: skip
 
 
@@ -827,7 +851,7 @@ def _traced(x, *, key):
     (no collective along it); ``custom_vmap`` has no reverse mode, so the
     derivatives (a ``custom_jvp``; the transform is linear) bypass it.
     """
-    name, kind, s, axes, norm, algorithm, what, spec, order, contiguous, known = key
+    name, kind, s, axes, norm, algorithm, what, spec, order, contiguous, known, _ = key
     inner = _inner(key)
     batched = jax.custom_batching.custom_vmap(inner)
 
@@ -879,14 +903,15 @@ def _dispatch(
     order="xyz",
     contiguous=True,
     known=True,
+    mesh,
 ):
-    """The transform of ``x`` (already in the dtype the transform reads).
+    """The transform of ``x`` (already in the dtype the transform reads) on ``mesh``,
+    the mesh the route resolved (``None``: none).
 
     ``known``: ``spec`` is ``x``'s layout, not a guess (``None``: distla.shard's,
     or the vmap rule's) for a tracer on an ``Auto`` mesh.
     """
-    mesh = operand_mesh(x, names=("x",))
-    if mesh is None or mesh.size == 1:  # one device: jnp's own transform, no padding
+    if mesh is None:  # one device: jnp's own transform, no padding
         # (on a one-device Explicit mesh in x's own layout: the result in jnp's, which
         # shard_map over that mesh takes back as it is)
         x = _whole_along(x, kind, s, axes)
@@ -915,7 +940,8 @@ def _dispatch(
             contiguous=contiguous,
         )
     batch = _batch_of_volumes(x, axes, kind, spec, mesh)
-    if batch and order == "xyz":  # (B, X, Y, Z) over (X, Y, Z), B split: the 3-D plans per member
+    # (B, X, Y, Z) over (X, Y, Z), B split: the 3-D algorithms per member
+    if batch and order == "xyz":
         s3 = [0, 0, 0]
         for a, n in zip(axes, s):
             s3[a - 1] = n
@@ -963,7 +989,7 @@ def _whole_along(x, kind, s, axes):
     whole on every device.
 
     Under ``jax.vmap`` over a batch on ``Explicit`` mesh axes, a member split
-    along a transformed axis goes to jnp (see ``_core.mesh.operand_mesh``),
+    along a transformed axis goes to jnp (see the route, ``_core.route``),
     whose sharding rule refuses an output length the split does not divide
     (``rfft`` of 12 points split 4 ways gives 7). Such an axis is gathered
     first, as a sharded vector is outside ``vmap``; the batch keeps its layout.
@@ -1003,7 +1029,7 @@ def _swapped(norm, what):
     return _SWAPPED_NORM[norm]
 
 
-@one_program
+@route.public
 def hfft(
     a: jax.typing.ArrayLike, n: int | None = None, axis: int = -1, norm: str | None = None
 ) -> jax.Array:
@@ -1043,7 +1069,7 @@ def hfft(
     return irfft(jnp.conj(a), n, axis, _swapped(norm, what))
 
 
-@one_program
+@route.public
 def ihfft(
     a: jax.typing.ArrayLike, n: int | None = None, axis: int = -1, norm: str | None = None
 ) -> jax.Array:

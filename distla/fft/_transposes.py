@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import jax
 
+from .._core import route
 from .._core.checks import as_array
-from .._core.eager import one_program
 from . import _settings
 from ._halo import check_backend
 from ._pencils import transpose
@@ -22,7 +22,7 @@ def _public(x, backend, flag, kind, name):
     return transpose(x, kind, contiguous=_settings.contiguous(flag), what=what)
 
 
-@one_program
+@route.public
 def transposeXtoY(
     x: jax.typing.ArrayLike,
     backend: str = "jax",
@@ -75,7 +75,7 @@ def transposeXtoY(
     return _public(x, backend, transpose_axis_contiguous, "x_y", "transposeXtoY")
 
 
-@one_program
+@route.public
 def transposeYtoZ(
     x: jax.typing.ArrayLike,
     backend: str = "jax",
@@ -129,7 +129,7 @@ def transposeYtoZ(
     return _public(x, backend, transpose_axis_contiguous, "y_z", "transposeYtoZ")
 
 
-@one_program
+@route.public
 def transposeZtoY(
     x: jax.typing.ArrayLike,
     backend: str = "jax",
@@ -183,7 +183,7 @@ def transposeZtoY(
     return _public(x, backend, transpose_axis_contiguous, "z_y", "transposeZtoY")
 
 
-@one_program
+@route.public
 def transposeYtoX(
     x: jax.typing.ArrayLike,
     backend: str = "jax",
@@ -237,7 +237,7 @@ def transposeYtoX(
     return _public(x, backend, transpose_axis_contiguous, "y_x", "transposeYtoX")
 
 
-@one_program
+@route.public
 def transposeXtoZ(
     x: jax.typing.ArrayLike,
     backend: str = "jax",
@@ -291,7 +291,7 @@ def transposeXtoZ(
     return _public(x, backend, transpose_axis_contiguous, "x_z", "transposeXtoZ")
 
 
-@one_program
+@route.public
 def transposeZtoX(
     x: jax.typing.ArrayLike,
     backend: str = "jax",

@@ -48,6 +48,7 @@ import math
 import jax
 import jax.numpy as jnp
 from jax import lax
+from jax.sharding import AbstractMesh
 from jax.sharding import PartitionSpec as P
 
 from distla.kernels._axes import round_up
@@ -58,7 +59,7 @@ from distla.kernels.tridiagonal_vectors import start_vectors
 from .._core.checks import is_traced
 from .._core.matmul import mm
 from .._core.matrix import block_spec, ct_on, diagonal, eye, on_mesh, once, pad_to, put
-from .._core.mesh import constrain, fitting_spec, grid_of, operand_mesh, run_on_mesh, shard_map
+from .._core.mesh import constrain, fitting_spec, grid_of, run_on_mesh, shard_map
 from .._core.plan import plan_here
 from . import _qr
 from ._eigh.tridiagonal import PANEL, PHASE_ORDER, _bisect, _loose
@@ -327,17 +328,15 @@ def _rest(x, scale, q, p, s, z, *, full_matrices, wide):
     return assemble(u, s, v, wide=wide, full_matrices=full_matrices)
 
 
-def svd_2d(a: jax.Array, *, full_matrices: bool, mesh=None):
+def svd_2d(a: jax.Array, *, full_matrices: bool, mesh: AbstractMesh):
     """``(U, S, Vh)`` of one matrix on a 1- or 2-axis mesh, as ``jnp.linalg.svd``.
 
     A traced ``a`` gives one program (`_svd_program`). A concrete one runs
     the common path first and a second program only for a matrix that needs the
     completion (values below the cut, or halves the probe finds not orthonormal),
     so a first call compiles it only for such a matrix. ``mesh``: the mesh ``a``
-    lies on (read from ``a`` when ``None``).
+    lies on (the resolved plan's).
     """
-    if mesh is None:
-        mesh = operand_mesh(a, names=("a",))
     if is_traced(a):
         return _svd_program(a, full_matrices=full_matrices, mesh=mesh)
     m, n = a.shape

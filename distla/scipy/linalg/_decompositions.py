@@ -21,12 +21,12 @@ import jax.scipy.linalg as jsl
 from jax import lax
 
 from ... import linalg as _linalg
-from ..._core.checks import ShapeError, as_array, result_dtype
-from ..._core.eager import one_program
+from ..._core import route
+from ..._core.checks import ShapeError, as_array
 from ..._core.matrix import block_spec
-from ..._core.mesh import drop_trivial_sharding, fitting_spec, run_on_mesh
-from ..._core.one_device import planned
-from ..._core.plan import mesh_of
+from ..._core.mesh import fitting_spec, run_on_mesh
+from ..._core.plan import Plan
+from ...linalg import _svd
 from ._everywhere import everywhere
 
 _QR_MODES = ("full", "economic", "r")
@@ -36,6 +36,7 @@ _SVD_DRIVERS = ("gesdd", "gesvd")
 # --------------------------------------------------------------------------- cholesky
 
 
+@route.public
 def cholesky(
     a: jax.typing.ArrayLike,
     lower: bool = False,
@@ -90,6 +91,7 @@ def cholesky(
 # --------------------------------------------------------------------------- eigh
 
 
+@route.public
 def eigh(
     a: jax.typing.ArrayLike,
     b: jax.typing.ArrayLike | None = None,
@@ -200,7 +202,68 @@ def _pad_rows(r, *, m, mesh):
     return run_on_mesh(functools.partial(_pad_rows_body, m=m), mesh, spec, r)
 
 
-@one_program
+def _padded(r, *, m):
+    """``r`` with ``m`` rows, the new ones zero (a matrix or a stack)."""
+    widths = [(0, 0)] * (r.ndim - 2) + [(0, m - r.shape[-2]), (0, 0)]
+    return jnp.pad(r, widths)
+
+
+def _padded_stack(plan: Plan, r, *, m):
+    del plan
+    return _padded(r, m=m)
+
+
+def _padded_on(plan: Plan, r, *, m):
+    return _pad_rows(r, m=m, mesh=plan.mesh)
+
+
+#: scipy's ``mode="r"`` of a tall matrix: ``distla.linalg.qr``'s ``R`` padded to ``m`` rows
+_R_PADDED = route.Op(
+    "distla.scipy.linalg.qr",
+    operands=("r",),
+    one_device=_padded,
+    distributed=_padded_on,
+    promote=route.first_dtype,
+    is_stack=route.beyond(2),
+    stacked=_padded_stack,
+)
+
+
+def _check_matrix(what, a, **options):
+    del options
+    if a.ndim < 2:
+        raise ShapeError(f"{what}: a must have shape (..., m, n); got a of shape {a.shape}")
+
+
+def _qr_pivoted_everywhere(plan: Plan, a, *, mode):
+    """Above the budget (or a stack): jax's call, which gathers."""
+    return everywhere(_qr_pivoted, a, mesh=plan.mesh, options=(("mode", mode),))
+
+
+def _qr_pivoted_stack(plan: Plan, a, *, mode):
+    del plan
+    return _qr_pivoted(a, mode=mode)
+
+
+def _as_tuple(out, **options):
+    del options
+    return tuple(out)
+
+
+#: ``pivoting=True``: no distributed algorithm; one device within the budget, else jax's
+QR_PIVOTED = route.Op(
+    "distla.scipy.linalg.qr",
+    one_device=_qr_pivoted,
+    distributed=_qr_pivoted_everywhere,
+    check=_check_matrix,
+    is_stack=route.beyond(2),
+    stacked=_qr_pivoted_stack,
+    family="qr_pivoting",
+    result=_as_tuple,
+)
+
+
+@route.public
 def qr(
     a: jax.typing.ArrayLike,
     overwrite_a: bool = False,
@@ -269,7 +332,7 @@ def qr(
     if a.ndim < 2:
         raise ShapeError(f"{what}: a must have shape (..., m, n); got a of shape {a.shape}")
     if pivoting:
-        return _qr_with_pivoting(a, mode=mode, plan=plan, what=what)
+        return route.call(QR_PIVOTED, a, plan=plan, mode=mode)
     m, n = a.shape[-2:]
     if mode == "economic":
         return tuple(_linalg.qr(a, "reduced", block_size=block_size))
@@ -277,28 +340,8 @@ def qr(
         return tuple(_linalg.qr(a, "complete", block_size=block_size))
     r = _linalg.qr(a, "r", block_size=block_size)
     if m > n:  # jax's R has m rows here (full_matrices=True)
-        mesh = mesh_of(r, names=("r",))
-        if mesh is None or r.ndim > 2:
-            widths = [(0, 0)] * (r.ndim - 2) + [(0, m - n), (0, 0)]
-            r = jnp.pad(drop_trivial_sharding(r), widths)
-        else:
-            r = _pad_rows(r, m=m, mesh=mesh)
+        r = route.call(_R_PADDED, r, m=m)
     return (r,)
-
-
-def _qr_with_pivoting(a, *, mode, plan, what):
-    dtype = result_dtype(what, a)
-    a = a.astype(dtype)
-    mesh = mesh_of(a, names=("a",))
-    if mesh is not None and a.ndim == 2 and a.size:
-        one = planned(
-            "qr_pivoting", plan, _qr_pivoted, a, mesh=mesh, what=what, options=(("mode", mode),)
-        )
-        if one is not None:
-            return tuple(one)
-    if mesh is not None and a.ndim == 2 and a.size:  # above the budget: jax's call, which
-        return tuple(everywhere(_qr_pivoted, a, mesh=mesh, options=(("mode", mode),)))  # gathers
-    return tuple(jsl.qr(drop_trivial_sharding(a), mode=mode, pivoting=True))
 
 
 # --------------------------------------------------------------------------- svd
@@ -315,7 +358,44 @@ def _svd_gesvd(a, *, full_matrices, compute_uv):
     return tuple(out) if compute_uv else out
 
 
-@one_program
+def _svd_stack(plan: Plan, a, **options):
+    del plan
+    return _svd_gesvd(a, **options)
+
+
+def _svd_gesdd(plan: Plan, a, *, full_matrices, compute_uv):
+    """Above the budget: ``distla.linalg.svd``'s distributed algorithm, on this call's plan."""
+    out = route.on_plan(
+        _svd.SVD,
+        plan,
+        a,
+        full_matrices=full_matrices,
+        compute_uv=compute_uv,
+        hermitian=False,
+        subset_by_index=None,
+    )
+    return tuple(out) if compute_uv else out
+
+
+def _svd_result(out, *, compute_uv, **options):
+    del options
+    return tuple(out) if compute_uv else out
+
+
+#: ``lapack_driver="gesvd"``: LAPACK's QR-iteration SVD on one device within the budget
+SVD_GESVD = route.Op(
+    "distla.scipy.linalg.svd",
+    one_device=_svd_gesvd,
+    distributed=_svd_gesdd,
+    check=_check_matrix,
+    is_stack=route.beyond(2),
+    stacked=_svd_stack,
+    family="svd_gesvd",
+    result=_svd_result,
+)
+
+
+@route.public
 def svd(
     a: jax.typing.ArrayLike,
     full_matrices: bool = True,
@@ -369,16 +449,7 @@ def svd(
             f"{what}: lapack_driver must be one of {_SVD_DRIVERS} (as scipy); got {lapack_driver!r}"
         )
     if lapack_driver == "gesvd" and plan != "distributed":
-        a = as_array(a, "a", what)
-        if a.ndim < 2:
-            raise ShapeError(f"{what}: a must have shape (..., m, n); got a of shape {a.shape}")
-        a = a.astype(result_dtype(what, a))
-        options = (("full_matrices", bool(full_matrices)), ("compute_uv", bool(compute_uv)))
-        mesh = mesh_of(a, names=("a",))
-        if mesh is None or a.ndim > 2 or a.size == 0:
-            return _svd_gesvd(drop_trivial_sharding(a), **dict(options))
-        one = planned("svd_gesvd", plan, _svd_gesvd, a, mesh=mesh, what=what, options=options)
-        if one is not None:
-            return tuple(one) if compute_uv else one
+        options = dict(full_matrices=bool(full_matrices), compute_uv=bool(compute_uv))
+        return route.call(SVD_GESVD, a, plan=plan, **options)
     out = _linalg.svd(a, full_matrices, compute_uv, plan=plan)
     return tuple(out) if compute_uv else out

@@ -20,16 +20,10 @@ import numpy as np
 from jax import lax
 from jax.sharding import PartitionSpec as P
 
-from ..._core.checks import as_array
+from ..._core import route
 from ..._core.matrix import block_spec
-from ..._core.mesh import (
-    constrain,
-    drop_trivial_sharding,
-    fitting_spec,
-    grid_of,
-    operand_mesh,
-    run_on_mesh,
-)
+from ..._core.mesh import constrain, fitting_spec, grid_of, run_on_mesh
+from ..._core.plan import Plan
 from ...linalg._eigh.tridiagonal import _bisect, _loose, _repaired, _vectors_of_tridiagonal
 from ._everywhere import result_types
 
@@ -69,6 +63,62 @@ def _eigh_tridiagonal_on(d, e, *, mesh, first, count, vectors, w_dtype, v_dtype)
     return run_on_mesh(body, mesh, out, d, e)
 
 
+def _jax_eigh_tridiagonal(d, e, **options):
+    """jax's function, the one-device function of the op."""
+    return jsl.eigh_tridiagonal(d, e, **options)
+
+
+def _jax_takes(d, e, *, select, **options):
+    """jax's function takes the call: not two vectors of the right lengths and one dtype,
+    one entry, or ``select="v"``."""
+    del options
+    n = d.shape[0] if d.ndim == 1 else 0
+    simple = d.ndim != 1 or e.ndim != 1 or n <= 1 or select not in ("a", "i")
+    return simple or d.dtype != e.dtype or e.shape[0] != n - 1
+
+
+def _bisected(plan: Plan, d, e, *, eigvals_only, select, select_range, tol, key):
+    """The distributed driver: bisection and inverse iteration on ``plan``'s mesh."""
+    ref = functools.partial(
+        jsl.eigh_tridiagonal,
+        eigvals_only=eigvals_only,
+        select=select,
+        select_range=select_range,
+        tol=tol,
+        key=key,
+    )
+    n = d.shape[0]
+    out = result_types(ref, d, e)
+    w_dtype = np.dtype(jax.tree.leaves(out)[0].dtype)
+    v_dtype = None if eigvals_only else np.dtype(out[1].dtype)
+    first, count = 0, n
+    if select == "i":
+        lo, hi = (int(x) for x in select_range)
+        first, count = lo, hi - lo + 1
+    return _eigh_tridiagonal_on(
+        d,
+        e,
+        mesh=plan.mesh,
+        first=first,
+        count=count,
+        vectors=not eigvals_only,
+        w_dtype=w_dtype,
+        v_dtype=v_dtype,
+    )
+
+
+EIGH_TRIDIAGONAL = route.Op(
+    "distla.scipy.linalg.eigh_tridiagonal",
+    operands=("d", "e"),
+    one_device=_jax_eigh_tridiagonal,
+    distributed=_bisected,
+    promote=route.first_dtype,
+    cast=route.as_given,
+    empty=_jax_takes,
+)
+
+
+@route.public
 def eigh_tridiagonal(
     d: jax.typing.ArrayLike,
     e: jax.typing.ArrayLike,
@@ -122,36 +172,13 @@ def eigh_tridiagonal(
       >>> w.shape, bool(w.min() > 0) and bool(w.max() < 4)
       ((256,), True)
     """
-    what = "distla.scipy.linalg.eigh_tridiagonal"
-    d = as_array(d, "d", what)
-    e = as_array(e, "e", what)
-    mesh = operand_mesh(d, e, names=("d", "e"))
-    n = d.shape[0] if d.ndim == 1 else 0
-    ref = functools.partial(
-        jsl.eigh_tridiagonal,
+    return route.call(
+        EIGH_TRIDIAGONAL,
+        d,
+        e,
         eigvals_only=eigvals_only,
         select=select,
         select_range=select_range,
         tol=tol,
         key=key,
-    )
-    simple = mesh is None or d.ndim != 1 or e.ndim != 1 or n <= 1 or select not in ("a", "i")
-    if simple or d.dtype != e.dtype or e.shape[0] != n - 1:
-        return ref(drop_trivial_sharding(d), drop_trivial_sharding(e))
-    out = result_types(ref, d, e)
-    w_dtype = np.dtype(jax.tree.leaves(out)[0].dtype)
-    v_dtype = None if eigvals_only else np.dtype(out[1].dtype)
-    first, count = 0, n
-    if select == "i":
-        lo, hi = (int(x) for x in select_range)
-        first, count = lo, hi - lo + 1
-    return _eigh_tridiagonal_on(
-        d,
-        e,
-        mesh=mesh,
-        first=first,
-        count=count,
-        vectors=not eigvals_only,
-        w_dtype=w_dtype,
-        v_dtype=v_dtype,
     )

@@ -23,13 +23,11 @@ from distla.kernels.cyclic import from_block_cyclic, to_block_cyclic
 from distla.kernels.hessenberg import hessenberg_block_cyclic
 from distla.kernels.qr import global_index
 
-from ..._core.checks import ShapeError, as_array, empty_or_one_device, is_empty, result_dtype
-from ..._core.eager import one_program
+from ..._core import route
+from ..._core.checks import ShapeError, is_empty
 from ..._core.matrix import pad_to, round_up
 from ..._core.mesh import Grid, constrain, fitting_spec, run_on_mesh, shard_map
-from ..._core.one_device import block_layout, choose_plan, on_one_device
-from ..._core.plan import Plan, resolve
-from ..._core.stacked import stack
+from ..._core.plan import Plan
 
 #: fori_loops the panels are split over (as the QR's: about 1/STAGES of the
 #: products' work is masked, for STAGES loop bodies to compile).
@@ -106,7 +104,40 @@ def _one_device(a, *, calc_q):
     return jsl.hessenberg(a, calc_q=calc_q)
 
 
-@one_program
+def _check_square(what, a, **options):
+    del options
+    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
+        raise ShapeError(f"{what}: a must be square, (..., n, n); got a of shape {a.shape}")
+
+
+def _nothing_to_reduce(a, **options):
+    """jax's function takes the call: an empty matrix, or ``1 x 1``."""
+    del options
+    return is_empty(a) or a.shape[-1] == 1
+
+
+def _reduced(plan: Plan, a, *, calc_q):
+    return _hessenberg_2d(a, call=plan, calc_q=calc_q)
+
+
+def _result(out, *, calc_q):
+    return tuple(out) if calc_q else out
+
+
+HESSENBERG = route.Op(
+    "distla.scipy.linalg.hessenberg",
+    one_device=_one_device,
+    distributed=_reduced,
+    check=_check_square,
+    empty=_nothing_to_reduce,
+    is_stack=route.beyond(2),
+    stacked=route.members(_one_device, (2,), 2),
+    family="hessenberg",
+    result=_result,
+)
+
+
+@route.public
 def hessenberg(
     a: jax.typing.ArrayLike,
     *,
@@ -162,28 +193,4 @@ def hessenberg(
       True
     """
     del overwrite_a, check_finite
-    what = "distla.scipy.linalg.hessenberg"
-    a = as_array(a, "a", what)
-    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
-        raise ShapeError(f"{what}: a must be square, (..., n, n); got a of shape {a.shape}")
-    dtype = result_dtype(what, a)
-    a = a.astype(dtype)
-    ref = functools.partial(_one_device, calc_q=bool(calc_q))
-    call = resolve(a, names=("a",), dtype=dtype, block_size=block_size)
-    if call is None or is_empty(a) or a.shape[-1] == 1:
-        return empty_or_one_device(ref, a)
-    if a.ndim > 2:
-        return stack(ref, (a,), (2,), 2, mesh=call.mesh)
-    options = (("calc_q", bool(calc_q)),)
-    if choose_plan("hessenberg", plan, _one_device, a, what=what, options=options) == "one_device":
-        spec = block_layout(a.shape, call.mesh)
-        out = on_one_device(
-            _one_device,
-            a,
-            mesh=call.mesh,
-            in_specs=(spec,),
-            out_specs=(spec,) * (1 + bool(calc_q)),
-            options=options,
-        )
-        return tuple(out) if calc_q else out
-    return _hessenberg_2d(a, call=call, calc_q=bool(calc_q))
+    return route.call(HESSENBERG, a, plan=plan, block_size=block_size, calc_q=bool(calc_q))

@@ -42,12 +42,13 @@ from jax.sharding import PartitionSpec as P
 
 from ... import linalg as _linalg
 from ..._core import plan as _plan
-from ..._core.checks import ShapeError, as_array, is_traced
+from ..._core import route
+from ..._core.checks import ShapeError, is_traced
 from ..._core.matmul import product, product_here
 from ..._core.matrix import block_spec, ct, eye, pad_identity
-from ..._core.mesh import constrain, drop_trivial_sharding, fitting_spec, run_on_mesh
+from ..._core.mesh import constrain, fitting_spec, run_on_mesh
 from ..._core.one_device import block_layout, moved_bytes, on_one_device
-from ..._core.plan import Plan, resolve
+from ..._core.plan import Plan
 from ...linalg._lu.rules import inv_2d
 from ._everywhere import everywhere, result_types
 
@@ -147,6 +148,86 @@ def _fallback(fn, a, *, mesh, family, out_spec, options=()):
     )
 
 
+def _check(what, a, *, asked, **options):
+    del options
+    if a.ndim != 2 or a.shape[0] != a.shape[1]:
+        raise ShapeError(f"{what}: A must be a square matrix (n, n); got A of shape {a.shape}")
+    if asked not in _plan.PLANS:
+        raise ValueError(f"{what}: plan must be one of {_plan.PLANS}, got {asked!r}")
+
+
+def _working_dtype(out_dtype, a):
+    """The dtype the routes compute in: the result's, real for a real ``A``."""
+    return np.dtype(jnp.finfo(out_dtype).dtype) if not jnp.iscomplexobj(a) else out_dtype
+
+
+def _sqrtm_dtype(what, a, **options):
+    del what, options
+    return _working_dtype(np.dtype(result_types(jsl.sqrtm, a).dtype), a)
+
+
+def _jax_sqrtm(a, **options):
+    del options
+    return jsl.sqrtm(a)
+
+
+def _sqrtm_jax_takes(a, **options):
+    """jax's function takes the call: an empty or ``1 x 1`` matrix."""
+    del options
+    return a.size == 0 or a.shape[0] == 1
+
+
+def _sqrtm_on(plan: Plan, a, *, hermitian, max_iterations, asked):
+    """The routes of the docstring of `sqrtm` on ``plan``'s mesh."""
+    mesh = plan.mesh
+    out_dtype = np.dtype(result_types(jsl.sqrtm, a).dtype)
+    out_spec = fitting_spec(a.shape, mesh, plan.grid.block_spec)
+    if asked == "one_device":
+        _plan.note("sqrtm", "one_device", moved_bytes(_schur_sqrtm, a))
+        return on_one_device(
+            _schur_sqrtm,
+            a,
+            mesh=mesh,
+            in_specs=(block_layout(a.shape, mesh),),
+            out_specs=(out_spec,),
+        )
+    _plan.note("sqrtm", "distributed")
+    a = a.astype(plan.dtype)
+    fallback = _fallback(_schur_sqrtm, a, mesh=mesh, family="sqrtm_schur", out_spec=out_spec)
+
+    def newton(a):
+        return _denman_beavers(a, call=plan, out_dtype=out_dtype, max_iterations=max_iterations)
+
+    def otherwise(a):  # the Schur method on one device, or NaN above the budget
+        if fallback is not None:
+            return fallback(a)
+        return _placed(_nan_like(a, out_dtype), mesh=mesh)
+
+    return _by_structure(
+        a,
+        jnp.sqrt,
+        mesh=mesh,
+        plan=asked,
+        hermitian=hermitian,
+        out_dtype=out_dtype,
+        general=newton,
+        otherwise=otherwise,
+    )
+
+
+SQRTM = route.Op(
+    "distla.scipy.linalg.sqrtm",
+    operands=("A",),
+    one_device=_jax_sqrtm,
+    distributed=_sqrtm_on,
+    check=_check,
+    promote=_sqrtm_dtype,
+    cast=route.as_given,
+    empty=_sqrtm_jax_takes,
+)
+
+
+@route.public
 def sqrtm(
     A: jax.typing.ArrayLike,
     blocksize: int = 1,
@@ -204,50 +285,8 @@ def sqrtm(
              [0., 3.]], dtype=float32)
     """
     del blocksize
-    what = "distla.scipy.linalg.sqrtm"
-    a = as_array(A, "A", what)
-    if a.ndim != 2 or a.shape[0] != a.shape[1]:
-        raise ShapeError(f"{what}: A must be a square matrix (n, n); got A of shape {a.shape}")
-    if plan not in _plan.PLANS:
-        raise ValueError(f"{what}: plan must be one of {_plan.PLANS}, got {plan!r}")
-    out_dtype = np.dtype(result_types(jsl.sqrtm, a).dtype)
-    dtype = np.dtype(jnp.finfo(out_dtype).dtype) if not jnp.iscomplexobj(a) else out_dtype
-    call = resolve(a, names=("A",), dtype=dtype)
-    if call is None or a.size == 0 or a.shape[0] == 1:
-        return jsl.sqrtm(drop_trivial_sharding(a))
-    mesh = call.mesh
-    out_spec = fitting_spec(a.shape, mesh, call.grid.block_spec)
-    if plan == "one_device":
-        _plan.note("sqrtm", "one_device", moved_bytes(_schur_sqrtm, a))
-        return on_one_device(
-            _schur_sqrtm,
-            a,
-            mesh=mesh,
-            in_specs=(block_layout(a.shape, mesh),),
-            out_specs=(out_spec,),
-        )
-    _plan.note("sqrtm", "distributed")
-    a = a.astype(dtype)
-    fallback = _fallback(_schur_sqrtm, a, mesh=mesh, family="sqrtm_schur", out_spec=out_spec)
-
-    def newton(a):
-        return _denman_beavers(a, call=call, out_dtype=out_dtype, max_iterations=max_iterations)
-
-    def otherwise(a):  # the Schur method on one device, or NaN above the budget
-        if fallback is not None:
-            return fallback(a)
-        return _placed(_nan_like(a, out_dtype), mesh=mesh)
-
-    return _by_structure(
-        a,
-        jnp.sqrt,
-        mesh=mesh,
-        plan=plan,
-        hermitian=hermitian,
-        out_dtype=out_dtype,
-        general=newton,
-        otherwise=otherwise,
-    )
+    options = dict(hermitian=hermitian, max_iterations=max_iterations, asked=plan)
+    return route.call(SQRTM, A, **options)
 
 
 def _by_structure(a, func, *, mesh, plan, hermitian, out_dtype, general, otherwise, finish=None):
@@ -395,6 +434,68 @@ def _err_of(f, dtype):
     return jnp.where(jnp.any(jnp.isinf(f)), np.inf, tol).astype(jnp.finfo(dtype).dtype)
 
 
+def _funm_dtype(what, a, *, func, disp, **options):
+    del what, options
+    out = result_types(functools.partial(_schur_funm, func=func, disp=disp), a)
+    return _working_dtype(np.dtype(jax.tree.leaves(out)[0].dtype), a)
+
+
+def _jax_funm(a, *, func, disp, **options):
+    del options
+    return jsl.funm(a, func, disp=disp)
+
+
+def _funm_on(plan: Plan, a, *, func, disp, hermitian, asked):
+    """The routes of the docstring of `funm` on ``plan``'s mesh."""
+    mesh = plan.mesh
+    out = result_types(functools.partial(_schur_funm, func=func, disp=disp), a)
+    out_dtype = np.dtype(jax.tree.leaves(out)[0].dtype)
+    a = a.astype(plan.dtype)
+    out_spec = fitting_spec(a.shape, mesh, plan.grid.block_spec)
+    options = (("func", func), ("disp", disp))
+    if asked == "one_device":
+        _plan.note("funm", "one_device", moved_bytes(_schur_funm, a, **dict(options)))
+        return _schur_on_one_device(a, mesh=mesh, out_spec=out_spec, options=options)
+
+    def schur_route(a):
+        one = _fallback_funm(a, mesh=mesh, out_spec=out_spec, options=options)
+        if one is None:  # above the budget: jax's call, which gathers A onto every device
+            one = everywhere(_schur_funm, a, mesh=mesh, options=options)
+        f = _placed((one if disp else one[0]).astype(out_dtype), mesh=mesh)
+        return f if disp else (f, one[1].astype(jnp.finfo(out_dtype).dtype))
+
+    def neither(a):  # no route of its own: the Schur route (typed as the others' results)
+        zero = _placed(jnp.zeros_like(a, out_dtype), mesh=mesh)
+        return zero, jnp.sum(jnp.abs(a)) < 0
+
+    def finish(f):  # the eigen route's Schur form is diagonal: jax's estimate is its tol
+        return f if disp else (f, _err_of(f, out_dtype))
+
+    return _by_structure(
+        a,
+        func,
+        mesh=mesh,
+        plan=asked,
+        hermitian=hermitian,
+        out_dtype=out_dtype,
+        general=neither,
+        otherwise=schur_route,
+        finish=finish,
+    )
+
+
+FUNM = route.Op(
+    "distla.scipy.linalg.funm",
+    operands=("A",),
+    one_device=_jax_funm,
+    distributed=_funm_on,
+    check=_check,
+    promote=_funm_dtype,
+    cast=route.as_given,
+)
+
+
+@route.public
 def funm(
     A: jax.typing.ArrayLike,
     func: Callable[[jax.Array], jax.Array],
@@ -446,51 +547,7 @@ def funm(
       array([[1., 0.],
              [0., 2.]], dtype=float32)
     """
-    what = "distla.scipy.linalg.funm"
-    a = as_array(A, "A", what)
-    if a.ndim != 2 or a.shape[0] != a.shape[1]:
-        raise ShapeError(f"{what}: A must be a square matrix (n, n); got A of shape {a.shape}")
-    if plan not in _plan.PLANS:
-        raise ValueError(f"{what}: plan must be one of {_plan.PLANS}, got {plan!r}")
-    out = result_types(functools.partial(_schur_funm, func=func, disp=disp), a)
-    out_dtype = np.dtype(jax.tree.leaves(out)[0].dtype)
-    dtype = np.dtype(jnp.finfo(out_dtype).dtype) if not jnp.iscomplexobj(a) else out_dtype
-    call = resolve(a, names=("A",), dtype=dtype)
-    if call is None or a.size == 0:
-        return jsl.funm(drop_trivial_sharding(a), func, disp=disp)
-    mesh = call.mesh
-    a = a.astype(dtype)
-    out_spec = fitting_spec(a.shape, mesh, call.grid.block_spec)
-    options = (("func", func), ("disp", bool(disp)))
-    if plan == "one_device":
-        _plan.note("funm", "one_device", moved_bytes(_schur_funm, a, **dict(options)))
-        return _schur_on_one_device(a, mesh=mesh, out_spec=out_spec, options=options)
-
-    def schur_route(a):
-        one = _fallback_funm(a, mesh=mesh, out_spec=out_spec, options=options)
-        if one is None:  # above the budget: jax's call, which gathers A onto every device
-            one = everywhere(_schur_funm, a, mesh=mesh, options=options)
-        f = _placed((one if disp else one[0]).astype(out_dtype), mesh=mesh)
-        return f if disp else (f, one[1].astype(jnp.finfo(out_dtype).dtype))
-
-    def neither(a):  # no route of its own: the Schur route (typed as the others' results)
-        zero = _placed(jnp.zeros_like(a, out_dtype), mesh=mesh)
-        return zero, jnp.sum(jnp.abs(a)) < 0
-
-    def finish(f):  # the eigen route's Schur form is diagonal: jax's estimate is its tol
-        return f if disp else (f, _err_of(f, out_dtype))
-
-    return _by_structure(
-        a,
-        func,
-        mesh=mesh,
-        plan=plan,
-        hermitian=hermitian,
-        out_dtype=out_dtype,
-        general=neither,
-        otherwise=schur_route,
-        finish=finish,
-    )
+    return route.call(FUNM, A, func=func, disp=bool(disp), hermitian=hermitian, asked=plan)
 
 
 def _schur_on_one_device(a, *, mesh, out_spec, options):

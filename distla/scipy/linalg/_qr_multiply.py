@@ -17,22 +17,21 @@ import functools
 import jax
 import jax.numpy as jnp
 import jax.scipy.linalg as jsl
-import numpy as np
 
 from distla.kernels.cyclic import from_block_cyclic, to_block_cyclic
 from distla.kernels.qr import apply_q, global_index, qr_block_cyclic
 
-from ..._core.checks import ShapeError, as_array, result_dtype
+from ..._core import route
+from ..._core.checks import ShapeError
 from ..._core.matrix import HIGHEST, pad_to, round_up
 from ..._core.mesh import (
     constrain,
-    drop_trivial_sharding,
     fitting_spec,
     run_on_mesh,
     shard_map,
 )
 from ..._core.one_device import planned
-from ..._core.plan import Plan, resolve
+from ..._core.plan import Plan
 from ...linalg._qr import blocking, stages_for
 from ._everywhere import everywhere
 
@@ -118,6 +117,65 @@ def _pivoted(a, c, *, mode, conjugate):
     return jsl.qr_multiply(a, c, mode=mode, pivoting=True, conjugate=conjugate)
 
 
+def _jax_multiply(a, c, *, mode, pivoting, conjugate, asked):
+    """jax's ``qr_multiply`` (unsharded operands, stacks, empty ones)."""
+    del asked
+    return jsl.qr_multiply(a, c, mode=mode, pivoting=pivoting, conjugate=conjugate)
+
+
+def _jax_takes(a, c, **options):
+    """jax's function takes the call: ``a`` not one matrix, ``c`` a stack, or empty."""
+    del options
+    return a.ndim != 2 or c.ndim > 2 or a.size == 0 or c.size == 0
+
+
+def _multiplied(plan: Plan, a, c, *, mode, pivoting, conjugate, asked):
+    """The distributed driver: the QR and ``Q`` applied in one program (the docstring of
+    `qr_multiply`); with pivoting, jax's on the one-device plan."""
+    what = QR_MULTIPLY.name
+    a, c = a.astype(plan.dtype), c.astype(plan.dtype)
+    m, n = a.shape
+    k = min(m, n)
+    onedim = c.ndim == 1
+    c2 = (c[:, None] if mode == "left" else c[None, :]) if onedim else c
+    want = k if mode == "left" else m
+    got = c2.shape[0] if mode == "left" else c2.shape[1]
+    if got != want:
+        raise ShapeError(
+            f"{what}: a has shape {a.shape}, so for mode={mode!r} c must have "
+            f"{'rows' if mode == 'left' else 'columns'} {want}; got c of shape {c.shape}"
+        )
+    if pivoting:
+        options = (("mode", mode), ("conjugate", conjugate))
+        one = planned(
+            "qr_pivoting", asked, _pivoted, a, c, mesh=plan.mesh, what=what, options=options
+        )
+        if one is not None:
+            return tuple(one)
+        return tuple(everywhere(_pivoted, a, c, mesh=plan.mesh, options=options))
+    result, r = _qr_multiply_2d(a, c2, call=plan, mode=mode, conjugate=conjugate)
+    if onedim:
+        result = result.ravel()
+    return result, r
+
+
+def _as_tuple(out, **options):
+    del options
+    return tuple(out)
+
+
+QR_MULTIPLY = route.Op(
+    "distla.scipy.linalg.qr_multiply",
+    operands=("a", "c"),
+    one_device=_jax_multiply,
+    distributed=_multiplied,
+    cast=route.as_given,
+    empty=_jax_takes,
+    result=_as_tuple,
+)
+
+
+@route.public
 def qr_multiply(
     a: jax.typing.ArrayLike,
     c: jax.typing.ArrayLike,
@@ -174,45 +232,7 @@ def qr_multiply(
       ((8, 256), (256, 256))
     """
     del overwrite_a, overwrite_c
-    what = "distla.scipy.linalg.qr_multiply"
     if mode not in ("right", "left"):
-        raise ValueError(f"{what}: mode must be 'right' or 'left', got {mode!r}")
-    a = as_array(a, "a", what)
-    c = as_array(c, "c", what)
-    mesh_call = resolve(a, c, names=("a", "c"), dtype=np.float32, block_size=block_size)
-    if mesh_call is None or a.ndim != 2 or c.ndim > 2 or a.size == 0 or c.size == 0:
-        return tuple(
-            jsl.qr_multiply(
-                drop_trivial_sharding(a),
-                drop_trivial_sharding(c),
-                mode=mode,
-                pivoting=pivoting,
-                conjugate=conjugate,
-            )
-        )
-    dtype = result_dtype(what, a, c)
-    a, c = a.astype(dtype), c.astype(dtype)
-    m, n = a.shape
-    k = min(m, n)
-    onedim = c.ndim == 1
-    c2 = (c[:, None] if mode == "left" else c[None, :]) if onedim else c
-    want = k if mode == "left" else m
-    got = c2.shape[0] if mode == "left" else c2.shape[1]
-    if got != want:
-        raise ShapeError(
-            f"{what}: a has shape {a.shape}, so for mode={mode!r} c must have "
-            f"{'rows' if mode == 'left' else 'columns'} {want}; got c of shape {c.shape}"
-        )
-    call = Plan(mesh_call.mesh, np.dtype(dtype), block_size)
-    if pivoting:
-        options = (("mode", mode), ("conjugate", bool(conjugate)))
-        one = planned(
-            "qr_pivoting", plan, _pivoted, a, c, mesh=call.mesh, what=what, options=options
-        )
-        if one is not None:
-            return tuple(one)
-        return tuple(everywhere(_pivoted, a, c, mesh=call.mesh, options=options))
-    result, r = _qr_multiply_2d(a, c2, call=call, mode=mode, conjugate=bool(conjugate))
-    if onedim:
-        result = result.ravel()
-    return result, r
+        raise ValueError(f"{QR_MULTIPLY.name}: mode must be 'right' or 'left', got {mode!r}")
+    options = dict(mode=mode, pivoting=pivoting, conjugate=bool(conjugate), asked=plan)
+    return route.call(QR_MULTIPLY, a, c, block_size=block_size, **options)

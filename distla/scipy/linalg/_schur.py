@@ -32,29 +32,20 @@ from jax.sharding import PartitionSpec as P
 from distla.kernels.rotations import rotate_adjacent
 from distla.kernels.structured import global_indices
 
-from ..._core.checks import (
-    ShapeError,
-    as_array,
-    empty_or_one_device,
-    is_empty,
-    is_traced,
-    result_dtype,
-)
-from ..._core.eager import one_program
+from ..._core import route
+from ..._core.checks import ShapeError, is_empty, is_traced
 from ..._core.matmul import product
 from ..._core.matrix import block_spec, diagonal, pad_to, round_up
 from ..._core.mesh import (
     constrain,
-    drop_trivial_sharding,
     fitting_spec,
     grid_of,
-    operand_mesh,
     run_on_mesh,
     shard_map,
     spec_groups,
 )
 from ..._core.one_device import planned
-from ..._core.plan import resolve
+from ..._core.plan import Plan
 from ..._core.stacked import stack
 from ._everywhere import everywhere, result_types
 from ._hessenberg import hessenberg
@@ -87,7 +78,60 @@ def _schur_one(a, *, output):
     return jsl.schur(a, output=output)
 
 
-@one_program
+def _check_square(what, a, **options):
+    del options
+    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
+        raise ShapeError(f"{what}: a must be square, (..., n, n); got a of shape {a.shape}")
+
+
+def _schur_of(a, *, output, asked):
+    del asked
+    return _schur_one(a, output=output)
+
+
+def _schur_stack(plan: Plan, a, *, output, asked):
+    """A stack sharded along its batch: jax's ``schur`` on each device's members."""
+    del asked
+    return stack(functools.partial(_schur_one, output=output), (a,), (2,), 2, mesh=plan.mesh)
+
+
+def _schur_distributed(plan: Plan, a, *, output, asked):
+    """Above the one-device budget: jax's call (which gathers); with ``plan="distributed"``
+    asked, the Hessenberg reduction distributed and the QR iteration on one device."""
+    options = (("output", output),)
+    what = "distla.scipy.linalg.schur"
+    if asked == "distributed":
+        h, q = hessenberg(a, calc_q=True, block_size=plan.block_size, plan="distributed")
+        t, zh = _on_one_device_or_jax(h, mesh=plan.mesh, options=options, what=what)
+        return t, _mm(q.astype(zh.dtype), zh, plan.mesh)
+    return everywhere(_schur_one, a, mesh=plan.mesh, options=options)  # jax's: gathers
+
+
+def _schur_one_device_options(*, output, asked):
+    del asked
+    return {"output": output}
+
+
+def _as_tuple(out, **options):
+    del options
+    return tuple(out)
+
+
+SCHUR = route.Op(
+    "distla.scipy.linalg.schur",
+    one_device=_schur_one,
+    unsharded=_schur_of,
+    distributed=_schur_distributed,
+    check=_check_square,
+    is_stack=route.beyond(2),
+    stacked=_schur_stack,
+    family="schur",
+    planned=route.Planned(options=_schur_one_device_options),
+    result=_as_tuple,
+)
+
+
+@route.public
 def schur(
     a: jax.typing.ArrayLike,
     output: str = "real",
@@ -134,28 +178,9 @@ def schur(
       >>> np.allclose(np.asarray(z) @ np.asarray(t) @ np.asarray(z).T, np.asarray(a), atol=1e-3)
       True
     """
-    what = "distla.scipy.linalg.schur"
     if output not in ("real", "complex"):
         raise ValueError(f"Expected 'output' to be either 'real' or 'complex', got {output=}.")
-    a = as_array(a, "a", what)
-    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
-        raise ShapeError(f"{what}: a must be square, (..., n, n); got a of shape {a.shape}")
-    dtype = result_dtype(what, a)
-    a = a.astype(dtype)
-    ref = functools.partial(_schur_one, output=output)
-    call = resolve(a, names=("a",), dtype=dtype, block_size=block_size)
-    if call is None or is_empty(a):
-        return tuple(empty_or_one_device(ref, a))
-    if a.ndim > 2:
-        return tuple(stack(ref, (a,), (2,), 2, mesh=call.mesh))
-    options = (("output", output),)
-    if plan == "distributed":
-        h, q = hessenberg(a, calc_q=True, block_size=block_size, plan="distributed")
-        t, zh = _on_one_device_or_jax(h, mesh=call.mesh, options=options, what=what)
-        return t, _mm(q.astype(zh.dtype), zh, call.mesh)
-    if plan not in ("auto", "one_device"):
-        raise ValueError(f"{what}: plan must be one of ('auto', 'distributed', 'one_device')")
-    return _on_one_device_or_jax(a, mesh=call.mesh, options=options, what=what, plan=plan)
+    return route.call(SCHUR, a, plan=plan, block_size=block_size, output=output, asked=plan)
 
 
 def _on_one_device_or_jax(a, *, mesh, options, what, plan="auto"):
@@ -256,6 +281,59 @@ def _rsf2csf_one(t, z):
     return jsl.rsf2csf(t, z)
 
 
+def _check_schur_form(what, t, z):
+    """jax's checks and messages."""
+    del what
+    if t.ndim < 2 or t.shape[-1] != t.shape[-2]:
+        raise ValueError("Input 'T' must be square.")
+    if z.ndim < 2 or z.shape[-1] != z.shape[-2]:
+        raise ValueError("Input 'Z' must be square.")
+    if t.shape[-1] != z.shape[-1]:
+        raise ValueError(f"Input array shapes must match: Z: {z.shape} vs. T: {t.shape}")
+
+
+def _rsf2csf_dtype(what, t, z):
+    del what
+    return np.dtype(result_types(_rsf2csf_one, t, z)[0].dtype)
+
+
+def _jax_rotates(t, z):
+    """jax's function takes the call: stacks, or a matrix of one entry."""
+    return t.ndim != 2 or z.ndim != 2 or t.shape[0] <= 1
+
+
+def _rsf2csf_distributed(plan: Plan, t, z):
+    """The rotations at once (`_rsf2csf_2d`); jax's sequential order, on one device
+    within the budget, where two 2x2 blocks touch."""
+    mesh, dtype = plan.mesh, plan.dtype
+    t2, z2, adjacent = _rsf2csf_2d(t, z, mesh=mesh, dtype=dtype)
+
+    def sequential(tz):  # jax's order, on one device within the budget
+        t, z = (x.astype(dtype) for x in tz)
+        one = planned("schur", "auto", _rsf2csf_one, t, z, mesh=mesh, what=RSF2CSF.name)
+        if one is None:
+            one = everywhere(_rsf2csf_one, t, z, mesh=mesh)
+        return tuple(one)
+
+    if not is_traced(t, adjacent):
+        return sequential((t, z)) if bool(adjacent) else (t2, z2)
+    return lax.cond(adjacent, sequential, lambda tz: (t2, z2), (t, z))
+
+
+RSF2CSF = route.Op(
+    "distla.scipy.linalg.rsf2csf",
+    operands=("T", "Z"),
+    one_device=_rsf2csf_one,
+    distributed=_rsf2csf_distributed,
+    check=_check_schur_form,
+    promote=_rsf2csf_dtype,
+    cast=route.as_given,
+    empty=_jax_rotates,
+    result=_as_tuple,
+)
+
+
+@route.public
 def rsf2csf(
     T: jax.typing.ArrayLike, Z: jax.typing.ArrayLike, check_finite: bool = True
 ) -> tuple[jax.Array, jax.Array]:
@@ -295,31 +373,7 @@ def rsf2csf(
       (dtype('complex64'), True)
     """
     del check_finite
-    what = "distla.scipy.linalg.rsf2csf"
-    t = as_array(T, "T", what)
-    z = as_array(Z, "Z", what)
-    if t.ndim < 2 or t.shape[-1] != t.shape[-2]:
-        raise ValueError("Input 'T' must be square.")
-    if z.ndim < 2 or z.shape[-1] != z.shape[-2]:
-        raise ValueError("Input 'Z' must be square.")
-    if t.shape[-1] != z.shape[-1]:
-        raise ValueError(f"Input array shapes must match: Z: {z.shape} vs. T: {t.shape}")
-    mesh = operand_mesh(t, z, names=("T", "Z"))
-    if mesh is None or t.ndim != 2 or z.ndim != 2 or t.shape[0] <= 1:
-        return tuple(_rsf2csf_one(drop_trivial_sharding(t), drop_trivial_sharding(z)))
-    dtype = np.dtype(result_types(_rsf2csf_one, t, z)[0].dtype)
-    t2, z2, adjacent = _rsf2csf_2d(t, z, mesh=mesh, dtype=dtype)
-
-    def sequential(tz):  # jax's order, on one device within the budget
-        t, z = (x.astype(dtype) for x in tz)
-        one = planned("schur", "auto", _rsf2csf_one, t, z, mesh=mesh, what=what)
-        if one is None:
-            one = everywhere(_rsf2csf_one, t, z, mesh=mesh)
-        return tuple(one)
-
-    if not is_traced(t, adjacent):
-        return sequential((t, z)) if bool(adjacent) else (t2, z2)
-    return lax.cond(adjacent, sequential, lambda tz: (t2, z2), (t, z))
+    return route.call(RSF2CSF, T, Z)
 
 
 # --------------------------------------------------------------------------- sylvester
@@ -362,6 +416,66 @@ def _nan_if_singular(x, r, s, *, mesh, tol):
     return run_on_mesh(body, mesh, fitting_spec(x.shape, mesh, block_spec(mesh)), x, r, s)
 
 
+def _check_sylvester(what, a, b, c, *, method, **options):
+    """jax's checks and messages."""
+    del what, options
+    if c.ndim < 2 or a.shape[-2:] != (c.shape[-2],) * 2 or b.shape[-2:] != (c.shape[-1],) * 2:
+        raise ValueError(
+            f"Incompatible shapes for Sylvester equation:\nA: {a.shape}\nB: {b.shape}\nC: {c.shape}"
+        )
+    if method not in ("schur", "eigen"):
+        raise ValueError(
+            f'Unrecognized method {method}. The two valid methods are either "schur" or "eigen".'
+        )
+
+
+def _jax_sylvester(a, b, c, *, method, tol, asked):
+    """jax's function (unsharded operands, empty ones and stacks)."""
+    del asked
+    return jsl.solve_sylvester(a, b, c, method=method, tol=tol)
+
+
+def _jax_solves(a, b, c, **options):
+    """jax's function takes the call: an empty operand or a stack."""
+    del options
+    return is_empty(a, b, c) or max(a.ndim, b.ndim, c.ndim) > 2
+
+
+def _bartels_stewart(plan: Plan, a, b, c, *, method, tol, asked):
+    """The distributed driver (the docstring of `solve_sylvester`)."""
+    mesh, dtype, what = plan.mesh, plan.dtype, SYLVESTER.name
+    if method == "eigen":
+        options = (("tol", tol),)
+        one = planned(
+            "sylvester", asked, _eigen_method, a, b, c, mesh=mesh, what=what, options=options
+        )
+        if one is not None:
+            return one
+        return everywhere(_eigen_method, a, b, c, mesh=mesh, options=options)
+    cdtype = np.dtype(jnp.result_type(dtype, jnp.complex64))
+    r, u = schur(a, "complex", plan=asked)
+    s, v = schur(_ct(b, mesh=mesh), "complex", plan=asked)
+    f = _mm(_mm(_ct(u, mesh=mesh), c.astype(cdtype), mesh), v, mesh)
+    y = planned("sylvester", "auto", _triangular_sylvester, r, s, f, mesh=mesh, what=what)
+    if y is None:  # above the budget: on every device, as jax's would be
+        y = everywhere(_triangular_sylvester, r, s, f, mesh=mesh)
+    x = _mm(_mm(u, y, mesh), _ct(v, mesh=mesh), mesh)
+    if not jnp.issubdtype(dtype, jnp.complexfloating):
+        x = jnp.real(x)
+    return _nan_if_singular(x, r, s, mesh=mesh, tol=float(tol))
+
+
+SYLVESTER = route.Op(
+    "distla.scipy.linalg.solve_sylvester",
+    operands=("A", "B", "C"),
+    one_device=_jax_sylvester,
+    distributed=_bartels_stewart,
+    check=_check_sylvester,
+    empty=_jax_solves,
+)
+
+
+@route.public
 def solve_sylvester(
     A: jax.typing.ArrayLike,
     B: jax.typing.ArrayLike,
@@ -412,38 +526,4 @@ def solve_sylvester(
       >>> np.allclose(np.asarray(a) @ np.asarray(x) + np.asarray(x) @ np.asarray(b), 1.0, atol=1e-4)
       True
     """
-    what = "distla.scipy.linalg.solve_sylvester"
-    a, b, c = (as_array(x, name, what) for x, name in ((A, "A"), (B, "B"), (C, "C")))
-    if c.ndim < 2 or a.shape[-2:] != (c.shape[-2],) * 2 or b.shape[-2:] != (c.shape[-1],) * 2:
-        raise ValueError(
-            f"Incompatible shapes for Sylvester equation:\nA: {a.shape}\nB: {b.shape}\nC: {c.shape}"
-        )
-    if method not in ("schur", "eigen"):
-        raise ValueError(
-            f'Unrecognized method {method}. The two valid methods are either "schur" or "eigen".'
-        )
-    dtype = result_dtype(what, a, b, c)
-    a, b, c = (x.astype(dtype) for x in (a, b, c))
-    mesh = operand_mesh(a, b, c, names=("A", "B", "C"))
-    ref = functools.partial(jsl.solve_sylvester, method=method, tol=tol)
-    if mesh is None or is_empty(a, b, c) or max(a.ndim, b.ndim, c.ndim) > 2:
-        return ref(*(drop_trivial_sharding(x) for x in (a, b, c)))
-    if method == "eigen":
-        options = (("tol", tol),)
-        one = planned(
-            "sylvester", plan, _eigen_method, a, b, c, mesh=mesh, what=what, options=options
-        )
-        if one is not None:
-            return one
-        return everywhere(_eigen_method, a, b, c, mesh=mesh, options=options)
-    cdtype = np.dtype(jnp.result_type(dtype, jnp.complex64))
-    r, u = schur(a, "complex", plan=plan)
-    s, v = schur(_ct(b, mesh=mesh), "complex", plan=plan)
-    f = _mm(_mm(_ct(u, mesh=mesh), c.astype(cdtype), mesh), v, mesh)
-    y = planned("sylvester", "auto", _triangular_sylvester, r, s, f, mesh=mesh, what=what)
-    if y is None:  # above the budget: on every device, as jax's would be
-        y = everywhere(_triangular_sylvester, r, s, f, mesh=mesh)
-    x = _mm(_mm(u, y, mesh), _ct(v, mesh=mesh), mesh)
-    if not jnp.issubdtype(dtype, jnp.complexfloating):
-        x = jnp.real(x)
-    return _nan_if_singular(x, r, s, mesh=mesh, tol=float(tol))
+    return route.call(SYLVESTER, A, B, C, method=method, tol=tol, asked=plan)

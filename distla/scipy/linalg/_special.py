@@ -30,17 +30,17 @@ from jax.sharding import PartitionSpec as P
 
 from distla.kernels.structured import block_of, gram_block
 
-from ..._core.checks import onto_mesh
+from ..._core import route
 from ..._core.mesh import (
     constrain,
     drop_trivial_sharding,
     fitting_spec,
-    operand_mesh,
     run_on_mesh,
     shard_map,
     shard_spec,
     spec_groups,
 )
+from ..._core.plan import Plan
 from ._everywhere import result_types
 
 #: Rows of ``L`` per step of the symmetric inverse Pascal matrix's product.
@@ -236,28 +236,73 @@ def _sized_program(entries, options, shape, dtype, sharding: NamedSharding, gram
     return jax.jit(build, out_shardings=sharding)
 
 
-def _vector_matrix(jax_fn, entries, vectors, *, options=(), prepare=None):
-    """``jax_fn(*vectors)``, built on the vectors' mesh when they are sharded there.
+def _jax_function(*vectors, jax_fn, out, entries, options, prepare):
+    """jax's own function of the vectors (the one-device function of the structured ops)."""
+    del out, entries, options, prepare
+    return jax_fn(*vectors)
 
-    ``prepare`` (module level, or a `_Static`: part of the program's key) maps
-    the replicated vectors to the formula's operands inside the program.
-    """
-    out = result_types(jax_fn, *vectors)
-    mesh = operand_mesh(*vectors, names=tuple(f"v{k}" for k in range(len(vectors))))
-    if mesh is not None:  # a vector on one device beside a sharded one: onto its mesh
-        vectors = onto_mesh(*vectors)
-    if mesh is None or out.ndim != 2 or 0 in out.shape or any(v.ndim != 1 for v in vectors):
-        return jax_fn(*(drop_trivial_sharding(v) for v in vectors))
+
+def _jax_dtype(what, *vectors, out, **options):
+    """The result's dtype: jax's promotion of the vectors, read off jax's result ``out``."""
+    del what, vectors, options
+    return np.dtype(out.dtype)
+
+
+def _not_built(*vectors, out, **options):
+    """jax's function takes the call: an empty result, a stack, or not a matrix."""
+    del options
+    return out.ndim != 2 or 0 in out.shape or any(v.ndim != 1 for v in vectors)
+
+
+def _built(plan: Plan, *vectors, jax_fn, out, entries, options, prepare):
+    """The matrix built on ``plan``'s mesh, each device its block (`_from_vectors`)."""
+    del jax_fn
     return _from_vectors(
         *vectors,
         entries=entries,
         options=tuple(options),
         shape=tuple(out.shape),
         dtype=np.dtype(out.dtype),
-        mesh=mesh,
-        spec=shard_spec(out.shape, mesh),
+        mesh=plan.mesh,
+        spec=shard_spec(out.shape, plan.mesh),
         prepare=prepare,
     )
+
+
+def _structured(name: str, operands: tuple[str, ...]) -> route.Op:
+    """The op of a matrix built from ``operands``, short defining vectors."""
+    return route.Op(
+        f"distla.scipy.linalg.{name}",
+        operands=operands,
+        one_device=_jax_function,
+        distributed=_built,
+        promote=_jax_dtype,
+        cast=route.as_given,
+        empty=_not_built,
+    )
+
+
+TOEPLITZ = _structured("toeplitz", ("c", "r"))
+HANKEL = _structured("hankel", ("c", "r"))
+CIRCULANT = _structured("circulant", ("c",))
+LESLIE = _structured("leslie", ("f", "s"))
+COMPANION = _structured("companion", ("a",))
+FIEDLER = _structured("fiedler", ("a",))
+FIEDLER_COMPANION = _structured("fiedler_companion", ("a",))
+CONVOLUTION_MATRIX = _structured("convolution_matrix", ("a",))
+
+
+def _vector_matrix(op, jax_fn, entries, vectors, *, options=(), prepare=None):
+    """``jax_fn(*vectors)`` by ``op``'s route: built on the vectors' mesh when they are
+    sharded there (`_built`), jax's function otherwise (`_not_built`).
+
+    ``prepare`` (module level, or a `_Static`: part of the program's key) maps
+    the replicated vectors to the formula's operands inside the program. jax's result
+    types (``out``) are traced once, here.
+    """
+    out = result_types(jax_fn, *vectors)
+    options = dict(entries=entries, options=tuple(options), prepare=prepare)
+    return route.call(op, *vectors, jax_fn=jax_fn, out=out, **options)
 
 
 def _cast(*vectors, dtype):
@@ -317,6 +362,7 @@ def _size(n: Any, name: str = "n") -> int:
 # ---------------------------------------------------------------------- from vectors
 
 
+@route.public
 def toeplitz(c: jax.typing.ArrayLike, r: jax.typing.ArrayLike | None = None) -> jax.Array:
     """Toeplitz matrix ``T[i, j] = c[i - j]`` (``i >= j``), ``r[j - i]`` (``i < j``),
     as ``jax.scipy.linalg.toeplitz``.
@@ -348,9 +394,10 @@ def toeplitz(c: jax.typing.ArrayLike, r: jax.typing.ArrayLike | None = None) -> 
         r = jnp.conjugate(c)
     r = _vector(r, "r")
     c1, r1 = jnp.atleast_1d(c), jnp.atleast_1d(r)
-    return _vector_matrix(jsl.toeplitz, _toeplitz, (c1, r1), prepare=_cast)
+    return _vector_matrix(TOEPLITZ, jsl.toeplitz, _toeplitz, (c1, r1), prepare=_cast)
 
 
+@route.public
 def hankel(c: jax.typing.ArrayLike, r: jax.typing.ArrayLike | None = None) -> jax.Array:
     """Hankel matrix ``H[i, j] = v[i + j]``, ``v = [c, r[1:]]``, as ``jax.scipy.linalg.hankel``.
 
@@ -378,9 +425,10 @@ def hankel(c: jax.typing.ArrayLike, r: jax.typing.ArrayLike | None = None) -> ja
     r = jnp.zeros_like(c) if r is None else _vector(r, "r")
     if c.ndim == 0 or r.ndim == 0:
         return jsl.hankel(c, r)  # jax's error
-    return _vector_matrix(jsl.hankel, _hankel, (c, r), prepare=_cast)
+    return _vector_matrix(HANKEL, jsl.hankel, _hankel, (c, r), prepare=_cast)
 
 
+@route.public
 def circulant(c: jax.typing.ArrayLike) -> jax.Array:
     """Circulant matrix ``C[i, j] = c[(i - j) mod N]``, as ``jax.scipy.linalg.circulant``.
 
@@ -403,9 +451,10 @@ def circulant(c: jax.typing.ArrayLike) -> jax.Array:
       (2.0, 256.0)
     """
     c = jnp.atleast_1d(_vector(c, "c"))
-    return _vector_matrix(jsl.circulant, _circulant, (c,))
+    return _vector_matrix(CIRCULANT, jsl.circulant, _circulant, (c,))
 
 
+@route.public
 def leslie(f: jax.typing.ArrayLike, s: jax.typing.ArrayLike) -> jax.Array:
     """Leslie matrix: ``f`` on the first row, ``s`` on the first subdiagonal, as
     ``jax.scipy.linalg.leslie``.
@@ -435,9 +484,10 @@ def leslie(f: jax.typing.ArrayLike, s: jax.typing.ArrayLike) -> jax.Array:
     f, s = jnp.atleast_1d(_vector(f, "f")), jnp.atleast_1d(_vector(s, "s"))
     if f.shape[-1] < 2 or s.shape[-1] != f.shape[-1] - 1:
         return jsl.leslie(f, s)  # jax's error
-    return _vector_matrix(jsl.leslie, _leslie, (f, s), prepare=_cast)
+    return _vector_matrix(LESLIE, jsl.leslie, _leslie, (f, s), prepare=_cast)
 
 
+@route.public
 def companion(a: jax.typing.ArrayLike) -> jax.Array:
     """Companion matrix of the polynomial ``a`` (leading coefficient first), as
     ``jax.scipy.linalg.companion``.
@@ -467,9 +517,10 @@ def companion(a: jax.typing.ArrayLike) -> jax.Array:
     a = jnp.atleast_1d(_vector(a, "a"))
     if a.shape[-1] < 2:
         return jsl.companion(a)  # jax's error
-    return _vector_matrix(jsl.companion, _companion, (a,), prepare=_cast)
+    return _vector_matrix(COMPANION, jsl.companion, _companion, (a,), prepare=_cast)
 
 
+@route.public
 def fiedler(a: jax.typing.ArrayLike) -> jax.Array:
     """Fiedler matrix ``F[i, j] = |a[i] - a[j]|``, as ``jax.scipy.linalg.fiedler``.
 
@@ -491,9 +542,10 @@ def fiedler(a: jax.typing.ArrayLike) -> jax.Array:
              [11.,  8.,  0.]], dtype=float32)
     """
     a = jnp.atleast_1d(_vector(a, "a"))
-    return _vector_matrix(jsl.fiedler, _fiedler, (a,))
+    return _vector_matrix(FIEDLER, jsl.fiedler, _fiedler, (a,))
 
 
+@route.public
 def fiedler_companion(a: jax.typing.ArrayLike) -> jax.Array:
     """Fiedler companion matrix (pentadiagonal, the roots of ``a`` as eigenvalues), as
     ``jax.scipy.linalg.fiedler_companion``.
@@ -521,7 +573,9 @@ def fiedler_companion(a: jax.typing.ArrayLike) -> jax.Array:
     a = jnp.atleast_1d(_vector(a, "a"))
     if a.shape[-1] <= 2:
         return jsl.fiedler_companion(drop_trivial_sharding(a))
-    return _vector_matrix(jsl.fiedler_companion, _fiedler_companion, (a,), prepare=_cast)
+    return _vector_matrix(
+        FIEDLER_COMPANION, jsl.fiedler_companion, _fiedler_companion, (a,), prepare=_cast
+    )
 
 
 def _convolution_vectors(a, *, n, mode, dtype):
@@ -541,6 +595,7 @@ def _convolution_vectors(a, *, n, mode, dtype):
     return az[tb : length - te], raz[length - n - tb : length - tb]
 
 
+@route.public
 def convolution_matrix(a: jax.typing.ArrayLike, n: int, mode: str = "full") -> jax.Array:
     """Convolution matrix ``A`` with ``A @ v == jnp.convolve(a, v, mode)``, as
     ``jax.scipy.linalg.convolution_matrix``.
@@ -573,7 +628,7 @@ def convolution_matrix(a: jax.typing.ArrayLike, n: int, mode: str = "full") -> j
         return jsl.convolution_matrix(a, n, mode)  # jax's errors
     ref = functools.partial(jsl.convolution_matrix, n=n, mode=mode)
     prepare = functools.partial(_convolution_vectors, n=n, mode=mode)
-    return _vector_matrix(ref, _toeplitz, (a,), prepare=_Static(prepare))
+    return _vector_matrix(CONVOLUTION_MATRIX, ref, _toeplitz, (a,), prepare=_Static(prepare))
 
 
 class _Static:
@@ -868,6 +923,45 @@ def _block_diag_on(*arrs, mesh: AbstractMesh):
     return run_on_mesh(body, mesh, spec, *arrs)
 
 
+def _blocks(dtype, *arrs):
+    """The blocks as 2-D matrices of the result's dtype."""
+    return tuple(jnp.atleast_2d(a).astype(dtype) for a in arrs)
+
+
+def _block_diag_dtype(what, *arrs):
+    del what
+    return np.dtype(jnp.result_type(*arrs)) if arrs else np.dtype(jnp.float32)
+
+
+def _block_diag_not_built(*arrs):
+    """jax's function takes the call: no blocks, a block of more than 2 dimensions, or
+    an empty result."""
+    if not arrs or any(a.ndim > 2 for a in arrs):
+        return True
+    shapes = [(1,) * (2 - a.ndim) + a.shape for a in arrs]  # jnp.atleast_2d's
+    return 0 in (sum(s[0] for s in shapes), sum(s[1] for s in shapes))
+
+
+def _block_diag_built(plan: Plan, *arrs):
+    return _block_diag_on(*_blocks(plan.dtype, *arrs), mesh=plan.mesh)
+
+
+def _block_diag_of(*arrs):
+    return jsl.block_diag(*arrs)
+
+
+BLOCK_DIAG = route.Op(
+    "distla.scipy.linalg.block_diag",
+    operands=("arrs*",),
+    one_device=_block_diag_of,
+    distributed=_block_diag_built,
+    promote=_block_diag_dtype,
+    cast=route.as_given,  # the blocks are cast where they are made 2-D
+    empty=_block_diag_not_built,
+)
+
+
+@route.public
 def block_diag(*arrs: jax.typing.ArrayLike) -> jax.Array:
     """Block-diagonal matrix of the given blocks, as ``jax.scipy.linalg.block_diag``.
 
@@ -897,12 +991,4 @@ def block_diag(*arrs: jax.typing.ArrayLike) -> jax.Array:
       >>> m.shape, float(np.asarray(m)[200, 200])
       ((256, 256), 2.0)
     """
-    arrs = tuple(_vector(a, "arrs") for a in arrs)
-    mesh = operand_mesh(*arrs, names=tuple(f"arrs[{k}]" for k in range(len(arrs))))
-    if mesh is None or not arrs or any(a.ndim > 2 for a in arrs):
-        return jsl.block_diag(*(drop_trivial_sharding(a) for a in arrs))
-    dtype = jnp.result_type(*arrs)
-    blocks = tuple(jnp.atleast_2d(a).astype(dtype) for a in arrs)
-    if 0 in (sum(b.shape[0] for b in blocks), sum(b.shape[1] for b in blocks)):
-        return jsl.block_diag(*(drop_trivial_sharding(a) for a in arrs))
-    return _block_diag_on(*blocks, mesh=mesh)
+    return route.call(BLOCK_DIAG, *(_vector(a, "arrs") for a in arrs))
