@@ -228,11 +228,13 @@ def to_columns(rows, bounds, *, block: int, guard: int, axis_names: tuple[str, .
     # first g (left's, in order) and those from hi only the last g (right's): written
     # over them, not gathered as two more block x n matrices
     mine = pick(rows, j - lo)
-    head, tail = min(g, block), min(g, block)
-    mine = mine.at[:head].set(jnp.where((j[:head] < lo)[:, None], left[:head], mine[:head]))
+    head = tail = min(g, block)
+    # dynamic_update_slice, not .at[:head].set: the scatter of a static slice closes over
+    # a zero-size index array, a zero-size operand of the enclosing shard_map
+    first = jnp.where((j[:head] < lo)[:, None], left[:head], mine[:head])
+    mine = lax.dynamic_update_slice(mine, first, (0, 0))
     at_end = j[block - tail :]
-    mine = mine.at[block - tail :].set(
-        jnp.where((at_end >= hi)[:, None], pick(right, at_end - hi), mine[block - tail :])
-    )
+    last = jnp.where((at_end >= hi)[:, None], pick(right, at_end - hi), mine[block - tail :])
+    mine = lax.dynamic_update_slice(mine, last, (block - tail, 0))
     ok = (j < n) & jnp.where(j < lo, lo - j <= g, jnp.where(j < hi, j - lo < width, j - hi < g))
     return jnp.where(ok[:, None], mine, 0).T
