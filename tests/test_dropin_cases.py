@@ -295,6 +295,31 @@ def test_every_family_differentiable_outside_set_mesh(name, transform):
     check(SPECS[name], Variant(n=3, transform=transform))
 
 
+@pytest.mark.parametrize(
+    "fn",
+    [dl.inv, dl.cholesky, distla.scipy.linalg.cholesky, dl.eigvalsh, lambda a: dl.slogdet(a)[1]],
+    ids=["inv", "cholesky", "scipy.cholesky", "eigvalsh", "slogdet.logabsdet"],
+)
+@pytest.mark.parametrize(
+    "shape, spec", [((0, 0), P()), ((4, 0, 0), P("x")), ((3, 2, 0, 0), P(None, "x"))]
+)
+def test_empty_operands_differentiable_outside_set_mesh(mesh, fn, shape, spec):
+    """Found: jax.vjp of inv of a replicated (0, 0) matrix, and grad of scipy's cholesky
+    of an empty stack, on an Explicit mesh outside jax.set_mesh raised "Passing
+    lowering_platforms ... is required when only AbstractMesh exists": the empty result was
+    a constant (jax.eval_shape gave its type no sharding), so jax built the operand's
+    zero cotangent from its type alone. The cotangent comes back zero-size, in the
+    operand's layout (values are not read: jax 0.10.2 cannot read back zero-size arrays
+    split over a mesh from a program)."""
+    a = _put(np.zeros(shape, np.float32), mesh, spec)
+    out, pullback = jax.vjp(fn, a)
+    (ct,) = pullback(jax.tree.map(jnp.zeros_like, out))
+    assert ct.shape == a.shape and ct.dtype == a.dtype
+    assert ct.sharding.is_equivalent_to(a.sharding, a.ndim), ct.sharding
+    if spec == P():
+        assert np.asarray(ct).shape == shape
+
+
 @pytest.mark.parametrize("name", ["linalg.solve_triangular", "linalg.cho_solve"])
 def test_sharded_a_beside_a_one_device_b(name):
     """Found: a sharded ``a`` beside a ``b`` on one device raised jax's "Received
