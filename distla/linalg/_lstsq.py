@@ -16,7 +16,7 @@ import numpy as np
 from jax.sharding import PartitionSpec as P
 
 from .._core import route
-from .._core.checks import ShapeError, is_empty
+from .._core.checks import ShapeError, is_empty, is_traced
 from .._core.matmul import product_here
 from .._core.matrix import block_spec
 from .._core.mesh import fitting_spec, replicated, run_on_mesh
@@ -180,12 +180,32 @@ def _lstsq(plan: Plan, a, b, *, rcond, numpy_resid):
     return x, resid, rank.astype(jnp.asarray(0).dtype), s
 
 
+def _lstsq_unsharded(a, b, *, rcond=None, numpy_resid=False):
+    """jnp's lstsq of unsharded and empty operands.
+
+    jnp's ``numpy_resid=True`` decides on the rank's value (``rank < n or m <= n``), which
+    a trace does not have (``jax.eval_shape`` of the empty short cut): for an empty ``a``
+    the rank is 0 and the decision is taken here from the shapes; for an empty ``b`` the
+    residuals are empty either way (traced, they keep ``a``'s real dtype).
+    """
+    if not numpy_resid:
+        return jnp.linalg.lstsq(a, b, rcond)
+    m, n = a.shape
+    if not is_empty(a) and not (is_empty(b) and is_traced(a, b)):
+        return jnp.linalg.lstsq(a, b, rcond, numpy_resid=True)
+    x, resid, rank, s = jnp.linalg.lstsq(a, b, rcond)
+    if (is_empty(a) and n > 0) or m <= n:
+        resid = jnp.asarray([])  # jnp's (the default float dtype)
+    return x, resid, rank, s
+
+
 # a sharded a and an empty b run lstsq's rank branch (not jnp's empty result)
 LSTSQ = route.Op(
     "distla.linalg.lstsq",
     operands=("a", "b"),
     check=_check_lstsq,
     one_device=jnp.linalg.lstsq,
+    unsharded=_lstsq_unsharded,
     empty=lambda a, b, **options: is_empty(a),
     distributed=_lstsq,
 )
