@@ -8,6 +8,8 @@ asserted directly where the point is one value.
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -92,7 +94,6 @@ def test_empty_stacks_read_back(kind, spec):
         compare(got, call(REF, host), rtol_units=1, where=f"{shape} {spec}")
 
 
-@open_case("outer of empty sharded vectors: jnp's mul is illegally sharded (0@(x,y) twice)")
 def test_outer_of_empty_vectors_on_an_explicit_mesh(mesh):
     """Found: jnp's outer of an empty sharded vector and a sharded one is "illegally
     sharded" on an Explicit mesh."""
@@ -124,20 +125,30 @@ def test_spectral_reductions_of_stacks_in_shards_layout(name, option):
     check(SPECS[name], Variant(n=8, batch=(4,), option=option))
 
 
-@open_case("diagonal of a matrix in 2D blocks: jnp asks for out_sharding")
 def test_diagonal_on_an_explicit_mesh():
     """Found: jnp's diagonal of a matrix split in 2D blocks asks for ``out_sharding``."""
     check(SPECS["linalg.diagonal"], Variant(n=8))
     check(SPECS["linalg.diagonal"], Variant(n=8, option=1))
 
 
+@pytest.mark.parametrize("transform", ["eager", "jit", "jacfwd", "grad"])
+@pytest.mark.parametrize("name", ["linalg.diagonal", "linalg.vecdot", "linalg.outer"])
+def test_jnps_forms_in_every_layout_on_an_explicit_mesh(name, transform):
+    """Found: jnp's diagonal and vecdot (re-exported) under jacfwd of a matrix split over
+    its columns asked for out_sharding ("Contracting dimensions are sharded"); they are
+    jnp's values in every layout, sizes the mesh does and does not divide, each option."""
+    sp = SPECS[name]
+    for n in (8, 5) if transform in ("eager", "jacfwd") else (5,):
+        for layout in range(6):
+            for option in range(len(sp.options)):
+                v = Variant(n=n, dtype="float64", x64=True, place="spec", layout=layout)
+                check(sp, dataclasses.replace(v, transform=transform, option=option))
+
+
 @pytest.mark.parametrize(
     "name",
     [
-        pytest.param(
-            "linalg.tensorsolve",
-            marks=open_case("tensorsolve of a 4-D a in distla.shard's layout: jax's reshape"),
-        ),
+        "linalg.tensorsolve",
         "linalg.tensorinv",
     ],
 )

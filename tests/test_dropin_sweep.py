@@ -174,16 +174,6 @@ OPEN_CALLS = [
         "the rank comes back replicated (P()); jnp's on the same operands is P('x')",
     ),
     (
-        "linalg.diagonal",
-        V(n=8, dtype="float64", x64=True, layout=3, transform="jacfwd"),
-        "jnp's diagonal (re-exported) under jacfwd asks for out_sharding",
-    ),
-    (
-        "linalg.vecdot",
-        V(n=8, dtype="float64", x64=True, layout=3, transform="jacfwd"),
-        "jnp's vecdot (re-exported) under jacfwd: 'Contracting dimensions are sharded'",
-    ),
-    (
         "fft.fft",
         V(n=3, transform="grad", mesh="auto"),
         "reverse mode of the FFTs on an Auto mesh: 'No registered implementation for untyped "
