@@ -172,6 +172,26 @@ def test_tensorsolve_refuses_axes_out_of_range(mesh):
             dl.tensorsolve(x, y, axes=(5,))
 
 
+@pytest.mark.parametrize("n", [3, 8])
+def test_lstsq_residuals_in_the_layout_of_jnps(n):
+    """Found: lstsq's residuals came back replicated where jnp's follow the columns of
+    ``b`` (``P('x')`` for ``b`` of 2 columns in ``P(None, 'x')``)."""
+    check(SPECS["linalg.lstsq"], Variant(n=n))
+
+
+def test_lstsq_of_a_3d_a_refused_as_jnp_refuses_it(mesh):
+    """Found: distla checked the rank before the shapes (TypeError where jnp's ValueError
+    says the leading dimensions differ); the class and jnp's words, numpy or sharded."""
+    a = np.ones((2, 4, 4), np.float32)
+    b = np.ones(4, np.float32)
+    message = "Leading dimensions of input arrays must match"
+    with pytest.raises(ValueError, match=message):
+        jnp.linalg.lstsq(a, b)
+    for x, y in ((a, b), (distla.shard(a, mesh), distla.shard(b, mesh))):
+        with pytest.raises(ValueError, match=message):
+            dl.lstsq(x, y)
+
+
 # ---------------------------------------------------------------- operands from elsewhere
 
 

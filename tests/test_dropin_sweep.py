@@ -85,9 +85,6 @@ EMPTY_COTANGENT = (
 OPEN_DRAWN: dict[str, str] = {
     "linalg.expm_frechet": MIXED_DEVICES + " (grad outside jax.set_mesh, Auto mesh)",
     "linalg.inv": EMPTY_COTANGENT + " (jax.vjp outside jax.set_mesh of an empty stack)",
-    "linalg.matrix_power": "n=-2 of a stack under grad on an Auto mesh broadcasts (2, 1, 1) "
-    "against (1, 1): distla's code relies on rank promotion, which jax_numpy_rank_promotion="
-    "'raise' refuses",
     "scipy.linalg.cholesky": EMPTY_COTANGENT + " (jax.grad outside jax.set_mesh of an empty "
     "(3, 2, 0, 0) stack)",
     "linalg.vecdot": MIXED_DEVICES + ": 'Mapped away dimension of inputs passed to vmap should "
@@ -116,9 +113,7 @@ def test_dropin(name):
 
 
 # Bad input distla does not refuse as jnp does (label: what happens).
-OPEN_BAD = {
-    "lstsq of a 3-D a": "distla checks the rank before the shapes: TypeError, jnp ValueError",
-}
+OPEN_BAD: dict[str, str] = {}
 
 
 @pytest.mark.parametrize(
@@ -167,11 +162,6 @@ OPEN_CALLS = [
         "linalg.cho_factor",
         V(n=8, place="spec", layout=5),
         "a replicated operand (P()): the factor comes back in P(('x', 'y'), None), jnp's P()",
-    ),
-    (
-        "linalg.lstsq",
-        V(n=3),
-        "the rank comes back replicated (P()); jnp's on the same operands is P('x')",
     ),
     (
         "fft.fft",

@@ -119,7 +119,9 @@ def pinv(
 def _lstsq_solve(a, u, s, vh, b, rcond, *, mesh):
     m, n = a.shape
     k = b.shape[1]
-    out = (fitting_spec((n, k), mesh, block_spec(mesh)), P(), P())
+    x_spec = fitting_spec((n, k), mesh, block_spec(mesh))
+    # the residuals of b's columns where x's columns are (jnp's: b's columns' layout)
+    out = (x_spec, P((tuple(x_spec) + (None, None))[1]), P())
 
     def body(a, u, s, vh, b, rcond):
         mask = (s > 0) & (s >= rcond.astype(s.dtype) * s[0])
@@ -141,15 +143,19 @@ def _lstsq_solve(a, u, s, vh, b, rcond, *, mesh):
 
 
 def _check_lstsq(what, a, b, **options):
+    """jnp's checks, in jnp's order: the leading dimensions first, then the ranks."""
     del options
+    if a.ndim and b.ndim and a.shape[0] != b.shape[0]:
+        raise ShapeError(
+            f"{what}: Leading dimensions of input arrays must match; got a of shape {a.shape} "
+            f"and b of shape {b.shape}"
+        )
     if a.ndim != 2:
         raise TypeError(f"{what}: {a.ndim}-dimensional array given. Array must be two-dimensional")
     if b.ndim not in (1, 2):
         raise TypeError(
             f"{what}: {b.ndim}-dimensional array given. Array must be one or two-dimensional"
         )
-    if a.shape[0] != b.shape[0]:
-        raise ShapeError(f"{what}: leading dimensions of a {a.shape} and b {b.shape} must match")
 
 
 def _cutoff(a, rcond):
@@ -234,8 +240,9 @@ def lstsq(
 
     Returns:
       ``(x, resid, rank, s)`` as jnp: ``x`` ``[n]``/``[n, k]`` in the mesh's
-      layout, ``resid`` ``[k]`` (squared 2-norms of ``b − a x``), ``rank``
-      (int32 scalar) and ``s`` (descending), replicated. Differentiable in
+      layout, ``resid`` ``[k]`` (squared 2-norms of ``b − a x``, in the layout
+      of ``x``'s columns, as jnp's follow ``b``'s), ``rank`` (int32 scalar) and
+      ``s`` (descending), replicated. Differentiable in
       ``a`` and ``b`` as jnp's (jax differentiates through distla's svd).
 
     Raises:
