@@ -85,9 +85,6 @@ OPEN_DRAWN: dict[str, str] = {
     "linalg.inv": EMPTY_COTANGENT + " (jax.vjp outside jax.set_mesh of a (2, 0, 0) stack in "
     "P('x'); jnp's inv fails there too: 'Mapped away dimension ... sharded the same')",
     "linalg.expm_frechet": MIXED_DEVICES + " (grad outside jax.set_mesh, Auto mesh)",
-    "linalg.matrix_power": "n=-2 of a stack under grad on an Auto mesh broadcasts (2, 1, 1) "
-    "against (1, 1): distla's code relies on rank promotion, which jax_numpy_rank_promotion="
-    "'raise' refuses",
     "linalg.vecdot": MIXED_DEVICES + ": 'Mapped away dimension of inputs passed to vmap should "
     "be sharded the same'",
 }
@@ -114,9 +111,7 @@ def test_dropin(name):
 
 
 # Bad input distla does not refuse as jnp does (label: what happens).
-OPEN_BAD = {
-    "lstsq of a 3-D a": "distla checks the rank before the shapes: TypeError, jnp ValueError",
-}
+OPEN_BAD: dict[str, str] = {}
 
 
 @pytest.mark.parametrize(
@@ -165,21 +160,6 @@ OPEN_CALLS = [
         "linalg.cho_factor",
         V(n=8, place="spec", layout=5),
         "a replicated operand (P()): the factor comes back in P(('x', 'y'), None), jnp's P()",
-    ),
-    (
-        "linalg.lstsq",
-        V(n=3),
-        "the rank comes back replicated (P()); jnp's on the same operands is P('x')",
-    ),
-    (
-        "linalg.diagonal",
-        V(n=8, dtype="float64", x64=True, layout=3, transform="jacfwd"),
-        "jnp's diagonal (re-exported) under jacfwd asks for out_sharding",
-    ),
-    (
-        "linalg.vecdot",
-        V(n=8, dtype="float64", x64=True, layout=3, transform="jacfwd"),
-        "jnp's vecdot (re-exported) under jacfwd: 'Contracting dimensions are sharded'",
     ),
     (
         "fft.fft",

@@ -16,7 +16,7 @@ import numpy as np
 from jax.sharding import PartitionSpec as P
 
 from .._core import route
-from .._core.checks import ShapeError, is_empty
+from .._core.checks import ShapeError, is_empty, is_traced
 from .._core.matmul import product_here
 from .._core.matrix import block_spec
 from .._core.mesh import fitting_spec, replicated, run_on_mesh
@@ -119,7 +119,9 @@ def pinv(
 def _lstsq_solve(a, u, s, vh, b, rcond, *, mesh):
     m, n = a.shape
     k = b.shape[1]
-    out = (fitting_spec((n, k), mesh, block_spec(mesh)), P(), P())
+    x_spec = fitting_spec((n, k), mesh, block_spec(mesh))
+    # the residuals of b's columns where x's columns are (jnp's: b's columns' layout)
+    out = (x_spec, P((tuple(x_spec) + (None, None))[1]), P())
 
     def body(a, u, s, vh, b, rcond):
         mask = (s > 0) & (s >= rcond.astype(s.dtype) * s[0])
@@ -141,15 +143,19 @@ def _lstsq_solve(a, u, s, vh, b, rcond, *, mesh):
 
 
 def _check_lstsq(what, a, b, **options):
+    """jnp's checks, in jnp's order: the leading dimensions first, then the ranks."""
     del options
+    if a.ndim and b.ndim and a.shape[0] != b.shape[0]:
+        raise ShapeError(
+            f"{what}: Leading dimensions of input arrays must match; got a of shape {a.shape} "
+            f"and b of shape {b.shape}"
+        )
     if a.ndim != 2:
         raise TypeError(f"{what}: {a.ndim}-dimensional array given. Array must be two-dimensional")
     if b.ndim not in (1, 2):
         raise TypeError(
             f"{what}: {b.ndim}-dimensional array given. Array must be one or two-dimensional"
         )
-    if a.shape[0] != b.shape[0]:
-        raise ShapeError(f"{what}: leading dimensions of a {a.shape} and b {b.shape} must match")
 
 
 def _cutoff(a, rcond):
@@ -180,12 +186,32 @@ def _lstsq(plan: Plan, a, b, *, rcond, numpy_resid):
     return x, resid, rank.astype(jnp.asarray(0).dtype), s
 
 
+def _lstsq_unsharded(a, b, *, rcond=None, numpy_resid=False):
+    """jnp's lstsq of unsharded and empty operands.
+
+    jnp's ``numpy_resid=True`` decides on the rank's value (``rank < n or m <= n``), which
+    a trace does not have (``jax.eval_shape`` of the empty short cut): for an empty ``a``
+    the rank is 0 and the decision is taken here from the shapes; for an empty ``b`` the
+    residuals are empty either way (traced, they keep ``a``'s real dtype).
+    """
+    if not numpy_resid:
+        return jnp.linalg.lstsq(a, b, rcond)
+    m, n = a.shape
+    if not is_empty(a) and not (is_empty(b) and is_traced(a, b)):
+        return jnp.linalg.lstsq(a, b, rcond, numpy_resid=True)
+    x, resid, rank, s = jnp.linalg.lstsq(a, b, rcond)
+    if (is_empty(a) and n > 0) or m <= n:
+        resid = jnp.asarray([])  # jnp's (the default float dtype)
+    return x, resid, rank, s
+
+
 # a sharded a and an empty b run lstsq's rank branch (not jnp's empty result)
 LSTSQ = route.Op(
     "distla.linalg.lstsq",
     operands=("a", "b"),
     check=_check_lstsq,
     one_device=jnp.linalg.lstsq,
+    unsharded=_lstsq_unsharded,
     empty=lambda a, b, **options: is_empty(a),
     distributed=_lstsq,
 )
@@ -214,8 +240,9 @@ def lstsq(
 
     Returns:
       ``(x, resid, rank, s)`` as jnp: ``x`` ``[n]``/``[n, k]`` in the mesh's
-      layout, ``resid`` ``[k]`` (squared 2-norms of ``b − a x``), ``rank``
-      (int32 scalar) and ``s`` (descending), replicated. Differentiable in
+      layout, ``resid`` ``[k]`` (squared 2-norms of ``b − a x``, in the layout
+      of ``x``'s columns, as jnp's follow ``b``'s), ``rank`` (int32 scalar) and
+      ``s`` (descending), replicated. Differentiable in
       ``a`` and ``b`` as jnp's (jax differentiates through distla's svd).
 
     Raises:

@@ -130,20 +130,27 @@ def tensorinv(a: jax.typing.ArrayLike, ind: int = 2) -> jax.Array:
         )
     if a.ndim == 2:
         return route.call(INV, a)
-    mesh = getattr(jax.typeof(a).sharding, "mesh", None)
-    if mesh is None or mesh.size <= 1 or not is_explicit(mesh):
-        return route.call(INV, a.reshape(n, n)).reshape(cols + rows)
-    # an Explicit reshape that merges or splits sharded dimensions may have no sharding
-    # rule: XLA moves the blocks, the matrix's row axis onto the first row dimension,
-    # its column axis onto the first column dimension, where they divide
-    grid = grid_of(mesh, what=what)
-    out = route.call(INV, _reshaped(a, (n, n), fitting_spec((n, n), mesh, grid.block_spec)))
-    spec = fitting_spec(
-        cols + rows,
-        mesh,
-        P(grid.row, *[None] * (len(cols) - 1), grid.col, *[None] * (len(rows) - 1)),
+    out = route.call(INV, reshaped(a, (n, n), lambda grid: grid.block_spec, what=what))
+    layout = lambda grid: P(  # noqa: E731
+        grid.row, *[None] * (len(cols) - 1), grid.col, *[None] * (len(rows) - 1)
     )
-    return _reshaped(out, cols + rows, spec)
+    return reshaped(out, cols + rows, layout, what=what)
+
+
+def reshaped(x: jax.Array, shape: tuple[int, ...], layout, *, what: str) -> jax.Array:
+    """``x.reshape(shape)``; on an ``Explicit`` mesh of several devices laid out as
+    ``layout(grid)`` (a ``PartitionSpec`` of the mesh's grid) fits ``shape``.
+
+    An Explicit reshape that merges or splits sharded dimensions may have no sharding
+    rule ("This reshape is not supported"): XLA moves the blocks instead, the matrix's
+    row axis onto the first row dimension, its column axis onto the first column
+    dimension, where they divide.
+    """
+    mesh = getattr(jax.typeof(x).sharding, "mesh", None)
+    if mesh is None or mesh.size <= 1 or not is_explicit(mesh):
+        return x.reshape(shape)
+    spec = fitting_spec(shape, mesh, layout(grid_of(mesh, what=what)))
+    return _reshaped(x, shape, spec)
 
 
 @functools.partial(jax.jit, static_argnames=("shape", "spec"))
