@@ -184,20 +184,27 @@ def test_generalized_eigh_with_b_not_sharded(mesh, where):
 # ---------------------------------------------------------------- derivatives
 
 
-@open_case("pinv's gradient at a rank-deficient point is not jax's")
-def test_pinv_gradient_at_a_rank_deficient_point_is_jaxs(mesh):
-    """Found: the gradient of pinv at a rank-deficient matrix differed from jax's (NaN
-    where jax's is finite, or the other way round): it is jax's, NaN exactly where jax's is."""
-    x = np.zeros((8, 8), np.float32)
-    x[:2, :2] = [[1.0, 2.0], [2.0, 4.0]]
-    w = np.arange(64, dtype=np.float32).reshape(8, 8) / 64
+@pytest.mark.parametrize(
+    "shape, hermitian, dtype",
+    [((8, 8), False, np.float32), ((8, 5), False, np.complex64), ((5, 8), False, np.float32)]
+    + [((8, 8), True, np.float32)],
+)
+def test_pinv_gradient_at_a_rank_deficient_point_is_jaxs(mesh, shape, hermitian, dtype):
+    """Found: the gradient of pinv at a rank-deficient matrix was NaN everywhere (jax
+    differentiated distla's SVD, whose rule divides by differences of repeated singular
+    values) where jax's is finite (jax's rule for pinv, from the pseudo-inverse alone): it
+    is jax's, NaN exactly where jax's is, for tall, wide and Hermitian ``a``."""
+    x = np.zeros(shape, dtype)
+    x[:2, :2] = [[1.0, 2.0], [2.0, 4.0]]  # rank 1: six or more zero singular values
+    w = (np.arange(np.prod(shape)).reshape(shape[::-1]) / np.prod(shape)).astype(dtype)
 
     def loss(pinv):
-        return lambda a: jnp.sum(pinv(a) * w)
+        return lambda a: jnp.sum(jnp.real(pinv(a, hermitian=hermitian) * w))
 
     ref = np.asarray(jax.grad(loss(jnp.linalg.pinv))(x))
     with jax.set_mesh(mesh):
         got = np.asarray(jax.grad(loss(dl.pinv))(distla.shard(x, mesh)))
+    assert np.isfinite(ref).any()
     np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
     fin = np.isfinite(ref)
     np.testing.assert_allclose(got[fin], ref[fin], rtol=1e-3, atol=1e-3 * np.abs(ref[fin]).max())
