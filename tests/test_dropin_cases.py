@@ -240,6 +240,45 @@ def test_shifts_of_sharded_axes_on_an_explicit_mesh(name, variant):
     check(SPECS[name], variant)
 
 
+@pytest.mark.parametrize(
+    "name, variant",
+    [
+        ("scipy.linalg.sqrtm", Variant(n=8, transform="vmap")),
+        ("scipy.linalg.sqrtm", Variant(n=5, transform="vmap", dtype="complex64")),
+        ("linalg.expm_frechet", Variant(n=8, transform="vmap")),
+        ("scipy.linalg.companion", Variant(n=8, transform="vmap")),
+        ("scipy.linalg.companion", Variant(n=8, transform="vmap", dtype="int32")),
+    ],
+    ids=str,
+)
+def test_vmap_of_jaxs_loops_over_a_stack_in_shards_layout(name, variant):
+    """Found: jax.vmap over a stack in distla.shard's layout (its batch on Explicit axes)
+    of sqrtm and expm_frechet failed inside jax's own function, whose loops cannot be
+    batched there ("Resource axis: x of P('x',) is not found in mesh: ()", jnp's too on
+    the stack in P('x', None, None)); companion's scatter of a batched row into an
+    unbatched matrix asked for out_sharding. The vmap is one call on the stack now (each
+    device its own members); companion builds its matrix without the scatter."""
+    check(SPECS[name], variant)
+
+
+@pytest.mark.parametrize(
+    "name, variant",
+    [
+        ("fft.fft", Variant(n=3, transform="grad", mesh="auto")),  # a replicated vector
+        ("fft.fftn", Variant(n=8, transform="grad", mesh="auto")),  # a matrix in 2D blocks
+        ("fft.ifft2", Variant(n=8, transform="grad", mesh="auto", dtype="complex64")),
+    ],
+    ids=str,
+)
+def test_reverse_mode_of_the_transforms_on_an_auto_mesh(name, variant):
+    """Found: jax.grad of the FFTs on an Auto mesh raised XLA's "No registered
+    implementation for untyped custom call to xla.sdy.GlobalToLocalShape for Host": the
+    transform is linear, so its transpose is a program of the cotangent alone, on one
+    device, whose shard_map over the abstract mesh compiled for that one device. The
+    tangent is now laid out on the operand's concrete mesh, which the transpose keeps."""
+    check(SPECS[name], variant)
+
+
 @pytest.mark.parametrize("transform", ["jit", "vmap"])
 def test_wavenumbers_traced_outside_set_mesh(transform):
     """Found: fftfreq3d under jax.jit or jax.vmap of a spectrum on an Explicit mesh,

@@ -145,24 +145,7 @@ def test_the_runner_can_fail():
 # Calls the wide sweep (DISTLA_DROPIN_EXAMPLES=50) found failing and nobody fixed yet; each
 # runs here (one call) so that the suite shows it and fails once it is fixed.
 V = dropin.Variant
-VMAP_SCAN = (
-    "jax.vmap of a stack in distla.shard's layout: each member is made whole, but jax's own "
-    "function (a scan) batched along a batch on Explicit axes fails: 'Resource axis: x of "
-    "P('x',) is not found in mesh: ()' (jnp's too, on the stack in P('x', None, None))"
-)
 OPEN_CALLS = [
-    ("scipy.linalg.sqrtm", V(n=8, transform="vmap"), VMAP_SCAN),
-    (
-        "linalg.expm_frechet",
-        V(n=8, transform="vmap"),
-        VMAP_SCAN + ": the derivative of expm, which jax batches (expm itself takes the stack)",
-    ),
-    (
-        "scipy.linalg.companion",
-        V(n=8, transform="vmap"),
-        "jax.vmap of vectors in distla.shard's layout: jax's companion scatters a member "
-        "split over 'x' into a whole matrix and asks for out_sharding",
-    ),
     (
         "linalg.cho_factor",
         V(n=8, place="spec", layout=5),
@@ -182,12 +165,6 @@ OPEN_CALLS = [
         "linalg.vecdot",
         V(n=8, dtype="float64", x64=True, layout=3, transform="jacfwd"),
         "jnp's vecdot (re-exported) under jacfwd: 'Contracting dimensions are sharded'",
-    ),
-    (
-        "fft.fft",
-        V(n=3, transform="grad", mesh="auto"),
-        "reverse mode of the FFTs on an Auto mesh: 'No registered implementation for untyped "
-        "custom call to xla.sdy.GlobalToLocalShape for Host' (the transposed jit's shard_map)",
     ),
 ]
 

@@ -17,8 +17,8 @@ from jax.sharding import PartitionSpec as P
 
 from .._core import route
 from .._core.checks import ShapeError, is_empty
-from .._core.matmul import product, product_here
-from .._core.matrix import block_spec, like
+from .._core.matmul import product_here
+from .._core.matrix import block_spec
 from .._core.mesh import fitting_spec, replicated, run_on_mesh
 from .._core.plan import Plan
 from ._svd import SVD
@@ -55,26 +55,33 @@ def _pinv_one(plan: Plan, a, rtol, *, hermitian):
 
 
 def _pinv_jvp(fn, plan: Plan, primals, tangents, *, hermitian):
-    # Golub and Pereyra (1973), eq. 4.12, as jax's rule: dp from p alone, so that the
-    # derivative is finite where the SVD's is not (repeated or zero singular values)
     (a, rtol), (da, _) = primals, tangents
     p = fn(a, rtol)  # [n, m]
-    if hermitian:  # svd(hermitian=True) takes (a + aᴴ)/2, and so does its derivative
-        a, da = (a + like(_h(a), a)) / 2, (da + like(_h(da), da)) / 2
+    return p, _pinv_tangent(a, da, p, hermitian=hermitian, mesh=plan.mesh)
 
-    def mul(x, y):
-        return product(x, y, plan.mesh)
 
+@functools.partial(jax.jit, static_argnames=("hermitian", "mesh"))
+def _pinv_tangent(a, da, p, *, hermitian, mesh):
+    """Golub and Pereyra (1973), eq. 4.12, as jax's rule: ``dp`` from ``p`` alone, so that
+    the derivative is finite where the SVD's is not (repeated or zero singular values)."""
     m, n = a.shape
-    if m >= n:  # the products' inner dimensions are n where they can be
-        s = mul(mul(p, _h(p)), _h(da))
-        t = mul(mul(_h(da), _h(p)), p)
-        dp = -mul(mul(p, da), p) + s - mul(mul(s, a), p) + t - mul(mul(p, a), t)
-    else:
-        s = mul(p, mul(_h(p), _h(da)))
-        t = mul(_h(da), mul(_h(p), p))
-        dp = -mul(p, mul(da, p)) + s - mul(s, mul(a, p)) + t - mul(p, mul(a, t))
-    return p, dp.astype(p.dtype)
+    out = fitting_spec((n, m), mesh, block_spec(mesh))
+
+    def body(a, da, p):
+        if hermitian:  # svd(hermitian=True) takes (a + aᴴ)/2, and so does its derivative
+            a, da = (a + _h(a)) / 2, (da + _h(da)) / 2
+        mul = product_here
+        if m >= n:  # the products' inner dimensions are n where they can be
+            s = mul(mul(p, _h(p)), _h(da))
+            t = mul(mul(_h(da), _h(p)), p)
+            dp = -mul(mul(p, da), p) + s - mul(mul(s, a), p) + t - mul(mul(p, a), t)
+        else:
+            s = mul(p, mul(_h(p), _h(da)))
+            t = mul(_h(da), mul(_h(p), p))
+            dp = -mul(p, mul(da, p)) + s - mul(s, mul(a, p)) + t - mul(p, mul(a, t))
+        return dp.astype(p.dtype)
+
+    return run_on_mesh(body, mesh, out, a, da, p)
 
 
 def _h(x):
