@@ -210,6 +210,25 @@ def test_pinv_gradient_at_a_rank_deficient_point_is_jaxs(mesh, shape, hermitian,
     np.testing.assert_allclose(got[fin], ref[fin], rtol=1e-3, atol=1e-3 * np.abs(ref[fin]).max())
 
 
+@pytest.mark.parametrize(
+    "variant",
+    [
+        Variant(n=8, dtype="float64", x64=True, place="mixed_device", layout=4,
+                transform="grad_outside", mesh="auto"),  # the sweep's draw
+        Variant(n=5, place="mixed_device", transform="grad_outside", mesh="auto"),
+        Variant(n=8, place="mixed_device", transform="jacfwd", mesh="auto"),
+        Variant(n=8, place="mixed_device", transform="grad"),
+    ],
+    ids=str,
+)  # fmt: skip
+def test_expm_frechet_of_a_sharded_a_and_a_one_device_e(variant):
+    """Found: expm_frechet of a sharded A under a derivative, with E on one device, raised
+    "Received incompatible devices for jitted computation" (E, expm's tangent, stayed on
+    its device while A's primal lives on the mesh); E joins A's mesh, as the route moves
+    one-device operands."""
+    check(SPECS["linalg.expm_frechet"], variant)
+
+
 def test_generalized_eigh_gradient_outside_set_mesh(mesh):
     """Found: jax.grad of the generalized eigh on an Explicit mesh outside jax.set_mesh
     failed inside distla (jax's "Length of device assignment 1 ..."). Now the forward pass

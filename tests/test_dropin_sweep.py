@@ -83,7 +83,6 @@ EMPTY_COTANGENT = (
     "zero-size arrays split over a mesh from a program)"
 )
 OPEN_DRAWN: dict[str, str] = {
-    "linalg.expm_frechet": MIXED_DEVICES + " (grad outside jax.set_mesh, Auto mesh)",
     "linalg.inv": EMPTY_COTANGENT + " (jax.vjp outside jax.set_mesh of an empty stack)",
     "linalg.matrix_power": "n=-2 of a stack under grad on an Auto mesh broadcasts (2, 1, 1) "
     "against (1, 1): distla's code relies on rank promotion, which jax_numpy_rank_promotion="

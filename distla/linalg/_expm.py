@@ -38,7 +38,7 @@ from jax import lax
 from jax.sharding import PartitionSpec as P
 
 from .._core import route
-from .._core.checks import ShapeError, as_array, result_dtype, square
+from .._core.checks import ShapeError, as_array, onto_mesh, result_dtype, square
 from .._core.matmul import product_here
 from .._core.mesh import (
     constrain,
@@ -47,6 +47,7 @@ from .._core.mesh import (
     held_by_vmap,
     is_explicit,
     run_on_mesh,
+    tangent_on_mesh,
 )
 from .._core.one_device import block_layout
 from .._core.plan import Plan
@@ -391,12 +392,23 @@ def expm_frechet(
     if a.shape != e.shape:
         raise ShapeError(f"{what}: A and E must have the same shape; got A {a.shape}, E {e.shape}")
     dtype = result_dtype(what, a, e)
-    a, e = a.astype(dtype), e.astype(dtype)
+    a, e = _on_one_mesh(a.astype(dtype), e.astype(dtype))
     if held_by_vmap(a, e):
         value, derivative = _frechet_of_members(a, e)
     else:
         value, derivative = jax.jvp(expm, (a,), (e,))
     return (value, derivative) if compute_expm else derivative
+
+
+def _on_one_mesh(a, e):
+    """``A`` and ``E`` on one mesh, as the route puts a call's operands
+    (``_core.checks.onto_mesh``): a one-device ``E`` beside a sharded ``A`` is replicated
+    on ``A``'s mesh, also where ``A`` is a derivative's tracer (whose primal names the
+    mesh); ``E`` is the tangent of ``A``, which jax places as its primal."""
+    anchor = a
+    while isinstance(anchor, jax.core.Tracer) and hasattr(anchor, "primal"):
+        anchor = anchor.primal
+    return onto_mesh(a, tangent_on_mesh(e, anchor))
 
 
 def _frechet_of_stack(a, e):
