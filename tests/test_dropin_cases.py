@@ -212,23 +212,49 @@ def test_generalized_eigh_with_b_not_sharded(mesh, where):
 # ---------------------------------------------------------------- derivatives
 
 
-@open_case("pinv's gradient at a rank-deficient point is not jax's")
-def test_pinv_gradient_at_a_rank_deficient_point_is_jaxs(mesh):
-    """Found: the gradient of pinv at a rank-deficient matrix differed from jax's (NaN
-    where jax's is finite, or the other way round): it is jax's, NaN exactly where jax's is."""
-    x = np.zeros((8, 8), np.float32)
-    x[:2, :2] = [[1.0, 2.0], [2.0, 4.0]]
-    w = np.arange(64, dtype=np.float32).reshape(8, 8) / 64
+@pytest.mark.parametrize(
+    "shape, hermitian, dtype",
+    [((8, 8), False, np.float32), ((8, 5), False, np.complex64), ((5, 8), False, np.float32)]
+    + [((8, 8), True, np.float32)],
+)
+def test_pinv_gradient_at_a_rank_deficient_point_is_jaxs(mesh, shape, hermitian, dtype):
+    """Found: the gradient of pinv at a rank-deficient matrix was NaN everywhere (jax
+    differentiated distla's SVD, whose rule divides by differences of repeated singular
+    values) where jax's is finite (jax's rule for pinv, from the pseudo-inverse alone): it
+    is jax's, NaN exactly where jax's is, for tall, wide and Hermitian ``a``."""
+    x = np.zeros(shape, dtype)
+    x[:2, :2] = [[1.0, 2.0], [2.0, 4.0]]  # rank 1: six or more zero singular values
+    w = (np.arange(np.prod(shape)).reshape(shape[::-1]) / np.prod(shape)).astype(dtype)
 
     def loss(pinv):
-        return lambda a: jnp.sum(pinv(a) * w)
+        return lambda a: jnp.sum(jnp.real(pinv(a, hermitian=hermitian) * w))
 
     ref = np.asarray(jax.grad(loss(jnp.linalg.pinv))(x))
     with jax.set_mesh(mesh):
         got = np.asarray(jax.grad(loss(dl.pinv))(distla.shard(x, mesh)))
+    assert np.isfinite(ref).any()
     np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
     fin = np.isfinite(ref)
     np.testing.assert_allclose(got[fin], ref[fin], rtol=1e-3, atol=1e-3 * np.abs(ref[fin]).max())
+
+
+@pytest.mark.parametrize(
+    "variant",
+    [
+        Variant(n=8, dtype="float64", x64=True, place="mixed_device", layout=4,
+                transform="grad_outside", mesh="auto"),  # the sweep's draw
+        Variant(n=5, place="mixed_device", transform="grad_outside", mesh="auto"),
+        Variant(n=8, place="mixed_device", transform="jacfwd", mesh="auto"),
+        Variant(n=8, place="mixed_device", transform="grad"),
+    ],
+    ids=str,
+)  # fmt: skip
+def test_expm_frechet_of_a_sharded_a_and_a_one_device_e(variant):
+    """Found: expm_frechet of a sharded A under a derivative, with E on one device, raised
+    "Received incompatible devices for jitted computation" (E, expm's tangent, stayed on
+    its device while A's primal lives on the mesh); E joins A's mesh, as the route moves
+    one-device operands."""
+    check(SPECS["linalg.expm_frechet"], variant)
 
 
 def test_generalized_eigh_gradient_outside_set_mesh(mesh):
@@ -258,6 +284,45 @@ def test_shifts_of_sharded_axes_on_an_explicit_mesh(name, variant):
     """Found: distla.fft.fftshift/ifftshift (jnp's own) of an axis split over the mesh
     raised "slicing on sharded dims where out dim (4) is not divisible by mesh axes (8)"
     on an Explicit mesh."""
+    check(SPECS[name], variant)
+
+
+@pytest.mark.parametrize(
+    "name, variant",
+    [
+        ("scipy.linalg.sqrtm", Variant(n=8, transform="vmap")),
+        ("scipy.linalg.sqrtm", Variant(n=5, transform="vmap", dtype="complex64")),
+        ("linalg.expm_frechet", Variant(n=8, transform="vmap")),
+        ("scipy.linalg.companion", Variant(n=8, transform="vmap")),
+        ("scipy.linalg.companion", Variant(n=8, transform="vmap", dtype="int32")),
+    ],
+    ids=str,
+)
+def test_vmap_of_jaxs_loops_over_a_stack_in_shards_layout(name, variant):
+    """Found: jax.vmap over a stack in distla.shard's layout (its batch on Explicit axes)
+    of sqrtm and expm_frechet failed inside jax's own function, whose loops cannot be
+    batched there ("Resource axis: x of P('x',) is not found in mesh: ()", jnp's too on
+    the stack in P('x', None, None)); companion's scatter of a batched row into an
+    unbatched matrix asked for out_sharding. The vmap is one call on the stack now (each
+    device its own members); companion builds its matrix without the scatter."""
+    check(SPECS[name], variant)
+
+
+@pytest.mark.parametrize(
+    "name, variant",
+    [
+        ("fft.fft", Variant(n=3, transform="grad", mesh="auto")),  # a replicated vector
+        ("fft.fftn", Variant(n=8, transform="grad", mesh="auto")),  # a matrix in 2D blocks
+        ("fft.ifft2", Variant(n=8, transform="grad", mesh="auto", dtype="complex64")),
+    ],
+    ids=str,
+)
+def test_reverse_mode_of_the_transforms_on_an_auto_mesh(name, variant):
+    """Found: jax.grad of the FFTs on an Auto mesh raised XLA's "No registered
+    implementation for untyped custom call to xla.sdy.GlobalToLocalShape for Host": the
+    transform is linear, so its transpose is a program of the cotangent alone, on one
+    device, whose shard_map over the abstract mesh compiled for that one device. The
+    tangent is now laid out on the operand's concrete mesh, which the transpose keeps."""
     check(SPECS[name], variant)
 
 

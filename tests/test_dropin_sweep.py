@@ -84,7 +84,6 @@ EMPTY_COTANGENT = (
 OPEN_DRAWN: dict[str, str] = {
     "linalg.inv": EMPTY_COTANGENT + " (jax.vjp outside jax.set_mesh of a (2, 0, 0) stack in "
     "P('x'); jnp's inv fails there too: 'Mapped away dimension ... sharded the same')",
-    "linalg.expm_frechet": MIXED_DEVICES + " (grad outside jax.set_mesh, Auto mesh)",
     "linalg.vecdot": MIXED_DEVICES + ": 'Mapped away dimension of inputs passed to vmap should "
     "be sharded the same'",
 }
@@ -138,34 +137,11 @@ def test_the_runner_can_fail():
 # Calls the wide sweep (DISTLA_DROPIN_EXAMPLES=50) found failing and nobody fixed yet; each
 # runs here (one call) so that the suite shows it and fails once it is fixed.
 V = dropin.Variant
-VMAP_SCAN = (
-    "jax.vmap of a stack in distla.shard's layout: each member is made whole, but jax's own "
-    "function (a scan) batched along a batch on Explicit axes fails: 'Resource axis: x of "
-    "P('x',) is not found in mesh: ()' (jnp's too, on the stack in P('x', None, None))"
-)
 OPEN_CALLS = [
-    ("scipy.linalg.sqrtm", V(n=8, transform="vmap"), VMAP_SCAN),
-    (
-        "linalg.expm_frechet",
-        V(n=8, transform="vmap"),
-        VMAP_SCAN + ": the derivative of expm, which jax batches (expm itself takes the stack)",
-    ),
-    (
-        "scipy.linalg.companion",
-        V(n=8, transform="vmap"),
-        "jax.vmap of vectors in distla.shard's layout: jax's companion scatters a member "
-        "split over 'x' into a whole matrix and asks for out_sharding",
-    ),
     (
         "linalg.cho_factor",
         V(n=8, place="spec", layout=5),
         "a replicated operand (P()): the factor comes back in P(('x', 'y'), None), jnp's P()",
-    ),
-    (
-        "fft.fft",
-        V(n=3, transform="grad", mesh="auto"),
-        "reverse mode of the FFTs on an Auto mesh: 'No registered implementation for untyped "
-        "custom call to xla.sdy.GlobalToLocalShape for Host' (the transposed jit's shard_map)",
     ),
 ]
 

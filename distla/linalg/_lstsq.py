@@ -48,13 +48,62 @@ def _pinv_from_svd(u, s, vh, rtol, *, mesh):
     return run_on_mesh(body, mesh, out, u, s, vh, rtol)
 
 
+def _pinv_one(plan: Plan, a, rtol, *, hermitian):
+    svd = dict(_FACTORS, hermitian=hermitian)
+    u, s, vh = route.on_plan(SVD, plan, a, **svd)
+    return _pinv_from_svd(u, s, vh, rtol, mesh=plan.mesh)
+
+
+def _pinv_jvp(fn, plan: Plan, primals, tangents, *, hermitian):
+    (a, rtol), (da, _) = primals, tangents
+    p = fn(a, rtol)  # [n, m]
+    return p, _pinv_tangent(a, da, p, hermitian=hermitian, mesh=plan.mesh)
+
+
+@functools.partial(jax.jit, static_argnames=("hermitian", "mesh"))
+def _pinv_tangent(a, da, p, *, hermitian, mesh):
+    """Golub and Pereyra (1973), eq. 4.12, as jax's rule: ``dp`` from ``p`` alone, so that
+    the derivative is finite where the SVD's is not (repeated or zero singular values)."""
+    m, n = a.shape
+    out = fitting_spec((n, m), mesh, block_spec(mesh))
+
+    def body(a, da, p):
+        if hermitian:  # svd(hermitian=True) takes (a + aᴴ)/2, and so does its derivative
+            a, da = (a + _h(a)) / 2, (da + _h(da)) / 2
+        mul = product_here
+        if m >= n:  # the products' inner dimensions are n where they can be
+            s = mul(mul(p, _h(p)), _h(da))
+            t = mul(mul(_h(da), _h(p)), p)
+            dp = -mul(mul(p, da), p) + s - mul(mul(s, a), p) + t - mul(mul(p, a), t)
+        else:
+            s = mul(p, mul(_h(p), _h(da)))
+            t = mul(_h(da), mul(_h(p), p))
+            dp = -mul(p, mul(da, p)) + s - mul(s, mul(a, p)) + t - mul(p, mul(a, t))
+        return dp.astype(p.dtype)
+
+    return run_on_mesh(body, mesh, out, a, da, p)
+
+
+def _h(x):
+    return jnp.conj(x.T)
+
+
+# One matrix's pseudo-inverse from its SVD, with jax's derivative rule (rtol: an operand
+# without a derivative, which may be an array)
+_PINV_2D = route.Op(
+    "distla.linalg.pinv",
+    operands=("a", "rtol"),
+    one_device=jnp.linalg.pinv,
+    distributed=_pinv_one,
+    jvp=_pinv_jvp,
+)
+
+
 def _pinv(plan: Plan, a, *, rtol, hermitian):
     real = jnp.finfo(a.dtype).dtype
     if rtol is None:
         rtol = 10.0 * max(a.shape) * float(jnp.finfo(real).eps)
-    svd = dict(_FACTORS, hermitian=hermitian)
-    u, s, vh = route.on_plan(SVD, plan, a, **svd)
-    return _pinv_from_svd(u, s, vh, jnp.asarray(rtol, real), mesh=plan.mesh)
+    return route.distributed(_PINV_2D, plan, a, jnp.asarray(rtol, real), hermitian=hermitian)
 
 
 def _refuse_pinv(what, a, *, hermitian, **options):

@@ -17,6 +17,7 @@ from jax.sharding import PartitionSpec as P
 
 from ..._core import route
 from ..._core.checks import ShapeError, as_array, scipy_flags
+from ..._core.matrix import HIGHEST
 from ..._core.mesh import axes_taken_by_vmap, fitting_spec, grid_of, is_explicit, run_on_mesh
 from . import rules, stacks
 
@@ -38,8 +39,19 @@ def _stack_rule(axis_size, in_batched, a):
     return route.call(INV, a), True
 
 
-_per_stack = jax.custom_batching.custom_vmap(jnp.linalg.inv)
-_per_stack.def_vmap(_stack_rule)
+_stack_call = jax.custom_batching.custom_vmap(jnp.linalg.inv)
+_stack_call.def_vmap(_stack_rule)
+# custom_vmap's own derivative is one call of primal and tangent together, whose primal
+# jax's reverse mode cannot separate ("Linearization failed to produce known values"):
+# inv's rule d(a^-1) = -a^-1 da a^-1 on the stacked inverse instead
+_per_stack = jax.custom_jvp(_stack_call)
+
+
+@_per_stack.defjvp
+def _per_stack_jvp(primals, tangents):
+    (a,), (da,) = primals, tangents
+    x = _per_stack(a)
+    return x, -jnp.matmul(jnp.matmul(x, da, precision=HIGHEST), x, precision=HIGHEST)
 
 
 INV = route.Op(
