@@ -257,6 +257,23 @@ def test_expm_frechet_of_a_sharded_a_and_a_one_device_e(variant):
     check(SPECS["linalg.expm_frechet"], variant)
 
 
+@pytest.mark.parametrize(
+    "variant",
+    [
+        Variant(n=8, batch=(2,), dtype="float64", x64=True, place="mixed_device", layout=5),
+        Variant(n=8, batch=(3,), place="mixed_device", layout=2),
+        Variant(n=5, place="mixed_device", mesh="auto"),
+    ],
+    ids=str,
+)
+def test_vecdot_of_a_sharded_operand_and_a_one_device_one(variant):
+    """Found (the sweep's draw): vecdot of an operand split over an Explicit mesh and one
+    on one device raised "Received incompatible devices" (jnp's: "Mapped away dimension
+    of inputs passed to vmap should be sharded the same"); the one-device operand joins
+    the mesh, as the route moves one-device operands."""
+    check(SPECS["linalg.vecdot"], variant)
+
+
 def test_generalized_eigh_gradient_outside_set_mesh(mesh):
     """Found: jax.grad of the generalized eigh on an Explicit mesh outside jax.set_mesh
     failed inside distla (jax's "Length of device assignment 1 ..."). Now the forward pass

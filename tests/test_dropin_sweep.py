@@ -68,10 +68,6 @@ def _open(reason: str):
 
 
 # Calls drawn per function for the default run whose failure is known (name: reason).
-MIXED_DEVICES = (
-    "a sharded operand beside one on one device: 'Received incompatible devices' (the "
-    "others are not moved onto the sharded one's mesh)"
-)
 # jax 0.10.2's defect: a program whose result is zero-size and split over the mesh returns
 # whole-size shards (jax.jit(lambda x: x * 0)(x) of a (2, 0, 0) array in P('x', 'y') cannot
 # be read back), so the cotangent of an empty operand in such a layout, which jax's
@@ -84,8 +80,6 @@ EMPTY_COTANGENT = (
 OPEN_DRAWN: dict[str, str] = {
     "linalg.inv": EMPTY_COTANGENT + " (jax.vjp outside jax.set_mesh of a (2, 0, 0) stack in "
     "P('x'); jnp's inv fails there too: 'Mapped away dimension ... sharded the same')",
-    "linalg.vecdot": MIXED_DEVICES + ": 'Mapped away dimension of inputs passed to vmap should "
-    "be sharded the same'",
 }
 
 

@@ -22,6 +22,7 @@ import operator
 import jax
 import jax.numpy as jnp
 
+from .._core.checks import onto_mesh
 from .._core.mesh import explicit_layout, with_layout
 
 
@@ -130,11 +131,13 @@ def vecdot(
       array([8., 8.], dtype=float32)
     """
     options = dict(axis=axis, precision=precision, preferred_element_type=preferred_element_type)
+    # an operand on one device beside one on a mesh joins that mesh, as the route moves it
+    x1, x2 = onto_mesh(jnp.asarray(x1), jnp.asarray(x2))
     if not _split(x1, x2):
         return jnp.linalg.vecdot(x1, x2, **options)
     dtype = _jnp_types(jnp.linalg.vecdot, x1, x2, **options).dtype
-    a = jnp.moveaxis(jnp.asarray(x1), axis, -1).astype(dtype)
-    b = jnp.moveaxis(jnp.asarray(x2), axis, -1).astype(dtype)
+    a = jnp.moveaxis(x1, axis, -1).astype(dtype)
+    b = jnp.moveaxis(x2, axis, -1).astype(dtype)
     return jnp.sum(jnp.conj(a) * b, axis=-1, dtype=dtype)
 
 
