@@ -252,7 +252,7 @@ def plot(doc: dict[str, Any], path: Path) -> None:
     FigureCanvasAgg(fig)
     axes = fig.subplots(rows, cols, squeeze=False)
     for ax, family in zip(axes.flat, families):
-        for impl, color in (("distla", "#1f77b4"), ("jnp", "#d62728")):
+        for impl, color, style in (("distla", "#1f77b4", "o-"), ("jnp", "#d62728", "s--")):
             pts = [
                 (r["n"], r["peak_bytes"] / 2**20)
                 for r in doc["rows"]
@@ -261,7 +261,7 @@ def plot(doc: dict[str, Any], path: Path) -> None:
             if pts:
                 xs, ys = zip(*sorted(pts))
                 best = doc["largest_n"][f"{family}/{impl}"]
-                ax.plot(xs, ys, "o-", color=color, label=f"{impl} (largest n ≈ {best})")
+                ax.plot(xs, ys, style, color=color, label=f"{impl} (largest n ≈ {best})")
                 if best:  # the c·n² extrapolation up to the memory per device
                     top = doc["device_memory"] / 2**20
                     ax.plot([xs[-1], best], [ys[-1], top], ":", color=color)
