@@ -61,8 +61,14 @@ class Cost:
       collectives: every collective instruction, with its size and count.
       argument_bytes, output_bytes, temp_bytes, alias_bytes: XLA's memory
         analysis of the per-device program.
-      peak_memory_bytes: ``argument + output + temp - alias``: what one
-        device holds at the high-water mark.
+      lapack_workspace_bytes: the LAPACK workspace of the one-device plan's
+        call (``syevd``'s, ``gesdd``'s, ``geev``'s, ...), which LAPACK allocates
+        inside its custom call, unseen by XLA: the largest among the program's
+        one-device plans (modelled per family, docs/memory.md), 0 when it has
+        none.
+      peak_memory_bytes: ``argument + output + temp - alias`` plus
+        ``lapack_workspace_bytes``: what one device holds at the high-water
+        mark.
       flops: per-device floating-point operations of the dense work — dots,
         triangular solves, LAPACK calls and FFTs, with loops multiplied out
         (complex work counted as 4 real flops per multiply-add pair, LAPACK's
@@ -114,10 +120,12 @@ class Cost:
     conditional_flops: float = 0.0
     plan: str | None = None
     plans: tuple[_plan.Chosen, ...] = ()
+    lapack_workspace_bytes: int = 0
 
     @property
     def peak_memory_bytes(self) -> int:
-        return self.argument_bytes + self.output_bytes + self.temp_bytes - self.alias_bytes
+        xla = self.argument_bytes + self.output_bytes + self.temp_bytes - self.alias_bytes
+        return xla + self.lapack_workspace_bytes
 
     @property
     def total_collective_bytes(self) -> int:
@@ -189,7 +197,11 @@ def cost(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Cost:
     found = cost_of_compiled(compiled)
     kinds = {c.plan for c in notes}
     plan = None if not kinds else kinds.pop() if len(kinds) == 1 else "mixed"
-    return dataclasses.replace(found, plan=plan, plans=tuple(notes))
+    # one LAPACK call's workspace at a time: the largest one-device plan's
+    workspace = max((c.workspace for c in notes if c.plan == "one_device"), default=0)
+    return dataclasses.replace(
+        found, plan=plan, plans=tuple(notes), lapack_workspace_bytes=workspace
+    )
 
 
 def cost_of_compiled(compiled: Any) -> Cost:

@@ -28,6 +28,8 @@ EXPECTED = {
         "--mode": "(default: strong)",
         "--rounds": "(default: 3)",
         "--baselines": "(default: all)",
+        "--families": "matmul, solve, lu_factor, cholesky, inv, qr, eigh, svd, expm",
+        "--device-memory": "else 16GiB)",
     },
     "launch": {
         "--num-processes": "(default: 2)",

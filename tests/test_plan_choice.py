@@ -102,7 +102,8 @@ def _decision(monkeypatch, fn, operands, traced):
     """The ``choose`` inputs of ``fn(*operands)`` (eager, or traced by ``eval_shape``)."""
     seen = []
 
-    def recording(family, plan, *, n, nbytes, what, eager=False):
+    def recording(family, plan, *, n, nbytes, what, eager=False, **peak):
+        del peak  # the modelled peak: tests/test_plan_peak.py
         seen.append((family, plan, n, nbytes, eager))
         raise _Decided
 

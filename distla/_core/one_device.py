@@ -51,6 +51,7 @@ from jax.sharding import AbstractMesh
 from jax.sharding import PartitionSpec as P
 
 from . import plan as _plan
+from . import workspace as _workspace
 from .blas import every_blas_thread, lifts_blas_threads
 from .checks import is_traced
 from .eager import hashable
@@ -399,6 +400,19 @@ def moved_bytes(fn: Callable[..., Any], *args: Any, **options: Any) -> int:
     )
 
 
+def one_device_peak(
+    family: str, fn: Callable[..., Any], *args: Any, **options: Any
+) -> tuple[int, int, int]:
+    """``(moved, peak, lapack)`` bytes of the one-device plan of ``fn(*args, **options)``:
+    what it moves, its modelled peak on its device (operands, results, the function's
+    temporaries and LAPACK's workspace: ``distla._core.workspace``), and the LAPACK part,
+    which XLA's memory analysis does not see."""
+    structs, out = _results(fn, args, tuple(options.items()))
+    moved = moved_bytes(fn, *args, **options)
+    found = _workspace.footprint(family, _workspace.call_of(structs, jax.tree.leaves(out), options))
+    return moved, moved + found.temporaries + found.lapack, found.lapack
+
+
 def block_layout(shape: tuple[int, ...], mesh: AbstractMesh) -> P:
     """The largest even 2D block layout that fits a matrix (row blocks for a vector).
 
@@ -418,10 +432,20 @@ def choose_plan(
     options: tuple[tuple[str, Any], ...] = (),
 ) -> str:
     """``_plan.choose`` for ``fn(*args)``: an ``n x n``-sized problem, its bytes moved,
-    and whether the plan would take the eager route (:func:`_eagerly`)."""
+    its modelled peak on one device (:func:`one_device_peak`) and whether the plan
+    would take the eager route (:func:`_eagerly`)."""
     n = max(max(x.shape[-2:], default=0) for x in args)
-    nbytes = moved_bytes(fn, *args, **dict(options))
-    return _plan.choose(family, plan, n=n, nbytes=nbytes, what=what, eager=_eager_route(args))
+    moved, peak, lapack = one_device_peak(family, fn, *args, **dict(options))
+    return _plan.choose(
+        family,
+        plan,
+        n=n,
+        nbytes=moved,
+        peak=peak,
+        workspace=lapack,
+        what=what,
+        eager=_eager_route(args),
+    )
 
 
 def _eager_route(args: tuple) -> bool:

@@ -97,9 +97,9 @@ def resolve(
 PLANS = ("auto", "distributed", "one_device")
 
 
-#: Default memory budget of the one-device plan: bytes of the operands plus the
-#: results that one device may receive and hold. ``DISTLA_PLAN_BUDGET`` (bytes,
-#: read at import) or ``set_plan_budget`` change it.
+#: Default memory budget of the one-device plan: the bytes its peak on its one
+#: device may reach (operands, results, temporaries and LAPACK's workspace).
+#: ``DISTLA_PLAN_BUDGET`` (bytes, read at import) or ``set_plan_budget`` change it.
 def _budget_from_environment(default: int) -> int:
     text = os.environ.get("DISTLA_PLAN_BUDGET")
     if text is None:
@@ -185,20 +185,36 @@ _notes: contextvars.ContextVar[list | None] = contextvars.ContextVar("distla_pla
 class Chosen:
     """One plan a call chose: ``family`` (``"eigh"``, ...), ``plan``, and ``bytes``
     the one-device plan moves (operands to one device plus results back; 0 for
-    ``"distributed"``, whose collectives ``distla.cost`` counts itself)."""
+    ``"distributed"``, whose collectives ``distla.cost`` counts itself).
+
+    For the one-device plan also ``peak``, the modelled peak on its device that the
+    budget bounded (operands, results, the function's temporaries and LAPACK's
+    workspace: ``distla._core.workspace``), and ``workspace``, the LAPACK part of it,
+    which XLA's memory analysis does not see (``distla.cost`` adds it). Neither takes
+    part in equality: a choice is its family, plan and bytes moved.
+    """
 
     family: str
     plan: str
     bytes: int
+    peak: int = dataclasses.field(default=0, compare=False)
+    workspace: int = dataclasses.field(default=0, compare=False)
 
 
 def set_plan_budget(nbytes: int) -> int:
     """Set the one-device plan's memory budget; returns the previous one.
 
-    ``plan="auto"`` moves a call to one device only when the bytes of its
-    operands and results are at most ``nbytes`` (``0`` keeps every call
-    distributed). Read when a call is traced: a function the caller has
-    already jitted keeps the plan it was traced with.
+    The budget bounds the one-device plan's peak memory on its device:
+    ``plan="auto"`` moves a call to one device only when the operands, the
+    results, the one-device function's temporaries (the copy of ``A`` that
+    LAPACK overwrites, an LU factor, ``expm``'s Padé terms) and the LAPACK
+    workspace of its routine (``syevd``'s ``1 + 6n + 2n²`` reals, ``gesdd``'s
+    ``4n² + 7n``, ``geev``'s ``3n²``; ``getrf`` and ``potrf`` none) together
+    are at most ``nbytes`` (``0`` keeps every call distributed). The model
+    is per family (docs/memory.md, "The one-device plan's peak"), and
+    ``distla.cost`` reports the plan's peak with that workspace added. Read
+    when a call is traced: a function the caller has already jitted keeps
+    the plan it was traced with.
 
     Args:
       nbytes: the budget in bytes, a non-negative int.
@@ -246,13 +262,25 @@ def budget(nbytes: int) -> Iterator[None]:
         _budget[0] = previous
 
 
-def choose(family: str, plan: str, *, n: int, nbytes: int, what: str, eager: bool = False) -> str:
+def choose(
+    family: str,
+    plan: str,
+    *,
+    n: int,
+    nbytes: int,
+    what: str,
+    eager: bool = False,
+    peak: int | None = None,
+    workspace: int = 0,
+) -> str:
     """``"distributed"`` or ``"one_device"`` for a call of ``family`` on an ``n``-sized problem.
 
     ``plan="auto"`` picks one device when ``n <= CROSSOVER[family]`` (for an
-    ``eager`` call, or ``EAGER_CROSSOVER[family]``) and the ``nbytes`` moved
-    fit the budget; an explicit ``"one_device"`` is honoured whatever the
-    budget. The choice is noted for ``distla.cost``.
+    ``eager`` call, or ``EAGER_CROSSOVER[family]``) and the plan's ``peak`` on
+    its device (``nbytes`` moved when not given; ``distla._core.workspace``)
+    fits the budget; an explicit ``"one_device"`` is honoured whatever the
+    budget. The choice is noted for ``distla.cost``, with ``workspace``, the
+    LAPACK bytes of ``peak`` that XLA does not see.
 
     Raises:
       ValueError: ``plan`` is not one of ``PLANS``.
@@ -263,17 +291,20 @@ def choose(family: str, plan: str, *, n: int, nbytes: int, what: str, eager: boo
         crossover = CROSSOVER.get(family, 0)
         if eager:
             crossover = max(crossover, EAGER_CROSSOVER.get(family, 0))
-        fits = nbytes <= _budget[0] and n <= crossover
+        fits = (nbytes if peak is None else peak) <= _budget[0] and n <= crossover
         plan = "one_device" if fits else "distributed"
-    note(family, plan, nbytes if plan == "one_device" else 0)
+    if plan == "one_device":
+        note(family, plan, nbytes, peak=nbytes if peak is None else peak, workspace=workspace)
+    else:
+        note(family, plan)
     return plan
 
 
-def note(family: str, plan: str, nbytes: int = 0) -> None:
+def note(family: str, plan: str, nbytes: int = 0, *, peak: int = 0, workspace: int = 0) -> None:
     """Record a plan chosen while tracing, for ``distla.cost`` (no-op outside it)."""
     notes = _notes.get()
     if notes is not None:
-        notes.append(Chosen(family, plan, nbytes))
+        notes.append(Chosen(family, plan, nbytes, peak=peak, workspace=workspace))
 
 
 @contextlib.contextmanager

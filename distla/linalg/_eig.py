@@ -60,7 +60,7 @@ def eig(a: jax.typing.ArrayLike, *, plan: str = "auto") -> tuple[jax.Array, jax.
     CPU), one matrix per device; nothing here distributes it. For one sharded
     matrix, ``plan="auto"`` moves the matrix to the mesh's first device, runs
     ``jnp.linalg.eig`` there and sends the results back replicated, while the
-    operand and results fit the plan budget (``distla.linalg.set_plan_budget``;
+    plan's peak on that device fits the plan budget (``distla.linalg.set_plan_budget``;
     ``distla.cost`` reports the plan and its bytes). Above the budget, or with
     ``plan="distributed"``, it is ``jnp.linalg.eig`` itself, which **gathers the
     matrix whole onto every device** and repeats the work there (on an

@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from . import memory
 from .ops import OPERATIONS, Operation, ScalingError
 from .run import RunSpec, run_cases
 
@@ -50,7 +51,9 @@ DESCRIPTION = (
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The options of ``python -m distla scaling``."""
-    p.add_argument("--op", required=True, metavar="OP", help=" | ".join(OPERATIONS))
+    p.add_argument(
+        "--op", metavar="OP", help=" | ".join(OPERATIONS) + " (required unless --memory)"
+    )
     p.add_argument(
         "--sizes",
         nargs="+",
@@ -79,6 +82,30 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-check", action="store_true", help="skip the accuracy check")
     p.add_argument("--out", metavar="DIR", help="output folder (default: scaling-OP)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument(
+        "--memory",
+        action="store_true",
+        help="instead of timing one op: compile only, and plot peak memory per device "
+        "against n for distla and for jnp on the same sharded input, per family, on the "
+        "largest mesh of --meshes; state the largest n each fits in --device-memory "
+        f"(sizes default to {','.join(map(str, memory.DEFAULT_SIZES))}; writes memory.json, "
+        "memory.md, memory.png in --out, default scaling-memory)",
+    )
+    p.add_argument(
+        "--families",
+        nargs="+",
+        metavar="FAMILY",
+        help="with --memory: families, comma or space separated, from "
+        + ", ".join(memory.FAMILIES)
+        + f" (default: {','.join(memory.DEFAULT_FAMILIES)})",
+    )
+    p.add_argument(
+        "--device-memory",
+        metavar="BYTES",
+        help="with --memory: memory per device the largest n is stated for, e.g. 16GiB or "
+        "80GB (default: the device's own where jax reports it, else "
+        f"{memory.DEFAULT_DEVICE_MEMORY // 2**30}GiB)",
+    )
 
 
 def _split(items: Sequence[str] | None) -> list[str]:
@@ -101,6 +128,8 @@ def plan_of(args: argparse.Namespace) -> tuple[RunSpec, Path]:
     Raises:
       ScalingError: one line saying what is wrong.
     """
+    if args.op is None:
+        raise ScalingError("--op is required (or --memory)")
     if args.op not in OPERATIONS:
         raise ScalingError(f"unknown op {args.op!r}; choose one of {', '.join(OPERATIONS)}")
     if args.mode not in ("strong", "weak"):
@@ -208,6 +237,8 @@ def main(args: argparse.Namespace, argv: Sequence[str], *, devices: bool = False
     from .devices import DeviceError, ensure_devices
     from .report import markdown, write
 
+    if getattr(args, "memory", False):
+        return _memory_main(args, argv, devices=devices)
     try:
         plan, out = plan_of(args)
         try:
@@ -227,3 +258,34 @@ def main(args: argparse.Namespace, argv: Sequence[str], *, devices: bool = False
     for r in failed:
         print(f"FAILED {r['impl']} {r['shape_text']} on {r['mesh']}: {r['error']}", file=sys.stderr)
     return 1 if failed else 0
+
+
+def _memory_main(args: argparse.Namespace, argv: Sequence[str], *, devices: bool) -> int:
+    """``--memory``: the compile-only study of peak memory per device (``tools/memory.py``)."""
+    from .devices import DeviceError, ensure_devices
+
+    try:
+        spec, out = memory.spec_of(args, _split)
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            raise ScalingError("the plot needs matplotlib: pip install 'distla[scaling]'") from None
+        if devices:
+            ensure_devices(spec.mesh[0] * spec.mesh[1], ["scaling", *argv])
+        import jax
+
+        need = spec.mesh[0] * spec.mesh[1]
+        if jax.device_count() < need:
+            raise ScalingError(
+                f"a {spec.mesh[0]}x{spec.mesh[1]} mesh needs {need} devices; this process has "
+                f"{jax.device_count()} (JAX_NUM_CPU_DEVICES={need} before jax starts)"
+            )
+        with jax.enable_x64(spec.dtype in ("float64", "complex128")):
+            doc = memory.measure(spec, progress=(lambda _: None) if args.quiet else print)
+        paths = memory.write(doc, out)
+    except (ScalingError, DeviceError) as e:
+        print(f"python -m distla scaling: error: {e}", file=sys.stderr)
+        return 2
+    print(memory.markdown(doc))
+    print("wrote " + ", ".join(str(p) for p in paths))
+    return 1 if any(r["error"] for r in doc["rows"] if r["impl"] == "distla") else 0

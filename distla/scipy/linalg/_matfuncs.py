@@ -47,7 +47,7 @@ from ..._core.checks import ShapeError, is_traced
 from ..._core.matmul import product, product_here
 from ..._core.matrix import block_spec, ct, eye, pad_identity
 from ..._core.mesh import axes_taken_by_vmap, constrain, fitting_spec, run_on_mesh
-from ..._core.one_device import block_layout, moved_bytes, on_one_device
+from ..._core.one_device import block_layout, on_one_device, one_device_peak
 from ..._core.plan import Plan
 from ..._core.stacked import stack, vmappable
 from ...linalg._lu.rules import inv_2d
@@ -126,12 +126,12 @@ def _schur_sqrtm(a):
 
 
 def _within_budget(fn, a, *, family, options=()):
-    """The bytes ``fn(a)``'s one-device plan moves if they fit the budget (noted for
-    ``distla.cost``), else ``None``."""
-    nbytes = moved_bytes(fn, a, **dict(options))
-    if nbytes > _plan.plan_budget():
+    """The bytes ``fn(a)``'s one-device plan moves if its modelled peak fits the budget
+    (noted for ``distla.cost``), else ``None``."""
+    nbytes, peak, lapack = one_device_peak(family, fn, a, **dict(options))
+    if peak > _plan.plan_budget():
         return None
-    _plan.note(family, "one_device", nbytes)
+    _plan.note(family, "one_device", nbytes, peak=peak, workspace=lapack)
     return nbytes
 
 
@@ -200,7 +200,8 @@ def _sqrtm_on(plan: Plan, a, *, hermitian, max_iterations, asked):
     out_dtype = np.dtype(result_types(jsl.sqrtm, a).dtype)
     out_spec = fitting_spec(a.shape, mesh, plan.grid.block_spec)
     if asked == "one_device":
-        _plan.note("sqrtm", "one_device", moved_bytes(_schur_sqrtm, a))
+        nbytes, peak, lapack = one_device_peak("sqrtm", _schur_sqrtm, a)
+        _plan.note("sqrtm", "one_device", nbytes, peak=peak, workspace=lapack)
         return on_one_device(
             _schur_sqrtm,
             a,
@@ -471,7 +472,8 @@ def _funm_on(plan: Plan, a, *, func, disp, hermitian, asked):
     out_spec = fitting_spec(a.shape, mesh, plan.grid.block_spec)
     options = (("func", func), ("disp", disp))
     if asked == "one_device":
-        _plan.note("funm", "one_device", moved_bytes(_schur_funm, a, **dict(options)))
+        nbytes, peak, lapack = one_device_peak("funm", _schur_funm, a, **dict(options))
+        _plan.note("funm", "one_device", nbytes, peak=peak, workspace=lapack)
         return _schur_on_one_device(a, mesh=mesh, out_spec=out_spec, options=options)
 
     def schur_route(a):
