@@ -202,7 +202,7 @@ def _loose(z):
     return jnp.linalg.norm(off) > 10 * jnp.sqrt(float(n)) * eps * jnp.linalg.norm(probe)
 
 
-def _repaired(z, d, e, w, *, grid, spec):
+def _repaired(z, d, e, w, *, grid, spec, needed=True):
     """``z`` (``n x n``, columns: eigenvectors of ``T`` for ``w``) with orthonormal columns,
     run when `_loose` finds them not.
 
@@ -217,8 +217,11 @@ def _repaired(z, d, e, w, *, grid, spec):
     into its eigenvalue's invariant subspace, the nudge gone) and Householder QR
     again. Mixing vectors of one cluster keeps their residuals. The QR forms
     ``Q`` over its reflectors in place, where the shifted Cholesky QR held
-    ``Zᴴ``, SUMMA's copies, the Gram matrix and the solve beside ``Z``: eigh's
-    peak 8.5 -> 7.8 shares at ``n = 4096`` (docs/memory.md).
+    ``Zᴴ``, SUMMA's copies, the Gram matrix and the solve beside ``Z``. With a
+    traced ``needed`` (the probe) the repair is a loop of 3 or 0 steps on ``z``
+    in place: under ``lax.cond`` XLA held the operand's buffer for the result
+    beside the repair's (eigh's peak 8.5 -> 7.2 shares at ``n = 4096``,
+    docs/memory.md).
     """
     n = z.shape[1]
     eps = jnp.finfo(z.dtype).eps
@@ -263,8 +266,13 @@ def _repaired(z, d, e, w, *, grid, spec):
     # (smallest singular value about eps^¼/n); the sweeps take it out again
     nudge = start_vectors(jnp.arange(n, dtype=jnp.int32), n, z.dtype) / jnp.sqrt(float(n))
     nudge = jnp.where(degenerate[None, :], nudge, 0)
-    z = put(z + jnp.sqrt(jnp.sqrt(eps)).astype(z.dtype) * put(nudge, spec), spec)
-    return lax.fori_loop(0, 3, householder_qr, z)
+    nudge = jnp.sqrt(jnp.sqrt(eps)).astype(z.dtype) * put(nudge, spec)
+    if needed is True:
+        return lax.fori_loop(0, 3, householder_qr, put(z + nudge, spec))
+    # a loop of 0 or 3 steps on z in place (a cond would hold its operand's buffer for
+    # its result beside the repair's)
+    z = put(jnp.where(needed, z + nudge, z), spec)
+    return lax.fori_loop(0, jnp.where(needed, 3, 0), householder_qr, z)
 
 
 def _eigenpairs_parts(h: jax.Array, *, mesh):
@@ -302,16 +310,14 @@ def eigenpairs_body(h: jax.Array, *, mesh):
     """``(w, v)`` of the Hermitian ``h`` (``n x n``): ``w`` ascending, replicated; ``v``
     in the 2D block layout that fits.
 
-    Traced inside ``run_on_mesh``: `_eigenpairs_parts`, the repair under
-    ``lax.cond`` (only when the probe fires), ``v = Q Z``. A non-finite ``h``
+    Traced inside ``run_on_mesh``: `_eigenpairs_parts`, the repair (a loop of
+    no steps unless the probe fires), ``v = Q Z``. A non-finite ``h``
     gives NaN.
     """
     grid = grid_of(mesh, what="distla.linalg.eigh")
     spec = fitting_spec(h.shape, mesh, grid.block_spec)
     w, z, q, d, e, scale, loose = _eigenpairs_parts(h, mesh=mesh)
-    z = lax.cond(
-        loose, functools.partial(_repaired, d=d, e=e, w=w, grid=grid, spec=spec), lambda z: z, z
-    )
+    z = _repaired(z, d, e, w, grid=grid, spec=spec, needed=loose)
     return _eigenpairs_finish(w, z, q, d, e, scale, spec=spec)
 
 
