@@ -49,8 +49,6 @@ from ..._core.matmul import mm
 from ..._core.matrix import (
     HIGHEST,
     block_spec,
-    ct,
-    diagonal,
     eye,
     hermitian_from,
     once,
@@ -59,7 +57,7 @@ from ..._core.matrix import (
 )
 from ..._core.mesh import constrain, fitting_spec, grid_of, run_on_mesh, shard_map
 from ..._core.plan import plan_here
-from .. import _cholesky, _triangular
+from .. import _qr
 from .._qdwh import unit_scaled
 
 #: Columns per deferred update (LAPACK's ``xLATRD`` block).
@@ -203,20 +201,26 @@ def _loose(z):
     return jnp.linalg.norm(off) > 10 * jnp.sqrt(float(n)) * eps * jnp.linalg.norm(probe)
 
 
-def _repaired(z, d, e, w, *, grid, spec):
+def _repaired(z, d, e, w, *, grid, spec, needed=True):
     """``z`` (``n x n``, columns: eigenvectors of ``T`` for ``w``) with orthonormal columns,
     run when `_loose` finds them not.
 
     The ranges of different devices meet at wide gaps; only a cluster wider
     than the guard there (repeated or nearly repeated
     eigenvalues: identity-like or low-rank matrices) leaves vectors from the
-    two sides non-orthogonal, or nearly parallel. Then: shifted Cholesky QR
-    three times (Fukaya et al. 2020: orthonormal columns for ``z``'s
-    condition once a pseudo-random nudge of ``eps^¼`` has made the columns of
-    degenerate clusters independent), then two rounds of an inverse-iteration
-    sweep on every column (back into its eigenvalue's invariant subspace, the nudge
-    gone) and Cholesky QR twice. Mixing vectors of one cluster keeps their
-    residuals.
+    two sides non-orthogonal, or nearly parallel. Then: Householder QR (the
+    distributed ``qr``: orthonormal to rounding whatever ``z``'s condition,
+    once a pseudo-random nudge of ``eps^¼`` has made the columns of degenerate
+    clusters independent; ``R``'s diagonal made positive, so that ``Q`` is
+    Cholesky QR's), then twice an inverse-iteration sweep on every column (back
+    into its eigenvalue's invariant subspace, the nudge gone) and Householder QR
+    again. Mixing vectors of one cluster keeps their residuals. The QR forms
+    ``Q`` over its reflectors in place, where the shifted Cholesky QR held
+    ``Zᴴ``, SUMMA's copies, the Gram matrix and the solve beside ``Z``. With a
+    traced ``needed`` (the probe) the repair is a loop of 3 or 0 steps on ``z``
+    in place: under ``lax.cond`` XLA held the operand's buffer for the result
+    beside the repair's (eigh's peak 8.5 -> 6.9 shares at ``n = 4096``,
+    docs/memory.md).
     """
     n = z.shape[1]
     eps = jnp.finfo(z.dtype).eps
@@ -251,25 +255,28 @@ def _repaired(z, d, e, w, *, grid, spec):
         )(d, e, shift, x)
         return put(x[:, :n], spec)
 
-    def cholesky_qr(k, z):  # Z = Q R, R = Lᴴ with L Lᴴ = Zᴴ Z + s I: Q = (L⁻¹ Zᴴ)ᴴ
-        z = lax.cond((k == 3) | (k == 5), sweep, lambda z: z, z)
-        call = plan_here(z.dtype)
-        zh = ct(z, spec)
-        gram = mm(zh, z, spec)
-        shift = jnp.where(k == 0, n * eps * jnp.max(jnp.abs(diagonal(gram))), 0)
-        gram = put(gram + shift * eye(n, n, z.dtype, spec), spec)
-        low = put(_cholesky.factor(gram, call=call, upper=False), spec)
-        y = _triangular.triangular_solve(
-            low, zh, call=call, trans=0, lower=True, unit_diagonal=False
-        )
-        return ct(put(y, spec), spec)
+    def householder_qr(k, z):  # z = Q R, R's diagonal positive (as Cholesky QR's): z ← Q
+        z = lax.cond(k > 0, sweep, lambda z: z, z)
+        q, r = _qr.qr_2d(z, mode="reduced", call=plan_here(z.dtype))
+        # R's diagonal by a mask that depends on the step (k >= 0), so that XLA does not
+        # hoist a full-size mask out of the loop and hold it from the program's start
+        rows = lax.broadcasted_iota(jnp.int32, r.shape, 0)
+        on_diagonal = rows == lax.broadcasted_iota(jnp.int32, r.shape, 1) + jnp.minimum(k, 0)
+        r_diagonal = jnp.sum(jnp.where(on_diagonal, jnp.real(r), 0), axis=1)
+        signs = jnp.where(r_diagonal < 0, -1, 1).astype(z.dtype)
+        return put(q * signs[None, :], spec)
 
     # a pseudo-random nudge of eps^¼ makes nearly parallel columns independent
     # (smallest singular value about eps^¼/n); the sweeps take it out again
     nudge = start_vectors(jnp.arange(n, dtype=jnp.int32), n, z.dtype) / jnp.sqrt(float(n))
     nudge = jnp.where(degenerate[None, :], nudge, 0)
-    z = put(z + jnp.sqrt(jnp.sqrt(eps)).astype(z.dtype) * put(nudge, spec), spec)
-    return lax.fori_loop(0, 7, cholesky_qr, z)
+    nudge = jnp.sqrt(jnp.sqrt(eps)).astype(z.dtype) * put(nudge, spec)
+    if needed is True:
+        return lax.fori_loop(0, 3, householder_qr, put(z + nudge, spec))
+    # a loop of 0 or 3 steps on z in place (a cond would hold its operand's buffer for
+    # its result beside the repair's)
+    z = put(jnp.where(needed, z + nudge, z), spec)
+    return lax.fori_loop(0, jnp.where(needed, 3, 0), householder_qr, z)
 
 
 def _eigenpairs_parts(h: jax.Array, *, mesh):
@@ -307,16 +314,14 @@ def eigenpairs_body(h: jax.Array, *, mesh):
     """``(w, v)`` of the Hermitian ``h`` (``n x n``): ``w`` ascending, replicated; ``v``
     in the 2D block layout that fits.
 
-    Traced inside ``run_on_mesh``: `_eigenpairs_parts`, the repair under
-    ``lax.cond`` (only when the probe fires), ``v = Q Z``. A non-finite ``h``
+    Traced inside ``run_on_mesh``: `_eigenpairs_parts`, the repair (a loop of
+    no steps unless the probe fires), ``v = Q Z``. A non-finite ``h``
     gives NaN.
     """
     grid = grid_of(mesh, what="distla.linalg.eigh")
     spec = fitting_spec(h.shape, mesh, grid.block_spec)
     w, z, q, d, e, scale, loose = _eigenpairs_parts(h, mesh=mesh)
-    z = lax.cond(
-        loose, functools.partial(_repaired, d=d, e=e, w=w, grid=grid, spec=spec), lambda z: z, z
-    )
+    z = _repaired(z, d, e, w, grid=grid, spec=spec, needed=loose)
     return _eigenpairs_finish(w, z, q, d, e, scale, spec=spec)
 
 
@@ -370,7 +375,7 @@ def eigh_2d(a: jax.Array, *, mesh, symmetrize: bool, lower: bool):
 
     ``a`` is read as ``eigh`` reads it (``symmetrize``, else the ``lower`` or
     upper triangle). A traced ``a`` gives one program. A concrete one runs the
-    program without the repair first and the repair's program (Cholesky QR and
+    program without the repair first and the repair's program (Householder QR and
     inverse-iteration sweeps, about a third of the compile) only when the probe
     fires: clusters wider than a device's guard (repeated or nearly repeated
     eigenvalues), so a first call compiles it only for such a matrix.

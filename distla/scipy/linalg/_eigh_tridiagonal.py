@@ -17,7 +17,6 @@ import jax
 import jax.numpy as jnp
 import jax.scipy.linalg as jsl
 import numpy as np
-from jax import lax
 from jax.sharding import PartitionSpec as P
 
 from ..._core import route
@@ -42,12 +41,7 @@ def _body(d, e, *, first, count, vectors, w_dtype, v_dtype):
     spec = fitting_spec((n, n), mesh, block_spec(mesh))
     every = w if count == n else _bisect(d, e, grid=grid, count=n)
     z = _vectors_of_tridiagonal(d, e, every, grid=grid, spec=spec)
-    z = lax.cond(
-        _loose(z),
-        functools.partial(_repaired, d=d, e=e, w=every, grid=grid, spec=spec),
-        lambda z: z,
-        z,
-    )
+    z = _repaired(z, d, e, every, grid=grid, spec=spec, needed=_loose(z))
     return w.astype(w_dtype), z[:, first : first + count].astype(v_dtype)
 
 
