@@ -5,7 +5,8 @@ Hessenberg, Schur and QR refuse split matrix dimensions on Explicit meshes), eve
 function called eagerly and waited for:
 
 - ``hessenberg`` (with ``Q``): distla's distributed reduction, distla's one-device
-  plan, jax (XLA gathers the matrix onto every device, LAPACK's ``gehrd`` on each);
+  plan, ``plan="auto"`` (the one-device plan up to ``CROSSOVER["hessenberg"]``), jax
+  (XLA gathers the matrix onto every device, LAPACK's ``gehrd`` on each);
 - ``sqrtm`` and ``funm`` (``exp``) of a Hermitian positive definite matrix: the
   eigen route on the distributed eigh (``plan="distributed"``) and on the
   one-device eigh (``plan="auto"``), jax's Schur method / Schur–Parlett;
@@ -73,6 +74,7 @@ def cases(n: int, mesh) -> dict[str, dict]:
         "hessenberg": {
             "distla": lambda: sla.hessenberg(a, calc_q=True, plan="distributed"),
             "distla_one_device": lambda: sla.hessenberg(a, calc_q=True, plan="one_device"),
+            "distla_auto": lambda: sla.hessenberg(a, calc_q=True),
             "jax": lambda: jsl.hessenberg(a, calc_q=True),
         },
         "sqrtm": {

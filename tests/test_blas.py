@@ -99,3 +99,29 @@ def test_the_eager_one_device_plan_runs_with_every_blas_thread(monkeypatch):
         x = distla.linalg.solve(distla.shard(a, mesh), distla.shard(np.ones(48, np.float32), mesh))
     np.testing.assert_allclose(a @ np.asarray(x), np.ones(48), rtol=1e-4, atol=1e-4)
     assert seen == [{1}] and _blas_threads() == {1}
+
+
+def test_the_hessenberg_one_device_plan_keeps_one_blas_thread(monkeypatch):
+    """gehrd's panel is a BLAS-2 product per column, a barrier of OpenBLAS's threads each:
+    its eager one-device plan keeps the one-thread limit (2 threads took 7-42 s at
+    n = 1024 on the loaded test bed, 1 thread 0.6-0.8 s), while solve's lifts it."""
+    import distla.scipy.linalg as sla
+    from distla._core import one_device
+
+    lifts = []
+    lift = _blas.every_blas_thread
+
+    def recording():
+        lifts.append(_blas_threads())
+        return lift()
+
+    monkeypatch.setattr(one_device, "every_blas_thread", recording)
+    mesh = distla.make_mesh((2, 4))
+    a = np.random.default_rng(0).standard_normal((48, 48)).astype(np.float32)
+    x = distla.shard(a, mesh)
+    h, q = sla.hessenberg(x, calc_q=True, plan="one_device")
+    h, q = np.asarray(h), np.asarray(q)
+    np.testing.assert_allclose(q @ h @ q.T, a, atol=1e-4)
+    assert lifts == [] and _blas_threads() == {1}
+    distla.linalg.solve(x + 48 * np.eye(48, dtype=np.float32), x, plan="one_device")
+    assert lifts == [{1}] and _blas_threads() == {1}

@@ -19,6 +19,7 @@ from jax.sharding import PartitionSpec as P
 
 import distla
 import distla.scipy.linalg as sla
+from distla._core import plan as _plan
 
 
 def ratios(a, h, q):
@@ -133,3 +134,22 @@ def test_communication_at_1024():
     # column (about 2.5n elements); per panel an nb x nloc psum: about 4 n² bytes
     assert c.total_collective_bytes <= 4.5 * n * n * 4, c
     assert c.peak_memory_bytes <= 8 * share, c
+
+
+def test_auto_takes_the_one_device_plan_within_the_budget():
+    """LAPACK's gehrd on one device beat the distributed reduction at n = 1024 on the
+    test bed (docs/scipy-linalg-timings.md): "auto" moves the matrix there below the
+    crossover and the budget, and keeps it distributed beyond either."""
+    mesh = build_mesh((2, 4), "auto")
+
+    def chosen(n, budget):
+        a = jax.ShapeDtypeStruct((n, n), jnp.float32, sharding=NamedSharding(mesh, P("x", "y")))
+        with _plan.budget(budget), _plan.recording() as notes:
+            jax.eval_shape(lambda x: sla.hessenberg(x, calc_q=True), a)
+        return [c.plan for c in notes]
+
+    cross = _plan.CROSSOVER["hessenberg"]
+    assert chosen(1024, 512 * 2**20) == ["one_device"]
+    assert chosen(cross, 2**40) == ["one_device"]
+    assert chosen(cross + 8, 2**40) == ["distributed"]
+    assert chosen(1024, 3 * 1024 * 1024 * 4 - 1) == ["distributed"]  # a, H and Q do not fit

@@ -12,7 +12,9 @@ it can be turned off: :func:`limit_cpu_blas` with ``False``, or the
 environment variable ``DISTLA_LIMIT_CPU_BLAS=0`` before the first call.
 One-device and multi-process runs (one CPU device per process) are left alone.
 While one device computes alone (the one-device plan, called eagerly: the other
-devices wait), :func:`every_blas_thread` gives the threads back for that call.
+devices wait), :func:`every_blas_thread` gives the threads back for that call,
+except to a function marked :func:`keeps_one_blas_thread` (LAPACK routines bound by
+BLAS-2 calls, whose threads meet at a barrier per column).
 """
 
 from __future__ import annotations
@@ -128,3 +130,22 @@ def every_blas_thread() -> Iterator[None]:
                 if _limiter is not None:  # distla's limit is still wanted: back to it
                     _lifted.restore_original_limits()
                 _lifted = None
+
+
+def keeps_one_blas_thread(fn: Any) -> Any:
+    """Mark a one-device function whose LAPACK call keeps distla's one-thread limit.
+
+    For routines bound by BLAS-2 calls: ``gehrd``'s panel (``xLAHR2``) makes one
+    matrix-vector product over the trailing matrix per column, each a barrier of
+    OpenBLAS's threads, and on cores shared with other work a barrier can cost a
+    scheduler slice. With two threads the 1024 x 1024 ``hessenberg`` (with ``Q``)
+    took 7-42 s on the loaded 2-core test bed, against 0.6-0.8 s with one
+    (docs/scipy-linalg-timings.md). Returns ``fn``.
+    """
+    fn.__distla_one_blas_thread__ = True
+    return fn
+
+
+def lifts_blas_threads(fn: Any) -> bool:
+    """Whether the one-device plan of ``fn`` runs inside :func:`every_blas_thread`."""
+    return not getattr(fn, "__distla_one_blas_thread__", False)

@@ -179,7 +179,10 @@ def empty_or_one_device(ref, *xs):
         shapes = result_types(ref, xs)
         if all(np.prod(s.shape) == 0 for s in jax.tree.leaves(shapes)):
             return empty_results(shapes, *xs)
-        return ref(*(empty_like(x) if is_empty(x) else drop_trivial_sharding(x) for x in xs))
+        values = ref(*(empty_like(x) if is_empty(x) else drop_trivial_sharding(x) for x in xs))
+        if all(map(is_empty, xs)):  # constants (slogdet's (1, 0)): put where jnp puts them
+            return jax.tree.map(lambda v, s: _constant_result(v, s, *xs), values, shapes)
+        return values
     return ref(*(drop_trivial_sharding(x) for x in xs))
 
 
@@ -191,6 +194,20 @@ def empty_results(types, *xs):
     mesh = None if traced else _concrete_mesh(xs)
     anchor = next((x for x in xs if _explicit(jax.typeof(x).sharding)), None)
     return jax.tree.map(lambda s: _empty_result(s, mesh, anchor), types)
+
+
+def _constant_result(value, struct, *xs):
+    """``value`` (a result of empty operands that does not depend on them, as ``slogdet``'s
+    sign 1 and log 0) where jnp puts it: on the operands' mesh in jax's layout, and, traced
+    on an ``Explicit`` mesh, computed from an operand so that a derivative's zero cotangent
+    is a program on its mesh (outside ``jax.set_mesh`` jax cannot build one from the
+    operand's type alone)."""
+    if isinstance(value, jax.core.Tracer):
+        return value
+    tie = empty_results(struct, *xs)  # zeros of the result's type, where jnp puts them
+    if isinstance(tie, jax.core.Tracer) or isinstance(tie.sharding, jax.sharding.NamedSharding):
+        return tie + np.asarray(value)
+    return value
 
 
 def result_types(ref, xs):
@@ -241,6 +258,13 @@ def _empty_result(struct, mesh, anchor):
         return jax.device_put(
             np.zeros(struct.shape, struct.dtype), jax.sharding.NamedSharding(mesh, spec)
         )
+    if anchor is not None and sharding is None:
+        # a type without a sharding (jax.eval_shape under jax.vjp): replicated over the
+        # anchor's mesh, which a derivative's zeros can name outside jax.set_mesh
+        sharding = jax.sharding.NamedSharding(
+            jax.typeof(anchor).sharding.mesh, jax.sharding.PartitionSpec()
+        )
+        explicit = True
     if explicit and anchor is not None:
         zero = (jnp.sum(anchor) * 0).astype(struct.dtype)
         return lax.broadcast_in_dim(zero, struct.shape, (), out_sharding=sharding)

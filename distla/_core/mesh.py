@@ -347,6 +347,26 @@ def _whole_on_each_device(x: Any, *, only_one_device: bool, keep_batch: bool = F
     return jax.sharding.reshard(x, NamedSharding(target, P(*keep)))
 
 
+def explicit_layout(x: jax.Array) -> tuple[tuple[str, ...], ...]:
+    """The mesh axes each dimension of ``x``'s type is split over (``Explicit`` axes;
+    ``()`` for a whole dimension, and for every dimension off an ``Explicit`` mesh)."""
+    sharding = jax.typeof(x).sharding
+    mesh = getattr(sharding, "mesh", None)
+    if not isinstance(mesh, AbstractMesh) or not is_explicit(mesh):
+        return ((),) * x.ndim
+    return tuple(entry_axes(e) for e in (tuple(sharding.spec) + (None,) * x.ndim)[: x.ndim])
+
+
+def with_layout(x: jax.Array, layout: Sequence[Sequence[str]]) -> jax.Array:
+    """``x`` resharded on its ``Explicit`` mesh to ``layout`` (one tuple of mesh axes per
+    dimension, as :func:`explicit_layout` gives); as given where that is its layout."""
+    if tuple(map(tuple, layout)) == explicit_layout(x):
+        return x
+    concrete = getattr(x, "sharding", None)
+    mesh = concrete.mesh if isinstance(concrete, NamedSharding) else jax.typeof(x).sharding.mesh
+    return jax.sharding.reshard(x, NamedSharding(mesh, layout_spec(layout)))
+
+
 def tangent_on_mesh(tangent: Any, primal: Any) -> Any:
     """``tangent`` replicated on ``primal``'s mesh when it lives on one device.
 

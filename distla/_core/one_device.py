@@ -36,6 +36,7 @@ call stays.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import itertools
 import math
@@ -50,7 +51,7 @@ from jax.sharding import AbstractMesh
 from jax.sharding import PartitionSpec as P
 
 from . import plan as _plan
-from .blas import every_blas_thread
+from .blas import every_blas_thread, lifts_blas_threads
 from .checks import is_traced
 from .eager import hashable
 from .mesh import constrain, fitting_spec, grid_of, is_explicit, run_on_mesh, shard_map
@@ -267,10 +268,12 @@ def _eagerly(fn, args, mesh: jax.sharding.Mesh, out_specs, options):
         run = jax.jit(functools.partial(fn, **dict(options)))
     # no context mesh while the operands sit on one of its devices (jax would refuse
     # them). Once they are there, the other devices wait, so this device's LAPACK may
-    # use every BLAS thread (the operands' producers have finished by then)
+    # use every BLAS thread (the operands' producers have finished by then), unless
+    # its BLAS-2 calls would make the threads wait on each other (blas.keeps_one_blas_thread)
+    threads = every_blas_thread() if lifts_blas_threads(fn) else contextlib.nullcontext()
     with jax.set_mesh(None):
         moved = jax.block_until_ready([jax.device_put(x, first) for x in args])
-        with every_blas_thread():
+        with threads:
             out = jax.block_until_ready(run(*moved))
     leaves, treedef = jax.tree.flatten(out)
     if len(leaves) != len(out_specs):

@@ -143,6 +143,10 @@ CROSSOVER = {
     "det": 4096,  # det, slogdet
     "inv": 4096,
     "expm": 4096,
+    # gehrd on one device (one BLAS thread: blas.keeps_one_blas_thread) against the
+    # blocked Householder reduction, whose n per-column syncs and 2x LAPACK's flops
+    # per device the 8 devices share on 2 cores (docs/scipy-linalg-timings.md)
+    "hessenberg": 4096,
     "lu_solve": 1024,  # and 4096 eagerly (EAGER_CROSSOVER)
     # no distributed algorithm (eig and eigvals; qr(mode="raw")): the alternative is
     # jnp's gather onto every device, so the budget alone decides

@@ -10,6 +10,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from .._core import route
@@ -819,7 +820,26 @@ def _distributed(plan: Plan | None, x, *, key, hint, order, contiguous):
     key = (name, kind, s, axes, norm, algorithm, what, spec, order, contiguous, known, mesh)
     if not isinstance(x, jax.core.Tracer):  # no vmap or derivative is tracing this call
         return _inner(key, on_cpu)(x)
-    return _traced(x, key=key)
+    return _traced(x, key=key, devices=_devices_of(x, mesh))
+
+
+def _devices_of(x, mesh) -> jax.sharding.Mesh | None:
+    """The concrete mesh of ``x`` on an ``Auto`` mesh, where the call can read it (``x``
+    a concrete array under ``jax.grad`` or ``jax.jvp``); ``None`` elsewhere.
+
+    The transform is linear: its transpose (reverse mode) is a program of the cotangent
+    alone, which names no device of the mesh when the cotangent lives on one device; its
+    ``shard_map`` over the (abstract) mesh then compiles for one device (XLA: "No
+    registered implementation for untyped custom call to xla.sdy.GlobalToLocalShape").
+    On an ``Explicit`` mesh the cotangent's type names the mesh.
+    """
+    if mesh is None or is_explicit(mesh):
+        return None
+    primal = getattr(x, "primal", x)  # a JVP tracer's primal: the array the call was given
+    sharding = getattr(primal, "sharding", None)
+    if isinstance(primal, jax.core.Tracer) or not isinstance(sharding, NamedSharding):
+        return None
+    return sharding.mesh
 
 
 #: every transform of this module: checked by `_public`, then the route
@@ -843,8 +863,8 @@ def _inner(key, on_cpu=False):
     )  # fmt: skip
 
 
-@functools.partial(jax.jit, static_argnames="key")
-def _traced(x, *, key):
+@functools.partial(jax.jit, static_argnames=("key", "devices"))
+def _traced(x, *, key, devices=None):
     """The transform under jax.vmap and derivatives (jit: eager custom_jvp trips XLA:CPU).
 
     ``jax.vmap`` of the call is one call with the vmapped axis as a batch axis
@@ -878,8 +898,14 @@ def _traced(x, *, key):
         y = _public(xb, name, kind, None, (1, 2, 3), norm, algorithm, hint=P(None, *entries))
         return (y.transpose(0, 2, 3, 1) if contiguous and kind == "fft" else y), True
 
+    def tangent(t):
+        if devices is not None:  # names the devices in the transposed program too
+            laid = spec if spec is not None else shard_spec(t.shape, devices)
+            t = jax.lax.with_sharding_constraint(t, NamedSharding(devices, laid))
+        return inner(t)
+
     f = jax.custom_jvp(batched)
-    f.defjvp(lambda primals, tangents: (inner(*primals), inner(*tangents)))
+    f.defjvp(lambda primals, tangents: (inner(*primals), tangent(*tangents)))
     return f(x)
 
 

@@ -38,6 +38,9 @@ from ._eig import eigvals as eigvals
 from ._eigh.eigh import EighResult as EighResult
 from ._eigh.eigh import eigh as eigh
 from ._eigh.eigh import eigvalsh as eigvalsh
+from ._explicit import diagonal as diagonal
+from ._explicit import outer as outer
+from ._explicit import vecdot as vecdot
 from ._expm import expm as expm
 from ._expm import expm_frechet as expm_frechet
 from ._lstsq import lstsq as lstsq
@@ -71,13 +74,11 @@ from ._svd import svdvals as svdvals
 from ._triangular import solve_triangular as solve_triangular
 
 # jnp's own: elementwise or batch-only work that XLA partitions without moving a
-# whole operand (see docs/namespace.md).
+# whole operand (see docs/namespace.md); diagonal, vecdot and outer are jnp's too
+# except where jax's sharding rules refuse them on Explicit meshes (``_explicit``).
 cross = jnp.linalg.cross
-diagonal = jnp.linalg.diagonal
 matrix_transpose = jnp.linalg.matrix_transpose
-outer = jnp.linalg.outer
 trace = jnp.linalg.trace
-vecdot = jnp.linalg.vecdot
 vector_norm = jnp.linalg.vector_norm
 
 __all__ = [

@@ -40,11 +40,21 @@ from jax.sharding import PartitionSpec as P
 from distla.kernels.pade import pade_sums_local
 
 from .._core import route
-from .._core.checks import ShapeError, as_array, result_dtype, square
+from .._core.checks import ShapeError, as_array, onto_mesh, result_dtype, square
 from .._core.matmul import product_here
-from .._core.mesh import constrain, fitting_spec, is_explicit, run_on_mesh, shard_map
+from .._core.mesh import (
+    constrain,
+    drop_trivial_sharding,
+    fitting_spec,
+    held_by_vmap,
+    is_explicit,
+    run_on_mesh,
+    shard_map,
+    tangent_on_mesh,
+)
 from .._core.one_device import block_layout
 from .._core.plan import Plan
+from .._core.stacked import vmappable
 from . import _triangular
 from ._lu import rules as lu_rules
 
@@ -402,5 +412,33 @@ def expm_frechet(
     if a.shape != e.shape:
         raise ShapeError(f"{what}: A and E must have the same shape; got A {a.shape}, E {e.shape}")
     dtype = result_dtype(what, a, e)
-    value, derivative = jax.jvp(expm, (a.astype(dtype),), (e.astype(dtype),))
+    a, e = _on_one_mesh(a.astype(dtype), e.astype(dtype))
+    if held_by_vmap(a, e):
+        value, derivative = _frechet_of_members(a, e)
+    else:
+        value, derivative = jax.jvp(expm, (a,), (e,))
     return (value, derivative) if compute_expm else derivative
+
+
+def _on_one_mesh(a, e):
+    """``A`` and ``E`` on one mesh, as the route puts a call's operands
+    (``_core.checks.onto_mesh``): a one-device ``E`` beside a sharded ``A`` is replicated
+    on ``A``'s mesh, also where ``A`` is a derivative's tracer (whose primal names the
+    mesh); ``E`` is the tangent of ``A``, which jax places as its primal."""
+    anchor = a
+    while isinstance(anchor, jax.core.Tracer) and hasattr(anchor, "primal"):
+        anchor = anchor.primal
+    return onto_mesh(a, tangent_on_mesh(e, anchor))
+
+
+def _frechet_of_stack(a, e):
+    return jax.jvp(expm, (a,), (e,))
+
+
+# Inside a jax.vmap over a batch on Explicit mesh axes, expm's derivative is jax's on each
+# member (route._vmapped_members), which jax's loops cannot batch there: the vmap is one
+# call on the stack instead, expm's stacked body (each device its own members)
+_frechet_of_members = vmappable(
+    lambda a, e: jax.jvp(jsl.expm, (drop_trivial_sharding(a),), (drop_trivial_sharding(e),)),
+    _frechet_of_stack,
+)

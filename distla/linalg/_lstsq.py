@@ -16,7 +16,7 @@ import numpy as np
 from jax.sharding import PartitionSpec as P
 
 from .._core import route
-from .._core.checks import ShapeError, is_empty
+from .._core.checks import ShapeError, is_empty, is_traced
 from .._core.matmul import product_here
 from .._core.matrix import block_spec
 from .._core.mesh import fitting_spec, replicated, run_on_mesh
@@ -48,13 +48,62 @@ def _pinv_from_svd(u, s, vh, rtol, *, mesh):
     return run_on_mesh(body, mesh, out, u, s, vh, rtol)
 
 
+def _pinv_one(plan: Plan, a, rtol, *, hermitian):
+    svd = dict(_FACTORS, hermitian=hermitian)
+    u, s, vh = route.on_plan(SVD, plan, a, **svd)
+    return _pinv_from_svd(u, s, vh, rtol, mesh=plan.mesh)
+
+
+def _pinv_jvp(fn, plan: Plan, primals, tangents, *, hermitian):
+    (a, rtol), (da, _) = primals, tangents
+    p = fn(a, rtol)  # [n, m]
+    return p, _pinv_tangent(a, da, p, hermitian=hermitian, mesh=plan.mesh)
+
+
+@functools.partial(jax.jit, static_argnames=("hermitian", "mesh"))
+def _pinv_tangent(a, da, p, *, hermitian, mesh):
+    """Golub and Pereyra (1973), eq. 4.12, as jax's rule: ``dp`` from ``p`` alone, so that
+    the derivative is finite where the SVD's is not (repeated or zero singular values)."""
+    m, n = a.shape
+    out = fitting_spec((n, m), mesh, block_spec(mesh))
+
+    def body(a, da, p):
+        if hermitian:  # svd(hermitian=True) takes (a + aᴴ)/2, and so does its derivative
+            a, da = (a + _h(a)) / 2, (da + _h(da)) / 2
+        mul = product_here
+        if m >= n:  # the products' inner dimensions are n where they can be
+            s = mul(mul(p, _h(p)), _h(da))
+            t = mul(mul(_h(da), _h(p)), p)
+            dp = -mul(mul(p, da), p) + s - mul(mul(s, a), p) + t - mul(mul(p, a), t)
+        else:
+            s = mul(p, mul(_h(p), _h(da)))
+            t = mul(_h(da), mul(_h(p), p))
+            dp = -mul(p, mul(da, p)) + s - mul(s, mul(a, p)) + t - mul(p, mul(a, t))
+        return dp.astype(p.dtype)
+
+    return run_on_mesh(body, mesh, out, a, da, p)
+
+
+def _h(x):
+    return jnp.conj(x.T)
+
+
+# One matrix's pseudo-inverse from its SVD, with jax's derivative rule (rtol: an operand
+# without a derivative, which may be an array)
+_PINV_2D = route.Op(
+    "distla.linalg.pinv",
+    operands=("a", "rtol"),
+    one_device=jnp.linalg.pinv,
+    distributed=_pinv_one,
+    jvp=_pinv_jvp,
+)
+
+
 def _pinv(plan: Plan, a, *, rtol, hermitian):
     real = jnp.finfo(a.dtype).dtype
     if rtol is None:
         rtol = 10.0 * max(a.shape) * float(jnp.finfo(real).eps)
-    svd = dict(_FACTORS, hermitian=hermitian)
-    u, s, vh = route.on_plan(SVD, plan, a, **svd)
-    return _pinv_from_svd(u, s, vh, jnp.asarray(rtol, real), mesh=plan.mesh)
+    return route.distributed(_PINV_2D, plan, a, jnp.asarray(rtol, real), hermitian=hermitian)
 
 
 def _refuse_pinv(what, a, *, hermitian, **options):
@@ -119,7 +168,9 @@ def pinv(
 def _lstsq_solve(a, u, s, vh, b, rcond, *, mesh):
     m, n = a.shape
     k = b.shape[1]
-    out = (fitting_spec((n, k), mesh, block_spec(mesh)), P(), P())
+    x_spec = fitting_spec((n, k), mesh, block_spec(mesh))
+    # the residuals of b's columns where x's columns are (jnp's: b's columns' layout)
+    out = (x_spec, P((tuple(x_spec) + (None, None))[1]), P())
 
     def body(a, u, s, vh, b, rcond):
         mask = (s > 0) & (s >= rcond.astype(s.dtype) * s[0])
@@ -141,15 +192,19 @@ def _lstsq_solve(a, u, s, vh, b, rcond, *, mesh):
 
 
 def _check_lstsq(what, a, b, **options):
+    """jnp's checks, in jnp's order: the leading dimensions first, then the ranks."""
     del options
+    if a.ndim and b.ndim and a.shape[0] != b.shape[0]:
+        raise ShapeError(
+            f"{what}: Leading dimensions of input arrays must match; got a of shape {a.shape} "
+            f"and b of shape {b.shape}"
+        )
     if a.ndim != 2:
         raise TypeError(f"{what}: {a.ndim}-dimensional array given. Array must be two-dimensional")
     if b.ndim not in (1, 2):
         raise TypeError(
             f"{what}: {b.ndim}-dimensional array given. Array must be one or two-dimensional"
         )
-    if a.shape[0] != b.shape[0]:
-        raise ShapeError(f"{what}: leading dimensions of a {a.shape} and b {b.shape} must match")
 
 
 def _cutoff(a, rcond):
@@ -180,12 +235,32 @@ def _lstsq(plan: Plan, a, b, *, rcond, numpy_resid):
     return x, resid, rank.astype(jnp.asarray(0).dtype), s
 
 
+def _lstsq_unsharded(a, b, *, rcond=None, numpy_resid=False):
+    """jnp's lstsq of unsharded and empty operands.
+
+    jnp's ``numpy_resid=True`` decides on the rank's value (``rank < n or m <= n``), which
+    a trace does not have (``jax.eval_shape`` of the empty short cut): for an empty ``a``
+    the rank is 0 and the decision is taken here from the shapes; for an empty ``b`` the
+    residuals are empty either way (traced, they keep ``a``'s real dtype).
+    """
+    if not numpy_resid:
+        return jnp.linalg.lstsq(a, b, rcond)
+    m, n = a.shape
+    if not is_empty(a) and not (is_empty(b) and is_traced(a, b)):
+        return jnp.linalg.lstsq(a, b, rcond, numpy_resid=True)
+    x, resid, rank, s = jnp.linalg.lstsq(a, b, rcond)
+    if (is_empty(a) and n > 0) or m <= n:
+        resid = jnp.asarray([])  # jnp's (the default float dtype)
+    return x, resid, rank, s
+
+
 # a sharded a and an empty b run lstsq's rank branch (not jnp's empty result)
 LSTSQ = route.Op(
     "distla.linalg.lstsq",
     operands=("a", "b"),
     check=_check_lstsq,
     one_device=jnp.linalg.lstsq,
+    unsharded=_lstsq_unsharded,
     empty=lambda a, b, **options: is_empty(a),
     distributed=_lstsq,
 )
@@ -214,8 +289,9 @@ def lstsq(
 
     Returns:
       ``(x, resid, rank, s)`` as jnp: ``x`` ``[n]``/``[n, k]`` in the mesh's
-      layout, ``resid`` ``[k]`` (squared 2-norms of ``b − a x``), ``rank``
-      (int32 scalar) and ``s`` (descending), replicated. Differentiable in
+      layout, ``resid`` ``[k]`` (squared 2-norms of ``b − a x``, in the layout
+      of ``x``'s columns, as jnp's follow ``b``'s), ``rank`` (int32 scalar) and
+      ``s`` (descending), replicated. Differentiable in
       ``a`` and ``b`` as jnp's (jax differentiates through distla's svd).
 
     Raises:

@@ -524,7 +524,8 @@ def _power(a: jax.Array, n: int) -> jax.Array:
     """[`matrix_power`][distla.linalg.matrix_power] of a square jax array or stack and a Python
     int."""
     if n == 0:
-        eye = jnp.eye(a.shape[-1], dtype=a.dtype)
+        eye = jnp.eye(a.shape[-1], dtype=a.dtype)[(None,) * (a.ndim - 2)]  # a's rank: no
+        # rank promotion (jax_numpy_rank_promotion="raise" refuses it)
         return jnp.zeros_like(a) + eye if not is_empty(a) else jnp.broadcast_to(eye, a.shape)
     if n < 0:
         a, n = inv(a), -n

@@ -17,6 +17,7 @@ from jax.sharding import PartitionSpec as P
 
 from ..._core import route
 from ..._core.checks import ShapeError, as_array, scipy_flags
+from ..._core.matrix import HIGHEST
 from ..._core.mesh import axes_taken_by_vmap, fitting_spec, grid_of, is_explicit, run_on_mesh
 from . import rules, stacks
 
@@ -38,8 +39,19 @@ def _stack_rule(axis_size, in_batched, a):
     return route.call(INV, a), True
 
 
-_per_stack = jax.custom_batching.custom_vmap(jnp.linalg.inv)
-_per_stack.def_vmap(_stack_rule)
+_stack_call = jax.custom_batching.custom_vmap(jnp.linalg.inv)
+_stack_call.def_vmap(_stack_rule)
+# custom_vmap's own derivative is one call of primal and tangent together, whose primal
+# jax's reverse mode cannot separate ("Linearization failed to produce known values"):
+# inv's rule d(a^-1) = -a^-1 da a^-1 on the stacked inverse instead
+_per_stack = jax.custom_jvp(_stack_call)
+
+
+@_per_stack.defjvp
+def _per_stack_jvp(primals, tangents):
+    (a,), (da,) = primals, tangents
+    x = _per_stack(a)
+    return x, -jnp.matmul(jnp.matmul(x, da, precision=HIGHEST), x, precision=HIGHEST)
 
 
 INV = route.Op(
@@ -130,20 +142,27 @@ def tensorinv(a: jax.typing.ArrayLike, ind: int = 2) -> jax.Array:
         )
     if a.ndim == 2:
         return route.call(INV, a)
-    mesh = getattr(jax.typeof(a).sharding, "mesh", None)
-    if mesh is None or mesh.size <= 1 or not is_explicit(mesh):
-        return route.call(INV, a.reshape(n, n)).reshape(cols + rows)
-    # an Explicit reshape that merges or splits sharded dimensions may have no sharding
-    # rule: XLA moves the blocks, the matrix's row axis onto the first row dimension,
-    # its column axis onto the first column dimension, where they divide
-    grid = grid_of(mesh, what=what)
-    out = route.call(INV, _reshaped(a, (n, n), fitting_spec((n, n), mesh, grid.block_spec)))
-    spec = fitting_spec(
-        cols + rows,
-        mesh,
-        P(grid.row, *[None] * (len(cols) - 1), grid.col, *[None] * (len(rows) - 1)),
+    out = route.call(INV, reshaped(a, (n, n), lambda grid: grid.block_spec, what=what))
+    layout = lambda grid: P(  # noqa: E731
+        grid.row, *[None] * (len(cols) - 1), grid.col, *[None] * (len(rows) - 1)
     )
-    return _reshaped(out, cols + rows, spec)
+    return reshaped(out, cols + rows, layout, what=what)
+
+
+def reshaped(x: jax.Array, shape: tuple[int, ...], layout, *, what: str) -> jax.Array:
+    """``x.reshape(shape)``; on an ``Explicit`` mesh of several devices laid out as
+    ``layout(grid)`` (a ``PartitionSpec`` of the mesh's grid) fits ``shape``.
+
+    An Explicit reshape that merges or splits sharded dimensions may have no sharding
+    rule ("This reshape is not supported"): XLA moves the blocks instead, the matrix's
+    row axis onto the first row dimension, its column axis onto the first column
+    dimension, where they divide.
+    """
+    mesh = getattr(jax.typeof(x).sharding, "mesh", None)
+    if mesh is None or mesh.size <= 1 or not is_explicit(mesh):
+        return x.reshape(shape)
+    spec = fitting_spec(shape, mesh, layout(grid_of(mesh, what=what)))
+    return _reshaped(x, shape, spec)
 
 
 @functools.partial(jax.jit, static_argnames=("shape", "spec"))

@@ -21,11 +21,12 @@ from ..._core.batch_layout import broadcast_batch
 from ..._core.block_cyclic import solve_layouts
 from ..._core.checks import ShapeError, as_array, is_empty, scipy_flags, square
 from ..._core.matrix import like, tril, triu
-from ..._core.mesh import drop_trivial_sharding
+from ..._core.mesh import drop_trivial_sharding, natural_spec
 from ..._core.plan import Plan
 from .._cholesky import solve_pos
 from .._refine import check_factor_dtype, solve_mixed
 from . import rules, stacks
+from .inverse import reshaped
 
 
 def _solve_shapes(a: jax.Array, b: jax.Array, what: str) -> bool:
@@ -304,7 +305,9 @@ def tensorsolve(
             f"{b.shape}: a's leading axes must be b's shape and its other axes must hold "
             f"{math.prod(b.shape)} elements"
         )
-    matrix = a if a.ndim == 2 else a.reshape(n, n)
+    matrix = a if a.ndim == 2 else reshaped(a, (n, n), lambda grid: grid.block_spec, what=what)
+    # b and x in distla.shard's layouts (jnp's reshapes of split operands are refused)
+    natural = lambda ndim: lambda grid: natural_spec(ndim, grid.mesh)  # noqa: E731
     options = dict(assume_a="gen", lower=False, factor_dtype=None)
-    x = route.call(SOLVE, matrix, b.reshape(n), **options)
-    return x.reshape(out_shape)
+    x = route.call(SOLVE, matrix, reshaped(b, (n,), natural(1), what=what), **options)
+    return reshaped(x, out_shape, natural(len(out_shape)), what=what)

@@ -24,6 +24,7 @@ from distla.kernels.hessenberg import hessenberg_block_cyclic
 from distla.kernels.qr import global_index
 
 from ..._core import route
+from ..._core.blas import keeps_one_blas_thread
 from ..._core.checks import ShapeError, is_empty
 from ..._core.matrix import pad_to, round_up
 from ..._core.mesh import Grid, constrain, fitting_spec, run_on_mesh, shard_map
@@ -37,12 +38,16 @@ STAGES = 4
 def blocking(grid: Grid, n: int, block_size: int | None = None) -> tuple[int, int]:
     """``(nb, n_pad)``: panel width and padded order on ``grid``.
 
-    ``nb`` grows with ``n`` (8 to 32: each step's replicated ``n x nb`` work against
-    the trailing products' share of GEMMs); ``n_pad`` is a multiple of ``nb·pr`` and
-    ``nb·pc`` (the block-cyclic layout's).
+    ``nb`` grows with ``n`` (8 to 32): every device repeats each column's ``n x nb``
+    products with ``V`` and ``Y`` (about ``10·n²·nb`` flops in all), against the
+    trailing products' ``≈ 10/3·n³/p``. At ``n = 1024`` on 2x4, ``nb`` 32 executed
+    1.39e9 flops per device, 16 1.20e9 and 8 1.10e9 (``distla.cost``), and 16
+    ran 0.74x the time of 32 (docs/scipy-linalg-timings.md); from ``n = 4096`` the
+    repeated work is a few percent and 32 keeps the panels' GEMMs wide. ``n_pad`` is
+    a multiple of ``nb·pr`` and ``nb·pc`` (the block-cyclic layout's).
     """
     if block_size is None:
-        block_size = 32 if n >= 1024 else 16 if n >= 256 else 8
+        block_size = 32 if n >= 4096 else 16 if n >= 256 else 8
     multiple = block_size * math.lcm(grid.pr, grid.pc)
     return block_size, round_up(max(n, 1), multiple)
 
@@ -99,6 +104,7 @@ def _hessenberg_2d(a, *, call: Plan, calc_q: bool):
     return run_on_mesh(body, call.mesh, (spec, spec) if calc_q else spec, a)
 
 
+@keeps_one_blas_thread  # gehrd's panel: a BLAS-2 product per column (blas.py)
 def _one_device(a, *, calc_q):
     """jax's ``hessenberg`` (LAPACK's ``gehrd``/``orghr``), the one-device plan's function."""
     return jsl.hessenberg(a, calc_q=calc_q)
@@ -164,9 +170,10 @@ def hessenberg(
       calc_q: also return ``Q``.
       overwrite_a: accepted and ignored, as in jax.
       check_finite: accepted and ignored, as in jax.
-      block_size: the panel width ``nb`` (``None``: 8 to 32 by ``n``).
+      block_size: the panel width ``nb`` (``None``: 8 to 32 by ``n``, 16 at 1024).
       plan: ``"auto"``, ``"distributed"`` or ``"one_device"`` (LAPACK on one device,
-        within the budget of ``distla.linalg.set_plan_budget`` for ``"auto"``).
+        one BLAS thread; ``"auto"`` takes it up to ``n = 4096`` within the budget of
+        ``distla.linalg.set_plan_budget``, where it measured faster on the test bed).
 
     Returns:
       ``H`` (``[n, n]``, exactly zero below the first subdiagonal) or ``(H, Q)``

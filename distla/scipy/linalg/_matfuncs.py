@@ -46,9 +46,10 @@ from ..._core import route
 from ..._core.checks import ShapeError, is_traced
 from ..._core.matmul import product, product_here
 from ..._core.matrix import block_spec, ct, eye, pad_identity
-from ..._core.mesh import constrain, fitting_spec, run_on_mesh
+from ..._core.mesh import axes_taken_by_vmap, constrain, fitting_spec, run_on_mesh
 from ..._core.one_device import block_layout, moved_bytes, on_one_device
 from ..._core.plan import Plan
+from ..._core.stacked import stack, vmappable
 from ...linalg._lu.rules import inv_2d
 from ._everywhere import everywhere, result_types
 
@@ -167,8 +168,24 @@ def _sqrtm_dtype(what, a, **options):
 
 
 def _jax_sqrtm(a, **options):
+    """jax's ``sqrtm``; inside a ``jax.vmap`` over a batch on ``Explicit`` mesh axes, where
+    jax's Schur method (its loops) cannot be batched, the vmap is one call of it on the
+    stack, each device its own members (``_core.stacked``)."""
     del options
+    if axes_taken_by_vmap():
+        return _sqrtm_of_members(a)
     return jsl.sqrtm(a)
+
+
+def _sqrtm_of_one(a):
+    return jsl.sqrtm(a)  # (custom_vmap would trace jax's blocksize=1 as an operand)
+
+
+def _sqrtm_of_stack(a):
+    return stack(jnp.vectorize(_sqrtm_of_one, signature="(n,n)->(n,n)"), (a,), (2,), 2)
+
+
+_sqrtm_of_members = vmappable(_sqrtm_of_one, _sqrtm_of_stack)
 
 
 def _sqrtm_jax_takes(a, **options):

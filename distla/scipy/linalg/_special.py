@@ -32,6 +32,7 @@ from distla.kernels.structured import block_of, gram_block
 
 from ..._core import route
 from ..._core.mesh import (
+    axes_taken_by_vmap,
     constrain,
     drop_trivial_sharding,
     fitting_spec,
@@ -517,7 +518,21 @@ def companion(a: jax.typing.ArrayLike) -> jax.Array:
     a = jnp.atleast_1d(_vector(a, "a"))
     if a.shape[-1] < 2:
         return jsl.companion(a)  # jax's error
-    return _vector_matrix(COMPANION, jsl.companion, _companion, (a,), prepare=_cast)
+    return _vector_matrix(COMPANION, _jax_companion, _companion, (a,), prepare=_cast)
+
+
+def _jax_companion(a):
+    """``jax.scipy.linalg.companion``; inside a ``jax.vmap`` over a batch on ``Explicit``
+    mesh axes the same matrix without jax's scatter of the first row into the identity's
+    shift (which sharding-in-types cannot type: a batched row into an unbatched matrix)."""
+    if not axes_taken_by_vmap():
+        return jsl.companion(a)
+    dtype = jax.eval_shape(jsl.companion, jax.ShapeDtypeStruct(a.shape, a.dtype)).dtype
+    a = a.astype(dtype)
+    first_row = -a[..., 1:] / a[..., :1]
+    m = a.shape[-1] - 1
+    shift = jnp.eye(m, m, k=-1, dtype=dtype)
+    return jnp.where((jnp.arange(m) == 0)[:, None], first_row[..., None, :], shift)
 
 
 @route.public
