@@ -395,9 +395,13 @@ def cho_factor(
 
 def cho_solve_2d(c, b, *, lower, call: Plan):
     tri = dict(lower=lower, unit_diagonal=False, call=call)
-    if lower:  # L y = b, then L^H x = y
-        return solve_2d(c, solve_2d(c, b, trans=0, **tri), trans=2, **tri)
-    return solve_2d(c, solve_2d(c, b, trans=2, **tri), trans=0, **tri)  # U^H y = b, U x = y
+    first, second = (0, 2) if lower else (2, 0)  # L y = b, L^H x = y; or U^H y = b, U x = y
+    y = solve_2d(c, b, trans=first, **tri)
+    # the second sweep reads c once y exists (isnan of y's sum is 0 or 1, its minimum
+    # with 0 is 0): XLA otherwise relays c out for both sweeps at the start and holds
+    # the two block-cyclic copies at once (4.3 shares, 3.3 so)
+    zero = jnp.minimum(jnp.isnan(jnp.sum(jnp.real(y))), 0).astype(c.dtype)
+    return solve_2d(c + zero, y, trans=second, **tri)
 
 
 def _cho_solve_one(c, b, *, lower):
