@@ -833,11 +833,11 @@ def _devices_of(x, mesh) -> jax.sharding.Mesh | None:
     registered implementation for untyped custom call to xla.sdy.GlobalToLocalShape").
     On an ``Explicit`` mesh the cotangent's type names the mesh.
     """
-    if mesh is None or is_explicit(mesh):
-        return None
     primal = getattr(x, "primal", x)  # a JVP tracer's primal: the array the call was given
+    if mesh is None or isinstance(primal, jax.core.Tracer):  # jit, vmap, eval_shape
+        return None
     sharding = getattr(primal, "sharding", None)
-    if isinstance(primal, jax.core.Tracer) or not isinstance(sharding, NamedSharding):
+    if not isinstance(sharding, NamedSharding) or is_explicit(mesh):
         return None
     return sharding.mesh
 
