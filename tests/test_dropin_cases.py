@@ -444,3 +444,25 @@ def test_sharded_vector_beside_a_one_device_vector(name, mesh_kind):
     "Received incompatible devices for jitted computation" on the distributed plan (r was
     not moved onto c's mesh)."""
     check(SPECS[name], Variant(n=8, place="mixed_device", mesh=mesh_kind, plan="distributed"))
+
+
+@pytest.mark.parametrize("plan", ["auto", "distributed"])
+@pytest.mark.parametrize(
+    "name",
+    ["linalg.cholesky", "linalg.cho_factor", "linalg.cho_solve", "scipy.linalg.cholesky"],
+)
+def test_cholesky_family_of_a_replicated_operand_is_replicated(name, plan):
+    """Found by the sweep: cho_factor (and cholesky) of a replicated ``a`` (``P()`` on an
+    Explicit mesh) returned the factor in the 2D block layout ``P('x', 'y')``; jnp's is
+    replicated."""
+    check(SPECS[name], Variant(n=8, place="spec", layout=5, plan=plan))
+
+
+def test_cholesky_of_a_replicated_stack_is_replicated(mesh):
+    """A replicated stack stays replicated too, as jnp's (it did before the fix above:
+    pinned, since the rule now also acts on the stacked path)."""
+    a = np.eye(5, dtype=np.float32) * 4 + 1
+    a = _put(np.stack([a, 2 * a, 3 * a]), mesh, P())
+    got = dl.cholesky(a)
+    assert jax.typeof(got).sharding.spec == jax.typeof(jnp.linalg.cholesky(a)).sharding.spec
+    np.testing.assert_allclose(np.asarray(got), np.linalg.cholesky(np.asarray(a)), rtol=1e-5)
