@@ -466,3 +466,23 @@ def test_cholesky_of_a_replicated_stack_is_replicated(mesh):
     got = dl.cholesky(a)
     assert jax.typeof(got).sharding.spec == jax.typeof(jnp.linalg.cholesky(a)).sharding.spec
     np.testing.assert_allclose(np.asarray(got), np.linalg.cholesky(np.asarray(a)), rtol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "variant",
+    [
+        Variant(n=5, batch=(2,), option=2),
+        Variant(n=8, option=2, place="spec", layout=2),
+        Variant(n=5, option=2, transform="jit"),
+        Variant(n=5, option=2, transform="vmap"),
+        Variant(n=5, batch=(2,), option=2, transform="jacfwd"),
+        Variant(n=8, option=2, place="spec", layout=5, transform="jacfwd"),
+    ],
+    ids=str,
+)
+def test_matrix_power_zero_is_jnps_identity(variant):
+    """Found: matrix_power(a, 0) on an Explicit mesh returned the identity in ``a``'s
+    sharding (jnp's is replicated), and under jit, vmap and jacfwd outside jax.set_mesh
+    raised jax's "Length of device assignment 1 is not equal to the size of the mesh 8"."""
+    assert SPECS["linalg.matrix_power"].options[variant.option] == {"n": 0}
+    check(SPECS["linalg.matrix_power"], variant)
