@@ -486,3 +486,28 @@ def test_matrix_power_zero_is_jnps_identity(variant):
     raised jax's "Length of device assignment 1 is not equal to the size of the mesh 8"."""
     assert SPECS["linalg.matrix_power"].options[variant.option] == {"n": 0}
     check(SPECS["linalg.matrix_power"], variant)
+
+
+@pytest.mark.parametrize("plan", ["auto", "distributed"])
+@pytest.mark.parametrize("dtype", ["float32", "complex64", "complex128"])
+@pytest.mark.parametrize("shape", [(6, 8, 3), (8, 8, 3), (8, 4, 0), (6, 8, 0)], ids=str)
+def test_lstsq_numpy_residuals_dtype_is_jnps(mesh, shape, dtype, plan):
+    """Found: lstsq(..., numpy_resid=True) of sharded operands returned the empty residuals
+    in ``a``'s real dtype; jnp's are ``jnp.asarray([])``, the default float dtype
+    (float64 with x64 on, whatever ``a``'s dtype)."""
+    m, n, k = shape
+    rng = np.random.default_rng(0)
+    with jax.enable_x64(True):
+        a = rng.standard_normal((m, n)) + (1j * rng.standard_normal((m, n)) if "c" in dtype else 0)
+        a = a.astype(dtype)
+        a[:, -1] = a[:, 0]  # rank-deficient: empty residuals even where m > n
+        b = rng.standard_normal((m, k)).astype(dtype)
+        ref = jnp.linalg.lstsq(a, b, numpy_resid=True)
+        previous = dl.set_plan_budget(0 if plan == "distributed" else 512 * 2**20)
+        try:
+            got = dl.lstsq(distla.shard(a, mesh), distla.shard(b, mesh), numpy_resid=True)
+        finally:
+            dl.set_plan_budget(previous)
+        for i, (g, r) in enumerate(zip(got, ref)):
+            assert g.shape == r.shape and g.dtype == r.dtype, (i, g.shape, g.dtype, r.dtype)
+        np.testing.assert_allclose(np.asarray(got[0]), np.asarray(ref[0]), rtol=1e-4, atol=1e-4)
