@@ -444,3 +444,70 @@ def test_sharded_vector_beside_a_one_device_vector(name, mesh_kind):
     "Received incompatible devices for jitted computation" on the distributed plan (r was
     not moved onto c's mesh)."""
     check(SPECS[name], Variant(n=8, place="mixed_device", mesh=mesh_kind, plan="distributed"))
+
+
+@pytest.mark.parametrize("plan", ["auto", "distributed"])
+@pytest.mark.parametrize(
+    "name",
+    ["linalg.cholesky", "linalg.cho_factor", "linalg.cho_solve", "scipy.linalg.cholesky"],
+)
+def test_cholesky_family_of_a_replicated_operand_is_replicated(name, plan):
+    """Found by the sweep: cho_factor (and cholesky) of a replicated ``a`` (``P()`` on an
+    Explicit mesh) returned the factor in the 2D block layout ``P('x', 'y')``; jnp's is
+    replicated."""
+    check(SPECS[name], Variant(n=8, place="spec", layout=5, plan=plan))
+
+
+def test_cholesky_of_a_replicated_stack_is_replicated(mesh):
+    """A replicated stack stays replicated too, as jnp's (it did before the fix above:
+    pinned, since the rule now also acts on the stacked path)."""
+    a = np.eye(5, dtype=np.float32) * 4 + 1
+    a = _put(np.stack([a, 2 * a, 3 * a]), mesh, P())
+    got = dl.cholesky(a)
+    assert jax.typeof(got).sharding.spec == jax.typeof(jnp.linalg.cholesky(a)).sharding.spec
+    np.testing.assert_allclose(np.asarray(got), np.linalg.cholesky(np.asarray(a)), rtol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "variant",
+    [
+        Variant(n=5, batch=(2,), option=2),
+        Variant(n=8, option=2, place="spec", layout=2),
+        Variant(n=5, option=2, transform="jit"),
+        Variant(n=5, option=2, transform="vmap"),
+        Variant(n=5, batch=(2,), option=2, transform="jacfwd"),
+        Variant(n=8, option=2, place="spec", layout=5, transform="jacfwd"),
+    ],
+    ids=str,
+)
+def test_matrix_power_zero_is_jnps_identity(variant):
+    """Found: matrix_power(a, 0) on an Explicit mesh returned the identity in ``a``'s
+    sharding (jnp's is replicated), and under jit, vmap and jacfwd outside jax.set_mesh
+    raised jax's "Length of device assignment 1 is not equal to the size of the mesh 8"."""
+    assert SPECS["linalg.matrix_power"].options[variant.option] == {"n": 0}
+    check(SPECS["linalg.matrix_power"], variant)
+
+
+@pytest.mark.parametrize("plan", ["auto", "distributed"])
+@pytest.mark.parametrize("dtype", ["float32", "complex64", "complex128"])
+@pytest.mark.parametrize("shape", [(6, 8, 3), (8, 8, 3), (8, 4, 0), (6, 8, 0)], ids=str)
+def test_lstsq_numpy_residuals_dtype_is_jnps(mesh, shape, dtype, plan):
+    """Found: lstsq(..., numpy_resid=True) of sharded operands returned the empty residuals
+    in ``a``'s real dtype; jnp's are ``jnp.asarray([])``, the default float dtype
+    (float64 with x64 on, whatever ``a``'s dtype)."""
+    m, n, k = shape
+    rng = np.random.default_rng(0)
+    with jax.enable_x64(True):
+        a = rng.standard_normal((m, n)) + (1j * rng.standard_normal((m, n)) if "c" in dtype else 0)
+        a = a.astype(dtype)
+        a[:, -1] = a[:, 0]  # rank-deficient: empty residuals even where m > n
+        b = rng.standard_normal((m, k)).astype(dtype)
+        ref = jnp.linalg.lstsq(a, b, numpy_resid=True)
+        previous = dl.set_plan_budget(0 if plan == "distributed" else 512 * 2**20)
+        try:
+            got = dl.lstsq(distla.shard(a, mesh), distla.shard(b, mesh), numpy_resid=True)
+        finally:
+            dl.set_plan_budget(previous)
+        for i, (g, r) in enumerate(zip(got, ref)):
+            assert g.shape == r.shape and g.dtype == r.dtype, (i, g.shape, g.dtype, r.dtype)
+        np.testing.assert_allclose(np.asarray(got[0]), np.asarray(ref[0]), rtol=1e-4, atol=1e-4)

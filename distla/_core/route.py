@@ -44,7 +44,7 @@ from jax.sharding import PartitionSpec as P
 from .checks import as_array, empty_or_one_device, is_empty, is_traced, onto_mesh, result_dtype
 from .checks import square as _square
 from .eager import one_program
-from .mesh import held_by_vmap, rule_on_mesh
+from .mesh import explicit_layout, held_by_vmap, is_explicit, rule_on_mesh, with_layout
 from .one_device import block_layout, choose_plan, on_one_device, result_structs
 from .plan import Plan, resolve
 from .stacked import stack
@@ -185,6 +185,9 @@ class Op:
         the call from step 3 on (``None``: this one), once the dtype is known
         (``solve`` with ``factor_dtype``: mixed precision).
       result: ``result(out, **options)``: the results as the function returns them.
+      keep_replicated: where every operand is replicated (``P()`` on an ``Explicit``
+        mesh), the results come back replicated, as jnp's (:func:`replicated_as_given`);
+        the computation itself stays the distributed one.
     """
 
     name: str
@@ -212,6 +215,7 @@ class Op:
     own_placement: bool = False
     instead: Callable[..., Any] | None = None
     result: Callable[..., Any] | None = None
+    keep_replicated: bool = False
 
 
 def public(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -301,7 +305,28 @@ def on_plan(op: Op, resolved: Plan, *operands: jax.Array, plan: str = "auto", **
         out = None if op.family is None else _one_device(op, resolved, operands, plan, options)
         if out is None:
             out = distributed(op, resolved, *operands, **options)
+    if op.keep_replicated:
+        out = replicated_as_given(resolved, operands, out)
     return out if op.result is None else op.result(out, **options)
+
+
+def replicated_as_given(resolved: Plan, operands: tuple, out: Any) -> Any:
+    """``out``'s arrays replicated where every operand is (``P()`` on an ``Explicit``
+    mesh), as jnp returns them; otherwise ``out`` as it is.
+
+    The drivers lay their results out in the mesh's blocks whatever the operands'
+    layout; a replicated operand already holds the whole matrix on every device, so
+    gathering the result there costs no more memory than the operand does.
+    """
+    if not is_explicit(resolved.mesh) or any(
+        any(explicit_layout(x)) for x in operands if isinstance(x, jax.Array)
+    ):
+        return out
+
+    def whole(x):
+        return with_layout(x, ((),) * x.ndim) if isinstance(x, jax.Array) else x
+
+    return jax.tree.map(whole, out)
 
 
 def _one_device(op: Op, resolved: Plan, operands: tuple, plan: str, options: dict):

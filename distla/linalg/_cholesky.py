@@ -264,6 +264,7 @@ CHOLESKY = route.Op(
     distributed=lambda plan, a, *, upper, symmetrize_input: chol_2d(
         a, call=plan, upper=upper, symmetrize=symmetrize_input, read_upper=False
     ),
+    keep_replicated=True,
 )
 
 
@@ -301,7 +302,9 @@ def cholesky(
       ``L`` (``[..., n, n]``, zeros above the diagonal) with ``a = L Lᴴ``, or
       ``U``. One matrix comes back in the mesh's 2D block layout ``P(r, c)``
       (the largest even layout that fits when the mesh does not divide ``n``),
-      a stack sharded along its batch. A matrix that is not positive definite
+      a stack sharded along its batch; a replicated ``a`` (``P()`` on an
+      ``Explicit`` mesh) gives a replicated factor, as jnp's (factored
+      distributed all the same). A matrix that is not positive definite
       gives NaN in the lower (upper) triangle, as jnp: no exception.
 
     Raises:
@@ -347,6 +350,7 @@ CHO_FACTOR = route.Op(
         a, call=plan, upper=not lower, symmetrize=False, read_upper=not lower
     ),
     result=lambda c, *, lower: (c, lower),
+    keep_replicated=True,
 )
 
 
@@ -374,8 +378,9 @@ def cho_factor(
 
     Returns:
       ``(c, lower)``: ``c`` is ``L`` or ``U`` with zeros in the other triangle,
-      in the mesh's 2D block layout (a stack: sharded along its batch). Not
-      positive definite gives NaN, as jax.
+      in the mesh's 2D block layout (a stack: sharded along its batch; a
+      replicated ``a``: replicated, as jax's). Not positive definite gives NaN,
+      as jax.
 
     See also: ``jax.scipy.linalg.cho_factor``.
 
@@ -434,6 +439,7 @@ CHO_SOLVE = route.Op(
     family="cho_solve",
     layouts=functools.partial(solve_layouts, like_b=True),
     distributed=lambda plan, c, b, *, lower: cho_solve_2d(c, b, lower=lower, call=plan),
+    keep_replicated=True,
 )
 
 

@@ -223,16 +223,26 @@ def _lstsq(plan: Plan, a, b, *, rcond, numpy_resid):
         rank = jnp.sum((s > 0) & (s >= jnp.asarray(rc, s.dtype) * s[0]))
         x = jnp.zeros((n,) + b.shape[1:], a.dtype)
         resid = jnp.zeros((0,), s.dtype)
+        if numpy_resid:
+            resid = _numpy_rule(resid, rank, m, n)
         return x, resid, rank.astype(jnp.asarray(0).dtype), s
     u, s, vh = route.on_plan(SVD, plan, a, **_FACTORS)
     vector = b.ndim == 1
     bb = b[:, None] if vector else b
     x, resid, rank = _lstsq_solve(a, u, s, vh, bb, jnp.asarray(rc, real), mesh=plan.mesh)
-    if numpy_resid and (m <= n or int(rank) < n):
-        resid = jnp.asarray([], real)
+    if numpy_resid:
+        resid = _numpy_rule(resid, rank, m, n)
     if vector:
         x = x[:, 0]
     return x, resid, rank.astype(jnp.asarray(0).dtype), s
+
+
+def _numpy_rule(resid, rank, m, n):
+    """``numpy_resid=True``'s residuals, as jnp's: none unless ``a`` has full column rank
+    and ``m > n`` (then ``jnp.asarray([])``, the default float dtype whatever ``a``'s)."""
+    if m <= n or int(rank) < n:
+        return jnp.asarray([])
+    return resid
 
 
 def _lstsq_unsharded(a, b, *, rcond=None, numpy_resid=False):

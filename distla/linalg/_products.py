@@ -21,7 +21,7 @@ from jax.sharding import PartitionSpec as P
 
 from .._core import route
 from .._core.batch_layout import live, source_layout
-from .._core.checks import ShapeError, as_array, canonical_precision, is_empty, result_dtype
+from .._core.checks import ShapeError, as_array, canonical_precision, result_dtype
 from .._core.eager import hashable, on_one_mesh
 from .._core.matmul import MATMUL, product_here
 from .._core.matmul import checked_product as _summa
@@ -489,7 +489,7 @@ def matrix_power(a: jax.typing.ArrayLike, n: int) -> jax.Array:
     Returns:
       ``[..., m, m]`` in ``a``'s dtype for ``n >= 0`` (ints stay ints, as
       jnp's), in the largest even layout of the mesh that fits ``(m, m)``;
-      ``n = 0`` gives the identity in ``a``'s sharding.
+      ``n = 0`` gives the identity replicated, as jnp's.
 
     Raises:
       TypeError: ``n`` is not an integer.
@@ -523,10 +523,10 @@ def matrix_power(a: jax.typing.ArrayLike, n: int) -> jax.Array:
 def _power(a: jax.Array, n: int) -> jax.Array:
     """[`matrix_power`][distla.linalg.matrix_power] of a square jax array or stack and a Python
     int."""
-    if n == 0:
-        eye = jnp.eye(a.shape[-1], dtype=a.dtype)[(None,) * (a.ndim - 2)]  # a's rank: no
-        # rank promotion (jax_numpy_rank_promotion="raise" refuses it)
-        return jnp.zeros_like(a) + eye if not is_empty(a) else jnp.broadcast_to(eye, a.shape)
+    if n == 0:  # jnp's identity, replicated as jnp's is whatever a's layout; no
+        # dependence on a (whose sharding, under a transformation outside jax.set_mesh,
+        # names a mesh but no devices)
+        return jnp.broadcast_to(jnp.eye(a.shape[-1], dtype=a.dtype), a.shape)
     if n < 0:
         a, n = inv(a), -n
     result = None
