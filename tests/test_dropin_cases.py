@@ -449,12 +449,27 @@ def test_sharded_vector_beside_a_one_device_vector(name, mesh_kind):
 @pytest.mark.parametrize("plan", ["auto", "distributed"])
 @pytest.mark.parametrize(
     "name",
-    ["linalg.cholesky", "linalg.cho_factor", "linalg.cho_solve", "scipy.linalg.cholesky"],
+    [
+        "linalg.cholesky",
+        "linalg.cho_factor",
+        "linalg.cho_solve",
+        "scipy.linalg.cholesky",
+        "linalg.lu_factor",
+        "linalg.lu_solve",
+        "linalg.lu",
+        "linalg.solve",
+        "linalg.inv",
+        "linalg.qr",
+        "linalg.eigh",
+        "linalg.svd",
+        "linalg.pinv",
+    ],
 )
-def test_cholesky_family_of_a_replicated_operand_is_replicated(name, plan):
+def test_factorisations_of_a_replicated_operand_are_replicated(name, plan):
     """Found by the sweep: cho_factor (and cholesky) of a replicated ``a`` (``P()`` on an
     Explicit mesh) returned the factor in the 2D block layout ``P('x', 'y')``; jnp's is
-    replicated."""
+    replicated. The LU family, qr, eigh, svd and pinv did the same (the route's
+    ``keep_replicated``)."""
     check(SPECS[name], Variant(n=8, place="spec", layout=5, plan=plan))
 
 

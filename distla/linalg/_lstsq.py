@@ -120,6 +120,7 @@ PINV = route.Op(
     # jnp's on whole members (its svd refuses split ones), the batch where it is
     stacked=lambda plan, a, **options: jnp.linalg.pinv(replicated(a), **options),
     distributed=_pinv,
+    keep_replicated=True,
 )
 
 

@@ -410,6 +410,7 @@ QR = route.Op(
     stacked=lambda plan, a, *, mode: _qr_batched(a, mode=mode, call=plan),
     distributed=lambda plan, a, *, mode: route.distributed(_QR_2D, plan, a, mode=mode),
     result=lambda out, *, mode: out if mode == "r" else QRResult(*out),
+    keep_replicated=True,
 )
 
 

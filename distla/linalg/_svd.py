@@ -213,6 +213,7 @@ SVD = route.Op(
     layouts=_layouts,
     distributed=_distributed,
     result=lambda out, *, compute_uv, **options: SVDResult(*out) if compute_uv else out,
+    keep_replicated=True,
 )
 
 

@@ -75,6 +75,7 @@ EIGH = route.Op(
         plan, a, **_flags(UPLO, symmetrize_input)
     ),
     result=lambda out, **options: EighResult(*out),
+    keep_replicated=True,
 )
 
 EIGVALSH = route.Op(

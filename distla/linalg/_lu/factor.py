@@ -49,6 +49,7 @@ LU_FACTOR = route.Op(
     stacked=_factor_stacks,
     family="lu",
     distributed=lambda plan, a: rules.lu_factor_2d(a, call=plan),
+    keep_replicated=True,
 )
 
 
@@ -228,6 +229,7 @@ LU_SOLVE = route.Op(
     distributed=lambda plan, lu, piv, b, *, trans: rules.lu_solve_2d(
         lu, piv, b, trans=trans, call=plan
     ),
+    keep_replicated=True,
 )
 
 
@@ -392,6 +394,7 @@ LU = route.Op(
     family="lu",
     distributed=_plu,
     result=lambda out, *, permute_l: tuple(out) if permute_l else LUResult(*out),
+    keep_replicated=True,
 )
 
 

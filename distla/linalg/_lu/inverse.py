@@ -63,6 +63,7 @@ INV = route.Op(
     stacked=lambda plan, a: stacks.inv(plan, a),
     family="inv",
     distributed=lambda plan, a: rules.inv_2d(a, call=plan),
+    keep_replicated=True,
 )
 
 

@@ -124,6 +124,7 @@ SOLVE = route.Op(
     family="solve",
     layouts=_layouts,
     distributed=_solve_2d,
+    keep_replicated=True,
 )
 
 
