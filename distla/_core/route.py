@@ -44,7 +44,7 @@ from jax.sharding import PartitionSpec as P
 from .checks import as_array, empty_or_one_device, is_empty, is_traced, onto_mesh, result_dtype
 from .checks import square as _square
 from .eager import one_program
-from .mesh import explicit_layout, held_by_vmap, is_explicit, rule_on_mesh, with_layout
+from .mesh import held_by_vmap, rule_on_mesh, with_layout
 from .one_device import block_layout, choose_plan, on_one_device, result_structs
 from .plan import Plan, resolve
 from .stacked import stack
@@ -318,15 +318,21 @@ def replicated_as_given(resolved: Plan, operands: tuple, out: Any) -> Any:
     layout; a replicated operand already holds the whole matrix on every device, so
     gathering the result there costs no more memory than the operand does.
     """
-    if not is_explicit(resolved.mesh) or any(
-        any(explicit_layout(x)) for x in operands if isinstance(x, jax.Array)
-    ):
+    del resolved  # the operands' types say it (no call into the mesh module: test_walk)
+    arrays = [x for x in operands if isinstance(x, jax.Array)]
+    if not arrays or not all(map(_replicated_on_explicit, arrays)):
         return out
 
     def whole(x):
         return with_layout(x, ((),) * x.ndim) if isinstance(x, jax.Array) else x
 
     return jax.tree.map(whole, out)
+
+
+def _replicated_on_explicit(x: jax.Array) -> bool:
+    sharding = jax.typeof(x).sharding
+    explicit = any(t == jax.sharding.AxisType.Explicit for t in sharding.mesh.axis_types)
+    return explicit and all(entry is None for entry in sharding.spec)
 
 
 def _one_device(op: Op, resolved: Plan, operands: tuple, plan: str, options: dict):
