@@ -108,7 +108,14 @@ jax.config.update("jax_numpy_rank_promotion", "raise")
 # turns on jax's file lock, which the workers need to share the directory.
 # (Without the filelock package, a test extra, each process compiles on its own.)
 CACHE_ENV = "DISTLA_TESTS_XLA_CACHE"
-_OWN_CACHE = CACHE_ENV not in os.environ and importlib.util.find_spec("filelock") is not None
+# Opt-in since 2026-11-29 (DISTLA_TESTS_SHARED_CACHE=1): a CI worker aborted inside
+# jax's cache write (compilation_cache.put_executable_and_time, "Fatal Python error:
+# Aborted") with two workers sharing the directory.
+_OWN_CACHE = (
+    os.environ.get("DISTLA_TESTS_SHARED_CACHE") == "1"
+    and CACHE_ENV not in os.environ
+    and importlib.util.find_spec("filelock") is not None
+)
 if _OWN_CACHE:
     os.environ[CACHE_ENV] = tempfile.mkdtemp(prefix="distla-tests-xla-")
 # jax's settings for that cache (subprocesses get them as JAX_* variables: test_docs)
