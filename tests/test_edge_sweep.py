@@ -609,13 +609,16 @@ NOT_SWEPT = {
             n: _JNP_OWN
             for n in (
                 "cross",
-                "diagonal",
                 "matrix_transpose",
-                "outer",
                 "trace",
-                "vecdot",
                 "vector_norm",
             )
+        },
+        **{
+            n: "jnp's function, in forms jax's sharding rules type on Explicit meshes "
+            "(distla/linalg/_explicit.py): the drop-in sweep (tests/dropin.py), "
+            "tests/test_dropin_cases.py and tests/test_namespace.py"
+            for n in ("diagonal", "outer", "vecdot")
         },
         **{n: _TYPE for n in ("EighResult", "SVDResult", "LUResult", "SlogdetResult")},
         **{n: _MODEL for n in ("cholesky_model_bytes", "lu_model_bytes", "qr_model_bytes")},

@@ -26,7 +26,15 @@ from jax.sharding import PartitionSpec as P
 
 from distla.kernels._axes import round_up as round_up  # the kernels pad with the same rule
 
-from .mesh import fitting_spec, grid_of, is_explicit, named_shardings, run_on_mesh, shard_spec
+from .mesh import (
+    explicit_layout,
+    fitting_spec,
+    grid_of,
+    is_explicit,
+    named_shardings,
+    run_on_mesh,
+    shard_spec,
+)
 
 #: The precision of every product a factorisation's error bound rests on
 #: (TPU and TF32 defaults would otherwise dominate the error).
@@ -118,8 +126,9 @@ def once(y: jax.Array, x: jax.Array) -> jax.Array:
     runs after ``x`` is made, so two relayouts run one after the other, or a product's
     workspace is made only when it is needed. ``y`` itself, to the bit.
     """
-    # one entry sliced out (a reshape of a sharded x to a vector would gather it)
-    first = jnp.real(x[(0,) * x.ndim])
+    # one entry sliced out (a reshape of a sharded x to a vector would gather it); on an
+    # Explicit mesh jax's rules refuse the slice of a split dimension: x's sum there
+    first = jnp.sum(jnp.real(x)) if any(explicit_layout(x)) else jnp.real(x[(0,) * x.ndim])
     zero = jnp.minimum(jnp.isnan(first).astype(jnp.finfo(y.dtype).dtype), 0)
     return y + zero.astype(y.dtype)
 

@@ -31,7 +31,7 @@ from .._core.block_cyclic import from_cyclic, solve_layouts, to_cyclic
 from .._core.buckets import on_bucket
 from .._core.checks import as_array, empty_or_one_device, result_dtype, rhs_core, square
 from .._core.matmul import matvec, product
-from .._core.matrix import HIGHEST, ct_on, hermitian_from, like, pad_identity, tril_mask
+from .._core.matrix import HIGHEST, ct_on, hermitian_from, like, once, pad_identity, tril_mask
 from .._core.mesh import Grid, constrain, fitting_spec, run_on_mesh, shard_map, tangent_on_mesh
 from .._core.plan import Plan, check_block_size
 from .._core.stacked import stack
@@ -402,11 +402,10 @@ def cho_solve_2d(c, b, *, lower, call: Plan):
     tri = dict(lower=lower, unit_diagonal=False, call=call)
     first, second = (0, 2) if lower else (2, 0)  # L y = b, L^H x = y; or U^H y = b, U x = y
     y = solve_2d(c, b, trans=first, **tri)
-    # the second sweep reads c once y exists (isnan of y's sum is 0 or 1, its minimum
-    # with 0 is 0): XLA otherwise relays c out for both sweeps at the start and holds
-    # the two block-cyclic copies at once (4.3 shares, 3.3 so)
-    zero = jnp.minimum(jnp.isnan(jnp.sum(jnp.real(y))), 0).astype(c.dtype)
-    return solve_2d(c + zero, y, trans=second, **tri)
+    # the second sweep reads c once y exists: XLA otherwise relays c out for both
+    # sweeps at the start and holds the two block-cyclic copies at once (4.3 shares,
+    # 3.3 so)
+    return solve_2d(once(c, y), y, trans=second, **tri)
 
 
 def _cho_solve_one(c, b, *, lower):
