@@ -60,11 +60,13 @@ FAMILIES = {
     "qr": (linalg.qr, "a", 4.0),
     # short of the 6 (docs/memory.md): eigh's peak is at the reduction's phase
     # boundaries (6.9; 8.5 when the orthogonality repair was Cholesky QR under lax.cond,
-    # now Householder QR in a loop of 0 or 3 steps); polar's the QR of the 2n x n stack
-    # [√c X; I] beside A, U, P and the iterate (9.5, was 11.0); svd's the Golub-Kahan
-    # vectors beside Q, P and the outputs (11.1, was 15.0)
+    # now Householder QR in a loop of 0 or 3 steps); polar's the QR's panel work beside
+    # A, U, P (the iterate and Q₁Q₂ᴴ in their buffers) and the stack [√c X; I] factored
+    # in place (6.3, 5.7 at n = 8192; was 9.5 with distla's QR of the stack and SUMMA
+    # of Q₁ and Q₂ᴴ); svd's the Golub-Kahan vectors beside Q, P and the outputs (11.1,
+    # was 15.0)
     "eigh": (lambda a: linalg.eigh(a, **DISTRIBUTED), "a", 7.0),
-    "polar": (lambda a: linalg.polar(a, **DISTRIBUTED), "a", 10.0),
+    "polar": (lambda a: linalg.polar(a, **DISTRIBUTED), "a", 6.5),
     "svd": (lambda a: linalg.svd(a, **DISTRIBUTED), "a", 11.5),
 }
 

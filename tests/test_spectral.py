@@ -239,6 +239,32 @@ def test_eigh_jvp(mesh24):
     np.testing.assert_allclose(got, np.asarray(rdv), atol=2e-2 * np.abs(rdv).max())
 
 
+@pytest.mark.parametrize("grid", [(2, 4), (4, 2), (1, 8), (8, 1), (2, 2)])
+def test_polar_pads_to_the_in_place_step(grid):
+    # every padded iterate of polar takes the in-place QR step (kernels/qdwh.py): its
+    # stack's block-cyclic order is X's rows above I's; the padding holds the identity
+    mesh = build_mesh(grid, "explicit").abstract_mesh
+    for m, n in ((1, 1), (5, 3), (64, 64), (100, 37), (1000, 999), (4096, 4096), (3000, 1000)):
+        m_pad, n_pad = _polar.padded_shape(mesh, m, n)
+        assert m_pad - m >= n_pad - n >= 0, (m, n, m_pad, n_pad)
+        assert _polar.step_block(mesh, m_pad, n_pad) is not None, (m, n, m_pad, n_pad)
+
+
+@pytest.mark.parametrize("shape", [(64, 64), (128, 64)])
+def test_qdwh_in_place_step_is_its_formula(mesh24, shape):
+    # Q₁Q₂ᴴ of [√c X; I] = QR is √c X (I + c XᴴX)⁻¹, from the in-place kernel
+    rng = np.random.default_rng(12)
+    m, n = shape
+    x = rng.standard_normal(shape) / np.sqrt(m)
+    c = 900.0
+    spec = P("x", "y")
+    assert _polar.step_block(mesh24.abstract_mesh, m, n) is not None
+    step = _polar.on_mesh(_polar._qr_product, mesh24.abstract_mesh, spec, (("spec", spec),))
+    got = step(place(x.astype(np.float32), mesh24), jnp.float32(np.sqrt(c)))
+    want = np.sqrt(c) * x @ np.linalg.inv(np.eye(n) + c * x.T @ x)
+    np.testing.assert_allclose(np.asarray(got), want, atol=1e-4 * np.abs(want).max())
+
+
 def test_cost_no_collective_carries_a_matrix():
     # the compiled steps at n = 1024 on 2x4: no collective moves a whole matrix (the
     # largest is the QR's gathered 2n x nb panel) and peak memory per device stays a

@@ -7,8 +7,11 @@ QDWH (Nakatsukasa, Bai & Gygi 2010) is a dynamically weighted Halley
 iteration ``X ← X (a I + b XᴴX)(I + c XᴴX)⁻¹`` on ``X₀ = A/α``
 (``α ≥ ‖A‖₂``) that converges to the unitary polar factor ``U``. Every
 iteration takes the QR-based form ``[√c X; I] = [Q₁; Q₂] R``,
-``X ← (b/c) X + (a − b/c)/√c · Q₁Q₂ᴴ`` (``distla.linalg.qr`` and
-``distla.matmul``). Nakatsukasa & Higham switch to the Cholesky-based form
+``X ← (b/c) X + (a − b/c)/√c · Q₁Q₂ᴴ``: one kernel (``kernels/qdwh.py``) factors
+the stack in place, forms ``Q`` over it and multiplies ``Q₁Q₂ᴴ`` from ``Q``'s
+block-cyclic order, about three blocks beside ``X`` (docs/memory.md); shapes it does
+not take (eigh's divide and conquer) use ``distla.linalg.qr`` and SUMMA. Nakatsukasa &
+Higham switch to the Cholesky-based form
 (``I + c XᴴX = L Lᴴ`` and two triangular solves, half the flops) once
 ``c ≤ 100``; distla does not: on 8 devices of the CPU test bed that step took
 as long as the QR-based one (polar at n = 2048: 4.43 s with it, 4.36 s
@@ -34,10 +37,13 @@ import jax.numpy as jnp
 from jax import lax
 from jax.sharding import PartitionSpec as P
 
+from distla.kernels.qdwh import qr_product
+
+from .._core.block_cyclic import blocking
 from .._core.checks import is_traced
 from .._core.matmul import mm
-from .._core.matrix import block_spec, ct, eye, on_mesh, once, put, round_up
-from .._core.mesh import fitting_spec, grid_of, is_explicit, run_on_mesh
+from .._core.matrix import HIGHEST, block_spec, ct, eye, on_mesh, once, put, round_up
+from .._core.mesh import fitting_spec, grid_of, is_explicit, run_on_mesh, shard_map
 from .._core.plan import Plan, plan_here
 from . import _qr
 
@@ -48,6 +54,25 @@ def quantum(mesh) -> int:
     """Sizes that are multiples of this split evenly in the 2D block layout."""
     g = grid_of(mesh, what="distla.linalg")
     return math.lcm(g.pr, g.pc)
+
+
+def step_block(mesh, m: int, n: int) -> int | None:
+    """The block size of the in-place QR step (`qr_product`) for an ``m x n`` iterate, or
+    ``None`` when its shape does not let the stack's block-cyclic order be ``X``'s above
+    ``I``'s (``n`` a multiple of ``nb·lcm(pr, pc)``, ``m`` of ``nb·pr``)."""
+    g = grid_of(mesh, what="distla.linalg")
+    nb, _ = blocking(g, n)
+    fits = n % (nb * quantum(mesh)) == 0 and m % (nb * g.pr) == 0
+    return nb if fits else None
+
+
+def padded_shape(mesh, m: int, n: int) -> tuple[int, int]:
+    """``(m_pad, n_pad)``: QDWH's iterate for an ``m x n`` (``m >= n``) matrix, padded so
+    that the in-place QR step takes it (`step_block`)."""
+    g = grid_of(mesh, what="distla.linalg")
+    _, n_pad = blocking(g, n)
+    nb, _ = blocking(g, n_pad)
+    return round_up(m + (n_pad - n), nb * quantum(mesh)), n_pad
 
 
 def pow2_scale(x: jax.Array) -> jax.Array:
@@ -112,6 +137,37 @@ def qdwh_going(state, *, max_iterations: int):
     return (k < max_iterations) & ((jnp.abs(1.0 - l) > tol_l) | (diff > tol_x))
 
 
+def _qr_product(x, sqrt_c, *, spec: P):
+    """``Q₁Q₂ᴴ`` of ``[√c X; I] = [Q₁; Q₂] R`` in ``spec``.
+
+    In place where ``x``'s shape lets it (`step_block`; polar pads to it): the stack,
+    its QR and ``Q`` over it, the product from ``Q``'s block-cyclic order
+    (``kernels/qdwh.py``), about three blocks beside ``X``. Otherwise ``distla``'s QR of
+    the stack and SUMMA of ``Q₁`` and ``Q₂ᴴ`` (eigh's divide and conquer)."""
+    m, n = x.shape
+    call = plan_here(x.dtype)
+    nb = step_block(call.mesh, m, n)
+    if nb is None:
+        eye_n = eye(n, n, x.dtype, spec)
+        stacked = put(jnp.concatenate([sqrt_c.astype(x.dtype) * x, eye_n]), spec)
+        q, _ = _qr.qr_2d(stacked, mode="reduced", call=call)
+        return mm(put(q[:m], spec), ct(put(q[m:], spec), spec), spec)
+    grid = call.grid
+    kernel = functools.partial(
+        qr_product,
+        row_axis=grid.row,
+        col_axis=grid.col,
+        nb=nb,
+        stages=_qr.stages_for(n // nb),
+        precision=HIGHEST,
+    )
+    blocks = grid.block_spec
+    out = shard_map(kernel, in_specs=(blocks, P()), out_specs=blocks, check_vma=False)(
+        put(x, blocks), sqrt_c.astype(x.dtype)
+    )
+    return put(out, spec)
+
+
 def qdwh_qr_step(state, *, spec: P):
     """``[√c X; I] = [Q₁; Q₂] R``, ``X ← (b/c) X + (a − b/c)/√c · Q₁Q₂ᴴ``.
 
@@ -121,12 +177,7 @@ def qdwh_qr_step(state, *, spec: P):
     k, x, l, _ = state
     m, n = x.shape
     pa, pb, pc, l_next = weights(l)
-    eye_n = eye(n, n, x.dtype, spec)
-    stacked = put(jnp.concatenate([jnp.sqrt(pc).astype(x.dtype) * x, eye_n]), spec)
-    q, _ = _qr.qr_2d(stacked, mode="reduced", call=plan_here(x.dtype))
-    q1 = put(q[:m], spec)
-    q2 = put(q[m:], spec)
-    upd = mm(q1, ct(q2, spec), spec)
+    upd = _qr_product(x, jnp.sqrt(pc), spec=spec)
     # the step X_new − X first, then X_new = X + step: X's last reader writes X_new, so
     # XLA updates the loop's X in place (with ‖X_new − X‖ read after X_new it copies X
     # at the start of every iteration, one more share through the QR)
@@ -204,9 +255,7 @@ def polar_prep(a, *, mesh):
     x = jnp.conj(a.T) if wide else a  # QDWH needs m >= n: a = p u <=> aᴴ = uᴴ p
     s = pow2_scale(x)
     x = x * s.astype(x.dtype)
-    q = quantum(mesh)
-    n_pad = round_up(n, q)
-    m_pad = round_up(m + (n_pad - n), q)
+    m_pad, n_pad = padded_shape(mesh, m, n)
     scale = norm_bound(x)
     scale = jnp.where(scale > 0, scale, jnp.ones_like(scale)).astype(x.dtype)
     # the padding's singular values (s) sit inside x's range: no slower convergence
@@ -217,15 +266,14 @@ def polar_prep(a, *, mesh):
     return xp, s
 
 
-def polar_finish(u, xp, s, *, mesh, side, shape):
-    """``(u, p)`` of ``a`` (``shape``) from the polar factor ``u`` of the padded ``xp`` (``a``
-    scaled by ``s``: ``p`` is scaled back)."""
+def polar_finish(u, a, *, mesh, side):
+    """``(u, p)`` of ``a`` from the polar factor ``u`` of its padded ``xp`` (`polar_prep`)."""
     spec = block_spec(mesh)
-    wide, m, n = _shapes(*shape)
+    wide, m, n = _shapes(*a.shape)
     uh = ct(u, spec)
-    # xp read once u is there: SUMMA makes its product's zeros once its right operand
-    # exists, and xp is there from the start (one more share through every QDWH step)
-    xp = once(xp, u)
+    # xp made again from a once u is there (scaled by a power of two: exactly the same),
+    # not kept through QDWH's loop (one more share through every step)
+    xp, s = polar_prep(once(a, u), mesh=mesh)
     # tall x = u h: right factor uᴴx (n x n), left factor x uᴴ (m x m). For wide a,
     # x = aᴴ = w h gives a = h wᴴ (left: p = h) and a = wᴴ (x wᴴ) (right: p = x wᴴ).
     if (side == "right") != wide:
@@ -262,23 +310,23 @@ def polar_traced(a, *, mesh, side, max_iterations):
 
 def polar_body(a, *, mesh, side, max_iterations=12):
     """``(u, p)`` of ``a`` traced inside ``run_on_mesh`` (Auto axes in context)."""
-    xp, s = polar_prep(a, mesh=mesh)
+    xp, _ = polar_prep(a, mesh=mesh)
     u, _ = qdwh(xp, block_spec(mesh), max_iterations=max_iterations)
-    return polar_finish(u, xp, s, mesh=mesh, side=side, shape=a.shape)
+    return polar_finish(u, a, mesh=mesh, side=side)
 
 
 def polar_eager(a, *, mesh, side, max_iterations=12):
     """``(u, p)`` of a concrete matrix on ``mesh``: host loop over compiled QDWH steps."""
     spec = block_spec(mesh)
-    xp, s = on_mesh(polar_prep, mesh, (spec, P()), (("mesh", mesh),))(a)
+    xp, _ = on_mesh(polar_prep, mesh, (spec, P()), (("mesh", mesh),))(a)
     u, _ = qdwh_eager(xp, mesh, spec, max_iterations=max_iterations)
     finish = on_mesh(
         polar_finish,
         mesh,
         out_specs(mesh, a.shape, side, _spec_of(a)),
-        (("mesh", mesh), ("side", side), ("shape", a.shape)),
+        (("mesh", mesh), ("side", side)),
     )
-    return finish(u, xp, s)
+    return finish(u, a)
 
 
 def polar_2d(plan: Plan, a, *, side, max_iterations=12):
