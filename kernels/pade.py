@@ -109,7 +109,8 @@ def pade13_local(
     b_u = b[13] * x6 + b[11] * x4 + b[9] * x2
     b_v = b[12] * x6 + b[10] * x4 + b[8] * x2
     mb, nb = x2.shape
-    chunks = max(d for d in range(1, ROW_CHUNKS + 1) if mb % d == 0)
+    # twice the sums' chunks: a chunk's rows are held three times (read, U's, V's held)
+    chunks = max(d for d in range(1, 2 * ROW_CHUNKS + 1) if mb % d == 0)
     rows = mb // chunks
     top, left = axis_index(row_axis) * mb, axis_index(col_axis) * nb
 

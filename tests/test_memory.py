@@ -129,3 +129,14 @@ def test_peak_memory_is_a_few_shares_and_does_not_grow(name):
     if name not in ONE_SIZE:
         small = shares(fn, operands, mesh, SIZES[0])
         assert large <= small + GROWTH, f"{name} grows with n: {small:.2f} -> {large:.2f} shares"
+
+
+def test_expm_float64_peak_does_not_grow(x64):
+    """expm in double precision runs degree 13 (Higham's (2.5)), two more products and
+    two more B operands than float32's degree 7: its own limit (10.7 shares before the
+    degree-13 branch made its powers and wrote its sums and products in place)."""
+    fn, operands, _ = FAMILIES["expm"]
+    mesh = build_mesh((2, 4), "explicit")
+    small, large = (shares(fn, operands, mesh, n, np.float64) for n in SIZES)
+    assert large <= 9.5, f"expm float64: {large:.2f} shares at n = {SIZES[1]} (limit 9.5)"
+    assert large <= small + GROWTH, f"expm float64 grows with n: {small:.2f} -> {large:.2f}"
