@@ -223,11 +223,11 @@ def trsm_many(
             kc, c = k % pc, (k // pc) * nb
             col = lax.dynamic_slice(t, (top, c), (bot - top, nb))
         col = jnp.where(j == kc, col, jnp.zeros_like(col))
+        if contiguous:  # its rows in block-cyclic order, as B's (then only the live ones move)
+            col = to_block_cyclic(col, axis=0, axis_name=row_axis, nb=nb)[top:bot]
         if col_axis is not None:
             # psum along the mesh row -> T's block column k on every device of the row
             col = lax.psum(col, col_axis)
-        if contiguous:  # its rows in block-cyclic order, as B's
-            col = to_block_cyclic(col, axis=0, axis_name=row_axis, nb=nb)[top:bot]
         return col
 
     def step(s, b, *, lo, hi, top, bot):
