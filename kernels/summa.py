@@ -65,8 +65,9 @@ def summa_local(
     col_axis: str | None,
     panels: int,
     precision: lax.PrecisionLike,
+    c: jax.Array | None = None,
 ) -> jax.Array:
-    """Local SUMMA body: ``C[i, j] = sum_k A[i, k] B[k, j]``.
+    """Local SUMMA body: ``C[i, j] = sum_k A[i, k] B[k, j]`` (plus ``c``).
 
     Args:
       a_blk: ``(m/pr, k/pc)`` block of A.
@@ -79,6 +80,8 @@ def summa_local(
         and of the B block column. ``k`` must be a multiple of
         ``summa_k_multiple(pr, pc, panels)``.
       precision: passed to every local dot.
+      c: ``(m/pr, n/pc)`` block the product is added to, panel by panel, in its
+        own buffer (the loop's carry) when nothing else reads it; ``None``: zeros.
 
     Returns:
       ``(m/pr, n/pc)`` block of C.
@@ -129,6 +132,9 @@ def summa_local(
     # start and hold all panels at once.
     axes = tuple(x for x in (row_axis, col_axis) if x is not None)
     dtype = jnp.result_type(a_blk, b_blk)
+    if c is not None:
+        c = c.astype(dtype)
+        return step(0, c) if panels == 1 else fori(0, panels, step, c)
     c = jnp.zeros((mb, nb), dtype)
     if axes:
         # C's zeros made once B is there: XLA makes an operand-free zeros first thing

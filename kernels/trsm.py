@@ -40,7 +40,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from ._axes import add_block, add_product, axis_index, axis_size, fori, solve_left
-from .cyclic import global_blocks
+from .cyclic import global_blocks, to_block_cyclic
 from .phases import cut
 from .pivots import apply_all_panel_swaps, pivots_to_permutation
 
@@ -175,11 +175,15 @@ def trsm_many(
     col_axis: str | None,
     nb: int,
     precision: lax.PrecisionLike,
+    contiguous: bool = False,
+    op: int = 0,
 ) -> jax.Array:
     """Solve ``T X = B`` moving ``T``'s block columns, for many right-hand sides.
 
     Args:
-      t: ``(n/pr, n/pc)`` local block of triangular ``T``, block-cyclic.
+      t: ``(n/pr, n/pc)`` local block of triangular ``T``, block-cyclic (or, with
+        ``contiguous``, ``op(t)`` is the local block of ``T`` in the contiguous 2D
+        block order).
       b: ``(n/pr, k/pc)`` local block of ``B``: rows block-cyclic over
         ``row_axis``, columns contiguous over ``col_axis``.
       lower: as in :func:`trsm_few`.
@@ -188,6 +192,12 @@ def trsm_many(
       col_axis: as in :func:`trsm_few`.
       nb: as in :func:`trsm_few`.
       precision: as in :func:`trsm_few`.
+      contiguous: ``T`` is in the contiguous 2D block order, not block-cyclic (``B``
+        still is): each step moves the rows of its block column to block-cyclic
+        order (one ``all_to_all`` of ``n/pr x nb`` along ``row_axis``), so that no
+        block-cyclic copy of ``T`` is made (one more share of memory per device).
+      op: ``T`` is ``op(t)`` (``contiguous`` only): 0 ``t``, 1 its transpose, 2 its
+        conjugate transpose, read a block column at a time (no transposed copy).
 
     Returns:
       ``X`` in ``b``'s layout.
@@ -197,17 +207,34 @@ def trsm_many(
     mloc = b.shape[0]
     nbr = mloc * pr // nb
     row_g = jnp.repeat(global_blocks(mloc // nb, row_axis), nb)
+    if contiguous:
+        col_blocks = (t.shape[1] if op == 0 else t.shape[0]) // nb  # local block columns
 
-    def step(s, b, *, lo, hi, top, bot):
-        k = _block_of(s, lower=lower, nbr=nbr)
-        kr, kc = k % pr, k % pc
-        r, c = (k // pr) * nb, (k // pc) * nb
-        # the rows of T's block column k this loop reads: the diagonal blocks and the rest
-        col = lax.dynamic_slice(t, (top, c), (bot - top, nb))
+    def column(k, top, bot):
+        """Rows ``[top, bot)`` (block-cyclic) of ``T``'s block column ``k``, on every device."""
+        if contiguous:
+            kc, c = k // col_blocks, (k % col_blocks) * nb
+            if op == 0:
+                col = lax.dynamic_slice_in_dim(t, c, nb, axis=1)
+            else:  # a block row of t, transposed: op(t)'s block column
+                col = lax.dynamic_slice_in_dim(t, c, nb, axis=0).T
+                col = col.conj() if op == 2 else col
+        else:
+            kc, c = k % pc, (k // pc) * nb
+            col = lax.dynamic_slice(t, (top, c), (bot - top, nb))
         col = jnp.where(j == kc, col, jnp.zeros_like(col))
+        if contiguous:  # its rows in block-cyclic order, as B's (then only the live ones move)
+            col = to_block_cyclic(col, axis=0, axis_name=row_axis, nb=nb)[top:bot]
         if col_axis is not None:
             # psum along the mesh row -> T's block column k on every device of the row
             col = lax.psum(col, col_axis)
+        return col
+
+    def step(s, b, *, lo, hi, top, bot):
+        k = _block_of(s, lower=lower, nbr=nbr)
+        kr, r = k % pr, (k // pr) * nb
+        # the rows of T's block column k this loop reads: the diagonal blocks and the rest
+        col = column(k, top, bot)
         tkk = lax.dynamic_slice_in_dim(col, r - top, nb)
         xk = _solve_block(
             tkk, lax.dynamic_slice_in_dim(b, r, nb), lower=lower, unit_diagonal=unit_diagonal

@@ -144,8 +144,17 @@ def test_cho_factor_cho_solve_and_solve_pos(lower, kind):
         (1, False, 1, "explicit"),
         ("C", False, 3, "auto"),
         (0, False, 130, "explicit"),
+        (1, True, 130, "auto"),
+        ("C", True, 130, "explicit"),
     ],
-    ids=["N-lower", "T-upper-vector", "C-upper", "N-upper-many-rhs"],
+    ids=[
+        "N-lower",
+        "T-upper-vector",
+        "C-upper",
+        "N-upper-many-rhs",
+        "T-lower-many-rhs",
+        "C-lower-many-rhs",
+    ],
 )
 def test_solve_triangular(trans, lower, k, kind):
     mesh = build_mesh((2, 4), kind)

@@ -134,3 +134,40 @@ def test_lu_solve_matches_scipy(grid, trans, few, dtype):
     assert x.shape == b.shape and x.dtype == dtype
     assert solve_ratio(OP[trans](a), x, b) <= THRESHOLD
     np.testing.assert_allclose(x, sl.lu_solve((lu, piv), b, trans=trans), rtol=2e-3, atol=2e-4)
+
+
+@pytest.mark.parametrize(
+    "lower, unit, trans, dtype",
+    [
+        pytest.param(True, False, 0, np.float32, id="lower"),
+        pytest.param(False, True, 0, np.float32, id="upper-unit"),
+        pytest.param(True, True, 1, np.complex64, id="lower-unit-trans1-c64"),
+        pytest.param(False, False, 2, np.complex64, id="upper-trans2-c64"),
+    ],
+)
+def test_trsm_many_reads_a_contiguous_triangle(grid, lower, unit, trans, dtype):
+    """``contiguous``: ``T`` in the 2D block order as given, ``op`` applied to its panels."""
+    rng = np.random.default_rng(hash((lower, unit, trans, "contiguous")) % 2**32)
+    t = _triangular(rng, dtype, lower=lower, unit=unit)
+    b = _rhs(rng, dtype, 8)
+    rows, cols, b_spec = _layout(trans, False)
+
+    def body(t_blk, b_blk):
+        b_cyc = to_block_cyclic(b_blk, axis=0, axis_name=rows, nb=NB)
+        x = trsm_many(
+            t_blk, b_cyc,
+            lower=lower if trans == 0 else not lower, unit_diagonal=unit,
+            row_axis=rows, col_axis=cols, nb=NB, precision=HIGHEST,
+            contiguous=True, op=trans,
+        )  # fmt: skip
+        return from_block_cyclic(x, axis=0, axis_name=rows, nb=NB)
+
+    x = run_local(body, grid, (P("x", "y"), b_spec), b_spec, t, b)
+    assert x.shape == b.shape and x.dtype == dtype
+    want = sl.solve_triangular(
+        t, b, trans=trans, lower=lower, unit_diagonal=unit, check_finite=False
+    )
+    op = OP[trans](np.where(np.isnan(t), 0, t) + (np.eye(N) if unit else 0))
+    assert np.all(np.isfinite(x))
+    assert solve_ratio(op, x, b) <= THRESHOLD
+    np.testing.assert_allclose(x, want, rtol=1e-4, atol=1e-5)

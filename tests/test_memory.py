@@ -82,11 +82,12 @@ FAMILIES |= {
         "ab",
         3.0,
     ),
-    # short of the issue's 4: T, B and X are 3 shares before any workspace (4.75)
+    # T, B and X (3 shares) and one block column of T: T is read in its own layout (3.5;
+    # 4.75 with a block-cyclic copy of T)
     "solve_triangular_n_x_n": (
         lambda a, b: linalg.solve_triangular(a, b, lower=True, **DISTRIBUTED),
         "aa",
-        5.0,
+        3.6,
     ),
     "eigvalsh": (lambda a: linalg.eigvalsh(a, **DISTRIBUTED), "a", 4.5),
     "svdvals": (lambda a: linalg.svdvals(a, **DISTRIBUTED), "a", 4.5),
@@ -130,3 +131,14 @@ def test_peak_memory_is_a_few_shares_and_does_not_grow(name):
     if name not in ONE_SIZE:
         small = shares(fn, operands, mesh, SIZES[0])
         assert large <= small + GROWTH, f"{name} grows with n: {small:.2f} -> {large:.2f} shares"
+
+
+def test_expm_float64_peak_does_not_grow(x64):
+    """expm in double precision runs degree 13 (Higham's (2.5)), two more products and
+    two more B operands than float32's degree 7: its own limit (10.7 shares before the
+    degree-13 branch made its powers and wrote its sums and products in place)."""
+    fn, operands, _ = FAMILIES["expm"]
+    mesh = build_mesh((2, 4), "explicit")
+    small, large = (shares(fn, operands, mesh, n, np.float64) for n in SIZES)
+    assert large <= 9.5, f"expm float64: {large:.2f} shares at n = {SIZES[1]} (limit 9.5)"
+    assert large <= small + GROWTH, f"expm float64 grows with n: {small:.2f} -> {large:.2f}"

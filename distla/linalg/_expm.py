@@ -37,11 +37,12 @@ import numpy as np
 from jax import lax
 from jax.sharding import PartitionSpec as P
 
-from distla.kernels.pade import pade_sums_local
+from distla.kernels.pade import pade13_local, pade_sums_local
 
 from .._core import route
 from .._core.checks import ShapeError, as_array, onto_mesh, result_dtype, square
-from .._core.matmul import product_here
+from .._core.matmul import default_panels, product_here
+from .._core.matrix import HIGHEST
 from .._core.mesh import (
     constrain,
     drop_trivial_sharding,
@@ -102,6 +103,14 @@ def _eye(n, dtype, spec):
     return constrain((r == c).astype(dtype), spec)
 
 
+def _panels(grid, n: int) -> int:
+    """SUMMA's steps for ``n x n`` products inside a kernel: the most, up to
+    ``default_panels``, that divide ``n`` (no padding: ``n`` is a multiple of
+    ``lcm(pr, pc)``)."""
+    q = math.lcm(grid.pr, grid.pc)
+    return max(d for d in range(1, default_panels(grid, n) + 1) if n % (q * d) == 0)
+
+
 def _pade(x, scale, index, degrees, grid):
     """``(U, V)`` of the degree ``degrees[index]`` at ``scale·x`` (``scale`` a power of two).
 
@@ -145,29 +154,45 @@ def _pade(x, scale, index, degrees, grid):
             odd_c[:k], even_c[:k], *powers
         )
 
-    a2 = _mm(x, x * (scale * scale), spec)  # (scale·x)², exact: scale is a power of two
-    powers = [a2, product_if(index >= 1, lambda p: _mm(p, p, spec), a2)]  # x², x⁴
+    def up_to_9(x):  # degrees 3 to 9: the powers they share, then one branch per degree
+        a2 = _mm(x, x * (scale * scale), spec)  # (scale·x)², exact: scale is a power of two
+        powers = [a2, product_if(index >= 1, lambda p: _mm(p, p, spec), a2)]  # x², x⁴
+        if degrees[-1] == 13:
+            powers.append(product_if(index >= 2, lambda p, q: _mm(p, q, spec), powers[1], a2))
+        # the last products and the sums in one branch per degree: the branch's results
+        # are made there, so the powers die into them (outside a branch XLA fuses the
+        # sums into their readers, and every power lives until U's product)
+        finish = [sums]
+        if degrees[-1] == 7:  # single precision: x⁶ for degree 7
+            finish.append(lambda x2, x4: sums(x2, x4, _mm(x4, x2, spec)))
+        else:  # double: x⁸ for degree 9
+            finish.append(lambda x2, x4, x6: sums(x2, x4, x6, _mm(x4, x4, spec)))
+        which = (index == len(degrees) - (1 if degrees[-1] == 7 else 2)).astype(jnp.int32)
+        return lax.switch(which, finish, *powers)
+
+    def degree_13(x):
+        # Higham's (2.5) on powers made in this branch: a branch's operands are read-only
+        # (XLA copies one that a loop in the branch writes), its own values are not, so
+        # that U's and V's low sums are written over x² and x⁴ and the two products added
+        # into them (kernels/pade.py): x², x⁴, x⁶ and the two B operands, where sums and
+        # products over the shared powers held ten blocks
+        x2 = _mm(x, x * (scale * scale), spec)
+        x4 = _mm(x2, x2, spec)
+        x6 = _mm(x4, x2, spec)
+        kernel = functools.partial(
+            pade13_local,
+            pade_coefficients(13),
+            row_axis=grid.row,
+            col_axis=grid.col,
+            panels=_panels(grid, n),
+            precision=HIGHEST,
+        )
+        return shard_map(kernel, in_specs=(spec,) * 3, out_specs=(spec, spec))(x2, x4, x6)
+
     if degrees[-1] == 13:
-        powers.append(product_if(index >= 2, lambda p, q: _mm(p, q, spec), powers[1], a2))
-    # the last products and the sums in one branch per degree: the branch's results
-    # are made there, so the powers die into them (outside a branch XLA fuses the
-    # sums into their readers, and every power lives until U's product)
-    finish = [sums]
-    if degrees[-1] == 7:  # single precision: x⁶ for degree 7
-        which = (index == 2).astype(jnp.int32)
-        finish.append(lambda x2, x4: sums(x2, x4, _mm(x4, x2, spec)))
-    else:  # double: x⁸ for degree 9, Higham's (2.5) for 13
-        b = pade_coefficients(13)
-        which = jnp.where(index == 3, 1, jnp.where(index == 4, 2, 0))
-
-        def degree_13(x2, x4, x6):
-            u_hi = _mm(x6, b[13] * x6 + b[11] * x4 + b[9] * x2, spec)
-            v_hi = _mm(x6, b[12] * x6 + b[10] * x4 + b[8] * x2, spec)
-            u_low, v_low = sums(x2, x4, x6)
-            return u_low + u_hi, v_low + v_hi
-
-        finish += [lambda x2, x4, x6: sums(x2, x4, x6, _mm(x4, x4, spec)), degree_13]
-    u_in, v = lax.switch(which, finish, *powers)
+        u_in, v = lax.cond(index == len(degrees) - 1, degree_13, up_to_9, x)
+    else:
+        u_in, v = up_to_9(x)
     return _mm(x, constrain(u_in * scale, spec), spec), constrain(v, spec)
 
 

@@ -48,29 +48,26 @@ def triangular_solve(a, b, *, call: Plan, trans, lower, unit_diagonal):
     nb, n_pad = blocking(grid, a.shape[0])
     blocks = grid.block_spec
     rhs = rhs_of(grid, b.shape, trans)
-    # op(T) of a block-cyclic T is the local transpose on the transposed grid
+    # op(T) of a (block-cyclic or contiguous) T is the local transpose on the transposed grid
     rows, cols = (grid.row, grid.col) if trans == 0 else (grid.col, grid.row)
     tri_lower = lower if trans == 0 else not lower
-    trsm = trsm_few if rhs.few else trsm_many
+    solve = dict(lower=tri_lower, unit_diagonal=unit_diagonal, row_axis=rows, col_axis=cols)
+    solve |= dict(nb=nb, precision=HIGHEST)
 
     def body(a, b):
         a = constrain(pad_identity(a.astype(dtype), n_pad), blocks)
 
         def kernel(a_blk, b_blk):
-            t = to_cyclic(a_blk, grid, nb)
-            if trans:
-                t = t.T.conj() if trans == 2 else t.T
             x = to_block_cyclic_2d(b_blk, row_axis=rows, col_axis=None, nb=nb)
-            x = trsm(
-                t,
-                x,
-                lower=tri_lower,
-                unit_diagonal=unit_diagonal,
-                row_axis=rows,
-                col_axis=cols,
-                nb=nb,
-                precision=HIGHEST,
-            )
+            if rhs.few:
+                t = to_cyclic(a_blk, grid, nb)
+                if trans:
+                    t = t.T.conj() if trans == 2 else t.T
+                x = trsm_few(t, x, **solve)
+            else:
+                # T stays in the contiguous order, its block columns moved step by step:
+                # a block-cyclic copy would be one more share beside T, B and X
+                x = trsm_many(a_blk, x, contiguous=True, op=trans, **solve)
             return from_block_cyclic_2d(x, row_axis=rows, col_axis=None, nb=nb)
 
         x = shard_map(kernel, in_specs=(blocks, rhs.spec), out_specs=rhs.spec, check_vma=False)(
