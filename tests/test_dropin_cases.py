@@ -9,6 +9,8 @@ asserted directly where the point is one value.
 from __future__ import annotations
 
 import dataclasses
+import functools
+import itertools
 
 import jax
 import jax.numpy as jnp
@@ -341,6 +343,72 @@ def test_reverse_mode_of_the_transforms_on_an_auto_mesh(name, variant):
     device, whose shard_map over the abstract mesh compiled for that one device. The
     tangent is now laid out on the operand's concrete mesh, which the transpose keeps."""
     check(SPECS[name], variant)
+
+
+@pytest.mark.parametrize(
+    "name, variant",
+    [
+        ("fft.fft", Variant(n=8, batch=(4,), transform="jit_grad", mesh="auto")),
+        ("fft.fftn", Variant(n=8, transform="jit_grad", mesh="auto")),
+        ("fft.fftn", Variant(n=5, transform="jit_grad", mesh="auto")),
+        ("fft.ifftn", Variant(n=8, transform="jit_grad", mesh="auto", dtype="complex64")),
+        ("fft.rfftn", Variant(n=8, transform="jit_grad", mesh="auto")),
+        ("fft.irfftn", Variant(n=5, transform="jit_grad", mesh="auto")),
+        ("fft.pfft3d", Variant(n=8, transform="jit_grad", mesh="auto")),
+        ("fft.prfft3d", Variant(n=8, transform="jit_grad", mesh="auto")),  # pfft3d's kernels
+        ("fft.prfft3d", Variant(n=5, transform="jit_grad", mesh="auto")),  # the half spectrum's
+        ("fft.pirfft3d", Variant(n=8, transform="jit_grad", mesh="auto")),
+        ("scipy.fft.dctn", Variant(n=8, transform="jit_grad", mesh="auto")),
+        ("scipy.fft.dct", Variant(n=5, transform="jit_grad", mesh="auto")),  # a gathered vector
+        ("scipy.fft.idct", Variant(n=8, batch=(4,), transform="jit_grad", mesh="auto")),
+        ("fft.fftn", Variant(n=4, transform="jit_jacfwd", mesh="auto")),
+        ("fft.fftn", Variant(n=8, transform="jit_grad")),  # Explicit: worked before, pinned
+    ],
+    ids=str,
+)
+def test_derivatives_of_the_transforms_inside_jit_on_an_auto_mesh(name, variant):
+    """Found: jax.jit(jax.grad(...)) and jax.jit(jax.jacfwd(...)) of a loss linear in an FFT
+    (or a DCT) on an Auto mesh raised XLA's "No registered implementation for untyped
+    custom call to xla.sdy.GlobalToLocalShape for Host" where the un-jitted derivative
+    works: the derivative does not depend on the operand's values, so jit dropped the
+    operand and compiled for one device a program holding the transform's shard_map over
+    the mesh."""
+    check(SPECS[name], variant)
+
+
+@pytest.mark.parametrize(
+    "name", ["transposeXtoY", "transposeYtoZ", "transposeZtoY", "transposeYtoX", "halo_exchange"]
+)
+def test_jaxdecomps_exchanges_differentiated_inside_jit_on_an_auto_mesh(name):
+    """Found with the FFTs' case above: jax.jit(jax.grad(...)) of a loss linear in a pencil
+    transpose or a halo exchange on an Auto mesh raised the same XLA error. The gradient
+    is the un-jitted one's; a transpose's is the weights transposed back."""
+    import distla.jaxdecomp as djd
+
+    m = build_mesh((2, 4), "auto")
+    rng = np.random.default_rng(5)
+    host = rng.standard_normal((8, 8, 8)).astype(np.float32)
+    x = distla.shard(host, m)
+    if name == "halo_exchange":
+        fn = functools.partial(djd.halo_exchange, halo_extents=(1, 1), halo_periods=(True, True))
+    else:
+        fn = getattr(djd, name)
+    w = rng.standard_normal(fn(x).shape).astype(np.float32)
+
+    def loss(v):
+        return jnp.sum(fn(v) * w)
+
+    got = np.asarray(jax.jit(jax.grad(loss))(x))
+    want = np.asarray(jax.grad(loss)(x))
+    if name != "halo_exchange":  # a transpose in value: the weights transposed back
+        out = np.asarray(fn(x))
+        perm = next(
+            p
+            for p in itertools.permutations(range(3))
+            if out.shape == host.transpose(p).shape and np.array_equal(out, host.transpose(p))
+        )
+        np.testing.assert_array_equal(want, w.transpose(np.argsort(perm)))
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
 
 
 @pytest.mark.parametrize("transform", ["jit", "vmap"])
