@@ -276,6 +276,45 @@ def test_vecdot_of_a_sharded_operand_and_a_one_device_one(variant):
     check(SPECS["linalg.vecdot"], variant)
 
 
+@pytest.mark.parametrize(
+    "name, variant",
+    [
+        ("linalg.vecdot", Variant(n=8, place="mixed_device", transform="jacfwd")),
+        ("linalg.vecdot", Variant(n=8, batch=(3,), place="mixed_device", transform="grad")),
+        ("linalg.vecdot", Variant(n=5, place="mixed_device", transform="vjp_outside")),
+        ("linalg.vecdot", Variant(n=8, place="mixed_device", layout=2, transform="jacfwd",
+                                  dtype="complex64")),
+        ("linalg.outer", Variant(n=8, place="mixed_device", transform="jacfwd")),
+        ("linalg.outer", Variant(n=5, place="mixed_device", transform="grad")),
+        # the route's own operands: the same look through the derivative's tracer
+        ("linalg.solve", Variant(n=8, place="mixed_device", transform="grad")),
+        ("linalg.cho_solve", Variant(n=5, place="mixed_device", transform="jacfwd")),
+        ("linalg.cho_solve", Variant(n=8, place="mixed", transform="jacfwd")),
+        ("linalg.matmul", Variant(n=3, place="mixed_device", transform="vjp_outside")),
+        ("linalg.lstsq", Variant(n=5, place="mixed_device", transform="jacfwd")),
+    ],
+    ids=str,
+)  # fmt: skip
+def test_a_derivatives_tracer_beside_a_one_device_operand(name, variant):
+    """Found: vecdot (and outer, and the route's functions) of a derivative's tracer
+    (jax.jvp, jacfwd, grad) of an operand split on an Explicit mesh beside an operand on
+    one device raised "Received incompatible devices for jitted computation" (the
+    one-device operand joined the mesh only beside a concrete sharded array; the tracer's
+    primal names the mesh too); cho_solve's jacfwd beside a numpy ``b`` raised "Custom JVP
+    rule must produce primal and tangent outputs with equal shapes and dtypes"."""
+    check(SPECS[name], variant)
+
+
+@pytest.mark.parametrize("name", ["vecdot", "outer"])
+def test_jnps_products_refuse_lists_as_jnp(name):
+    """Found: distla's vecdot took Python lists (jnp.asarray first) where jnp's refuses them
+    with a TypeError."""
+    with pytest.raises(TypeError, match="requires ndarray or scalar arguments"):
+        getattr(jnp.linalg, name)([1.0, 2.0], [3.0, 4.0])
+    with pytest.raises(TypeError, match="requires ndarray or scalar arguments"):
+        getattr(dl, name)([1.0, 2.0], [3.0, 4.0])
+
+
 def test_generalized_eigh_gradient_outside_set_mesh(mesh):
     """Found: jax.grad of the generalized eigh on an Explicit mesh outside jax.set_mesh
     failed inside distla (jax's "Length of device assignment 1 ..."). Now the forward pass
@@ -503,6 +542,61 @@ def test_sharded_a_beside_a_one_device_b(name):
     """Found: a sharded ``a`` beside a ``b`` on one device raised jax's "Received
     incompatible devices for jitted computation" (b was not moved onto a's mesh)."""
     check(SPECS[name], Variant(n=3, place="mixed_device"))
+
+
+SOLVES_OF_STACKS = {
+    "cho_solve": (
+        lambda L, c, b: L.scipy.linalg.cho_solve((c, True), b),
+        lambda a: np.linalg.cholesky(a),
+    ),
+    "solve": (lambda L, a, b: L.linalg.solve(a, b), None),
+    "lu_solve": (lambda L, a, b: L.linalg.lu_solve(L.linalg.lu_factor(a), b), None),
+    "solve_triangular": (
+        lambda L, c, b: L.linalg.solve_triangular(c, b, lower=True),
+        lambda a: np.linalg.cholesky(a),
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SOLVES_OF_STACKS))
+@pytest.mark.parametrize(
+    "kind, spec, where",
+    [
+        ("auto", P("x"), ("mesh", "device")),
+        ("auto", P("x"), ("device", "mesh")),
+        ("auto", P(None, "x", "y"), ("mesh", "device")),
+        ("explicit", P(None, "x", "y"), ("mesh", "device")),
+        ("explicit", P(None, "x", "y"), ("device", "mesh")),
+        ("explicit", P(None, "x", "y"), ("numpy", "mesh")),
+    ],
+    ids=str,
+)
+def test_vmap_of_the_solves_with_mixed_placements(name, kind, spec, where):
+    """Found: jax.vmap of cho_solve (and solve, lu_solve, solve_triangular) over a stack of
+    factors on the mesh and a stack of right-hand sides on one device (and the reverse)
+    raised "Received incompatible devices for jitted computation": the one-device operand
+    joined the mesh only beside a concrete sharded array, not beside vmap's tracer of one.
+    (On an Explicit mesh with the vmapped axis split beside an unsplit operand, jax.vmap
+    itself refuses, jnp's too: "Mapped away dimension ... should be sharded the same".)"""
+    call, factor = SOLVES_OF_STACKS[name]
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((4, 8, 8)).astype(np.float32)
+    a = x @ x.transpose(0, 2, 1) / 8 + np.eye(8, dtype=np.float32)
+    c = factor(a) if factor is not None else a
+    b = rng.standard_normal((4, 8, 3)).astype(np.float32)
+    m = build_mesh((2, 4), kind)
+
+    def placed(v, how, spec_):
+        if how == "numpy":
+            return v
+        if how == "device":
+            return jax.device_put(v, jax.devices()[0])
+        return _put(v, m, spec_)
+
+    ops = placed(c, where[0], spec), placed(b, where[1], P(*tuple(spec)[:2]))
+    got = jax.vmap(functools.partial(call, OURS))(*ops)
+    want = jax.vmap(functools.partial(call, REF))(c, b)
+    compare(got, want, rtol_units=10, where=f"{name} {kind} {spec} {where}")
 
 
 @pytest.mark.parametrize("mesh_kind", ["auto", "explicit"])
