@@ -80,7 +80,9 @@ class Variant:
       transform: ``eager``, ``jit``, ``vmap``; ``grad`` (inside ``jax.set_mesh`` on an
         Explicit mesh); ``jacfwd`` and ``vjp_outside`` (outside it: a cotangent on the
         result's mesh); ``grad_outside`` (outside it: jax 0.10.2's own ``grad`` needs the
-        mesh there, so a failure must say ``jax.set_mesh``).
+        mesh there, so a failure must say ``jax.set_mesh``). Not drawn: ``jit_grad`` and
+        ``jit_jacfwd``, the derivative inside ``jax.jit`` (the mesh in context around the
+        jit for ``jit_grad`` as for ``grad``).
       mesh: ``explicit`` or ``auto`` (2x4, axes ``x``, ``y``).
       x64: ``jax_enable_x64`` inside the call (switched after import).
       option: which of the function's option sets.
@@ -870,6 +872,10 @@ def apply(transform: str, f, ops, mesh, explicit_ctx: bool):
         return jax.jit(f)(*ops)
     if transform == "vmap":
         return jax.vmap(f)(*ops)
+    if transform in ("jit_grad", "jit_jacfwd"):
+        derivative = transform.removeprefix("jit_")
+        with _maybe_mesh(mesh, explicit_ctx and derivative == "grad"):
+            return jax.jit(lambda *o: apply(derivative, f, o, mesh, False))(*ops)
     rest = ops[1:]
 
     def g(x):

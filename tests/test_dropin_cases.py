@@ -9,6 +9,8 @@ asserted directly where the point is one value.
 from __future__ import annotations
 
 import dataclasses
+import functools
+import itertools
 
 import jax
 import jax.numpy as jnp
@@ -274,6 +276,45 @@ def test_vecdot_of_a_sharded_operand_and_a_one_device_one(variant):
     check(SPECS["linalg.vecdot"], variant)
 
 
+@pytest.mark.parametrize(
+    "name, variant",
+    [
+        ("linalg.vecdot", Variant(n=8, place="mixed_device", transform="jacfwd")),
+        ("linalg.vecdot", Variant(n=8, batch=(3,), place="mixed_device", transform="grad")),
+        ("linalg.vecdot", Variant(n=5, place="mixed_device", transform="vjp_outside")),
+        ("linalg.vecdot", Variant(n=8, place="mixed_device", layout=2, transform="jacfwd",
+                                  dtype="complex64")),
+        ("linalg.outer", Variant(n=8, place="mixed_device", transform="jacfwd")),
+        ("linalg.outer", Variant(n=5, place="mixed_device", transform="grad")),
+        # the route's own operands: the same look through the derivative's tracer
+        ("linalg.solve", Variant(n=8, place="mixed_device", transform="grad")),
+        ("linalg.cho_solve", Variant(n=5, place="mixed_device", transform="jacfwd")),
+        ("linalg.cho_solve", Variant(n=8, place="mixed", transform="jacfwd")),
+        ("linalg.matmul", Variant(n=3, place="mixed_device", transform="vjp_outside")),
+        ("linalg.lstsq", Variant(n=5, place="mixed_device", transform="jacfwd")),
+    ],
+    ids=str,
+)  # fmt: skip
+def test_a_derivatives_tracer_beside_a_one_device_operand(name, variant):
+    """Found: vecdot (and outer, and the route's functions) of a derivative's tracer
+    (jax.jvp, jacfwd, grad) of an operand split on an Explicit mesh beside an operand on
+    one device raised "Received incompatible devices for jitted computation" (the
+    one-device operand joined the mesh only beside a concrete sharded array; the tracer's
+    primal names the mesh too); cho_solve's jacfwd beside a numpy ``b`` raised "Custom JVP
+    rule must produce primal and tangent outputs with equal shapes and dtypes"."""
+    check(SPECS[name], variant)
+
+
+@pytest.mark.parametrize("name", ["vecdot", "outer"])
+def test_jnps_products_refuse_lists_as_jnp(name):
+    """Found: distla's vecdot took Python lists (jnp.asarray first) where jnp's refuses them
+    with a TypeError."""
+    with pytest.raises(TypeError, match="requires ndarray or scalar arguments"):
+        getattr(jnp.linalg, name)([1.0, 2.0], [3.0, 4.0])
+    with pytest.raises(TypeError, match="requires ndarray or scalar arguments"):
+        getattr(dl, name)([1.0, 2.0], [3.0, 4.0])
+
+
 def test_generalized_eigh_gradient_outside_set_mesh(mesh):
     """Found: jax.grad of the generalized eigh on an Explicit mesh outside jax.set_mesh
     failed inside distla (jax's "Length of device assignment 1 ..."). Now the forward pass
@@ -341,6 +382,72 @@ def test_reverse_mode_of_the_transforms_on_an_auto_mesh(name, variant):
     device, whose shard_map over the abstract mesh compiled for that one device. The
     tangent is now laid out on the operand's concrete mesh, which the transpose keeps."""
     check(SPECS[name], variant)
+
+
+@pytest.mark.parametrize(
+    "name, variant",
+    [
+        ("fft.fft", Variant(n=8, batch=(4,), transform="jit_grad", mesh="auto")),
+        ("fft.fftn", Variant(n=8, transform="jit_grad", mesh="auto")),
+        ("fft.fftn", Variant(n=5, transform="jit_grad", mesh="auto")),
+        ("fft.ifftn", Variant(n=8, transform="jit_grad", mesh="auto", dtype="complex64")),
+        ("fft.rfftn", Variant(n=8, transform="jit_grad", mesh="auto")),
+        ("fft.irfftn", Variant(n=5, transform="jit_grad", mesh="auto")),
+        ("fft.pfft3d", Variant(n=8, transform="jit_grad", mesh="auto")),
+        ("fft.prfft3d", Variant(n=8, transform="jit_grad", mesh="auto")),  # pfft3d's kernels
+        ("fft.prfft3d", Variant(n=5, transform="jit_grad", mesh="auto")),  # the half spectrum's
+        ("fft.pirfft3d", Variant(n=8, transform="jit_grad", mesh="auto")),
+        ("scipy.fft.dctn", Variant(n=8, transform="jit_grad", mesh="auto")),
+        ("scipy.fft.dct", Variant(n=5, transform="jit_grad", mesh="auto")),  # a gathered vector
+        ("scipy.fft.idct", Variant(n=8, batch=(4,), transform="jit_grad", mesh="auto")),
+        ("fft.fftn", Variant(n=4, transform="jit_jacfwd", mesh="auto")),
+        ("fft.fftn", Variant(n=8, transform="jit_grad")),  # Explicit: worked before, pinned
+    ],
+    ids=str,
+)
+def test_derivatives_of_the_transforms_inside_jit_on_an_auto_mesh(name, variant):
+    """Found: jax.jit(jax.grad(...)) and jax.jit(jax.jacfwd(...)) of a loss linear in an FFT
+    (or a DCT) on an Auto mesh raised XLA's "No registered implementation for untyped
+    custom call to xla.sdy.GlobalToLocalShape for Host" where the un-jitted derivative
+    works: the derivative does not depend on the operand's values, so jit dropped the
+    operand and compiled for one device a program holding the transform's shard_map over
+    the mesh."""
+    check(SPECS[name], variant)
+
+
+@pytest.mark.parametrize(
+    "name", ["transposeXtoY", "transposeYtoZ", "transposeZtoY", "transposeYtoX", "halo_exchange"]
+)
+def test_jaxdecomps_exchanges_differentiated_inside_jit_on_an_auto_mesh(name):
+    """Found with the FFTs' case above: jax.jit(jax.grad(...)) of a loss linear in a pencil
+    transpose or a halo exchange on an Auto mesh raised the same XLA error. The gradient
+    is the un-jitted one's; a transpose's is the weights transposed back."""
+    import distla.jaxdecomp as djd
+
+    m = build_mesh((2, 4), "auto")
+    rng = np.random.default_rng(5)
+    host = rng.standard_normal((8, 8, 8)).astype(np.float32)
+    x = distla.shard(host, m)
+    if name == "halo_exchange":
+        fn = functools.partial(djd.halo_exchange, halo_extents=(1, 1), halo_periods=(True, True))
+    else:
+        fn = getattr(djd, name)
+    w = rng.standard_normal(fn(x).shape).astype(np.float32)
+
+    def loss(v):
+        return jnp.sum(fn(v) * w)
+
+    got = np.asarray(jax.jit(jax.grad(loss))(x))
+    want = np.asarray(jax.grad(loss)(x))
+    if name != "halo_exchange":  # a transpose in value: the weights transposed back
+        out = np.asarray(fn(x))
+        perm = next(
+            p
+            for p in itertools.permutations(range(3))
+            if out.shape == host.transpose(p).shape and np.array_equal(out, host.transpose(p))
+        )
+        np.testing.assert_array_equal(want, w.transpose(np.argsort(perm)))
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
 
 
 @pytest.mark.parametrize("transform", ["jit", "vmap"])
@@ -435,6 +542,61 @@ def test_sharded_a_beside_a_one_device_b(name):
     """Found: a sharded ``a`` beside a ``b`` on one device raised jax's "Received
     incompatible devices for jitted computation" (b was not moved onto a's mesh)."""
     check(SPECS[name], Variant(n=3, place="mixed_device"))
+
+
+SOLVES_OF_STACKS = {
+    "cho_solve": (
+        lambda L, c, b: L.scipy.linalg.cho_solve((c, True), b),
+        lambda a: np.linalg.cholesky(a),
+    ),
+    "solve": (lambda L, a, b: L.linalg.solve(a, b), None),
+    "lu_solve": (lambda L, a, b: L.linalg.lu_solve(L.linalg.lu_factor(a), b), None),
+    "solve_triangular": (
+        lambda L, c, b: L.linalg.solve_triangular(c, b, lower=True),
+        lambda a: np.linalg.cholesky(a),
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SOLVES_OF_STACKS))
+@pytest.mark.parametrize(
+    "kind, spec, where",
+    [
+        ("auto", P("x"), ("mesh", "device")),
+        ("auto", P("x"), ("device", "mesh")),
+        ("auto", P(None, "x", "y"), ("mesh", "device")),
+        ("explicit", P(None, "x", "y"), ("mesh", "device")),
+        ("explicit", P(None, "x", "y"), ("device", "mesh")),
+        ("explicit", P(None, "x", "y"), ("numpy", "mesh")),
+    ],
+    ids=str,
+)
+def test_vmap_of_the_solves_with_mixed_placements(name, kind, spec, where):
+    """Found: jax.vmap of cho_solve (and solve, lu_solve, solve_triangular) over a stack of
+    factors on the mesh and a stack of right-hand sides on one device (and the reverse)
+    raised "Received incompatible devices for jitted computation": the one-device operand
+    joined the mesh only beside a concrete sharded array, not beside vmap's tracer of one.
+    (On an Explicit mesh with the vmapped axis split beside an unsplit operand, jax.vmap
+    itself refuses, jnp's too: "Mapped away dimension ... should be sharded the same".)"""
+    call, factor = SOLVES_OF_STACKS[name]
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((4, 8, 8)).astype(np.float32)
+    a = x @ x.transpose(0, 2, 1) / 8 + np.eye(8, dtype=np.float32)
+    c = factor(a) if factor is not None else a
+    b = rng.standard_normal((4, 8, 3)).astype(np.float32)
+    m = build_mesh((2, 4), kind)
+
+    def placed(v, how, spec_):
+        if how == "numpy":
+            return v
+        if how == "device":
+            return jax.device_put(v, jax.devices()[0])
+        return _put(v, m, spec_)
+
+    ops = placed(c, where[0], spec), placed(b, where[1], P(*tuple(spec)[:2]))
+    got = jax.vmap(functools.partial(call, OURS))(*ops)
+    want = jax.vmap(functools.partial(call, REF))(c, b)
+    compare(got, want, rtol_units=10, where=f"{name} {kind} {spec} {where}")
 
 
 @pytest.mark.parametrize("mesh_kind", ["auto", "explicit"])

@@ -309,6 +309,46 @@ def _products(name, c, mesh):
         _compare(got, ref, c, cond=30.0, where=f"{name} {c}")
 
 
+def _tall(c, seed=0):
+    """An ``(8, n)`` matrix of the case's entries (its matrix repeated, scale and non-finite
+    entry kept), whose rows the mesh splits whatever ``n``."""
+    return np.resize(_matrix(c, seed=seed), (8, c.n))
+
+
+@sweeps("linalg.diagonal", "linalg.outer", "linalg.vecdot")
+def _jnps_forms(name, c, mesh):
+    """distla's forms of jnp's diagonal, outer and vecdot (distla/linalg/_explicit.py), in
+    layouts where jax's rules refuse jnp's own (rows, columns, both split) and beside a
+    numpy operand."""
+    tall, tall2 = _tall(c), _tall(c, seed=1)
+    u_np, v_np = tall.sum(axis=1), _matrix(c, seed=1).sum(axis=0)  # lengths 8 and n
+    for spec in (P(("x", "y")), P("x", "y"), P("x"), P(None, "y")):
+        a, b = place(tall, mesh, spec), place(tall2, mesh, spec)
+        where = f"{name} {spec} {c}"
+        if name == "linalg.diagonal":
+            pairs = [
+                (dl.diagonal(x, offset=k), jnp.linalg.diagonal(h, offset=k))
+                for x, h in ((a, tall), (a.T, tall.T))
+                for k in (0, 1, -2)
+            ]
+        elif name == "linalg.vecdot":
+            pairs = [
+                (dl.vecdot(x, y, axis=k), jnp.linalg.vecdot(tall, tall2, axis=k))
+                for x, y in ((a, b), (a, tall2))
+                for k in (-1, 0)
+            ]
+        else:
+            u, u2 = place(u_np, mesh, spec), place(u_np[::-1].copy(), mesh, spec)
+            v = place(v_np, mesh, P(*tuple(spec)[1:]))
+            pairs = [
+                (dl.outer(u, v), jnp.linalg.outer(u_np, v_np)),
+                (dl.outer(v, u), jnp.linalg.outer(v_np, u_np)),
+                (dl.outer(u, u2), jnp.linalg.outer(u_np, u_np[::-1])),  # both split alike
+            ]
+        for got, ref in pairs:
+            _compare(got, ref, c, cond=30.0, where=where)
+
+
 NORM_ORDS = (None, "fro", "nuc", 1, -1, 2, -2, np.inf, -np.inf)
 
 
@@ -613,12 +653,6 @@ NOT_SWEPT = {
                 "trace",
                 "vector_norm",
             )
-        },
-        **{
-            n: "jnp's function, in forms jax's sharding rules type on Explicit meshes "
-            "(distla/linalg/_explicit.py): the drop-in sweep (tests/dropin.py), "
-            "tests/test_dropin_cases.py and tests/test_namespace.py"
-            for n in ("diagonal", "outer", "vecdot")
         },
         **{n: _TYPE for n in ("EighResult", "SVDResult", "LUResult", "SlogdetResult")},
         **{n: _MODEL for n in ("cholesky_model_bytes", "lu_model_bytes", "qr_model_bytes")},

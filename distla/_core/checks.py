@@ -224,17 +224,38 @@ def _concrete(x) -> bool:
 
 
 def _concrete_mesh(xs):
-    """The mesh of several devices a concrete operand of ``xs`` lives on, or ``None``."""
+    """The mesh of several devices a concrete operand of ``xs`` lives on (or the array a
+    tracer of an eager transformation stands for, `_underlying`), or ``None``."""
     return next(
         (
             x.sharding.mesh
-            for x in xs
+            for x in map(_underlying, xs)
             if _concrete(x)
             and isinstance(x.sharding, jax.sharding.NamedSharding)
             and x.sharding.mesh.size > 1
         ),
         None,
     )
+
+
+def _underlying(x):
+    """The array a tracer of an eager transformation stands for: a derivative's primal
+    (``jax.jvp``, ``jacfwd``, ``grad``), a ``jax.vmap``'s batch, through nested ones; the
+    innermost tracer under ``jax.jit``; anything else as given."""
+    while isinstance(x, jax.core.Tracer):
+        if hasattr(x, "primal"):
+            x = x.primal
+        elif hasattr(x, "batch_dim"):
+            x = x.val
+        else:
+            break
+    return x
+
+
+def _on_one_device(x) -> bool:
+    """``x`` (or the array it stands for, `_underlying`) is a jax array on one device."""
+    x = _underlying(x)
+    return _concrete(x) and len(x.sharding.device_set) == 1
 
 
 def _explicit(sharding) -> bool:
@@ -275,16 +296,16 @@ def onto_mesh(*xs):
     """Concrete operands on one device moved (replicated) onto the others' mesh, as jnp does.
 
     A one-device operand next to a sharded one would otherwise fail jax's
-    device-assignment check; tracers are left alone.
+    device-assignment check. Under an eager ``jax.vmap`` or derivative (``jax.jvp``,
+    ``jacfwd``, ``grad``) the arrays its tracers stand for decide, and a tracer of a
+    one-device array moves with its batch or tangent; under ``jax.jit`` tracers are left
+    alone (jit places its arguments).
     """
     mesh = _concrete_mesh(xs)
     if mesh is None:
         return xs
     replicated = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())
-    return tuple(
-        jax.device_put(x, replicated) if _concrete(x) and len(x.sharding.device_set) == 1 else x
-        for x in xs
-    )
+    return tuple(jax.device_put(x, replicated) if _on_one_device(x) else x for x in xs)
 
 
 def canonical_precision(precision: Any, what: str = "distla") -> Any:

@@ -30,6 +30,7 @@ from distla.kernels.fft3d import (
 from .._core.checks import is_traced
 from .._core.matrix import pad_to, round_up
 from .._core.mesh import Grid, constrain, fitting_spec, run_on_mesh, shard_map
+from ._fftnd import tied_to
 
 ALGORITHMS = ("auto", "slab-pencil", "pencil")
 
@@ -167,7 +168,7 @@ def _layouts(grid: Grid, kind: str, order: str, algorithm: str, shape_in, shape_
 
 
 def _transform_impl(
-    x, *, kind, norm, s, order, algorithm, in_dtype, swap_grid, contiguous, batch=None
+    x, *, kind, norm, s, order, algorithm, in_dtype, swap_grid, contiguous, batch=None, tie=False
 ):
     """The jit body of a 3-D algorithm.
 
@@ -178,8 +179,11 @@ def _transform_impl(
     natural ``(X, Y, Z)`` order (its ``(Y, Z, X)`` algorithm, transposed back).
     ``batch`` (a tuple of mesh axes): ``x`` is ``(B, X, Y, Z)`` with B split
     over those axes, and each device runs the algorithm, on the mesh axes left, for
-    each of its members (``jax.vmap`` of the kernel: no exchange along B).
+    each of its members (``jax.vmap`` of the kernel: no exchange along B). ``tie``:
+    ``_fftnd.tied_to(x, x)`` first (where jax differentiates this body itself).
     """
+    if tie:  # under jit(grad) on an Auto mesh: the program keeps x
+        x = tied_to(x, x)
     mesh = jax.typeof(x).sharding.mesh
     names = tuple(n for n in mesh.axis_names if n not in (batch or ()))
     if len(names) == 1:
@@ -228,7 +232,7 @@ def _transform_impl(
 
 _STATIC = (
     *("kind", "norm", "s", "order", "algorithm", "in_dtype"),
-    *("swap_grid", "contiguous", "batch"),
+    *("swap_grid", "contiguous", "batch", "tie"),
 )
 _transform = jax.jit(_transform_impl, static_argnames=_STATIC)
 

@@ -18,6 +18,7 @@ from .._core.matrix import pad_to
 from .._core.mesh import (
     constrain,
     fitting_spec,
+    is_explicit,
     run_on_mesh,
     same_layout,
     shard_map,
@@ -124,6 +125,30 @@ def spec_of(x: jax.Array) -> P:
     if not isinstance(x, jax.core.Tracer) and isinstance(sharding, NamedSharding):
         return sharding.spec
     return getattr(jax.typeof(x).sharding, "spec", None) or P()
+
+
+def tied_to(value: jax.Array, x: jax.Array) -> jax.Array:
+    """``value`` itself, in a program that reads ``x``, where ``x`` lives on an ``Auto`` mesh
+    (elsewhere ``value`` as given): the jit bodies of the distributed transforms that jax
+    differentiates take ``tied_to(x, x)``; the derivative rule of ``_transforms`` ties its
+    tangent to the primal (``x`` must not be a tangent: the predicate is not linear).
+
+    The transforms are linear: under ``jax.jit(jax.grad(...))`` (or ``jax.jacfwd``) of a
+    loss linear in one, the derivative does not depend on ``x``'s values, so jit drops
+    ``x`` from the program, which then names no device of the (abstract) mesh and
+    compiles for one device the transform's ``shard_map`` over the mesh (XLA: "No
+    registered implementation for ... xla.sdy.GlobalToLocalShape"). ``value`` selected by
+    a predicate read from one entry of ``x`` keeps ``x`` an input, whose devices the
+    program runs on. The predicate is always true (XLA folds the select away: nothing
+    runs); the select is linear in ``value``, so its derivative, and the transpose of
+    that, read the predicate too. On an ``Explicit`` mesh the types name the mesh.
+    """
+    mesh = getattr(jax.typeof(x).sharding, "mesh", None)
+    if mesh is None or mesh.size <= 1 or is_explicit(mesh) or x.size == 0:
+        return value
+    entry = jax.lax.stop_gradient(x[(0,) * x.ndim])
+    keep = jnp.logical_or(True, entry != entry)  # True, read from x
+    return jax.lax.select(keep, value, jnp.zeros_like(value))
 
 
 def one_device(x, kind, s, axes, norm):

@@ -138,7 +138,7 @@ def _forward_on(plan: Plan, x, *, norm, contiguous, in_dtype):
         return _fft3d.transform(
             x, on_cpu=_fft3d._on_cpu_outside_jit(x), kind="rfft", norm=norm, s=None,
             order="yzx", algorithm="auto", in_dtype=in_dtype, swap_grid=False,
-            contiguous=contiguous,
+            contiguous=contiguous, tie=True,
         )  # fmt: skip
     y_split = _y_split(gx, gy, dict(plan.mesh.shape))
     order = "yzx" if contiguous else "xyz"
@@ -238,7 +238,7 @@ def _inverse_on(plan: Plan, y, *, norm, s, contiguous, in_dtype):
         return _fft3d.transform(
             y, on_cpu=_fft3d._on_cpu_outside_jit(y), kind="irfft", norm=norm, s=s,
             order="yzx", algorithm="auto", in_dtype=in_dtype, swap_grid=False,
-            contiguous=contiguous,
+            contiguous=contiguous, tie=True,
         )  # fmt: skip
     y_split = _y_split(gx, gy, dict(plan.mesh.shape))
     order = "yzx" if contiguous else "xyz"
@@ -318,6 +318,7 @@ def _half_with(**compiler_options: int):
 def _half_impl(x, *, sizes, norm, in_dtype, y_split, order, inverse):
     """``kernels/half_spectrum.py`` between pencils and the half spectrum's layout
     (`_y_split` chooses which of X and Y the devices split), padded inside."""
+    x = _fftnd.tied_to(x, x)  # under jit(grad) on an Auto mesh: the program keeps x
     mesh = jax.typeof(x).sharding.mesh
     grid = grid_of(mesh, what="distla.fft.prfft3d")
     # every mesh axis, size-1 ones included (shard_map tracks them as the input's)

@@ -898,14 +898,16 @@ def _traced(x, *, key, devices=None):
         y = _public(xb, name, kind, None, (1, 2, 3), norm, algorithm, hint=P(None, *entries))
         return (y.transpose(0, 2, 3, 1) if contiguous and kind == "fft" else y), True
 
-    def tangent(t):
+    def tangent(x, t):
         if devices is not None:  # names the devices in the transposed program too
             laid = spec if spec is not None else shard_spec(t.shape, devices)
             t = jax.lax.with_sharding_constraint(t, NamedSharding(devices, laid))
+        else:  # inside an enclosing jit on an Auto mesh: its devices are x's
+            t = _fftnd.tied_to(t, x)
         return inner(t)
 
     f = jax.custom_jvp(batched)
-    f.defjvp(lambda primals, tangents: (inner(*primals), tangent(*tangents)))
+    f.defjvp(lambda primals, tangents: (inner(*primals), tangent(*primals, *tangents)))
     return f(x)
 
 

@@ -21,9 +21,10 @@ import operator
 
 import jax
 import jax.numpy as jnp
+from jax.sharding import AbstractMesh
 
-from .._core.checks import onto_mesh
-from .._core.mesh import explicit_layout, with_layout
+from .._core.checks import empty_results, onto_mesh, result_types
+from .._core.mesh import explicit_layout, is_explicit, with_layout
 
 
 def _jnp_types(fn, *xs, **options):
@@ -33,9 +34,23 @@ def _jnp_types(fn, *xs, **options):
     return jax.eval_shape(functools.partial(fn, **options), *structs)
 
 
+def _on_explicit(x) -> bool:
+    """``x`` is a jax array on an ``Explicit`` mesh of several devices."""
+    mesh = getattr(jax.typeof(x).sharding, "mesh", None) if isinstance(x, jax.Array) else None
+    return isinstance(mesh, AbstractMesh) and mesh.size > 1 and is_explicit(mesh)
+
+
 def _split(*xs) -> bool:
     """Any of ``xs`` is a jax array split along some axis of an ``Explicit`` mesh."""
     return any(isinstance(x, jax.Array) and any(explicit_layout(x)) for x in xs)
+
+
+def _empty(fn, *xs):
+    """``fn``'s zero-size result for operands split on an ``Explicit`` mesh, in the layout
+    jax's types give it: computed by a program, jax 0.10.2 returns its shards whole-size
+    and ``np.asarray`` cannot read it back ("could not broadcast input array from shape
+    (8, 0) into shape (1, 0)"); placed from the host, it reads back."""
+    return empty_results(result_types(fn, xs), *xs)
 
 
 def diagonal(x: jax.typing.ArrayLike, /, *, offset: int = 0) -> jax.Array:
@@ -44,7 +59,8 @@ def diagonal(x: jax.typing.ArrayLike, /, *, offset: int = 0) -> jax.Array:
     A matrix split along its rows or columns on an ``Explicit`` mesh (where jnp's
     gather asks for ``out_sharding``) takes the masked sum: the entries off the
     diagonal set to zero, each row (or column) summed, one all-reduce of the result
-    over the axes the summed dimension is split over. Everything else is jnp's.
+    over the axes the summed dimension is split over; an empty diagonal there is
+    placed in jnp's layout. Everything else is jnp's.
 
     Args:
       x: ``[..., n, m]``, any layout.
@@ -67,10 +83,14 @@ def diagonal(x: jax.typing.ArrayLike, /, *, offset: int = 0) -> jax.Array:
       >>> np.asarray(distla.linalg.diagonal(a, offset=1))[:3]
       array([ 1., 10., 19.], dtype=float32)
     """
-    if not _split(x):
+    if not (_on_explicit(x) and x.ndim >= 2):
         return jnp.linalg.diagonal(x, offset=offset)
     offset = operator.index(offset)
     out = _jnp_types(jnp.linalg.diagonal, x, offset=offset)
+    if out.size == 0:  # (jnp's gather of no entries fails there, even replicated)
+        return _empty(functools.partial(jnp.linalg.diagonal, offset=offset), x)
+    if not _split(x):
+        return jnp.linalg.diagonal(x, offset=offset)
     layout = explicit_layout(x)
     n, m = x.shape[-2:]
     size = out.shape[-1]
@@ -131,8 +151,9 @@ def vecdot(
       array([8., 8.], dtype=float32)
     """
     options = dict(axis=axis, precision=precision, preferred_element_type=preferred_element_type)
-    # an operand on one device beside one on a mesh joins that mesh, as the route moves it
-    x1, x2 = onto_mesh(jnp.asarray(x1), jnp.asarray(x2))
+    # an operand on one device beside one on a mesh (or a derivative's tracer of one) joins
+    # that mesh, as the route moves it
+    x1, x2 = onto_mesh(x1, x2)
     if not _split(x1, x2):
         return jnp.linalg.vecdot(x1, x2, **options)
     dtype = _jnp_types(jnp.linalg.vecdot, x1, x2, **options).dtype
@@ -167,9 +188,13 @@ def outer(x1: jax.typing.ArrayLike, x2: jax.typing.ArrayLike, /) -> jax.Array:
       >>> np.asarray(distla.linalg.outer(v, v))[2, :3]
       array([0., 2., 4.], dtype=float32)
     """
+    # an operand on one device beside one on a mesh joins that mesh, as the route moves it
+    x1, x2 = onto_mesh(x1, x2)
     if _split(x1, x2) and isinstance(x1, jax.Array) and isinstance(x2, jax.Array):
         if x1.ndim == 1 and x2.ndim == 1:
             (rows,), (cols,) = explicit_layout(x1), explicit_layout(x2)
             if set(rows) & set(cols):
                 x2 = with_layout(x2, (tuple(a for a in cols if a not in rows),))
+            if x1.size == 0 or x2.size == 0:  # where jnp puts it, and readable (see _empty)
+                return _empty(jnp.linalg.outer, x1, x2)
     return jnp.linalg.outer(x1, x2)
