@@ -49,9 +49,9 @@ from ..._core.matmul import mm
 from ..._core.matrix import (
     HIGHEST,
     block_spec,
+    cut_laid_out,
     eye,
     hermitian_from,
-    once,
     pad_to,
     put,
 )
@@ -110,11 +110,12 @@ def _reduce_in_phases(x, reduce, *, grid, bounds, multiples, vectors=False):
         ds.append(d)
         es.append(e)
         if stop < bounds[-1]:  # the trailing matrix, laid out evenly again
-            x = even(x[steps:, steps:])
-            if vectors:  # after x's relayout, not beside it (each holds its matrix twice)
-                q = once(q, x)
+            cols = round_up(x.shape[1] - steps, multiples[1])
+            rows = round_up(max(x.shape[0] - steps, cols), multiples[0])
+            x = cut_laid_out(x, (steps, steps), (rows, cols), spec)
+            if vectors:  # after x's move, not beside it
                 done.append(q[:, :steps])
-                q = even(q[:, steps:], rows=order)
+                q = cut_laid_out(q, (0, steps), (order, cols), spec, after=x)
     d, e = jnp.concatenate(ds), jnp.concatenate(es)
     return (d, e, jnp.concatenate(done + [q], axis=1)) if vectors else (d, e)
 
