@@ -134,79 +134,50 @@ def once(y: jax.Array, x: jax.Array) -> jax.Array:
     return y + zero.astype(y.dtype)
 
 
-def cut_laid_out(
-    x: jax.Array,
-    start: Sequence[int],
-    shape: Sequence[int],
-    spec: P,
-    *,
-    pieces: int = 8,
-    after: jax.Array | None = None,
+def columns_moved(
+    x: jax.Array, start: int, cols: int, spec: P, *, pieces: int = 8, after: jax.Array | None = None
 ) -> jax.Array:
-    """``x[start[0]:, start[1]:]`` cropped or zero-padded to ``shape``, laid out as ``spec``,
-    moved a few rows (columns) of each device's block at a time. Inside a body.
+    """``x[:, start:]`` cropped or zero-padded to ``cols`` columns and laid out as
+    ``spec`` (2D), a few rows of every device's block at a time. Inside a body.
 
-    XLA moves the cut of a sharded matrix by a halo exchange that holds about two more
-    copies of the source (its shifted pieces and their concatenation) beside the result.
-    Here each axis that moves does so in a loop over ``pieces`` chunks of every device's
-    block along the other axis, written in place into the result: the source, the
-    result and one chunk's exchange (columns first, then rows). ``x``'s axes must
-    divide evenly over ``spec``'s mesh axes. With ``after``, the move starts once
-    ``after`` exists (`once`: two moves one after the other).
+    XLA moves the cut of a sharded matrix by a halo exchange that holds about two
+    more copies of the source (its shifted pieces and their concatenation) beside the
+    result. Here a loop moves ``pieces`` chunks of the rows of every device's block
+    (the same local rows on each), each written in place into the result: the source,
+    the result and one chunk's exchange. ``x``'s rows must divide evenly over
+    ``spec``'s row axes. With ``after``, the move starts once ``after`` exists
+    (`once`: two moves one after the other, not side by side).
     """
-    for axis in (1, 0):
-        if start[axis] or x.shape[axis] != shape[axis]:
-            x = _moved_along(x, axis, start[axis], shape[axis], spec, pieces, after)
-    return x
-
-
-def _moved_along(x, axis, start, size, spec, pieces, after):
-    """``x`` cut from ``start`` to ``size`` entries along ``axis`` (0 or 1) in chunks of
-    each device's block along the other axis (`cut_laid_out`)."""
     mesh = jax.sharding.get_abstract_mesh()
-    other = 1 - axis
-    names = spec[other] if isinstance(spec[other], tuple) else (spec[other],)
-    parts = 1
-    for name in names:
-        parts *= 1 if name is None else mesh.shape[name]
-    local = x.shape[other] // parts
+    names = spec[0] if isinstance(spec[0], tuple) else (spec[0],)
+    parts = math.prod(1 if name is None else mesh.shape[name] for name in names)
+    rows = x.shape[0]
+    local = rows // parts
     chunks = math.gcd(local, pieces)
-    width = local // chunks
-    # the other axis as (devices, local): a chunk is the same local rows on every device
-    if axis == 1:
-        view_spec, chunk_axis = P(spec[0], None, spec[1]), 1
-        view = x.reshape(parts, local, x.shape[1])
-    else:
-        view_spec, chunk_axis = P(spec[0], spec[1], None), 2
-        view = x.reshape(x.shape[0], parts, local)
-    view = lax.with_sharding_constraint(view, NamedSharding(mesh, view_spec))
-    kept = min(x.shape[axis], start + size) - start
+    height = local // chunks
+    # the rows as (devices, local): a chunk is the same local rows on every device
+    view_spec = NamedSharding(mesh, P(spec[0], None, spec[1]))
+    view = lax.with_sharding_constraint(x.reshape(parts, local, x.shape[1]), view_spec)
+    kept = min(x.shape[1], start + cols) - start
 
     def cut(chunk):
-        chunk = lax.slice_in_dim(chunk, start, start + kept, axis=2 * axis)
-        pad = [(0, 0)] * 3
-        pad[2 * axis] = (0, size - kept)
-        chunk = jnp.pad(chunk, pad)
-        return lax.with_sharding_constraint(chunk, NamedSharding(mesh, view_spec))
+        chunk = jnp.pad(chunk[:, :, start : start + kept], ((0, 0), (0, 0), (0, cols - kept)))
+        return lax.with_sharding_constraint(chunk, view_spec)
 
     if chunks == 1:
         out = cut(view if after is None else once(view, after))
     else:
-        shape = list(view.shape)
-        shape[2 * axis] = size
         # zeros made from a scalar that exists only with x (and after): XLA makes a
         # broadcast of a constant at the program's start and holds it until the loop
-        out = once(jnp.zeros((), x.dtype), x if after is None else after)
-        out = jnp.broadcast_to(out, shape)
-        out = lax.with_sharding_constraint(out, NamedSharding(mesh, view_spec))
+        zero = once(jnp.zeros((), x.dtype), x if after is None else after)
+        out = lax.with_sharding_constraint(jnp.broadcast_to(zero, (parts, local, cols)), view_spec)
 
         def step(i, out):
-            chunk = lax.dynamic_slice_in_dim(view, i * width, width, axis=chunk_axis)
-            return lax.dynamic_update_slice_in_dim(out, cut(chunk), i * width, axis=chunk_axis)
+            chunk = lax.dynamic_slice_in_dim(view, i * height, height, axis=1)
+            return lax.dynamic_update_slice_in_dim(out, cut(chunk), i * height, axis=1)
 
         out = lax.fori_loop(0, chunks, step, out)
-    out = out.reshape((x.shape[0], size) if axis == 1 else (size, x.shape[1]))
-    return lax.with_sharding_constraint(out, NamedSharding(mesh, spec))
+    return lax.with_sharding_constraint(out.reshape(rows, cols), NamedSharding(mesh, spec))
 
 
 # ------------------------------------------------------- conjugate transpose

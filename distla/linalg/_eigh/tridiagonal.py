@@ -49,7 +49,7 @@ from ..._core.matmul import mm
 from ..._core.matrix import (
     HIGHEST,
     block_spec,
-    cut_laid_out,
+    columns_moved,
     eye,
     hermitian_from,
     pad_to,
@@ -110,12 +110,10 @@ def _reduce_in_phases(x, reduce, *, grid, bounds, multiples, vectors=False):
         ds.append(d)
         es.append(e)
         if stop < bounds[-1]:  # the trailing matrix, laid out evenly again
-            cols = round_up(x.shape[1] - steps, multiples[1])
-            rows = round_up(max(x.shape[0] - steps, cols), multiples[0])
-            x = cut_laid_out(x, (steps, steps), (rows, cols), spec)
+            x = even(x[steps:, steps:])
             if vectors:  # after x's move, not beside it
                 done.append(q[:, :steps])
-                q = cut_laid_out(q, (0, steps), (order, cols), spec, after=x)
+                q = columns_moved(q, steps, x.shape[1], spec, after=x)
     d, e = jnp.concatenate(ds), jnp.concatenate(es)
     return (d, e, jnp.concatenate(done + [q], axis=1)) if vectors else (d, e)
 
