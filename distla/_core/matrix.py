@@ -2,7 +2,8 @@
 
 Sizes on a process grid (``round_up``, ``pad_to``, ``pad_identity``), layouts
 (``put`` on the mesh of the context, ``like`` another array's sharding type,
-``natural``), the conjugate transpose on a mesh (``ct`` inside a body,
+``natural``), the move of trailing columns a chunk at a time
+(``columns_moved``), the conjugate transpose on a mesh (``ct`` inside a body,
 ``ct_on`` from outside), the Hermitian part eigh and Cholesky read
 (``hermitian_from``), triangle masks and the identity built from iotas
 (never a replicated constant), the precision of the factorisations' products

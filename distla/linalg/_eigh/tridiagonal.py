@@ -81,7 +81,8 @@ def _reduce_in_phases(x, reduce, *, grid, bounds, multiples, vectors=False):
     ``multiples`` (rows, columns), keeping rows >= columns; after each phase
     the trailing matrix is cut out and laid out evenly again. With
     ``vectors``, also ``Q`` (padded order) with ``Qᴴ x Q = T``: its columns
-    that a phase no longer touches are cut off with the trailing matrix's.
+    that a phase no longer touches are cut off with the trailing matrix's, and
+    the rest move a few rows at a time (`columns_moved`) once ``x`` has moved.
     """
     spec = grid.block_spec
 
