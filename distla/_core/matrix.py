@@ -2,7 +2,8 @@
 
 Sizes on a process grid (``round_up``, ``pad_to``, ``pad_identity``), layouts
 (``put`` on the mesh of the context, ``like`` another array's sharding type,
-``natural``), the conjugate transpose on a mesh (``ct`` inside a body,
+``natural``), the move of trailing columns a chunk at a time
+(``columns_moved``), the conjugate transpose on a mesh (``ct`` inside a body,
 ``ct_on`` from outside), the Hermitian part eigh and Cholesky read
 (``hermitian_from``), triangle masks and the identity built from iotas
 (never a replicated constant), the precision of the factorisations' products
@@ -15,6 +16,7 @@ one in context (``jax.sharding.get_abstract_mesh()``), with ``Auto`` axes.
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -131,6 +133,52 @@ def once(y: jax.Array, x: jax.Array) -> jax.Array:
     first = jnp.sum(jnp.real(x)) if any(explicit_layout(x)) else jnp.real(x[(0,) * x.ndim])
     zero = jnp.minimum(jnp.isnan(first).astype(jnp.finfo(y.dtype).dtype), 0)
     return y + zero.astype(y.dtype)
+
+
+def columns_moved(
+    x: jax.Array, start: int, cols: int, spec: P, *, pieces: int = 8, after: jax.Array | None = None
+) -> jax.Array:
+    """``x[:, start:]`` cropped or zero-padded to ``cols`` columns and laid out as
+    ``spec`` (2D), a few rows of every device's block at a time. Inside a body.
+
+    XLA moves the cut of a sharded matrix by a halo exchange that holds about two
+    more copies of the source (its shifted pieces and their concatenation) beside the
+    result. Here a loop moves ``pieces`` chunks of the rows of every device's block
+    (the same local rows on each), each written in place into the result: the source,
+    the result and one chunk's exchange. ``x``'s rows must divide evenly over
+    ``spec``'s row axes. With ``after``, the move starts once ``after`` exists
+    (`once`: two moves one after the other, not side by side).
+    """
+    mesh = jax.sharding.get_abstract_mesh()
+    names = spec[0] if isinstance(spec[0], tuple) else (spec[0],)
+    parts = math.prod(1 if name is None else mesh.shape[name] for name in names)
+    rows = x.shape[0]
+    local = rows // parts
+    chunks = math.gcd(local, pieces)
+    height = local // chunks
+    # the rows as (devices, local): a chunk is the same local rows on every device
+    view_spec = NamedSharding(mesh, P(spec[0], None, spec[1]))
+    view = lax.with_sharding_constraint(x.reshape(parts, local, x.shape[1]), view_spec)
+    kept = min(x.shape[1], start + cols) - start
+
+    def cut(chunk):
+        chunk = jnp.pad(chunk[:, :, start : start + kept], ((0, 0), (0, 0), (0, cols - kept)))
+        return lax.with_sharding_constraint(chunk, view_spec)
+
+    if chunks == 1:
+        out = cut(view if after is None else once(view, after))
+    else:
+        # zeros made from a scalar that exists only with x (and after): XLA makes a
+        # broadcast of a constant at the program's start and holds it until the loop
+        zero = once(jnp.zeros((), x.dtype), x if after is None else after)
+        out = lax.with_sharding_constraint(jnp.broadcast_to(zero, (parts, local, cols)), view_spec)
+
+        def step(i, out):
+            chunk = lax.dynamic_slice_in_dim(view, i * height, height, axis=1)
+            return lax.dynamic_update_slice_in_dim(out, cut(chunk), i * height, axis=1)
+
+        out = lax.fori_loop(0, chunks, step, out)
+    return lax.with_sharding_constraint(out.reshape(rows, cols), NamedSharding(mesh, spec))
 
 
 # ------------------------------------------------------- conjugate transpose

@@ -159,6 +159,9 @@ def _householder(a, *, mode, call: Plan):
             )
             grow = global_index(h.shape[0], row, nb)
             gcol = global_index(h.shape[1], col, nb)
+            # a mask made once h exists: inside a loop (eigh's repair) XLA hoists a
+            # loop-invariant one to the program's start and holds it throughout
+            gcol = gcol + jnp.minimum(jnp.isnan(h[0, 0]), False).astype(gcol.dtype)
             r = jnp.where(grow[:, None] <= gcol[None, :], h, jnp.zeros((), h.dtype))
             out = [from_block_cyclic_2d(r, row_axis=row, col_axis=col, nb=nb)]
             if want_q:

@@ -49,9 +49,9 @@ from ..._core.matmul import mm
 from ..._core.matrix import (
     HIGHEST,
     block_spec,
+    columns_moved,
     eye,
     hermitian_from,
-    once,
     pad_to,
     put,
 )
@@ -81,7 +81,8 @@ def _reduce_in_phases(x, reduce, *, grid, bounds, multiples, vectors=False):
     ``multiples`` (rows, columns), keeping rows >= columns; after each phase
     the trailing matrix is cut out and laid out evenly again. With
     ``vectors``, also ``Q`` (padded order) with ``Qᴴ x Q = T``: its columns
-    that a phase no longer touches are cut off with the trailing matrix's.
+    that a phase no longer touches are cut off with the trailing matrix's, and
+    the rest move a few rows at a time (`columns_moved`) once ``x`` has moved.
     """
     spec = grid.block_spec
 
@@ -111,10 +112,9 @@ def _reduce_in_phases(x, reduce, *, grid, bounds, multiples, vectors=False):
         es.append(e)
         if stop < bounds[-1]:  # the trailing matrix, laid out evenly again
             x = even(x[steps:, steps:])
-            if vectors:  # after x's relayout, not beside it (each holds its matrix twice)
-                q = once(q, x)
+            if vectors:  # after x's move, not beside it
                 done.append(q[:, :steps])
-                q = even(q[:, steps:], rows=order)
+                q = columns_moved(q, steps, x.shape[1], spec, after=x)
     d, e = jnp.concatenate(ds), jnp.concatenate(es)
     return (d, e, jnp.concatenate(done + [q], axis=1)) if vectors else (d, e)
 
