@@ -416,7 +416,22 @@ def test_derivatives_of_the_transforms_inside_jit_on_an_auto_mesh(name, variant)
 
 
 @pytest.mark.parametrize(
-    "name", ["transposeXtoY", "transposeYtoZ", "transposeZtoY", "transposeYtoX", "halo_exchange"]
+    "name",
+    [
+        "transposeXtoY",
+        "transposeYtoZ",
+        "transposeZtoY",
+        "transposeYtoX",
+        pytest.param(
+            "halo_exchange",
+            marks=open_case(
+                "the exchange's derivative does not read its operand, so jit drops it and "
+                "compiles for one device (XLA's GlobalToLocalShape); tying the operand in "
+                "(_fftnd.tied_to) breaks the exchange's linear transpose, which "
+                "docs/particle-mesh.md folds ghosts with (jax's select transpose rule)"
+            ),
+        ),
+    ],
 )
 def test_jaxdecomps_exchanges_differentiated_inside_jit_on_an_auto_mesh(name):
     """Found with the FFTs' case above: jax.jit(jax.grad(...)) of a loss linear in a pencil
