@@ -369,7 +369,7 @@ def _volume(x, *, roles, local, shape_in, in_dtype):
     (the inverse the other way round), as ``fftn``'s 3-D algorithms lay them out;
     sizes the mesh does not divide padded inside, the result in the largest
     even layout like those."""
-    x = _fftnd.tied_to(x, x)  # under jit(grad) on an Auto mesh: the program keeps x
+    x = _fftnd.tied(x)  # under jit(grad) on an Auto mesh: the program keeps x
     mesh = jax.typeof(x).sharding.mesh
     a, b = roles
     pa, pb = mesh.shape[a], (mesh.shape[b] if b else 1)
@@ -401,7 +401,7 @@ def _one_device(x, *, axes, shape_in, in_dtype, local):
 @functools.partial(jax.jit, static_argnames=("axes", "shape_in", "in_dtype", "local"))
 def _gathered(x, *, axes, shape_in, in_dtype, local):
     """A sharded vector: made whole on every device, as ``distla.fft.fft`` does."""
-    x = _fftnd.tied_to(x, x)  # under jit(grad) on an Auto mesh: the program keeps x
+    x = _fftnd.tied(x)  # under jit(grad) on an Auto mesh: the program keeps x
     mesh = jax.typeof(x).sharding.mesh
     spec = _fftnd.spec_of(x)
 
@@ -417,7 +417,7 @@ def _sharded(x, *, route, local, shape_in, in_dtype, spec):
     """``route`` (``_route.Route``) with ``kernels/dct.py``'s local transforms; the
     result in ``spec`` where it fits (``None``: where the route leaves it), as
     ``_fftnd.transform`` returns the FFT's."""
-    x = _fftnd.tied_to(x, x)  # under jit(grad) on an Auto mesh: the program keeps x
+    x = _fftnd.tied(x)  # under jit(grad) on an Auto mesh: the program keeps x
     mesh = jax.typeof(x).sharding.mesh
     kernel = functools.partial(dctnd_local, steps=route.steps, **dict(local))
     out_spec = fitting_spec(route.out_shape, mesh, route.spec_out if spec is None else spec)

@@ -30,7 +30,7 @@ from distla.kernels.fft3d import (
 from .._core.checks import is_traced
 from .._core.matrix import pad_to, round_up
 from .._core.mesh import Grid, constrain, fitting_spec, run_on_mesh, shard_map
-from ._fftnd import tied_to
+from ._fftnd import tied
 
 ALGORITHMS = ("auto", "slab-pencil", "pencil")
 
@@ -180,10 +180,10 @@ def _transform_impl(
     ``batch`` (a tuple of mesh axes): ``x`` is ``(B, X, Y, Z)`` with B split
     over those axes, and each device runs the algorithm, on the mesh axes left, for
     each of its members (``jax.vmap`` of the kernel: no exchange along B). ``tie``:
-    ``_fftnd.tied_to(x, x)`` first (where jax differentiates this body itself).
+    ``_fftnd.tied(x)`` first (where jax differentiates this body itself).
     """
     if tie:  # under jit(grad) on an Auto mesh: the program keeps x
-        x = tied_to(x, x)
+        x = tied(x)
     mesh = jax.typeof(x).sharding.mesh
     names = tuple(n for n in mesh.axis_names if n not in (batch or ()))
     if len(names) == 1:

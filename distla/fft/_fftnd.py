@@ -130,7 +130,7 @@ def spec_of(x: jax.Array) -> P:
 def tied_to(value: jax.Array, x: jax.Array) -> jax.Array:
     """``value`` itself, in a program that reads ``x``, where ``x`` lives on an ``Auto`` mesh
     (elsewhere ``value`` as given): the jit bodies of the distributed transforms that jax
-    differentiates take ``tied_to(x, x)``; the derivative rule of ``_transforms`` ties its
+    differentiates take ``tied(x)``; the derivative rule of ``_transforms`` ties its
     tangent to the primal (``x`` must not be a tangent: the predicate is not linear).
 
     The transforms are linear: under ``jax.jit(jax.grad(...))`` (or ``jax.jacfwd``) of a
@@ -149,6 +149,23 @@ def tied_to(value: jax.Array, x: jax.Array) -> jax.Array:
     entry = jax.lax.stop_gradient(x[(0,) * x.ndim])
     keep = jnp.logical_or(True, entry != entry)  # True, read from x
     return jax.lax.select(keep, value, jnp.zeros_like(value))
+
+
+@jax.custom_jvp
+def tied(x: jax.Array) -> jax.Array:
+    """``x`` itself, whose derivative's tangent is ``tied_to(tangent, x)``: the jit bodies of
+    the distributed transforms that jax differentiates take ``tied(x)``. The primal is
+    ``x`` untouched, so the body stays linear in ``x`` for ``jax.linear_transpose``
+    (docs/particle-mesh.md folds ghosts by the halo exchange's transpose; a select whose
+    predicate reads ``x`` cannot be transposed there), while under ``jax.jit(jax.grad)``
+    the derivative's program reads ``x`` and runs on its devices."""
+    return x
+
+
+@tied.defjvp
+def _tied_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    return x, tied_to(t, x)
 
 
 def one_device(x, kind, s, axes, norm):

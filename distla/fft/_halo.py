@@ -30,7 +30,7 @@ from .._core.mesh import (
     spec_groups,
 )
 from .._core.plan import Plan
-from ._fftnd import spec_of
+from ._fftnd import spec_of, tied
 
 WHAT = "distla.jaxdecomp.halo_exchange"
 
@@ -179,9 +179,7 @@ def _local(x, *, exchanges):
 @functools.partial(jax.jit, static_argnames=("spec", "exchanges"))
 def _exchange(x, *, spec, exchanges):
     """``kernels/halo.py`` on the blocks of ``spec``; the result in ``spec``."""
-    # not tied_to(x, x) as the pencil transposes are: codes fold ghosts onto their owners
-    # by the exchange's linear transpose (docs/particle-mesh.md), where x is the linear
-    # input and jax's select cannot be transposed in its predicate's operand
+    x = tied(x)  # under jit(grad) on an Auto mesh: the program keeps x
     mesh = jax.typeof(x).sharding.mesh
     kernel = functools.partial(halo_local, exchanges=exchanges)
 

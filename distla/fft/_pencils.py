@@ -37,7 +37,7 @@ from .._core.mesh import (
 from .._core.plan import Plan
 from .._core.specs import layout_spec
 from . import _settings
-from ._fftnd import spec_of, tied_to
+from ._fftnd import spec_of, tied
 from ._route import Route
 
 KINDS = ("x_y", "y_z", "z_y", "y_x", "x_z", "z_x")
@@ -189,7 +189,7 @@ def _local(x, *, perm):
 
 @functools.partial(jax.jit, static_argnames=("route", "perm", "out_spec"))
 def _transpose(x, *, route, perm, out_spec):
-    x = tied_to(x, x)  # under jit(grad) on an Auto mesh: the program keeps x
+    x = tied(x)  # under jit(grad) on an Auto mesh: the program keeps x
     mesh = jax.typeof(x).sharding.mesh
     kernel = functools.partial(fftnd_local, steps=route.steps if route else (), norm=None)
 

@@ -318,7 +318,7 @@ def _half_with(**compiler_options: int):
 def _half_impl(x, *, sizes, norm, in_dtype, y_split, order, inverse):
     """``kernels/half_spectrum.py`` between pencils and the half spectrum's layout
     (`_y_split` chooses which of X and Y the devices split), padded inside."""
-    x = _fftnd.tied_to(x, x)  # under jit(grad) on an Auto mesh: the program keeps x
+    x = _fftnd.tied(x)  # under jit(grad) on an Auto mesh: the program keeps x
     mesh = jax.typeof(x).sharding.mesh
     grid = grid_of(mesh, what="distla.fft.prfft3d")
     # every mesh axis, size-1 ones included (shard_map tracks them as the input's)
