@@ -71,6 +71,19 @@ TRSM_CASES = [
 ]
 
 
+def _assert_solves(x, t, b, *, trans, lower, unit, dtype):
+    """``x`` solves ``op(T) x = b`` as scipy's solve_triangular does: shape, dtype,
+    LAPACK's scaled residual ratio, and scipy's values."""
+    assert x.shape == b.shape and x.dtype == dtype
+    want = sl.solve_triangular(
+        t, b, trans=trans, lower=lower, unit_diagonal=unit, check_finite=False
+    )
+    op = OP[trans](np.where(np.isnan(t), 0, t) + (np.eye(N) if unit else 0))
+    assert np.all(np.isfinite(x))
+    assert solve_ratio(op, x, b) <= THRESHOLD
+    np.testing.assert_allclose(x, want, rtol=1e-4, atol=1e-5)
+
+
 @pytest.mark.parametrize("kernel, lower, unit, trans, dtype", TRSM_CASES)
 def test_trsm_matches_solve_triangular(grid, kernel, lower, unit, trans, dtype):
     rng = np.random.default_rng(hash((lower, unit, trans)) % 2**32)
@@ -91,14 +104,7 @@ def test_trsm_matches_solve_triangular(grid, kernel, lower, unit, trans, dtype):
         return from_block_cyclic(x, axis=0, axis_name=rows, nb=NB)
 
     x = run_local(body, grid, (P("x", "y"), b_spec), b_spec, t, b)
-    assert x.shape == b.shape and x.dtype == dtype
-    want = sl.solve_triangular(
-        t, b, trans=trans, lower=lower, unit_diagonal=unit, check_finite=False
-    )
-    op = OP[trans](np.where(np.isnan(t), 0, t) + (np.eye(N) if unit else 0))
-    assert np.all(np.isfinite(x))
-    assert solve_ratio(op, x, b) <= THRESHOLD
-    np.testing.assert_allclose(x, want, rtol=1e-4, atol=1e-5)
+    _assert_solves(x, t, b, trans=trans, lower=lower, unit=unit, dtype=dtype)
 
 
 @pytest.mark.parametrize(
@@ -163,11 +169,4 @@ def test_trsm_many_reads_a_contiguous_triangle(grid, lower, unit, trans, dtype):
         return from_block_cyclic(x, axis=0, axis_name=rows, nb=NB)
 
     x = run_local(body, grid, (P("x", "y"), b_spec), b_spec, t, b)
-    assert x.shape == b.shape and x.dtype == dtype
-    want = sl.solve_triangular(
-        t, b, trans=trans, lower=lower, unit_diagonal=unit, check_finite=False
-    )
-    op = OP[trans](np.where(np.isnan(t), 0, t) + (np.eye(N) if unit else 0))
-    assert np.all(np.isfinite(x))
-    assert solve_ratio(op, x, b) <= THRESHOLD
-    np.testing.assert_allclose(x, want, rtol=1e-4, atol=1e-5)
+    _assert_solves(x, t, b, trans=trans, lower=lower, unit=unit, dtype=dtype)
