@@ -8,6 +8,7 @@ asserted directly where the point is one value.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import itertools
@@ -303,6 +304,105 @@ def test_a_derivatives_tracer_beside_a_one_device_operand(name, variant):
     primal names the mesh too); cho_solve's jacfwd beside a numpy ``b`` raised "Custom JVP
     rule must produce primal and tangent outputs with equal shapes and dtypes"."""
     check(SPECS[name], variant)
+
+
+@pytest.mark.parametrize(
+    "variant",
+    [
+        Variant(n=8, place="mixed_device", transform="jacfwd"),
+        Variant(n=5, place="mixed", transform="grad"),
+        Variant(n=8, place="mixed", transform="grad", mesh="auto", dtype="float64", x64=True),
+        Variant(n=5, place="mixed_device", transform="jacfwd", mesh="auto", option=1),
+        Variant(n=8, place="mixed_device", transform="grad", option=2, dtype="complex64"),
+        Variant(n=8, place="mixed", transform="jacfwd", plan="distributed"),
+    ],
+    ids=str,
+)
+def test_lu_solve_derivative_with_a_b_off_the_mesh(variant):
+    """Found: jax.jvp (jacfwd, grad) of lu_solve(lu_factor(a), b) with ``a`` sharded and
+    ``b`` a numpy or one-device array raised "primal and tangent arguments to jax.jvp do
+    not match ... primal dtype int32 ... tangent dtype int32": the one-device plan's rule
+    made the pivots' zero tangent with ``zeros_like`` (an int32 array) where jax.jvp asks
+    for ``float0``."""
+    check(SPECS["linalg.lu_solve"], variant)
+
+
+@pytest.mark.parametrize("mesh_kind", ["explicit", "auto"])
+@pytest.mark.parametrize("where", ["numpy", "one device"])
+def test_scipy_lu_solve_jvp_is_jaxs(where, mesh_kind):
+    """The same through ``distla.scipy.linalg``: jax.jvp in the factor's operand of a
+    sharded ``a`` beside ``b`` off the mesh equals jax.scipy.linalg's, in float64, with
+    the library's default plan budget (a small system takes the one-device plan)."""
+    m = build_mesh((2, 4), mesh_kind)
+    rng = np.random.default_rng(5)
+    a_np = rng.standard_normal((8, 8)) / 3 + 3 * np.eye(8)
+    da, b_np = rng.standard_normal((8, 8)), rng.standard_normal((8, 2))
+
+    def f(sla, b):
+        return lambda a: sla.lu_solve(sla.lu_factor(a), b)
+
+    previous = dl.set_plan_budget(512 * 2**20)
+    try:
+        with jax.enable_x64(True):
+            b = b_np if where == "numpy" else jax.device_put(b_np, jax.devices()[0])
+            got = jax.jvp(f(distla.scipy.linalg, b), (distla.shard(a_np, m),), (da,))
+            want = jax.jvp(f(jax.scipy.linalg, b_np), (a_np,), (da,))
+            compare(got, want, rtol_units=10, where=f"{where} {mesh_kind}")
+    finally:
+        dl.set_plan_budget(previous)
+
+
+@pytest.mark.parametrize(
+    "name, variant",
+    [
+        ("linalg.tensorsolve", Variant(n=5, place="mixed_device", transform="grad")),
+        ("linalg.tensorsolve", Variant(n=8, place="mixed_device", transform="grad",
+                                       dtype="float64", x64=True)),
+        ("linalg.multi_dot", Variant(n=5, place="mixed_device", transform="grad")),
+        ("linalg.multi_dot", Variant(n=8, place="mixed_device", transform="grad",
+                                     dtype="float64", x64=True)),
+        ("scipy.linalg.toeplitz", Variant(n=5, place="mixed_device", transform="grad")),
+        ("scipy.linalg.toeplitz", Variant(n=8, place="mixed_device", transform="grad",
+                                          dtype="complex64")),
+    ],
+    ids=str,
+)  # fmt: skip
+def test_grad_inside_set_mesh_with_a_one_device_operand(name, variant):
+    """Found: jax.grad inside jax.set_mesh (Explicit) of tensorsolve, multi_dot and
+    toeplitz with a sharded first operand beside a one-device one raised "Received
+    incompatible devices for jitted computation ... jit's context mesh": each ran jnp's
+    operations (a reshape, a product of the one-device operands, atleast_1d) on the
+    one-device operand before the route moved it onto the mesh; it joins the mesh first."""
+    check(SPECS[name], variant)
+
+
+@pytest.mark.parametrize("mesh_kind", ["explicit", "auto"])
+@pytest.mark.parametrize("transform", ["eager", "jit", "jacfwd", "grad"])
+def test_cross_of_a_sharded_and_a_one_device_operand_is_jnps_failure(transform, mesh_kind):
+    """A shared limitation (docs/caveats.md): ``distla.linalg.cross`` is jnp's own, and
+    jnp's refuses a sharded operand beside one committed to one device ("Received
+    incompatible devices for jitted computation"), eagerly, jitted and under derivatives; distla
+    raises what jnp raises. Beside a numpy operand both work."""
+    assert dl.cross is jnp.linalg.cross
+    m = build_mesh((2, 4), mesh_kind)
+    rng = np.random.default_rng(2)
+    a_np, b_np = rng.standard_normal((2, 8, 3)).astype(np.float32)
+    a = distla.shard(a_np, m)
+    b = jax.device_put(b_np, jax.devices()[0])
+    calls = {
+        "eager": lambda cross, x, y: cross(x, y),
+        "jit": lambda cross, x, y: jax.jit(cross)(x, y),
+        "jacfwd": lambda cross, x, y: jax.jacfwd(lambda x_: cross(x_, y))(x),
+        "grad": lambda cross, x, y: jax.grad(lambda x_: jnp.sum(cross(x_, y)))(x),
+    }
+    call = calls[transform]
+    context = jax.set_mesh(m) if transform == "grad" else contextlib.nullcontext()
+    with context:
+        for cross in (jnp.linalg.cross, dl.cross):
+            with pytest.raises(ValueError, match="incompatible devices"):
+                call(cross, a, b)
+        got = call(dl.cross, a, b_np)
+    compare(got, call(jnp.linalg.cross, a_np, b_np), rtol_units=1, where=transform)
 
 
 @pytest.mark.parametrize("name", ["vecdot", "outer"])

@@ -202,9 +202,17 @@ def _instantiated(primals: tuple, tangents: tuple) -> tuple:
     lowering_platforms ... is required when only AbstractMesh exists"); ``zeros_like``
     of the primal takes the primal's placement."""
     return tuple(
-        jnp.zeros_like(p) if isinstance(t, jax.custom_derivatives.SymbolicZero) else t
+        (_zero_tangent(p) if isinstance(t, jax.custom_derivatives.SymbolicZero) else t)
         for p, t in zip(primals, tangents)
     )
+
+
+def _zero_tangent(primal):
+    """The zero tangent of ``primal``: ``float0`` for integer and bool operands (LU's
+    pivots), as jax.jvp requires; zeros in the primal's placement otherwise."""
+    if not jnp.issubdtype(primal.dtype, jnp.inexact):
+        return np.zeros(primal.shape, jax.dtypes.float0)
+    return jnp.zeros_like(primal)
 
 
 @functools.partial(jax.jit, static_argnames=("fn", "mesh", "in_specs", "out_specs", "options"))

@@ -21,7 +21,7 @@ from jax.sharding import PartitionSpec as P
 
 from .._core import route
 from .._core.batch_layout import live, source_layout
-from .._core.checks import ShapeError, as_array, canonical_precision, result_dtype
+from .._core.checks import ShapeError, as_array, canonical_precision, onto_mesh, result_dtype
 from .._core.eager import hashable, on_one_mesh
 from .._core.matmul import MATMUL, product_here
 from .._core.matmul import checked_product as _summa
@@ -265,6 +265,8 @@ def multi_dot(
     """
     what = "distla.linalg.multi_dot"
     arrays = [as_array(x, f"arrays[{i}]", what) for i, x in enumerate(arrays)]
+    # onto the mesh first: the products of one-device operands below are jnp's
+    arrays = list(onto_mesh(*arrays))
     if on_one_mesh(*arrays) and hashable(precision):
         return _compiled_chain(arrays, precision=precision)
     return _chain(arrays, precision=precision)

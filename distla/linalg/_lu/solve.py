@@ -19,7 +19,7 @@ import numpy as np
 from ..._core import route
 from ..._core.batch_layout import broadcast_batch
 from ..._core.block_cyclic import solve_layouts
-from ..._core.checks import ShapeError, as_array, is_empty, scipy_flags, square
+from ..._core.checks import ShapeError, as_array, is_empty, onto_mesh, scipy_flags, square
 from ..._core.matrix import like, tril, triu
 from ..._core.mesh import drop_trivial_sharding, natural_spec
 from ..._core.plan import Plan
@@ -286,8 +286,8 @@ def tensorsolve(
       ((64,), 0.5)
     """
     what = "distla.linalg.tensorsolve"
-    a = as_array(a, "a", what)
-    b = as_array(b, "b", what)
+    # onto the mesh first: the reshapes below are jnp's (one-device beside sharded)
+    a, b = onto_mesh(as_array(a, "a", what), as_array(b, "b", what))
     if axes is not None:
         axes = [operator.index(i) for i in axes]
         for i in axes:  # out of range: refused, as jnp refuses it (never wrapped)

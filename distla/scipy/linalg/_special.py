@@ -31,6 +31,7 @@ from jax.sharding import PartitionSpec as P
 from distla.kernels.structured import block_of, gram_block
 
 from ..._core import route
+from ..._core.checks import onto_mesh
 from ..._core.mesh import (
     axes_taken_by_vmap,
     constrain,
@@ -393,7 +394,8 @@ def toeplitz(c: jax.typing.ArrayLike, r: jax.typing.ArrayLike | None = None) -> 
     c = _vector(c, "c")
     if r is None:
         r = jnp.conjugate(c)
-    r = _vector(r, "r")
+    # onto the mesh first: jnp.atleast_1d of a one-device r fails inside jax.set_mesh
+    c, r = onto_mesh(c, _vector(r, "r"))
     c1, r1 = jnp.atleast_1d(c), jnp.atleast_1d(r)
     return _vector_matrix(TOEPLITZ, jsl.toeplitz, _toeplitz, (c1, r1), prepare=_cast)
 
