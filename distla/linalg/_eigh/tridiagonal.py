@@ -222,7 +222,7 @@ def _diagonal_signs(k, r, q, *, spec):
         rows = lax.broadcasted_iota(jnp.int32, r.shape, 0) + axis_index(rows_at) * r.shape[0]
         cols = lax.broadcasted_iota(jnp.int32, r.shape, 1) + axis_index(cols_at) * r.shape[1]
         part = jnp.sum(jnp.where(rows == cols + jnp.minimum(k, 0), jnp.real(r), 0), axis=0)
-        part = part + jnp.minimum(jnp.isnan(jnp.real(q[0, 0])), 0).astype(part.dtype)
+        part = part + jnp.minimum(jnp.isnan(jnp.real(q[0, 0])), False).astype(part.dtype)
         if rows_at is not None:
             part = lax.psum(part, rows_at)
         return jnp.where(part < 0, -1, 1).astype(q.dtype)
