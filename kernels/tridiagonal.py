@@ -94,7 +94,10 @@ def rank_2k_update(a_blk, left1, right1, left2, right2, at: Local) -> jax.Array:
     zero = jnp.int32(0)
     rows = [lax.dynamic_slice(x, (at.row0, zero), (at.mloc, x.shape[1])) for x in (left1, left2)]
     cols = [lax.dynamic_slice(x, (at.col0, zero), (at.nloc, x.shape[1])) for x in (right1, right2)]
-    return a_blk - rows[0] @ jnp.conj(cols[0].T) - rows[1] @ jnp.conj(cols[1].T)
+    # one product of rank 2nb: two products held two blocks beside a_blk and the result
+    # (the reduction's first phase was eigh's peak)
+    rows, cols = jnp.concatenate(rows, axis=1), jnp.concatenate(cols, axis=1)
+    return a_blk - rows @ jnp.conj(cols.T)
 
 
 def reflector(a_j: jax.Array, j: jax.Array, idx: jax.Array):

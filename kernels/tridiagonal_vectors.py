@@ -114,17 +114,21 @@ def _rows_per_chunk(k: int) -> int:
 
 
 @highest_precision
-def inverse_iteration(d, e, shift, x) -> jax.Array:
+def inverse_iteration(d, e, shift, x, *, columns: bool = False, apply=True) -> jax.Array:
     """Rows ``xᵢ ← (T − σᵢ I)⁻¹ xᵢ`` normalized (``σᵢ`` a few ulps of ``‖T‖`` below
     ``shift[i]``, so that ``T − σᵢ I`` is never exactly singular, ``T = λI`` included).
 
     LAPACK's batched ``gtsv`` overwrites a copy of ``T``'s three diagonals for
     every row it solves, four ``n``-vectors a row: the rows go ``CHUNKS`` at a
     time (a loop), each chunk written back in place, so that a device holds one
-    chunk's copies, not four more windows.
+    chunk's copies, not four more windows. With ``columns`` the vectors are
+    ``x``'s columns (``n x k``; a chunk is transposed, never the whole ``x``).
+    Where the traced ``apply`` is false ``x`` comes back unchanged (the chunks are
+    solved and dropped: a step that needs no sweep runs no ``cond``).
     """
     n = d.shape[0]
-    k = x.shape[0]
+    axis = 1 if columns else 0
+    k = x.shape[axis]
     off = jnp.where(jnp.arange(n) < n - 1, e, 0)
     t_norm = jnp.max(jnp.abs(d)) + 2 * jnp.max(jnp.abs(off))
     sigma = shift - 4 * jnp.finfo(d.dtype).eps * jnp.where(t_norm > 0, t_norm, 1)
@@ -132,7 +136,8 @@ def inverse_iteration(d, e, shift, x) -> jax.Array:
 
     def solve(t, x):
         at = t * rows
-        xs = lax.dynamic_slice_in_dim(x, at, rows)
+        xs = lax.dynamic_slice_in_dim(x, at, rows, axis=axis)
+        xs = xs.T if columns else xs
         sig = lax.dynamic_slice_in_dim(sigma, at, rows)
         lower = jnp.broadcast_to(jnp.pad(off[:-1], (1, 0)), (rows, n))
         upper = jnp.broadcast_to(off, (rows, n))
@@ -141,7 +146,10 @@ def inverse_iteration(d, e, shift, x) -> jax.Array:
         )[:, :, 0]
         y = y / jnp.max(jnp.abs(y), axis=1, keepdims=True)  # then no square overflows
         y = y / jnp.linalg.norm(y, axis=1, keepdims=True)
-        return lax.dynamic_update_slice_in_dim(x, jnp.where(jnp.isfinite(y), y, 0), at, axis=0)
+        y = jnp.where(jnp.isfinite(y), y, 0)
+        if apply is not True:
+            y = jnp.where(apply, y, xs)
+        return lax.dynamic_update_slice_in_dim(x, y.T if columns else y, at, axis=axis)
 
     return solve(0, x) if rows == k else fori(0, k // rows, solve, x)
 

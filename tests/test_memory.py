@@ -58,15 +58,15 @@ FAMILIES = {
     "lu_factor": (lambda a: linalg.lu_factor(a, **DISTRIBUTED), "a", 4.0),
     "cholesky": (lambda a: linalg.cholesky(a, **DISTRIBUTED), "a", 4.0),
     "qr": (linalg.qr, "a", 4.0),
-    # short of the 6 (docs/memory.md): eigh's peak is the repair's inverse-iteration
-    # sweep, z moved to columns by an all-to-all (6.26; 6.9 when Q's columns moved between
-    # the reduction's phases in one piece, 8.5 when the orthogonality repair was Cholesky
-    # QR under lax.cond, now Householder QR in a loop of 0 or 3 steps); polar's the QR's
+    # eigh within the 6 (docs/memory.md): 5.62, its peak the inverse iteration's
+    # window beside Q (6.26 when the repair's sweep moved Z to columns by one all-to-all;
+    # 6.9 when Q's columns moved between the reduction's phases in one piece, 8.5 when the
+    # orthogonality repair was Cholesky QR under lax.cond); polar's the QR's
     # panel work beside A, U, P (the iterate and Q₁Q₂ᴴ in their buffers) and the stack
     # [√c X; I] factored in place (6.3, 5.7 at n = 8192; was 9.5 with distla's QR of the
     # stack and SUMMA of Q₁ and Q₂ᴴ); svd's the Golub-Kahan vectors beside Q, P and the
     # outputs (11.1, was 15.0)
-    "eigh": (lambda a: linalg.eigh(a, **DISTRIBUTED), "a", 6.5),
+    "eigh": (lambda a: linalg.eigh(a, **DISTRIBUTED), "a", 5.75),
     "polar": (lambda a: linalg.polar(a, **DISTRIBUTED), "a", 6.5),
     "svd": (lambda a: linalg.svd(a, **DISTRIBUTED), "a", 11.5),
 }
@@ -90,16 +90,18 @@ FAMILIES |= {
         "aa",
         3.6,
     ),
-    "eigvalsh": (lambda a: linalg.eigvalsh(a, **DISTRIBUTED), "a", 4.5),
+    # the reduction's rank-2nb update one product (3.57; 4.03 with two)
+    "eigvalsh": (lambda a: linalg.eigvalsh(a, **DISTRIBUTED), "a", 3.75),
     "svdvals": (lambda a: linalg.svdvals(a, **DISTRIBUTED), "a", 4.5),
     "expm": (lambda a: linalg.expm(a, **DISTRIBUTED), "a", 6.0),
     # short of the 6: svd's peak (its factors, then the solve's products: 11.0)
     "lstsq": (no_budget(linalg.lstsq), "ab", 11.5),
     "pinv": (no_budget(linalg.pinv), "a", 11.5),
-    # short of the 6: eigh's peak beside B and its Cholesky factor (9.37; 9.8 when
-    # Q's columns moved in one piece, 10.5 before eigh's repair became a loop of
-    # Householder QR)
-    "eigh_generalized": (lambda a, b: linalg.eigh(a, b, **DISTRIBUTED), "aa", 9.5),
+    # short of the 6: eigh's peak beside A and B (the program's operands) and B's
+    # Cholesky factor (7.51; 9.37 when eigh's sweep moved Z by one all-to-all and Q's
+    # identity was made at the program's start, 9.8 when Q's columns moved in one piece,
+    # 10.5 before eigh's repair became a loop of Householder QR)
+    "eigh_generalized": (lambda a, b: linalg.eigh(a, b, **DISTRIBUTED), "aa", 7.75),
 }
 
 #: Families compiled at the larger size only (each compile takes minutes on a

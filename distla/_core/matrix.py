@@ -3,7 +3,8 @@
 Sizes on a process grid (``round_up``, ``pad_to``, ``pad_identity``), layouts
 (``put`` on the mesh of the context, ``like`` another array's sharding type,
 ``natural``), the move of trailing columns a chunk at a time
-(``columns_moved``), the conjugate transpose on a mesh (``ct`` inside a body,
+(``columns_moved``), a move between the block layout and columns a chunk of rows at a
+time (``rows_relaid``), the conjugate transpose on a mesh (``ct`` inside a body,
 ``ct_on`` from outside), the Hermitian part eigh and Cholesky read
 (``hermitian_from``), triangle masks and the identity built from iotas
 (never a replicated constant), the precision of the factorisations' products
@@ -179,6 +180,50 @@ def columns_moved(
 
         out = lax.fori_loop(0, chunks, step, out)
     return lax.with_sharding_constraint(out.reshape(rows, cols), NamedSharding(mesh, spec))
+
+
+def rows_relaid(x: jax.Array, source: P, target: P, *, pieces: int = 8) -> jax.Array:
+    """``x`` (2D, laid out as ``source``) laid out as ``target``, a few rows of every
+    device's block at a time. Inside a body.
+
+    For a move between layouts of which one splits the rows and the other does not
+    (the 2D block layout ``P(r, c)`` and columns ``P(None, (c, r))``, either way):
+    XLA's all-to-all of the whole matrix holds the source's pieces and the
+    exchanged pieces beside both. Here a loop moves ``pieces`` chunks (the same
+    local rows of every row block), each written in place into the result: the
+    source, the result and one chunk's exchange. The rows must divide evenly over
+    the split side's row axes.
+    """
+    mesh = jax.sharding.get_abstract_mesh()
+    split = source[0] if source[0] is not None else target[0]
+    if split is None or (source[0] is not None and target[0] is not None):
+        raise ValueError(f"rows_relaid: one of {source} and {target} must split the rows")
+    names = split if isinstance(split, tuple) else (split,)
+    parts = math.prod(mesh.shape[name] for name in names)
+    rows, cols = x.shape
+    local = rows // parts
+    chunks = math.gcd(local, pieces)
+    height = local // chunks
+    into = NamedSharding(mesh, P(target[0], None, target[1]))
+    # the rows as (row blocks, local): free in both layouts
+    held = NamedSharding(mesh, P(source[0], None, source[1]))
+    view = lax.with_sharding_constraint(x.reshape(parts, local, cols), held)
+    if chunks == 1:
+        out = lax.with_sharding_constraint(view, into)
+    else:
+        # zeros made from a scalar that exists only with x (see columns_moved)
+        zero = once(jnp.zeros((), x.dtype), x)
+        out = lax.with_sharding_constraint(jnp.broadcast_to(zero, (parts, local, cols)), into)
+
+        def step(i, out):
+            # the slice in the source's layout, then its exchange (else XLA exchanges
+            # the whole view at every step and slices the result)
+            chunk = lax.dynamic_slice_in_dim(view, i * height, height, axis=1)
+            chunk = lax.with_sharding_constraint(lax.with_sharding_constraint(chunk, held), into)
+            return lax.dynamic_update_slice_in_dim(out, chunk, i * height, axis=1)
+
+        out = lax.fori_loop(0, chunks, step, out)
+    return lax.with_sharding_constraint(out.reshape(rows, cols), NamedSharding(mesh, target))
 
 
 # ------------------------------------------------------- conjugate transpose

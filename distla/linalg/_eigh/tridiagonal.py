@@ -31,7 +31,7 @@ import jax.numpy as jnp
 from jax import lax
 from jax.sharding import PartitionSpec as P
 
-from distla.kernels._axes import round_up
+from distla.kernels._axes import axis_index, round_up
 from distla.kernels.bidiagonal import reduce_to_bidiagonal
 from distla.kernels.tridiagonal import bisect, reduce_columns
 from distla.kernels.tridiagonal_vectors import (
@@ -52,8 +52,10 @@ from ..._core.matrix import (
     columns_moved,
     eye,
     hermitian_from,
+    once,
     pad_to,
     put,
+    rows_relaid,
 )
 from ..._core.mesh import constrain, fitting_spec, grid_of, run_on_mesh, shard_map
 from ..._core.plan import plan_here
@@ -93,7 +95,9 @@ def _reduce_in_phases(x, reduce, *, grid, bounds, multiples, vectors=False):
 
     x = even(x)
     order = x.shape[0]
-    q = eye(order, order, x.dtype, spec) if vectors else None
+    # Q's identity made once x exists: XLA made it at the program's start and held it
+    # through what comes before (the generalized eigh's Cholesky and solves)
+    q = once(eye(order, order, x.dtype, spec), x) if vectors else None
     ds, es, done = [], [], []
     for start, stop in zip(bounds, bounds[1:]):
         steps = stop - start
@@ -201,6 +205,33 @@ def _loose(z):
     return jnp.linalg.norm(off) > 10 * jnp.sqrt(float(n)) * eps * jnp.linalg.norm(probe)
 
 
+def _diagonal_signs(k, r, q, *, spec):
+    """``±1`` by the signs of ``R``'s diagonal (``q``'s columns' layout), summed across
+    the mesh only once ``q`` exists.
+
+    XLA's own reduction of the diagonal ran while the QR's loop that forms ``q`` still
+    ran its all-reduces over the same devices, and XLA:CPU's devices took the two in
+    different orders: a rendezvous hung (float64 on 4x2 under ``jax.jit``). Here each
+    device sums its block's part of the diagonal (a vector), and the sum across the
+    mesh waits for ``q``. The mask depends on the step (``k >= 0``), so that XLA does
+    not hoist it out of the repair's loop and hold it from the program's start.
+    """
+    rows_at, cols_at = spec[0], spec[1]
+
+    def kernel(k, r, q):
+        rows = lax.broadcasted_iota(jnp.int32, r.shape, 0) + axis_index(rows_at) * r.shape[0]
+        cols = lax.broadcasted_iota(jnp.int32, r.shape, 1) + axis_index(cols_at) * r.shape[1]
+        part = jnp.sum(jnp.where(rows == cols + jnp.minimum(k, 0), jnp.real(r), 0), axis=0)
+        part = part + jnp.minimum(jnp.isnan(jnp.real(q[0, 0])), False).astype(part.dtype)
+        if rows_at is not None:
+            part = lax.psum(part, rows_at)
+        return jnp.where(part < 0, -1, 1).astype(q.dtype)
+
+    return shard_map(kernel, in_specs=(P(), spec, spec), out_specs=P(cols_at), check_vma=False)(
+        k, r, q
+    )
+
+
 def _repaired(z, d, e, w, *, grid, spec, needed=True):
     """``z`` (``n x n``, columns: eigenvectors of ``T`` for ``w``) with orthonormal columns,
     run when `_loose` finds them not.
@@ -241,30 +272,31 @@ def _repaired(z, d, e, w, *, grid, spec, needed=True):
     width = w[last] - w[first]
     sweep_shift = jnp.where(degenerate, w[first] - width, w)
 
-    def sweep(z):  # each device its columns, all rows
-        def kernel(d, e, shift, x):
-            return inverse_iteration(d, e, shift, x.T).T
+    columns = P(None, axes)
+    # Z moves to columns and back a few rows at a time (one all-to-all of the whole Z
+    # was eigh's peak); sizes the mesh does not divide take XLA's move
+    chunked = cols == n and spec[0] is not None
 
-        x = constrain(pad_to(z, (n, cols)), P(None, axes))
+    def sweep(k, z):  # each device its columns, all rows; step 0 leaves z as it is
+        def kernel(apply, d, e, shift, x):
+            return inverse_iteration(d, e, shift, x, columns=True, apply=apply)
+
+        # the moves run at every step and the step's flag picks the vectors: no
+        # collective inside a cond (a loop of them there hung XLA:CPU's rendezvous)
+        x = rows_relaid(z, spec, columns) if chunked else constrain(pad_to(z, (n, cols)), columns)
         shift = pad_to(sweep_shift, (cols,))
         x = shard_map(
             kernel,
-            in_specs=(P(), P(), P(axes), P(None, axes)),
-            out_specs=P(None, axes),
+            in_specs=(P(), P(), P(), P(axes), columns),
+            out_specs=columns,
             check_vma=False,
-        )(d, e, shift, x)
-        return put(x[:, :n], spec)
+        )(k > 0, d, e, shift, x)
+        return rows_relaid(x, columns, spec) if chunked else put(x[:, :n], spec)
 
     def householder_qr(k, z):  # z = Q R, R's diagonal positive (as Cholesky QR's): z ← Q
-        z = lax.cond(k > 0, sweep, lambda z: z, z)
+        z = sweep(k, z)
         q, r = _qr.qr_2d(z, mode="reduced", call=plan_here(z.dtype))
-        # R's diagonal by a mask that depends on the step (k >= 0), so that XLA does not
-        # hoist a full-size mask out of the loop and hold it from the program's start
-        rows = lax.broadcasted_iota(jnp.int32, r.shape, 0)
-        on_diagonal = rows == lax.broadcasted_iota(jnp.int32, r.shape, 1) + jnp.minimum(k, 0)
-        r_diagonal = jnp.sum(jnp.where(on_diagonal, jnp.real(r), 0), axis=1)
-        signs = jnp.where(r_diagonal < 0, -1, 1).astype(z.dtype)
-        return put(q * signs[None, :], spec)
+        return put(q * _diagonal_signs(k, r, q, spec=spec)[None, :], spec)
 
     # a pseudo-random nudge of eps^¼ makes nearly parallel columns independent
     # (smallest singular value about eps^¼/n); the sweeps take it out again
