@@ -100,5 +100,5 @@ def golub_kahan_vectors(
     s_long = jnp.concatenate([shift, jnp.broadcast_to(shift[-1:], (k,))])
     bounds = cuts(s, devices=devices, block=block, guard=guard)
     first = bounds[rank_of(axis_names)]
-    window = window_rows(t_diag, t_off, s_long, first, width=block + 2 * guard)
+    window = window_rows(t_diag, t_off, s_long, first, width=block + 2 * guard, unit=False)
     return to_columns(window, bounds, block=block, guard=guard, axis_names=axis_names)

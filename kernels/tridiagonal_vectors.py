@@ -20,7 +20,8 @@ them, ``n x W`` numbers.
   residuals. A fixed number of sweeps, one loop body.
 - **Layout** (:func:`to_columns`). The ranges are then laid out as the 1D
   column blocks ``[r·b, (r+1)·b)``: each device takes the columns it lacks
-  from its two neighbours (two collective-permutes of ``n x W``).
+  from its two neighbours (two collective-permutes of ``n x g``) and writes its
+  block over its window's first rows, a chunk at a time, in place.
 
 A cluster wider than the guard ``g`` can still straddle a cut; its vectors
 from the two sides are then orthogonal only to about ``eps·‖T‖/gap``. The
@@ -165,9 +166,11 @@ def window_vectors(d, e, w, first, *, width: int) -> jax.Array:
 
 
 @highest_precision
-def window_rows(d, e, w, first, *, width: int) -> jax.Array:
+def window_rows(d, e, w, first, *, width: int, unit: bool = True) -> jax.Array:
     """:func:`window_vectors` as rows, ``width x n``: the vectors as inverse iteration
-    makes them (their transpose would be one more window on the device)."""
+    makes them (their transpose would be one more window on the device); with ``unit``
+    false, not yet scaled to unit norm (about ``1/√(1 + width·eps)`` each), for
+    :func:`to_columns`, which scales the rows it places."""
     n = d.shape[0]
     index = first + jnp.arange(width, dtype=jnp.int32)
     shift = w[jnp.minimum(index, n - 1)]
@@ -176,8 +179,9 @@ def window_rows(d, e, w, first, *, width: int) -> jax.Array:
         return orthonormal_rows(inverse_iteration(d, e, shift, x))
 
     x = orthonormal_rows(lax.fori_loop(0, SWEEPS, sweep, start_vectors(index, n, d.dtype)))
-    # the shift leaves each row's norm² about 1/(1 + δ): unit rows again
-    return x / jnp.linalg.norm(x, axis=1, keepdims=True)
+    # the shift leaves each row's norm² about 1/(1 + δ): unit rows again (or by the caller,
+    # as :func:`to_columns` places them: the scaled window beside the window was one more)
+    return x / jnp.linalg.norm(x, axis=1, keepdims=True) if unit else x
 
 
 @highest_precision
@@ -210,11 +214,14 @@ def to_columns(rows, bounds, *, block: int, guard: int, axis_names: tuple[str, .
     at most ``guard`` just before ``bounds[r]`` (the left neighbour's, which it
     sends) and the at most ``guard`` from ``bounds[r+1]`` (the right neighbour's
     first): two collective-permutes of ``guard x n``, not of whole windows.
+    The columns are written over ``rows``' first ``block`` rows, a chunk at a time,
+    each scaled to unit norm (``rows`` may come from ``window_rows(..., unit=False)``).
     """
     width, n = rows.shape
+    if width < block:
+        raise ValueError(f"to_columns: the window has {width} rows, fewer than block = {block}")
     devices = bounds.shape[0] - 1
     r = rank_of(axis_names)
-    j = r * block + jnp.arange(block, dtype=jnp.int32)  # the columns this device returns
     lo, hi = bounds[r], bounds[r + 1]
     g = max(1, min(guard, width))
     if devices > 1:
@@ -232,17 +239,31 @@ def to_columns(rows, bounds, *, block: int, guard: int, axis_names: tuple[str, .
     def pick(x, at):
         return jnp.take(x, jnp.clip(at, 0, x.shape[0] - 1), axis=0)
 
-    # one gather of block x n from the range; the columns before lo can only be the
-    # first g (left's, in order) and those from hi only the last g (right's): written
-    # over them, not gathered as two more block x n matrices
-    mine = pick(rows, j - lo)
-    head = tail = min(g, block)
-    # dynamic_update_slice, not .at[:head].set: the scatter of a static slice closes over
-    # a zero-size index array, a zero-size operand of the enclosing shard_map
-    first = jnp.where((j[:head] < lo)[:, None], left[:head], mine[:head])
-    mine = lax.dynamic_update_slice(mine, first, (0, 0))
-    at_end = j[block - tail :]
-    last = jnp.where((at_end >= hi)[:, None], pick(right, at_end - hi), mine[block - tail :])
-    mine = lax.dynamic_update_slice(mine, last, (block - tail, 0))
-    ok = (j < n) & jnp.where(j < lo, lo - j <= g, jnp.where(j < hi, j - lo < width, j - hi < g))
-    return jnp.where(ok[:, None], mine, 0).T
+    # the columns are written over the window's first block rows a chunk at a time, in
+    # place (a gather of all block x n beside the window was two more shares): row i
+    # takes the window's row i + shift (shift = r·block − lo, within ±g), or before lo
+    # left's row i and from hi right's row j − hi. The chunks go front to back when the
+    # rows move forward (shift >= 0) and back to front otherwise, so that no chunk reads
+    # a row an earlier chunk wrote.
+    shift = r * block - lo
+    height = _rows_per_chunk(block)
+    chunks = block // height
+
+    def place(t, x):
+        c = jnp.where(shift >= 0, t, chunks - 1 - t)
+        i = c * height + jnp.arange(height, dtype=jnp.int32)
+        at = r * block + i
+        ok = (at < n) & jnp.where(
+            at < lo, lo - at <= g, jnp.where(at < hi, at - lo < width, at - hi < g)
+        )
+        part = jnp.where(
+            (at < lo)[:, None],
+            pick(left, i),
+            jnp.where((at >= hi)[:, None], pick(right, at - hi), pick(x, i + shift)),
+        )
+        part = part / jnp.linalg.norm(part, axis=1, keepdims=True)  # unit rows
+        part = jnp.where(ok[:, None], part, 0)
+        return lax.dynamic_update_slice_in_dim(x, part, c * height, axis=0)
+
+    rows = fori(0, chunks, place, rows)
+    return rows[:block].T

@@ -58,7 +58,7 @@ from distla.kernels.tridiagonal_vectors import start_vectors
 
 from .._core.checks import is_traced
 from .._core.matmul import mm
-from .._core.matrix import block_spec, ct_on, diagonal, eye, on_mesh, once, pad_to, put
+from .._core.matrix import block_spec, ct_on, eye, on_mesh, once, pad_to, put
 from .._core.mesh import constrain, fitting_spec, grid_of, run_on_mesh, shard_map
 from .._core.plan import plan_here
 from . import _qr
@@ -133,17 +133,24 @@ def _reduce_with_vectors(x, *, grid):
     return jnp.concatenate(ds), jnp.concatenate(es), cat(done_q + [q]), cat(done_p + [p])
 
 
-def _tgk_vectors(d, e, s, *, grid, spec):
-    """``TGK``'s unit eigenvectors (``2k x k``, columns for ``s`` ascending), in ``spec``."""
+def vector_columns(grid) -> P:
+    """The layout of ``TGK``'s eigenvectors: every row on each device, the columns split
+    column-major over the grid (device ranges as eigh's), so that splitting the rows into
+    ``V_B`` and ``U_B`` is local."""
+    return P(None, tuple(name for name in (grid.col, grid.row) if name is not None))
+
+
+def _tgk_vectors(d, e, s, *, grid):
+    """``TGK``'s unit eigenvectors (``2k x round_up(k, p)``, columns for ``s`` ascending;
+    those past ``k`` are not read) in `vector_columns`: as `_vectors_of_b` reads them (a round trip
+    through the 2D blocks held the vectors and their all-to-all's pieces twice)."""
     k = d.shape[0]
-    # device ranges column-major over the grid, as eigh's (one all-to-all to ``spec``)
-    axes = tuple(name for name in (grid.col, grid.row) if name is not None)
+    cols = vector_columns(grid)
     block = -(-k // grid.size)
-    kernel = functools.partial(golub_kahan_vectors, block=block, guard=block // 4, axis_names=axes)
-    z = shard_map(kernel, in_specs=(P(), P(), P()), out_specs=P(None, axes), check_vma=False)(
-        d, e, s
+    kernel = functools.partial(
+        golub_kahan_vectors, block=block, guard=block // 4, axis_names=cols[1]
     )
-    return constrain(z[:, :k], spec)
+    return shard_map(kernel, in_specs=(P(), P(), P()), out_specs=cols, check_vma=False)(d, e, s)
 
 
 def kept(s, rows):
@@ -168,7 +175,10 @@ def completed(u, keep, salt=0):
     filler = start_vectors(jnp.arange(rows, dtype=jnp.int32) + salt, k, jnp.finfo(u.dtype).dtype)
     y = put(jnp.where(keep[None, :], u, put(filler.astype(u.dtype), spec)), spec)
     q, r = _qr.qr_2d(y, mode="reduced", call=plan_here(y.dtype))
-    d = diagonal(r)
+    # R's diagonal by a mask salted as the filler: a loop-invariant mask XLA makes at the
+    # program's start and holds throughout (a quarter share)
+    at = lax.broadcasted_iota(jnp.int32, r.shape, 0) + salt
+    d = jnp.sum(jnp.where(at == lax.broadcasted_iota(jnp.int32, r.shape, 1) + salt, r, 0), axis=1)
     mag = jnp.abs(d)
     phase = jnp.where(mag > 0, d / jnp.where(mag > 0, mag, 1).astype(d.dtype), 1)
     return put(q * phase[None, :].astype(q.dtype), spec)
@@ -187,7 +197,7 @@ def _parts(a, *, mesh):
     d, e = d[:k], e[:k]
     t_diag, t_off = golub_kahan(d, e)
     s = jnp.abs(d) if k == 1 else _bisect(t_diag, t_off, grid=grid, count=k, first=k)
-    z = _tgk_vectors(d, e, s, grid=grid, spec=fitting_spec((2 * k, k), mesh, grid.block_spec))
+    z = _tgk_vectors(d, e, s, grid=grid)
     finite = jnp.isfinite(jnp.sum(d) + jnp.sum(e))
     return x, scale, q, p, jnp.where(finite, s, jnp.nan), z
 
@@ -201,9 +211,7 @@ def _vectors_of_b(z, s, rows):
     mesh = jax.sharding.get_abstract_mesh()
     grid = grid_of(mesh, what="distla.linalg.svd")
     spec = fitting_spec((k, k), mesh, grid.block_spec)
-    # every row on each device (columns split), so splitting the rows is local
-    axes = tuple(name for name in (grid.col, grid.row) if name is not None)
-    cols = P(None, axes)
+    cols = vector_columns(grid)
     z = constrain(pad_to(z, (2 * k, round_up(k, grid.size))), cols)
     split = shard_map(halves, in_specs=cols, out_specs=cols)(z)[:, :k]
     v_b, u_b = (_unit_columns(put(jnp.flip(h, axis=1), spec)) for h in (split[:k], split[k:]))
@@ -343,7 +351,6 @@ def svd_2d(a: jax.Array, *, full_matrices: bool, mesh: AbstractMesh):
     wide = m < n
     x = ct_on(a, mesh=mesh) if wide else a
     specs = out_specs(mesh, a.shape, full_matrices)
-    k = min(m, n)
     grid_spec = block_spec(mesh)
     part_specs = (
         fitting_spec(x.shape, mesh, grid_spec),
@@ -351,7 +358,7 @@ def svd_2d(a: jax.Array, *, full_matrices: bool, mesh: AbstractMesh):
         grid_spec,
         grid_spec,
         P(),
-        fitting_spec((2 * k, k), mesh, grid_spec),
+        vector_columns(grid_of(mesh, what="distla.linalg.svd")),
     )
     static = (("full_matrices", full_matrices), ("wide", wide))
     common = on_mesh(_common, mesh, (specs, P(), part_specs), static + (("mesh", mesh),))

@@ -185,7 +185,7 @@ def _vectors_of_tridiagonal(d, e, w, *, grid, spec):
 
     def kernel(d, e, w):
         bounds = cuts(w, devices=grid.size, block=block, guard=guard)
-        window = window_rows(d, e, w, bounds[rank_of(axes)], width=width)
+        window = window_rows(d, e, w, bounds[rank_of(axes)], width=width, unit=False)
         return to_columns(window, bounds, block=block, guard=guard, axis_names=axes)
 
     z = shard_map(kernel, in_specs=(P(), P(), P()), out_specs=P(None, axes), check_vma=False)(
