@@ -377,32 +377,41 @@ def test_grad_inside_set_mesh_with_a_one_device_operand(name, variant):
 
 
 @pytest.mark.parametrize("mesh_kind", ["explicit", "auto"])
-@pytest.mark.parametrize("transform", ["eager", "jit", "jacfwd", "grad"])
-def test_cross_of_a_sharded_and_a_one_device_operand_is_jnps_failure(transform, mesh_kind):
-    """A shared limitation (docs/caveats.md): ``distla.linalg.cross`` is jnp's own, and
-    jnp's refuses a sharded operand beside one committed to one device ("Received
-    incompatible devices for jitted computation"), eagerly, jitted and under derivatives; distla
-    raises what jnp raises. Beside a numpy operand both work."""
-    assert dl.cross is jnp.linalg.cross
+@pytest.mark.parametrize("transform", ["eager", "vmap", "jacfwd", "grad", "jit"])
+def test_cross_of_a_sharded_and_a_one_device_operand(transform, mesh_kind):
+    """Found: ``distla.linalg.cross`` was ``jnp.linalg.cross`` itself, which refuses a
+    sharded operand beside one committed to one device ("Received incompatible devices
+    for jitted computation"), eagerly, under vmap and derivatives; the one-device operand
+    now joins the mesh first, as for vecdot and outer (``a``'s vectors split, not the
+    axis vmap maps: vmap itself refuses a mapped axis split on one operand only).
+    ``jax.jit`` of any function refuses such a pair of arguments itself, before the
+    function runs: there distla's raises what jnp's raises (docs/caveats.md)."""
     m = build_mesh((2, 4), mesh_kind)
     rng = np.random.default_rng(2)
-    a_np, b_np = rng.standard_normal((2, 8, 3)).astype(np.float32)
-    a = distla.shard(a_np, m)
+    a_np, b_np = rng.standard_normal((2, 2, 8, 3)).astype(np.float32)
+    a = _put(a_np, m, P(None, ("x", "y")))
     b = jax.device_put(b_np, jax.devices()[0])
     calls = {
         "eager": lambda cross, x, y: cross(x, y),
         "jit": lambda cross, x, y: jax.jit(cross)(x, y),
+        "vmap": lambda cross, x, y: jax.vmap(cross)(x, y),
         "jacfwd": lambda cross, x, y: jax.jacfwd(lambda x_: cross(x_, y))(x),
-        "grad": lambda cross, x, y: jax.grad(lambda x_: jnp.sum(cross(x_, y)))(x),
+        "grad": lambda cross, x, y: jax.grad(lambda x_: jnp.sum(cross(x_, y) ** 2))(x),
     }
     call = calls[transform]
     context = jax.set_mesh(m) if transform == "grad" else contextlib.nullcontext()
     with context:
-        for cross in (jnp.linalg.cross, dl.cross):
+        with pytest.raises(ValueError, match="incompatible devices"):
+            call(jnp.linalg.cross, a, b)
+        if transform == "jit":
             with pytest.raises(ValueError, match="incompatible devices"):
-                call(cross, a, b)
-        got = call(dl.cross, a, b_np)
-    compare(got, call(jnp.linalg.cross, a_np, b_np), rtol_units=1, where=transform)
+                call(dl.cross, a, b)
+            return
+        got = call(dl.cross, a, b)
+        beside_numpy = call(dl.cross, a, b_np)
+    want = call(jnp.linalg.cross, a_np, b_np)
+    compare(got, want, rtol_units=1, where=transform)
+    compare(beside_numpy, want, rtol_units=1, where=f"{transform}, b numpy")
 
 
 @pytest.mark.parametrize("name", ["vecdot", "outer"])

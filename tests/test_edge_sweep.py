@@ -315,11 +315,11 @@ def _tall(c, seed=0):
     return np.resize(_matrix(c, seed=seed), (8, c.n))
 
 
-@sweeps("linalg.diagonal", "linalg.outer", "linalg.vecdot")
+@sweeps("linalg.diagonal", "linalg.outer", "linalg.vecdot", "linalg.cross")
 def _jnps_forms(name, c, mesh):
-    """distla's forms of jnp's diagonal, outer and vecdot (distla/linalg/_explicit.py), in
-    layouts where jax's rules refuse jnp's own (rows, columns, both split) and beside a
-    numpy operand."""
+    """distla's forms of jnp's diagonal, outer, vecdot and cross (distla/linalg/_explicit.py),
+    in layouts where jax's rules refuse jnp's own (rows, columns, both split) and beside a
+    numpy operand (cross: and beside one on one device, which jnp's refuses)."""
     tall, tall2 = _tall(c), _tall(c, seed=1)
     u_np, v_np = tall.sum(axis=1), _matrix(c, seed=1).sum(axis=0)  # lengths 8 and n
     for spec in (P(("x", "y")), P("x", "y"), P("x"), P(None, "y")):
@@ -337,6 +337,13 @@ def _jnps_forms(name, c, mesh):
                 for x, y in ((a, b), (a, tall2))
                 for k in (-1, 0)
             ]
+        elif name == "linalg.cross":  # 3-vectors of the case's entries (zeros when empty)
+            u_np, w_np = np.resize(tall, (8, 3)), np.resize(tall2, (8, 3))
+            u, w = place(u_np, mesh, spec), place(w_np, mesh, spec)
+            one = jax.device_put(w_np, jax.devices()[0])
+            ref = jnp.linalg.cross(u_np, w_np)
+            pairs = [(dl.cross(u, y), ref) for y in (w, w_np, one)]
+            pairs.append((dl.cross(u.T, one.T, axis=0), ref.T))
         else:
             u, u2 = place(u_np, mesh, spec), place(u_np[::-1].copy(), mesh, spec)
             v = place(v_np, mesh, P(*tuple(spec)[1:]))
@@ -648,7 +655,6 @@ NOT_SWEPT = {
         **{
             n: _JNP_OWN
             for n in (
-                "cross",
                 "matrix_transpose",
                 "trace",
                 "vector_norm",

@@ -291,7 +291,7 @@ _JNP_OWN = {
     "diagonal": (distla.linalg.diagonal, "m"),  # jnp's, typed on Explicit meshes
     "vecdot": (distla.linalg.vecdot, "mm"),  # jnp's, typed on Explicit meshes
     "outer": (distla.linalg.outer, "vv"),  # jnp's, typed on Explicit meshes
-    "cross": (jnp.linalg.cross, "33"),
+    "cross": (distla.linalg.cross, "33"),  # jnp's, a one-device operand moved onto the mesh
     "fftshift": (distla.fft.fftshift, "m"),  # jnp's roll, typed back on Explicit meshes
     "ifftshift": (distla.fft.ifftshift, "m"),
 }

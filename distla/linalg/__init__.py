@@ -38,6 +38,7 @@ from ._eig import eigvals as eigvals
 from ._eigh.eigh import EighResult as EighResult
 from ._eigh.eigh import eigh as eigh
 from ._eigh.eigh import eigvalsh as eigvalsh
+from ._explicit import cross as cross
 from ._explicit import diagonal as diagonal
 from ._explicit import outer as outer
 from ._explicit import vecdot as vecdot
@@ -74,9 +75,9 @@ from ._svd import svdvals as svdvals
 from ._triangular import solve_triangular as solve_triangular
 
 # jnp's own: elementwise or batch-only work that XLA partitions without moving a
-# whole operand (see docs/namespace.md); diagonal, vecdot and outer are jnp's too
-# except where jax's sharding rules refuse them on Explicit meshes (``_explicit``).
-cross = jnp.linalg.cross
+# whole operand (see docs/namespace.md); diagonal, vecdot, outer and cross are jnp's too
+# except where jax refuses them (``_explicit``: sharding rules on Explicit meshes, an
+# operand on one device beside a sharded one).
 matrix_transpose = jnp.linalg.matrix_transpose
 trace = jnp.linalg.trace
 vector_norm = jnp.linalg.vector_norm

@@ -1,4 +1,4 @@
-"""jnp's ``diagonal``, ``vecdot`` and ``outer`` where jax's sharding rules refuse them.
+"""jnp's ``diagonal``, ``vecdot``, ``outer`` and ``cross`` where jax refuses them.
 
 On an ``Explicit`` mesh jax types every result from its operands' layouts, and
 for these three its rules give up where the work is plain: ``diagonal`` of a
@@ -11,7 +11,10 @@ the communication jnp's would have had on an ``Auto`` mesh (docs/namespace.md):
 ``diagonal`` and ``vecdot`` as an elementwise product and a sum (one all-reduce
 of the result), ``outer`` with the second vector made whole over the axes the
 first is split over (a vector's shards, not the result's). Everywhere else,
-each is jnp's own function, its results where jnp puts them.
+each is jnp's own function, its results where jnp puts them. ``vecdot``, ``outer``
+and ``cross`` also move an operand committed to one device onto the mesh of a
+sharded one beside it, as the route moves the operands of distla's own functions
+(jnp's refuse the pair: "Received incompatible devices for jitted computation").
 """
 
 from __future__ import annotations
@@ -198,3 +201,39 @@ def outer(x1: jax.typing.ArrayLike, x2: jax.typing.ArrayLike, /) -> jax.Array:
             if x1.size == 0 or x2.size == 0:  # where jnp puts it, and readable (see _empty)
                 return _empty(jnp.linalg.outer, x1, x2)
     return jnp.linalg.outer(x1, x2)
+
+
+def cross(x1: jax.typing.ArrayLike, x2: jax.typing.ArrayLike, /, *, axis: int = -1) -> jax.Array:
+    """The cross product of 3-vectors along ``axis``, as ``jnp.linalg.cross``.
+
+    An operand on one device (or a derivative's tracer of one) beside one on a mesh
+    joins that mesh first, replicated, as the route moves the operands of distla's
+    own functions: jnp's refuses the pair ("Received incompatible devices for jitted
+    computation"). Everything else is jnp's, its results where jnp puts them (the
+    work is elementwise: no communication on a sharded operand).
+
+    Args:
+      x1: ``[..., 3, ...]``, any layout, ``3`` along ``axis``.
+      x2: broadcast-compatible with ``x1``, ``3`` along ``axis``.
+      axis: the axis of each operand that holds the vectors.
+
+    Returns:
+      The broadcast shape, ``3`` along ``axis``, in the layout jax's elementwise
+      rules give it; jnp's result dtype.
+
+    Raises:
+      ValueError: an operand's length along ``axis`` is not 3, as jnp.
+      TypeError: an operand is not an array or scalar (a list), as jnp.
+
+    Examples:
+      >>> import distla, jax, jax.numpy as jnp, numpy as np
+      >>> mesh = distla.make_mesh((2, 4))
+      >>> a = distla.shard(jnp.tile(jnp.array([1.0, 0.0, 0.0]), (8, 1)), mesh)
+      >>> b = jax.device_put(jnp.tile(jnp.array([0.0, 1.0, 0.0]), (8, 1)), jax.devices()[0])
+      >>> np.asarray(distla.linalg.cross(a, b))[0]
+      array([0., 0., 1.], dtype=float32)
+    """
+    # an operand on one device beside one on a mesh (or a derivative's tracer of one) joins
+    # that mesh, as the route moves it
+    x1, x2 = onto_mesh(x1, x2)
+    return jnp.linalg.cross(x1, x2, axis=axis)
