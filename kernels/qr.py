@@ -283,6 +283,13 @@ def form_q(
     gcol = global_index(q_cols, col_axis, nb)
     in_place = q_cols == h.shape[1]
     q = h if in_place else (grow[:, None] == gcol[None, :]).astype(h.dtype)
+    factored = ts.shape[0] * nb
+    if in_place and factored < q_cols * pc:
+        # Q's columns past the last panel (a tall matrix's complete Q, which has h's shape
+        # when n's padding reaches m) start as the identity's: h holds the padding's zeros
+        first = factored if ready is None else after(factored, ready)
+        ident = (grow[:, None] == gcol[None, :]).astype(h.dtype)
+        q = jnp.where(gcol[None, :] >= first, ident, q)
 
     for k0, k1 in reversed(stage_bounds(ts.shape[0], stages)):
         # H_k0..H_K leave rows and columns < k0·nb of the identity alone

@@ -11,7 +11,7 @@ from jax.sharding import PartitionSpec as P
 
 import distla
 from distla import linalg
-from distla._core.mesh import fitting_spec
+from distla._core.mesh import fitting_spec, grid_of
 from distla.linalg import _qr
 
 
@@ -142,6 +142,33 @@ def test_modes_and_shapes(shape, mode):
         return
     assert isinstance(out, tuple) and len(out) == 2
     check(a, *out, mode="complete" if mode == "complete" else "reduced")
+
+
+def _complete_q_in_place_shapes(mesh):
+    """Tall shapes whose complete ``Q`` (``m x m``) has the factored ``h``'s padded shape
+    but more columns than the panels reach: ``form_q`` works in place of ``h`` there, and
+    the columns past the last panel start as the identity's (``h`` holds zeros)."""
+    grid = grid_of(mesh, what="test")
+    for m in range(5, 40):
+        for n in range(1, m):
+            nb, _, n_pad = _qr.blocking(grid, m, n)
+            q_pad = -(-m // (nb * grid.pc)) * nb * grid.pc
+            if not _qr.use_tsqr(m, n, mesh.size, "complete") and q_pad == n_pad:
+                if -(-n // nb) * nb < m:
+                    yield m, n
+
+
+@pytest.mark.parametrize("kind", ["explicit", "auto"])
+@pytest.mark.parametrize("shape", [(2, 4), (4, 2), (1, 8)])  # 2x2 and 8x1 never reach it
+def test_complete_q_formed_in_place_has_its_last_columns(shape, kind):
+    """The (8, 6) complete QR on 2x4 gave Q's last two columns as zeros (QᴴQ − I = 1)."""
+    mesh = build_mesh(shape, kind)
+    shapes = list(_complete_q_in_place_shapes(mesh))[:2]
+    assert shapes, "no shape reaches form_q's in-place path on this mesh"
+    rng = np.random.default_rng(11)
+    for m, n in shapes:
+        a = random_matrix(rng, (m, n), np.float32)
+        check(a, *linalg.qr(place(a, mesh), mode="complete"), mode="complete")
 
 
 # --------------------------------------------------------------------------- jnp's rules
