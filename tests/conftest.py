@@ -235,3 +235,34 @@ def partitioner(request):
     finally:
         jax.config.update("jax_use_shardy_partitioner", before)
         jax.clear_caches()
+
+
+# XLA's CPU backend maps about 3.5 memory regions into the process for each executable
+# it loads and keeps them while jax's caches hold the executable. A worker that runs
+# half the suite's files loads tens of thousands of programs: one reached 23 000 maps
+# by 46 % of a run, and past Linux's vm.max_map_count (65 530 by default) LLVM's next
+# mapping fails inside a compile and the worker dies of a segmentation fault
+# (backend_compile_and_load; CI on 2026-11-29, twice at 97 % of the run), after which
+# pytest-xdist's controller waited for ever. So between files, a worker whose maps
+# pass MAX_MAPS drops jax's compiled programs; distla's own caches keep only jitted
+# functions, which compile again when called.
+MAX_MAPS = 20_000
+
+
+def _maps() -> int | None:
+    """How many memory maps this process holds (Linux), or None."""
+    try:
+        with open("/proc/self/maps", "rb") as maps:
+            return sum(1 for _ in maps)
+    except OSError:
+        return None
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _release_compiled_programs():
+    """After each file: clear jax's caches when the process nears the map limit."""
+    yield
+    held = _maps()
+    if held is None or held > MAX_MAPS:
+        jax.clear_caches()
+        gc.collect()
