@@ -29,7 +29,8 @@ import distla
 # reduction also forms each panel's block reflector, then inverse iteration (its
 # tridiagonal solves a chunk of rows at a time, one loop) and the Householder QR (its
 # stages for R and for Q) that repairs clusters across devices;
-# svd's reduction in two phases of a panel and a column loop, the bisection, the Golub–Kahan inverse iteration, and the completion's
+# svd's reduction in two phases of a panel and a column loop, the bisection, the
+# Golub–Kahan inverse iteration, and the completion's
 # QR in a loop of two steps or none, traced once for both halves, and the reflectors
 # applied to U_B and V_B, a loop of block reflectors each (xORMBR; 32 loops when Q and P
 # were accumulated in the reduction and multiplied by SUMMA); its filler is an
