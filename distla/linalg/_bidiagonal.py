@@ -1,6 +1,6 @@
 """Distributed ``svd`` by Householder reduction to bidiagonal form (see docs/spectral.md).
 
-LAPACK's route (``xGEBRD`` + ``xORGBR``, ``xBDSVDX`` on ``B``) on the 2D block
+LAPACK's route (``xGEBRD`` + ``xORMBR``, ``xBDSVDX`` on ``B``) on the 2D block
 layout, as ``eigh`` runs ``xHETRD`` + ``xSTEIN`` (``distla/linalg/_eigh/tridiagonal.py``):
 
 1. **Reduction** ``Qᴴ x P = B`` (``kernels/bidiagonal.py``), in the tridiagonal
@@ -71,9 +71,9 @@ from ._qdwh import unit_scaled
 
 #: The reduction with vectors runs in at most two phases (``eigvalsh`` and ``svdvals``
 #: run four). Each phase is its own compiled kernel: the reduction with ``Q`` and ``P``
-#: at n = 1024 took 2.6 / 6.1 / 13.5 CPU seconds of XLA's compile for 1 / 2 / 4
-#: phases on the test bed, whatever n, while two phases already cut the work of the
-#: matrix-vector products and of accumulating ``Q`` and ``P`` to about 1.3x that of four.
+#: (accumulated then, as reflectors now) at n = 1024 took 2.6 / 6.1 / 13.5 CPU seconds
+#: of XLA's compile for 1 / 2 / 4 phases on the test bed, whatever n, while two phases
+#: already cut the work of the matrix-vector products to about 1.3x that of four.
 #: The cut is where two phases' work is least: a cut at ``c·n`` leaves ``c + (1 − c)³``
 #: of one phase's (the trailing matrix's area times the columns), least at
 #: ``c = 1 − 1/√3 ≈ 0.42``.
