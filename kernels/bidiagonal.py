@@ -17,11 +17,13 @@ of two ``n``-vectors (this device's share of ``Aᴴ u`` and of row ``j``), one
 of two ``m``-vectors (of ``A v`` and of the next column). Layout and phases
 as ``kernels/tridiagonal.py``'s reduction.
 
-With vectors (``svd``, LAPACK's ``xGEBRD`` + ``xORGBR``), ``Q = H₀ H₁ ⋯`` and
-``P = G₀ G₁ ⋯`` are accumulated as the reduction runs, ``A = Q B Pᴴ``: each
-takes two panels' reflectors at once as one block reflector (``xLARFT`` /
-``xLARFB``, :func:`~distla.kernels.tridiagonal.times_reflectors`), as the
-tridiagonal reduction accumulates its ``Q``.
+With vectors (``svd``, LAPACK's ``xGEBRD`` + ``xORMBR``), ``A = Q B Pᴴ`` with
+``Q = H₀ H₁ ⋯`` and ``P = G₀ G₁ ⋯`` kept as their reflectors, in the reduced
+part of ``A`` (``store=True``), and applied to ``B``'s singular vectors in place
+(:func:`apply_reflectors`, two panels' reflectors at once as one block
+reflector, ``xLARFT`` / ``xLARFB``): ``Q`` and ``P`` are never formed, so the
+SVD holds one matrix of reflectors where it held ``Q`` and ``P``, and applying
+them takes the place of both accumulating ``Q`` and ``P`` and multiplying by them.
 
 **Backward error on rank-deficient matrices.** The blocked form forms each
 column, row and product ``Aᴴu``, ``Av`` from the panel's starting matrix
@@ -47,48 +49,47 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from ._axes import highest_precision
+from ._axes import axis_index, highest_precision
 from .tridiagonal import (
     Local,
+    block_reflector_of_gram,
     column_piece,
     local,
     rank_2k_update,
     reflector,
     row_piece,
     spread,
-    times_two_panels,
 )
 
 
 @highest_precision
 def reduce_to_bidiagonal(
     a_blk: jax.Array,
-    q_blk: jax.Array | None = None,
-    p_blk: jax.Array | None = None,
     *,
     steps: int,
     nb: int,
     row_axis: str | None,
     col_axis: str | None,
+    store: bool = False,
 ) -> tuple[jax.Array, ...]:
     """Reduce the first ``steps`` columns and rows of the ``m x n`` matrix held as ``a_blk``.
 
     Args:
       a_blk: this device's ``mloc x nloc`` block (``m = mloc·pr >= n = nloc·pc``).
-      q_blk: optional (with ``p_blk``), this device's block of an ``M x m``
-        matrix ``Q`` in the 2D block layout (``m`` divisible by the column
-        axis): returned times the left reflectors, ``Q H₀ H₁ ⋯``.
-      p_blk: this device's block of an ``N x n`` matrix ``P``, columns laid
-        out as ``a_blk``'s: returned times the right reflectors, ``P G₀ G₁ ⋯``.
       steps: columns to reduce, a multiple of ``nb``, at most ``n``.
       nb: the panel width.
+      store: keep the reflectors in the reduced part of ``a_blk``, as LAPACK's
+        ``xGEBRD`` does: column ``j``'s left reflector in rows ``>= j`` of column
+        ``j`` (its unit included), row ``j``'s right reflector in columns ``> j``
+        of row ``j`` (its unit at ``j + 1`` included); :func:`apply_reflectors`
+        applies them (``xORMBR``), so ``Q`` and ``P`` are never formed.
 
     Returns:
-      ``(a_blk, d, e)``, or ``(a_blk, q_blk, p_blk, d, e)``: the block after
+      ``(a_blk, d, e)``, with ``store`` ``(a_blk, taus, d, e)``: the block after
       the reductions (rows and columns ``>= steps`` carry on), the real
       diagonal ``d[:steps]`` and superdiagonal ``e[:steps]``
-      (``e[j] = B[j, j+1]``) of ``B``, the same on every device. The columns
-      of ``Q`` and ``P`` below ``steps`` are final.
+      (``e[j] = B[j, j+1]``) of ``B``, the same on every device, and the
+      reflectors' ``τ`` (``2 x steps``: left, right; the same on every device).
     """
     at = local(a_blk, row_axis, col_axis)
     m, n = at.m, at.n
@@ -98,25 +99,13 @@ def reduce_to_bidiagonal(
     panels = steps // nb
     d = jnp.zeros((steps,), real)
     e = jnp.zeros((steps,), real)
-    qp, at_q, at_p = None, None, None
-    if q_blk is not None:
-        # where this device's columns of Q (indexed as A's rows) and of P (as A's columns) lie
-        at_q, at_p = local(q_blk, row_axis, col_axis), local(p_blk, row_axis, col_axis)
-        assert at_q.n == m and at_p.n == n, (q_blk.shape, p_blk.shape, m, n)
-        qp = tuple(
-            (blk, jnp.zeros((size, 2 * nb), dtype), jnp.zeros((2 * nb,), dtype))
-            for blk, size in ((q_blk, m), (p_blk, n))
-        )
-    panel = functools.partial(
-        _reduce_panel, nb=nb, panels=panels, at=at, at_q=at_q, at_p=at_p, col_axis=col_axis
-    )
-    a_blk, qp, d, e = lax.fori_loop(0, panels, panel, (a_blk, qp, d, e))
-    if qp is None:
-        return a_blk, d, e
-    return a_blk, qp[0][0], qp[1][0], d, e
+    taus = jnp.zeros((2, steps), dtype) if store else None
+    panel = functools.partial(_reduce_panel, nb=nb, at=at, store=store)
+    a_blk, taus, d, e = lax.fori_loop(0, panels, panel, (a_blk, taus, d, e))
+    return (a_blk, taus, d, e) if store else (a_blk, d, e)
 
 
-def _reflect_pair(i, carry, *, k0, a_blk, at: Local):
+def _reflect_pair(i, carry, *, k0, a_blk, at: Local, store):
     """Step ``i`` of a panel: column ``j = k0 + i`` of ``A − U Yᴴ − X Vᴴ`` and its
     reflector from the left, then row ``j`` of the updated matrix and its reflector
     from the right (``xLABRD``'s step); the next column comes with the second psum."""
@@ -145,6 +134,8 @@ def _reflect_pair(i, carry, *, k0, a_blk, at: Local):
     ahu, row = both[0], both[1]
     ahu = ahu - y_all @ (jnp.conj(u_all.T) @ u) - v_all @ (jnp.conj(x_all.T) @ u)
     y = tau_u * ahu  # Hᴴ A = A − u yᴴ
+    if store:  # the reduced columns hold reflectors: the update leaves them alone
+        y = jnp.where(cols > j, y, 0)
     u_all = lax.dynamic_update_slice(u_all, u[:, None], (zero, i))
     y_all = lax.dynamic_update_slice(y_all, y[:, None], (zero, i))
     # row j of the updated matrix, and its reflector from the right
@@ -170,25 +161,131 @@ def _reflect_pair(i, carry, *, k0, a_blk, at: Local):
     return u_all, x_all, v_all, y_all, taus, d, e, col
 
 
-def _reduce_panel(k, carry, *, nb, panels, at: Local, at_q, at_p, col_axis):
+def _reduce_panel(k, carry, *, nb, at: Local, store):
     """Panel ``k``: its ``nb`` columns and rows reflected, the deferred update, and
-    ``Q``, ``P`` times its reflectors (two panels at once) when they are carried."""
-    a_blk, qp, d, e = carry
+    with ``store`` the panel's reflectors written where it reduced."""
+    a_blk, taus_all, d, e = carry
     m, n = at.m, at.n
     dtype = a_blk.dtype
     k0 = (k * nb).astype(jnp.int32)
     col = lax.psum(spread(column_piece(a_blk, k0, at), at.row0, m), at.every)
     tall, short = jnp.zeros((m, nb), dtype), jnp.zeros((n, nb), dtype)
-    step = functools.partial(_reflect_pair, k0=k0, a_blk=a_blk, at=at)
+    step = functools.partial(_reflect_pair, k0=k0, a_blk=a_blk, at=at, store=store)
     u_all, x_all, v_all, y_all, taus, d, e, _ = lax.fori_loop(
         0, nb, step, (tall, tall, short, short, jnp.zeros((2, nb), dtype), d, e, col)
     )
     # the deferred update, local: A ← A − U Yᴴ − X Vᴴ
     a_blk = rank_2k_update(a_blk, u_all, y_all, x_all, v_all, at)
-    if qp is not None:  # Q ← Q H_k0 ⋯, P ← P G_k0 ⋯ (two panels at once)
-        last = k == panels - 1
-        qp = (
-            times_two_panels(qp[0], u_all, taus[0], k=k, last=last, at=at_q, axis=col_axis),
-            times_two_panels(qp[1], v_all, taus[1], k=k, last=last, at=at_p, axis=col_axis),
-        )
-    return a_blk, qp, d, e
+    if store:  # the panel's reflectors where it reduced, their τ beside
+        a_blk = _stored(a_blk, u_all, v_all, k0, at)
+        taus_all = lax.dynamic_update_slice(taus_all, taus, (jnp.int32(0), k0))
+    return a_blk, taus_all, d, e
+
+
+def _window(start, size, width):
+    """The start of a ``width`` (at most ``size``) window of a device's ``size`` rows or
+    columns that holds all of them in ``[start, start + width)`` (global ``start`` made
+    local): the part of a panel a device holds never exceeds the window."""
+    width = min(width, size)
+    return jnp.clip(start, 0, size - width).astype(jnp.int32), width
+
+
+def _stored(a_blk, u_all, v_all, k0, at: Local):
+    """``a_blk`` with panel ``k0``'s left reflectors (``u_all``: ``m x nb``) in rows
+    ``>= j`` of its columns ``j`` and the right ones (``v_all``: ``n x nb``) in columns
+    ``> j`` of its rows ``j``: two slabs of the panel's width, written in place."""
+    nb = u_all.shape[1]
+    zero = jnp.int32(0)
+    # the columns: rows >= j of column j = k0 + i hold uᵢ (its unit included)
+    c0, w = _window(k0 - at.col0, at.nloc, nb)
+    gc = at.col0 + c0 + jnp.arange(w, dtype=jnp.int32)
+    gr = at.row0 + jnp.arange(at.mloc, dtype=jnp.int32)
+    u_loc = lax.dynamic_slice(u_all, (at.row0, zero), (at.mloc, nb))
+    u_part = jnp.take(u_loc, jnp.clip(gc - k0, 0, nb - 1), axis=1)
+    slab = lax.dynamic_slice(a_blk, (zero, c0), (at.mloc, w))
+    mine = (gc[None, :] >= k0) & (gc[None, :] < k0 + nb) & (gr[:, None] >= gc[None, :])
+    a_blk = lax.dynamic_update_slice(a_blk, jnp.where(mine, u_part, slab), (zero, c0))
+    # the rows: columns > j of row j = k0 + i hold vᵢ (its unit at j + 1 included)
+    r0, w = _window(k0 - at.row0, at.mloc, nb)
+    gr = at.row0 + r0 + jnp.arange(w, dtype=jnp.int32)
+    gc = at.col0 + jnp.arange(at.nloc, dtype=jnp.int32)
+    v_loc = lax.dynamic_slice(v_all, (at.col0, zero), (at.nloc, nb))
+    v_part = jnp.take(v_loc, jnp.clip(gr - k0, 0, nb - 1), axis=1).T
+    slab = lax.dynamic_slice(a_blk, (r0, zero), (w, at.nloc))
+    mine = (gr[:, None] >= k0) & (gr[:, None] < k0 + nb) & (gc[None, :] > gr[:, None])
+    return lax.dynamic_update_slice(a_blk, jnp.where(mine, v_part, slab), (r0, zero))
+
+
+@highest_precision
+def apply_reflectors(
+    r_blk: jax.Array,
+    taus: jax.Array,
+    y_blk: jax.Array,
+    *,
+    side: str,
+    nb: int,
+    row_axis: str | None,
+    col_axis: str | None,
+) -> jax.Array:
+    """``Q Y`` or ``P Y`` from the reflectors that :func:`reduce_to_bidiagonal` stored
+    (LAPACK's ``xORMBR``, ``Q`` and ``P`` never formed): ``Y`` updated in place, the
+    reflectors applied ``2·nb`` at a time as one block reflector (``xLARFT`` /
+    ``xLARFB``), last block first.
+
+    Args:
+      r_blk: this device's block of the ``m x n`` matrix holding the reflectors
+        (``store=True``'s ``a_blk``; its rows and columns ``>= K`` are not read).
+      taus: ``2 x K`` (left, right), the same on every device.
+      y_blk: this device's block of ``Y`` (``m x k`` for ``side="left"``, ``n x k``
+        for ``"right"``), its rows over ``row_axis`` as ``r_blk``'s rows
+        (``"left"``) or evenly (``"right"``).
+      side: ``"left"``: ``Q = H₀ H₁ ⋯`` (the reflectors in ``r_blk``'s columns);
+        ``"right"``: ``P = G₀ G₁ ⋯`` (in its rows).
+      nb: the reduction's panel width (``K`` is a multiple of it).
+
+    Returns:
+      This device's block of ``Q Y`` (or ``P Y``).
+    """
+    at = local(r_blk, row_axis, col_axis)
+    count = taus.shape[1]
+    width = 2 * nb
+    blocks = -(-count // width)
+    left = side == "left"
+    tau = jnp.pad(taus[0 if left else 1], (0, blocks * width - count))
+    mloc_y = y_blk.shape[0]
+    row0_y = jnp.asarray(axis_index(row_axis) * mloc_y, jnp.int32)
+    gy = row0_y + jnp.arange(mloc_y, dtype=jnp.int32)
+    zero = jnp.int32(0)
+    pos = jnp.arange(width, dtype=jnp.int32)
+
+    def block(t, y_blk):
+        c0 = ((blocks - 1 - t) * width).astype(jnp.int32)
+        real = c0 + pos < count  # reflectors past K: the identity
+        if left:  # column c0 + i, my rows: a psum over the column axis
+            s0, w = _window(c0 - at.col0, at.nloc, width)
+            piece = lax.dynamic_slice(r_blk, (zero, s0), (at.mloc, w))
+            gc = at.col0 + s0 + jnp.arange(w, dtype=jnp.int32)
+            v_loc = piece @ (gc[:, None] == c0 + pos[None, :]).astype(piece.dtype)
+            if col_axis is not None:
+                v_loc = lax.psum(v_loc, col_axis)
+            below = gy[:, None] >= c0 + pos[None, :]
+        else:  # row c0 + i, every column gathered, then my rows of Y
+            s0, w = _window(c0 - at.row0, at.mloc, width)
+            piece = lax.dynamic_slice(r_blk, (s0, zero), (w, at.nloc))
+            gr = at.row0 + s0 + jnp.arange(w, dtype=jnp.int32)
+            cols = piece.T @ (gr[:, None] == c0 + pos[None, :]).astype(piece.dtype)
+            full = lax.dynamic_update_slice(
+                jnp.zeros((at.n, width), piece.dtype), cols, (at.col0, zero)
+            )
+            full = lax.psum(full, at.every)
+            v_loc = lax.dynamic_slice(full, (row0_y, zero), (mloc_y, width))
+            below = gy[:, None] > c0 + pos[None, :]
+        v_loc = jnp.where(below & real[None, :], v_loc, 0)
+        taus_b = jnp.where(real, lax.dynamic_slice(tau, (c0,), (width,)), 0)
+        gram = jnp.conj(v_loc.T) @ v_loc
+        vy = jnp.conj(v_loc.T) @ y_blk
+        if row_axis is not None:
+            gram, vy = lax.psum((gram, vy), row_axis)
+        return y_blk - v_loc @ (block_reflector_of_gram(gram, taus_b) @ vy)
+
+    return lax.fori_loop(0, blocks, block, y_blk)

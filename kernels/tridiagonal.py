@@ -251,8 +251,12 @@ def reduce_columns(
 def block_reflector(v_all: jax.Array, taus: jax.Array) -> jax.Array:
     """Upper-triangular ``T`` with ``H₀ H₁ ⋯ H_{nb−1} = I − V T Vᴴ`` (LAPACK's ``xLARFT``,
     forward, columnwise): ``T[i, i] = τᵢ``, ``T[:i, i] = −τᵢ T[:i, :i] V[:, :i]ᴴ vᵢ``."""
+    return block_reflector_of_gram(jnp.conj(v_all.T) @ v_all, taus)
+
+
+def block_reflector_of_gram(gram: jax.Array, taus: jax.Array) -> jax.Array:
+    """:func:`block_reflector`'s ``T`` from the reflectors' Gram matrix ``Vᴴ V``."""
     nb = taus.shape[0]
-    gram = jnp.conj(v_all.T) @ v_all
     pos = jnp.arange(nb)
 
     def column(i, t):
@@ -260,7 +264,7 @@ def block_reflector(v_all: jax.Array, taus: jax.Array) -> jax.Array:
         c = jnp.where(pos == i, taus[i], -taus[i] * (t @ above))
         return lax.dynamic_update_slice(t, c[:, None], (jnp.int32(0), i.astype(jnp.int32)))
 
-    return lax.fori_loop(0, nb, column, jnp.zeros((nb, nb), v_all.dtype))
+    return lax.fori_loop(0, nb, column, jnp.zeros((nb, nb), gram.dtype))
 
 
 @highest_precision

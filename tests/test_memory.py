@@ -65,12 +65,13 @@ FAMILIES = {
     # panel work beside A, U, P (the iterate and Q₁Q₂ᴴ in their buffers) and the stack
     # [√c X; I] factored in place (6.3, 5.7 at n = 8192; was 9.5 with distla's QR of the
     # stack and SUMMA of Q₁ and Q₂ᴴ); svd's inverse iteration's window of Golub-Kahan
-    # vectors (3) and the neighbours' guard pieces (1) beside A, Q, P and the outputs
-    # (9.51; 10.83 when the columns were gathered beside the window and the vectors
-    # went through the 2D blocks and back, 15.0 before that)
+    # vectors (3) beside the reduction's reflectors (1), A and the outputs (8.12; 9.51
+    # when Q and P were formed and multiplied, 10.83 when the columns were gathered
+    # beside the window and the vectors went through the 2D blocks and back, 15.0
+    # before that)
     "eigh": (lambda a: linalg.eigh(a, **DISTRIBUTED), "a", 5.75),
     "polar": (lambda a: linalg.polar(a, **DISTRIBUTED), "a", 6.5),
-    "svd": (lambda a: linalg.svd(a, **DISTRIBUTED), "a", 9.75),
+    "svd": (lambda a: linalg.svd(a, **DISTRIBUTED), "a", 8.25),
 }
 
 # the other families: limits measured at n = 4096 on 2x4, float32, rounded up
@@ -94,12 +95,13 @@ FAMILIES |= {
     ),
     # the reduction's rank-2nb update one product (3.57; 4.03 with two)
     "eigvalsh": (lambda a: linalg.eigvalsh(a, **DISTRIBUTED), "a", 3.75),
-    "svdvals": (lambda a: linalg.svdvals(a, **DISTRIBUTED), "a", 4.5),
+    # eigvalsh's reduction, four phases, no vectors (3.26)
+    "svdvals": (lambda a: linalg.svdvals(a, **DISTRIBUTED), "a", 3.5),
     "expm": (lambda a: linalg.expm(a, **DISTRIBUTED), "a", 6.0),
-    # short of the issue's 6: svd's peak, without svd's outputs (9.26; 10.76 before
-    # to_columns wrote in place)
-    "lstsq": (no_budget(linalg.lstsq), "ab", 9.5),
-    "pinv": (no_budget(linalg.pinv), "a", 9.5),
+    # short of the issue's 6: svd's peak, without svd's outputs (7.38 and 7.51; 9.26 when
+    # Q and P were formed, 10.76 before to_columns wrote in place)
+    "lstsq": (no_budget(linalg.lstsq), "ab", 7.5),
+    "pinv": (no_budget(linalg.pinv), "a", 7.75),
     # short of the issue's 6: eigh's peak beside A and B (the program's operands) and B's
     # Cholesky factor (7.51; 9.37 when eigh's sweep moved Z by one all-to-all and Q's
     # identity was made at the program's start, 9.8 when Q's columns moved in one piece,

@@ -118,29 +118,42 @@ def test_values_at_the_rounding_level_come_from_the_matrix():
     assert int(linalg.lstsq(x, b, rcond=-1.0)[2]) == 9
 
 
-def test_bidiagonal_kernel_accumulates_q_and_p(x64):
-    # a tall complex matrix on 2x4: A = Q B Pᴴ with Q and P unitary, to rounding
-    mesh = build_mesh((2, 4), "explicit")
-    m, n = 48, 32
-    a = random_matrix(np.random.default_rng(25), (m, n), np.complex128)
-    kernel = functools.partial(
-        bidiagonal.reduce_to_bidiagonal, steps=n, nb=8, row_axis="x", col_axis="y"
-    )
+@pytest.mark.parametrize(
+    "mesh_shape, m, n, dtype, nb",
+    [
+        ((2, 4), 48, 32, np.complex128, 8),  # a tall complex matrix
+        ((4, 2), 64, 40, np.float64, 8),  # an odd number of panels: a block of one
+        ((2, 4), 40, 40, np.float64, 4),  # panels that straddle two devices' blocks
+        ((2, 4), 16, 16, np.float64, 16),  # blocks narrower than a panel
+    ],
+)
+def test_bidiagonal_kernel_stores_its_reflectors(x64, mesh_shape, m, n, dtype, nb):
+    # A = Q B Pᴴ with Q and P unitary, to rounding: Q and P applied to the identity from
+    # the reflectors the reduction keeps in place of the reduced part (xGEBRD, xORMBR)
+    mesh = build_mesh(mesh_shape, "explicit")
+    rng = np.random.default_rng(25)
+    a = random_matrix(rng, (m, n), dtype)
     blocks = P("x", "y")
+    kernel = functools.partial(
+        bidiagonal.reduce_to_bidiagonal, steps=n, nb=nb, row_axis="x", col_axis="y", store=True
+    )
     run = jax.jit(
         jax.shard_map(
-            kernel,
-            mesh=mesh,
-            in_specs=(blocks,) * 3,
-            out_specs=(blocks,) * 3 + (P(), P()),
-            check_vma=False,
+            kernel, mesh=mesh, in_specs=(blocks,), out_specs=(blocks,) + (P(),) * 3, check_vma=False
         )
     )
     put = functools.partial(place, mesh=mesh)
-    _, q, p, d, e = (
-        np.asarray(t)
-        for t in run(put(a), put(np.eye(m, dtype=a.dtype)), put(np.eye(n, dtype=a.dtype)))
-    )
+    r, taus, d, e = run(put(a))
+
+    def apply(side, y):
+        kernel = functools.partial(
+            bidiagonal.apply_reflectors, side=side, nb=nb, row_axis="x", col_axis="y"
+        )
+        specs = dict(in_specs=(blocks, P(), blocks), out_specs=blocks, check_vma=False)
+        return np.asarray(jax.jit(jax.shard_map(kernel, mesh=mesh, **specs))(r, taus, put(y)))
+
+    q, p = apply("left", np.eye(m, dtype=dtype)), apply("right", np.eye(n, dtype=dtype))
+    d, e = np.asarray(d), np.asarray(e)
     b = np.zeros((m, n))
     b[np.arange(n), np.arange(n)] = d
     b[np.arange(n - 1), np.arange(1, n)] = e[: n - 1]

@@ -1,10 +1,11 @@
 """Distributed ``svd`` by Householder reduction to bidiagonal form (see docs/spectral.md).
 
-LAPACK's route (``xGEBRD`` + ``xORGBR``, ``xBDSVDX`` on ``B``) on the 2D block
+LAPACK's route (``xGEBRD`` + ``xORMBR``, ``xBDSVDX`` on ``B``) on the 2D block
 layout, as ``eigh`` runs ``xHETRD`` + ``xSTEIN`` (``distla/linalg/_eigh/tridiagonal.py``):
 
-1. **Reduction** ``Qᴴ x P = B`` (``kernels/bidiagonal.py``), ``Q`` and ``P``
-   accumulated, in the tridiagonal reduction's phases.
+1. **Reduction** ``Qᴴ x P = B`` (``kernels/bidiagonal.py``), in the tridiagonal
+   reduction's phases; ``Q`` and ``P`` kept as their reflectors in the reduced
+   part of ``x`` (LAPACK's ``xGEBRD``), never formed.
 2. **Singular values** of ``B``: the top ``k`` eigenvalues of the Golub–Kahan
    tridiagonal ``TGK`` (order ``2k``), bisected ``k/p`` per device.
 3. **Singular vectors** of ``B``: ``TGK``'s eigenvectors by inverse iteration,
@@ -33,11 +34,14 @@ layout, as ``eigh`` runs ``xHETRD`` + ``xSTEIN`` (``distla/linalg/_eigh/tridiago
    ``eps·‖B‖/σ``, which costs ``eps·‖B‖`` of backward error. This runs only
    when some value is below the cut or the probe fires: ``lax.cond`` under a
    trace, a second program on concrete arrays.
-5. ``U = Q U_B``, ``V = P V_B`` by SUMMA.
+5. ``U = Q U_B``, ``V = P V_B`` by applying the reflectors to ``U_B`` and ``V_B``
+   in place, two panels at a time (LAPACK's ``xORMBR``): where ``Q`` and ``P`` were
+   accumulated and multiplied, they held two matrices beside inverse iteration's
+   window (docs/memory.md).
 
-About ``8n³/3`` (reduction) + ``4n³``-ish (accumulating ``Q`` and ``P``) + ``4n³``
-(two products) flops for a square matrix, against the polar + ``eigh`` route's
-``50n³`` it replaced.
+About ``8n³/3`` (reduction) + ``8n³`` (applying the reflectors, which are not
+trimmed to their nonzero length) flops for a square matrix, against the polar +
+``eigh`` route's ``50n³`` it replaced.
 """
 
 from __future__ import annotations
@@ -52,13 +56,13 @@ from jax.sharding import AbstractMesh
 from jax.sharding import PartitionSpec as P
 
 from distla.kernels._axes import round_up
-from distla.kernels.bidiagonal import reduce_to_bidiagonal
+from distla.kernels.bidiagonal import apply_reflectors, reduce_to_bidiagonal
 from distla.kernels.bidiagonal_vectors import golub_kahan, golub_kahan_vectors, halves
 from distla.kernels.tridiagonal_vectors import start_vectors
 
 from .._core.checks import is_traced
 from .._core.matmul import mm
-from .._core.matrix import block_spec, ct_on, eye, on_mesh, once, pad_to, put
+from .._core.matrix import block_spec, ct_on, on_mesh, pad_to, put
 from .._core.mesh import constrain, fitting_spec, grid_of, run_on_mesh, shard_map
 from .._core.plan import plan_here
 from . import _qr
@@ -67,9 +71,9 @@ from ._qdwh import unit_scaled
 
 #: The reduction with vectors runs in at most two phases (``eigvalsh`` and ``svdvals``
 #: run four). Each phase is its own compiled kernel: the reduction with ``Q`` and ``P``
-#: at n = 1024 took 2.6 / 6.1 / 13.5 CPU seconds of XLA's compile for 1 / 2 / 4
-#: phases on the test bed, whatever n, while two phases already cut the work of the
-#: matrix-vector products and of accumulating ``Q`` and ``P`` to about 1.3x that of four.
+#: (accumulated then, as reflectors now) at n = 1024 took 2.6 / 6.1 / 13.5 CPU seconds
+#: of XLA's compile for 1 / 2 / 4 phases on the test bed, whatever n, while two phases
+#: already cut the work of the matrix-vector products to about 1.3x that of four.
 #: The cut is where two phases' work is least: a cut at ``c·n`` leaves ``c + (1 − c)³``
 #: of one phase's (the trailing matrix's area times the columns), least at
 #: ``c = 1 − 1/√3 ≈ 0.42``.
@@ -85,15 +89,18 @@ def phase_bounds(n: int) -> tuple[int, ...]:
     return (0, round_up(int(total * PHASE_CUT), PANEL), total)
 
 
-def _reduce_with_vectors(x, *, grid):
-    """``(d, e, q, p)`` with ``qᴴ x p = B`` (``x``: ``m x n``, ``m >= n``), ``B``'s
-    diagonal ``d`` and superdiagonal ``e`` (``n`` each, padded), ``q`` and ``p``
-    square and padded (``q[:m, :n]``, ``p[:n, :n]`` are ``x``'s).
+def _reduce_storing(x, *, grid):
+    """``(d, e, r, taus)`` with ``Hᴴ x G = B`` (``x``: ``m x n``, ``m >= n``), ``B``'s
+    diagonal ``d`` and superdiagonal ``e`` (``n`` each, padded), and the reflectors
+    that make ``Q = H₀ H₁ ⋯`` and ``P = G₀ G₁ ⋯`` kept as LAPACK's ``xGEBRD`` keeps
+    them: in ``r`` (``x``'s padded shape, ``x``'s buffer), their ``τ`` in ``taus``
+    (``2 x K``); `_back_transform` applies them, so ``Q`` and ``P`` are never formed.
 
     ``x`` is padded with zeros to multiples of the grid's both sizes (then the
     padded rows and columns stay zero and ``B`` is ``x``'s bidiagonal padded
-    with zeros); after each phase the trailing matrix, ``q``'s and ``p``'s
-    columns that later phases touch are cut out and laid out evenly again.
+    with zeros); after each phase the trailing matrix is cut out and laid out
+    evenly again, and the reflectors of the phases are put back together at the
+    end.
     """
     m, n = x.shape
     bounds = phase_bounds(n)
@@ -106,31 +113,47 @@ def _reduce_with_vectors(x, *, grid):
         return constrain(pad_to(y, (rows, cols)), spec)
 
     x = even(pad_to(x, (max(m, bounds[-1]), bounds[-1])))
-    rows, cols = x.shape
-    q, p = eye(rows, rows, x.dtype, spec), eye(cols, cols, x.dtype, spec)
-    ds, es, done_q, done_p = [], [], [], []
+    ds, es, taus, done = [], [], [], []
     for start, stop in zip(bounds, bounds[1:]):
         steps = stop - start
         kernel = functools.partial(
-            reduce_to_bidiagonal, steps=steps, nb=PANEL, row_axis=grid.row, col_axis=grid.col
+            reduce_to_bidiagonal,
+            steps=steps,
+            nb=PANEL,
+            row_axis=grid.row,
+            col_axis=grid.col,
+            store=True,
         )
-        x, q, p, d, e = shard_map(
-            kernel, in_specs=(spec,) * 3, out_specs=(spec,) * 3 + (P(), P()), check_vma=False
-        )(x, q, p)
+        x, t, d, e = shard_map(
+            kernel, in_specs=(spec,), out_specs=(spec, P(), P(), P()), check_vma=False
+        )(x)
         ds.append(d)
         es.append(e)
-        if stop < bounds[-1]:  # the trailing matrix and the columns still to come
-            # one relayout after the other (XLA runs them at once otherwise, and each
-            # holds its matrix twice while it moves)
+        taus.append(t)
+        if stop < bounds[-1]:  # the trailing matrix carries on; the reflectors stay
+            done.append((x, steps))
             x = even(x[steps:, steps:])
-            q = once(q, x)
-            done_q.append(q[:, :steps])
-            q = even(q[:, steps:], rows=rows)
-            p = once(p, q)
-            done_p.append(p[:, :steps])
-            p = even(p[:, steps:], rows=cols)
-    cat = functools.partial(jnp.concatenate, axis=1)
-    return jnp.concatenate(ds), jnp.concatenate(es), cat(done_q + [q]), cat(done_p + [p])
+    r = x
+    for whole, steps in reversed(done):  # the later phases' reflectors in their place
+        rows, cols = whole.shape
+        right = jnp.concatenate([whole[:steps, steps:], r[: rows - steps, : cols - steps]])
+        r = constrain(jnp.concatenate([whole[:, :steps], right], axis=1), spec)
+    return jnp.concatenate(ds), jnp.concatenate(es), r, jnp.concatenate(taus, axis=1)
+
+
+def _back_transform(r, taus, y, *, side, grid):
+    """``Q y`` (``side="left"``) or ``P y`` (``"right"``) from `_reduce_storing`'s
+    reflectors, applied to ``y`` in place (LAPACK's ``xORMBR``): ``y`` padded to ``r``'s
+    rows (``"left"``) or columns (``"right"``), returned padded."""
+    spec = grid.block_spec
+    rows = r.shape[0] if side == "left" else r.shape[1]
+    y = constrain(pad_to(y.astype(r.dtype), (rows, round_up(y.shape[1], grid.pc))), spec)
+    kernel = functools.partial(
+        apply_reflectors, side=side, nb=PANEL, row_axis=grid.row, col_axis=grid.col
+    )
+    return shard_map(kernel, in_specs=(spec, P(), spec), out_specs=spec, check_vma=False)(
+        r, taus, y
+    )
 
 
 def vector_columns(grid) -> P:
@@ -185,21 +208,22 @@ def completed(u, keep, salt=0):
 
 
 def _parts(a, *, mesh):
-    """The common path: ``(x, scale, q, p, s, z)`` of the tall ``a``.
+    """The common path: ``(scale, r, taus, s, z)`` of the tall ``a``.
 
-    ``x = a·scale`` (a power of two), ``qᴴ x p = B``, ``s`` ``B``'s singular values
+    ``x = a·scale`` (a power of two), ``Qᴴ x P = B`` with ``Q`` and ``P`` kept as
+    reflectors (``r``, ``taus``: `_reduce_storing`), ``s`` ``B``'s singular values
     ascending, ``z`` ``TGK``'s eigenvectors for them.
     """
     grid = grid_of(mesh, what="distla.linalg.svd")
     m, k = a.shape
     x, scale = unit_scaled(a)
-    d, e, q, p = _reduce_with_vectors(x, grid=grid)
+    d, e, r, taus = _reduce_storing(x, grid=grid)
     d, e = d[:k], e[:k]
     t_diag, t_off = golub_kahan(d, e)
     s = jnp.abs(d) if k == 1 else _bisect(t_diag, t_off, grid=grid, count=k, first=k)
     z = _tgk_vectors(d, e, s, grid=grid)
     finite = jnp.isfinite(jnp.sum(d) + jnp.sum(e))
-    return x, scale, q, p, jnp.where(finite, s, jnp.nan), z
+    return scale, r, taus, jnp.where(finite, s, jnp.nan), z
 
 
 def _vectors_of_b(z, s, rows):
@@ -245,21 +269,28 @@ def _complete_both(u_b, v_b, keep, when=None):
     return lax.fori_loop(0, steps, one, (u_b, v_b))
 
 
-def _products(x, scale, q, p, u_b, v_b, s, keep, *, quotients):
-    """``(u, s, v)``: ``u = Q U_B``, ``v = P V_B`` and, where ``quotients`` (``True``,
-    ``False`` or a traced flag), the values not kept replaced by ``|uᵢᴴ x vᵢ|``
-    (sorted descending among themselves; they stay below the kept ones)."""
+def _products(x, scale, r, taus, u_b, v_b, s, keep, *, quotients):
+    """``(u, s, v)``: ``u = Q U_B``, ``v = P V_B`` (`_back_transform`, in place on
+    ``U_B`` and ``V_B``) and, where ``quotients`` (``True``, ``False`` or a traced flag),
+    the values not kept replaced by ``|uᵢᴴ x vᵢ|`` (sorted descending among themselves;
+    they stay below the kept ones). ``x``: the tall matrix, unscaled."""
     m = x.shape[0]
     k = s.shape[0]
     mesh = jax.sharding.get_abstract_mesh()
+    grid = grid_of(mesh, what="distla.linalg.svd")
     spec = block_spec(mesh)
-    # B's vectors are real; Q and P are in the matrix's dtype
-    u = mm(q[:m, :k], u_b.astype(q.dtype), fitting_spec((m, k), mesh, spec))
-    v = mm(p[:k, :k], v_b.astype(p.dtype), fitting_spec((k, k), mesh, spec))
+    u = put(
+        _back_transform(r, taus, u_b, side="left", grid=grid)[:m, :k],
+        fitting_spec((m, k), mesh, spec),
+    )
+    v = put(
+        _back_transform(r, taus, v_b, side="right", grid=grid)[:k, :k],
+        fitting_spec((k, k), mesh, spec),
+    )
 
     def with_quotients(s):
         xv = mm(x, v, fitting_spec((m, k), mesh, spec))
-        quot = jnp.abs(jnp.sum(jnp.conj(u) * xv, axis=0)).astype(s.dtype)
+        quot = (scale * jnp.abs(jnp.sum(jnp.conj(u) * xv, axis=0))).astype(s.dtype)
         low = jnp.where(keep, jnp.inf, jnp.minimum(quot, s[0]))
         return jnp.where(keep, s, -jnp.sort(-low))
 
@@ -306,11 +337,11 @@ def _svd_program(a, *, full_matrices, mesh):
 
     def body(a):
         x = jnp.conj(a.T) if wide else a
-        x, scale, q, p, s, z = _parts(x, mesh=mesh)
+        scale, r, taus, s, z = _parts(x, mesh=mesh)
         u_b, v_b, s, keep, loose_halves = _vectors_of_b(z, s, x.shape[0])
         incomplete = ~jnp.all(keep)
         u_b, v_b = _complete_both(u_b, v_b, keep, when=incomplete | loose_halves)
-        u, s, v = _products(x, scale, q, p, u_b, v_b, s, keep, quotients=incomplete)
+        u, s, v = _products(x, scale, r, taus, u_b, v_b, s, keep, quotients=incomplete)
         return assemble(u, s, v, wide=wide, full_matrices=full_matrices)
 
     return run_on_mesh(body, mesh, out_specs(mesh, a.shape, full_matrices), a)
@@ -319,20 +350,20 @@ def _svd_program(a, *, full_matrices, mesh):
 def _common(a, *, mesh, full_matrices, wide):
     """Eager first program: the answer if nothing needs repair or completion, the flags
     that say whether something does, and the parts the other programs start from."""
-    x, scale, q, p, s, z = _parts(a, mesh=mesh)
-    u_b, v_b, s_desc, keep, loose = _vectors_of_b(z, s, x.shape[0])
-    u, s_out, v = _products(x, scale, q, p, u_b, v_b, s_desc, keep, quotients=False)
+    scale, r, taus, s, z = _parts(a, mesh=mesh)
+    u_b, v_b, s_desc, keep, loose = _vectors_of_b(z, s, a.shape[0])
+    u, s_out, v = _products(a, scale, r, taus, u_b, v_b, s_desc, keep, quotients=False)
     out = assemble(u, s_out, v, wide=wide, full_matrices=full_matrices)
-    return out, ~jnp.all(keep) | loose, (x, scale, q, p, s, z)
+    return out, ~jnp.all(keep) | loose, (a, scale, r, taus, s, z)
 
 
-def _rest(x, scale, q, p, s, z, *, full_matrices, wide):
+def _rest(x, scale, r, taus, s, z, *, full_matrices, wide):
     """Eager second program, for a matrix that needs it: the completion of ``U_B`` and
     ``V_B`` (`_complete_both`) and the values below the cut from the original
     matrix."""
     u_b, v_b, s, keep, _ = _vectors_of_b(z, s, x.shape[0])
     u_b, v_b = _complete_both(u_b, v_b, keep)
-    u, s, v = _products(x, scale, q, p, u_b, v_b, s, keep, quotients=~jnp.all(keep))
+    u, s, v = _products(x, scale, r, taus, u_b, v_b, s, keep, quotients=~jnp.all(keep))
     return assemble(u, s, v, wide=wide, full_matrices=full_matrices)
 
 
@@ -356,7 +387,7 @@ def svd_2d(a: jax.Array, *, full_matrices: bool, mesh: AbstractMesh):
         fitting_spec(x.shape, mesh, grid_spec),
         P(),
         grid_spec,
-        grid_spec,
+        P(),
         P(),
         vector_columns(grid_of(mesh, what="distla.linalg.svd")),
     )
