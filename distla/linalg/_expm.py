@@ -173,9 +173,10 @@ def _pade(x, scale, index, degrees, grid):
     def degree_13(x):
         # Higham's (2.5) on powers made in this branch: a branch's operands are read-only
         # (XLA copies one that a loop in the branch writes), its own values are not, so
-        # that U's and V's low sums are written over x² and x⁴ and the two products added
-        # into them (kernels/pade.py): x², x⁴, x⁶ and the two B operands, where sums and
-        # products over the shared powers held ten blocks
+        # that B_u is written over x², B_v over B_u and V's low sum over x⁴, and the low
+        # sums added into the products (kernels/pade.py): four blocks at most, x⁶, B_u,
+        # x⁴ and x⁶B_u (five with both B operands beside x² and x⁴; sums and products
+        # over the shared powers held ten)
         x2 = _mm(x, x * (scale * scale), spec)
         x4 = _mm(x2, x2, spec)
         x6 = _mm(x4, x2, spec)
