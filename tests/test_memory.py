@@ -155,11 +155,14 @@ def test_peak_memory_is_a_few_shares_and_does_not_grow(name):
 
 def test_expm_float64_peak_does_not_grow(x64):
     """expm in double precision runs degree 13 (Higham's (2.5)), two more products and
-    two more B operands than float32's degree 7: its own limit. 6.83 shares, the peak
-    ``x⁶B_u``'s product beside x⁶, B_u (written over x², which is read back from it) and
-    x⁴, and SUMMA's panels (9.14 when x², x⁴ and both B operands were held at once and
-    XLA copied x² and x⁴ for the loop that wrote the low sums over them; 10.7 before the
-    degree-13 branch made its powers and wrote its sums and products in place)."""
+    two more B operands than float32's degree 7: its own limit. 6.70 shares, the peak
+    the products of degree 9's powers (x⁶'s beside x² and x⁴, its result a copy out of
+    its branch); degree 13's, ``x⁶B_u``'s product beside x⁶, B_u (written over x², which
+    is read back from it) and x⁴, holds 5.81 (6.83 when the degrees' branch took a zero
+    matrix as an operand, held through it; 9.14 when x², x⁴ and both B operands were
+    held at once and XLA copied x² and x⁴ for the loop that wrote the low sums over them;
+    10.7 before the degree-13 branch made its powers and wrote its sums and products in
+    place)."""
     fn, operands, _ = FAMILIES["expm"]
     mesh = build_mesh((2, 4), "explicit")
     small, large = (shares(fn, operands, mesh, n, np.float64) for n in SIZES)

@@ -132,10 +132,12 @@ def _pade(x, scale, index, degrees, grid):
     n, dtype = x.shape[0], x.dtype
     real = jnp.finfo(dtype).dtype
     spec = grid.block_spec
-    zeros = constrain(jnp.zeros((n, n), dtype), spec)
+
+    def zeros(*_):  # made in the branch: an operand of the degrees' branch would be held
+        return constrain(jnp.zeros((n, n), dtype), spec)  # through degree 13's products
 
     def product_if(pred, f, *operands):  # f(*operands) where pred, else zeros (not computed)
-        return lax.cond(pred, f, lambda *_: zeros, *operands)
+        return lax.cond(pred, f, zeros, *operands)
 
     odd, even = [], []  # per degree: the coefficients of I, x², x⁴, x⁶, x⁸
     for m in degrees:
