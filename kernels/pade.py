@@ -18,7 +18,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from ._axes import ROW_CHUNKS, after, axis_index, fori
+from ._axes import ROW_CHUNKS, after, axis_index, fori, zeros_after
 from .summa import summa_local
 
 
@@ -63,12 +63,11 @@ def pade_sums_local(
         # unordered, XLA copies the last power's block twice a step to keep it intact
         return u, lax.dynamic_update_slice_in_dim(v, v_rows, after(lo, u), axis=0)
 
-    # U's block starts as zeros varying over the mesh (as the loop's writes are); a copy
-    # of the last power would be one more matrix (XLA copies the loop's carry too)
-    u = jnp.zeros((mb, nb), last.dtype)
-    axes = tuple(a for a in (row_axis, col_axis) if a is not None)
-    if axes:
-        u = lax.pcast(u, axes, to="varying")
+    # U's block starts as zeros varying over the mesh (as the loop's writes are; read
+    # from the last power, they are); a copy of the last power would be one more matrix
+    # (XLA copies the loop's carry too). Made once the last power exists: XLA makes a
+    # plain zeros first, held through the last power's product
+    u = zeros_after((mb, nb), last.dtype, last)
     return fori(0, chunks, step, (u, last))
 
 
@@ -97,7 +96,9 @@ def pade13_local(
     then ``x⁶``, ``B_v``, ``V`` and ``U_in``) and SUMMA's panels.
 
     Args:
-      b: the 14 coefficients ``b₀ … b₁₃`` (:func:`distla.linalg.pade_coefficients`).
+      b: the 14 coefficients ``b₀ … b₁₃`` (:func:`distla.linalg.pade_coefficients`), or
+        a lower degree's with zeros after its own (``b₉`` must not be zero), as floats or
+        an array.
       x2: block ``(m/pr, n/pc)`` of ``x²``; its buffer becomes ``B_u``'s, then ``B_v``'s.
       x4: the same of ``x⁴``; its buffer becomes ``v_low``'s, then ``V``'s.
       x6: the same of ``x⁶``.
