@@ -173,6 +173,26 @@ def trsm_few(
     return b
 
 
+def _gathered_column(t, k, *, op: int, row_axis, col_axis, nb: int):
+    """``op(t)``'s block column ``k``, rows block-cyclic over ``row_axis``, from ``t``'s
+    block row ``k`` on the same grid (``t`` contiguous: ``trsm_many(same_grid=True)``)."""
+    pr, i = axis_size(row_axis), axis_index(row_axis)
+    row_blocks = t.shape[0] // nb  # t's local block rows: mesh row k // row_blocks has k
+    nbr = row_blocks * pr
+    kr, c = k // row_blocks, (k % row_blocks) * nb
+    col = lax.dynamic_slice_in_dim(t, c, nb, axis=0).T  # (n/pc, nb): its rows over col_axis
+    col = col.conj() if op == 2 else col
+    col = jnp.where(i == kr, col, jnp.zeros_like(col))
+    col = all_gather(col, col_axis, axis=0, tiled=True)  # (n, nb), global row order
+    # rows grouped by the device of row_axis that holds them, block-cyclic (global block
+    # u·pr + d is device d's local block u), then each device's group summed onto it: only
+    # mesh row kr adds non-zeros
+    col = col.reshape(nbr // pr, pr, nb, nb).swapaxes(0, 1).reshape(nbr * nb, nb)
+    if row_axis is None:
+        return col
+    return lax.psum_scatter(col, row_axis, scatter_dimension=0, tiled=True)
+
+
 def trsm_many(
     t: jax.Array,
     b: jax.Array,
@@ -225,25 +245,11 @@ def trsm_many(
     if contiguous:
         col_blocks = (t.shape[1] if op == 0 else t.shape[0]) // nb  # local block columns
 
-    def gathered_column(k):
-        """``op(t)``'s block column ``k`` from ``t``'s block row ``k`` on the same grid."""
-        kr, c = k // col_blocks, (k % col_blocks) * nb  # the mesh row holding block row k
-        col = lax.dynamic_slice_in_dim(t, c, nb, axis=0).T  # (n/pc, nb): its rows over col_axis
-        col = col.conj() if op == 2 else col
-        col = jnp.where(i == kr, col, jnp.zeros_like(col))
-        col = all_gather(col, col_axis, axis=0, tiled=True)  # (n, nb), global row order
-        # rows grouped by the device of row_axis that holds them, block-cyclic (global block
-        # u·pr + d is device d's local block u), then each device's group summed onto it:
-        # only mesh row kr adds non-zeros
-        col = col.reshape(nbr // pr, pr, nb, nb).swapaxes(0, 1).reshape(nbr * nb, nb)
-        if row_axis is None:
-            return col
-        return lax.psum_scatter(col, row_axis, scatter_dimension=0, tiled=True)
-
     def column(k, top, bot):
         """Rows ``[top, bot)`` (block-cyclic) of ``T``'s block column ``k``, on every device."""
         if same_grid:
-            return gathered_column(k)[top:bot]
+            col = _gathered_column(t, k, op=op, row_axis=row_axis, col_axis=col_axis, nb=nb)
+            return col[top:bot]
         if contiguous:
             kc, c = k // col_blocks, (k % col_blocks) * nb
             if op == 0:
