@@ -39,7 +39,15 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from ._axes import add_block, add_product, axis_index, axis_size, fori, solve_left
+from ._axes import (
+    add_block,
+    add_product,
+    all_gather,
+    axis_index,
+    axis_size,
+    fori,
+    solve_left,
+)
 from .cyclic import global_blocks, to_block_cyclic
 from .phases import cut
 from .pivots import apply_all_panel_swaps, pivots_to_permutation
@@ -165,6 +173,26 @@ def trsm_few(
     return b
 
 
+def _gathered_column(t, k, *, op: int, row_axis, col_axis, nb: int):
+    """``op(t)``'s block column ``k``, rows block-cyclic over ``row_axis``, from ``t``'s
+    block row ``k`` on the same grid (``t`` contiguous: ``trsm_many(same_grid=True)``)."""
+    pr, i = axis_size(row_axis), axis_index(row_axis)
+    row_blocks = t.shape[0] // nb  # t's local block rows: mesh row k // row_blocks has k
+    nbr = row_blocks * pr
+    kr, c = k // row_blocks, (k % row_blocks) * nb
+    col = lax.dynamic_slice_in_dim(t, c, nb, axis=0).T  # (n/pc, nb): its rows over col_axis
+    col = col.conj() if op == 2 else col
+    col = jnp.where(i == kr, col, jnp.zeros_like(col))
+    col = all_gather(col, col_axis, axis=0, tiled=True)  # (n, nb), global row order
+    # rows grouped by the device of row_axis that holds them, block-cyclic (global block
+    # u·pr + d is device d's local block u), then each device's group summed onto it: only
+    # mesh row kr adds non-zeros
+    col = col.reshape(nbr // pr, pr, nb, nb).swapaxes(0, 1).reshape(nbr * nb, nb)
+    if row_axis is None:
+        return col
+    return lax.psum_scatter(col, row_axis, scatter_dimension=0, tiled=True)
+
+
 def trsm_many(
     t: jax.Array,
     b: jax.Array,
@@ -177,6 +205,7 @@ def trsm_many(
     precision: lax.PrecisionLike,
     contiguous: bool = False,
     op: int = 0,
+    same_grid: bool = False,
 ) -> jax.Array:
     """Solve ``T X = B`` moving ``T``'s block columns, for many right-hand sides.
 
@@ -198,6 +227,12 @@ def trsm_many(
         block-cyclic copy of ``T`` is made (one more share of memory per device).
       op: ``T`` is ``op(t)`` (``contiguous`` only): 0 ``t``, 1 its transpose, 2 its
         conjugate transpose, read a block column at a time (no transposed copy).
+      same_grid: with ``op`` 1 or 2, ``t`` and ``B`` share the grid: ``row_axis`` splits
+        ``t``'s rows and ``B``'s, ``col_axis`` their columns (without it the caller swaps
+        the axis names and ``B`` lies on the transposed grid). Each step gathers ``t``'s
+        block row along ``col_axis`` and scatters its columns, block-cyclic, over
+        ``row_axis`` (an ``all_gather`` and a ``psum_scatter`` of ``n x nb``), so that
+        ``B`` is not moved to the transposed grid and back (two more shares).
 
     Returns:
       ``X`` in ``b``'s layout.
@@ -212,6 +247,9 @@ def trsm_many(
 
     def column(k, top, bot):
         """Rows ``[top, bot)`` (block-cyclic) of ``T``'s block column ``k``, on every device."""
+        if same_grid:
+            col = _gathered_column(t, k, op=op, row_axis=row_axis, col_axis=col_axis, nb=nb)
+            return col[top:bot]
         if contiguous:
             kc, c = k // col_blocks, (k % col_blocks) * nb
             if op == 0:

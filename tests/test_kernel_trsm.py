@@ -170,3 +170,33 @@ def test_trsm_many_reads_a_contiguous_triangle(grid, lower, unit, trans, dtype):
 
     x = run_local(body, grid, (P("x", "y"), b_spec), b_spec, t, b)
     _assert_solves(x, t, b, trans=trans, lower=lower, unit=unit, dtype=dtype)
+
+
+@pytest.mark.parametrize(
+    "lower, unit, trans, dtype",
+    [
+        pytest.param(True, False, 1, np.float32, id="lower-trans1"),
+        pytest.param(False, True, 1, np.float32, id="upper-unit-trans1"),
+        pytest.param(True, True, 2, np.complex64, id="lower-unit-trans2-c64"),
+        pytest.param(False, False, 2, np.complex64, id="upper-trans2-c64"),
+    ],
+)
+def test_trsm_many_solves_the_transpose_on_the_same_grid(grid, lower, unit, trans, dtype):
+    """``same_grid``: ``op(T) X = B`` with ``B`` on ``T``'s own grid (rows over ``x``)."""
+    rng = np.random.default_rng(hash((lower, unit, trans, "same grid")) % 2**32)
+    t = _triangular(rng, dtype, lower=lower, unit=unit)
+    b = _rhs(rng, dtype, 8)
+    b_spec = P("x", "y")
+
+    def body(t_blk, b_blk):
+        b_cyc = to_block_cyclic(b_blk, axis=0, axis_name="x", nb=NB)
+        x = trsm_many(
+            t_blk, b_cyc,
+            lower=not lower, unit_diagonal=unit,
+            row_axis="x", col_axis="y", nb=NB, precision=HIGHEST,
+            contiguous=True, op=trans, same_grid=True,
+        )  # fmt: skip
+        return from_block_cyclic(x, axis=0, axis_name="x", nb=NB)
+
+    x = run_local(body, grid, (P("x", "y"), b_spec), b_spec, t, b)
+    _assert_solves(x, t, b, trans=trans, lower=lower, unit=unit, dtype=dtype)

@@ -114,12 +114,12 @@ def _panels(grid, n: int) -> int:
 def _pade(x, scale, index, degrees, grid):
     """``(U, V)`` of the degree ``degrees[index]`` at ``scale·x`` (``scale`` a power of two).
 
-    ``U = x Σ b_{2k+1} x²ᵏ`` and ``V = Σ b_{2k} x²ᵏ``; degree 13 in Higham's
+    ``U = x Σ b_{2k+1} x²ᵏ`` and ``V = Σ b_{2k} x²ᵏ``; degrees 9 and 13 in Higham's
     form (2.5), ``U = x [x⁶(b₁₃x⁶ + b₁₁x⁴ + b₉x²) + b₇x⁶ + … + b₁I]`` and
-    ``V = x⁶(b₁₂x⁶ + b₁₀x⁴ + b₈x²) + b₆x⁶ + … + b₀I``. Each product runs
-    under ``lax.cond`` or ``lax.switch`` on the degree, so a small degree skips the higher
-    powers (3: 2 products, 5: 3, 7: 4, 9: 5, 13: 6) and the program holds
-    each product once, not once per degree.
+    ``V = x⁶(b₁₂x⁶ + b₁₀x⁴ + b₈x²) + b₆x⁶ + … + b₀I`` (degree 9: ``b₁₀ … b₁₃``
+    zero). Each product runs under ``lax.cond`` or ``lax.switch`` on the degree, so a
+    small degree skips the higher powers (3: 2 products, 5: 3, 7: 4, 9 and 13: 6) and
+    the program holds each product once, not once per degree.
 
     Memory (docs/memory.md): the scaled matrix is never held beside ``x``
     (``scale`` goes into the right operand of the first product, made for it
@@ -132,10 +132,12 @@ def _pade(x, scale, index, degrees, grid):
     n, dtype = x.shape[0], x.dtype
     real = jnp.finfo(dtype).dtype
     spec = grid.block_spec
-    zeros = constrain(jnp.zeros((n, n), dtype), spec)
+
+    def zeros(*_):  # made in the branch: an operand of the degrees' branch would be held
+        return constrain(jnp.zeros((n, n), dtype), spec)  # through degree 13's products
 
     def product_if(pred, f, *operands):  # f(*operands) where pred, else zeros (not computed)
-        return lax.cond(pred, f, lambda *_: zeros, *operands)
+        return lax.cond(pred, f, zeros, *operands)
 
     odd, even = [], []  # per degree: the coefficients of I, x², x⁴, x⁶, x⁸
     for m in degrees:
@@ -154,45 +156,45 @@ def _pade(x, scale, index, degrees, grid):
             odd_c[:k], even_c[:k], *powers
         )
 
-    def up_to_9(x):  # degrees 3 to 9: the powers they share, then one branch per degree
+    def up_to_7(x):  # degrees 3 to 7: x², x⁴, then one branch per degree
         a2 = _mm(x, x * (scale * scale), spec)  # (scale·x)², exact: scale is a power of two
         powers = [a2, product_if(index >= 1, lambda p: _mm(p, p, spec), a2)]  # x², x⁴
-        if degrees[-1] == 13:
-            powers.append(product_if(index >= 2, lambda p, q: _mm(p, q, spec), powers[1], a2))
-        # the last products and the sums in one branch per degree: the branch's results
-        # are made there, so the powers die into them (outside a branch XLA fuses the
-        # sums into their readers, and every power lives until U's product)
-        finish = [sums]
-        if degrees[-1] == 7:  # single precision: x⁶ for degree 7
-            finish.append(lambda x2, x4: sums(x2, x4, _mm(x4, x2, spec)))
-        else:  # double: x⁸ for degree 9
-            finish.append(lambda x2, x4, x6: sums(x2, x4, x6, _mm(x4, x4, spec)))
-        which = (index == len(degrees) - (1 if degrees[-1] == 7 else 2)).astype(jnp.int32)
-        return lax.switch(which, finish, *powers)
+        # x⁶'s product and the sums in one branch per degree: the branch's results are
+        # made there, so the powers die into them (outside a branch XLA fuses the sums
+        # into their readers, and every power lives until U's product)
+        finish = [sums, lambda x2, x4: sums(x2, x4, _mm(x4, x2, spec))]
+        return lax.switch((index == 2).astype(jnp.int32), finish, *powers)
 
-    def degree_13(x):
-        # Higham's (2.5) on powers made in this branch: a branch's operands are read-only
-        # (XLA copies one that a loop in the branch writes), its own values are not, so
-        # that U's and V's low sums are written over x² and x⁴ and the two products added
-        # into them (kernels/pade.py): x², x⁴, x⁶ and the two B operands, where sums and
-        # products over the shared powers held ten blocks
+    def form_2_5(x):
+        # degrees 9 and 13 in Higham's (2.5) form on x², x⁴, x⁶ made in this branch (a
+        # branch's operands are read-only: XLA copies one that a loop in the branch
+        # writes; its own values are not), degree 9's coefficients b₀ … b₉ in b₀ … b₉'s
+        # places (U_in = x⁶(b₉x²) + b₇x⁶ + …: one product more than x⁸'s, so that it
+        # holds what degree 13 holds): B_u is written over x², B_v over B_u and V's low
+        # sum over x⁴, and the low sums added into the products (kernels/pade.py): four
+        # blocks at most, x⁶, B_u, x⁴ and x⁶B_u (five with both B operands beside x² and
+        # x⁴; sums and products over the shared powers held ten; degree 9's x⁸ beside
+        # x², x⁴, x⁶ and U's sum, five)
         x2 = _mm(x, x * (scale * scale), spec)
         x4 = _mm(x2, x2, spec)
         x6 = _mm(x4, x2, spec)
+        forms = [(*pade_coefficients(9), 0.0, 0.0, 0.0, 0.0), pade_coefficients(13)]
+        b = jnp.asarray(forms, real)[index - 3].astype(dtype)
         kernel = functools.partial(
             pade13_local,
-            pade_coefficients(13),
             row_axis=grid.row,
             col_axis=grid.col,
             panels=_panels(grid, n),
             precision=HIGHEST,
         )
-        return shard_map(kernel, in_specs=(spec,) * 3, out_specs=(spec, spec))(x2, x4, x6)
+        return shard_map(kernel, in_specs=(P(),) + (spec,) * 3, out_specs=(spec, spec))(
+            b, x2, x4, x6
+        )
 
     if degrees[-1] == 13:
-        u_in, v = lax.cond(index == len(degrees) - 1, degree_13, up_to_9, x)
+        u_in, v = lax.cond(index >= 3, form_2_5, up_to_7, x)
     else:
-        u_in, v = up_to_9(x)
+        u_in, v = up_to_7(x)
     return _mm(x, constrain(u_in * scale, spec), spec), constrain(v, spec)
 
 

@@ -47,9 +47,13 @@ def triangular_solve(a, b, *, call: Plan, trans, lower, unit_diagonal):
     grid, dtype = call.grid, call.dtype
     nb, n_pad = blocking(grid, a.shape[0])
     blocks = grid.block_spec
-    rhs = rhs_of(grid, b.shape, trans)
-    # op(T) of a (block-cyclic or contiguous) T is the local transpose on the transposed grid
-    rows, cols = (grid.row, grid.col) if trans == 0 else (grid.col, grid.row)
+    # op(T) of a block-cyclic T is the local transpose on the transposed grid (few
+    # right-hand sides: they move, not T); with many, B stays on T's grid and each step
+    # moves one block row of T to op(T)'s block column (B on the transposed grid would
+    # be two more shares: its copy there and the solution's way back)
+    same_grid = trans != 0 and b.ndim == 2 and not rhs_of(grid, b.shape, trans).few
+    rhs = rhs_of(grid, b.shape, 0 if same_grid else trans)
+    rows, cols = (grid.row, grid.col) if trans == 0 or same_grid else (grid.col, grid.row)
     tri_lower = lower if trans == 0 else not lower
     solve = dict(lower=tri_lower, unit_diagonal=unit_diagonal, row_axis=rows, col_axis=cols)
     solve |= dict(nb=nb, precision=HIGHEST)
@@ -67,7 +71,7 @@ def triangular_solve(a, b, *, call: Plan, trans, lower, unit_diagonal):
             else:
                 # T stays in the contiguous order, its block columns moved step by step:
                 # a block-cyclic copy would be one more share beside T, B and X
-                x = trsm_many(a_blk, x, contiguous=True, op=trans, **solve)
+                x = trsm_many(a_blk, x, contiguous=True, op=trans, same_grid=same_grid, **solve)
             return from_block_cyclic_2d(x, row_axis=rows, col_axis=None, nb=nb)
 
         x = shard_map(kernel, in_specs=(blocks, rhs.spec), out_specs=rhs.spec, check_vma=False)(
