@@ -319,38 +319,12 @@ def _strip_layout(shape: str) -> str:
     return re.sub(r"\{[^{}]*\}", "", shape)
 
 
-# Replica groups named by mesh axes, as XLA prints them for programs Shardy partitioned
-# (jax 0.11.2: ``replica_groups=mesh['x'=2,'y'=4] {'y'}``): a sub-axis as ``'x':(1)2``
-# (size 2 of x, after a factor 1), a device order other than iota as
-# ``, device_ids=(...)`` before the braces; each group holds the devices that differ
-# only along the axes in braces.
-_MESH_AXES_GROUPS = re.compile(
-    r"(?:^|[\s,])replica_groups=mesh\[([^\]]*)\](?:, device_ids=\(.*?\))? \{([^{}]*)\}"
-)
-
-
-def _mesh_axes_group_size(attrs: str) -> int | None:
-    """Devices per group of mesh-axes replica groups in ``attrs``, or None if absent."""
-    m = _MESH_AXES_GROUPS.search(attrs)
-    if not m:
-        return None
-    sizes = {}
-    for part in m.group(1).split(","):
-        name, _, size = part.rpartition("=")
-        sizes[name.strip().strip("'\"")] = int(size)
-    g = 1
-    for ref in filter(None, (r.strip() for r in m.group(2).split(","))):
-        name, _, sub = ref.partition(":")
-        g *= int(sub.split(")")[1]) if sub else sizes[name.strip("'\"")]
-    return g
-
-
 def _group_size(ins: _hlo.Instruction, num_partitions: int) -> int:
     if ins.opcode.startswith(("collective-permute", "collective-broadcast")):
         return 2
-    by_axes = _mesh_axes_group_size(ins.attrs)
+    by_axes = _hlo.mesh_axes_groups(ins.attrs)  # Shardy's form (jax 0.11)
     if by_axes is not None:
-        return by_axes
+        return len(by_axes[0])
     if re.search(r"(?:^|[\s,])replica_groups=maximal_mesh\[", ins.attrs):
         return 1
     groups = ins.attr("replica_groups")

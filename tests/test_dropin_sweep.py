@@ -29,6 +29,7 @@ from __future__ import annotations
 import os
 
 import dropin
+import jax
 import numpy as np
 import pytest
 
@@ -81,6 +82,8 @@ OPEN_DRAWN: dict[str, str] = {
     "linalg.inv": EMPTY_COTANGENT + " (jax.vjp outside jax.set_mesh of a (2, 0, 0) stack in "
     "P('x'); jnp's inv fails there too: 'Mapped away dimension ... sharded the same')",
 }
+if tuple(jax.__version_info__[:2]) >= (0, 11):  # jax 0.11 reads those shards back
+    del OPEN_DRAWN["linalg.inv"]
 
 
 @pytest.mark.parametrize(

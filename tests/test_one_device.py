@@ -77,8 +77,14 @@ def test_fft_layouts_are_jnps_on_a_one_device_explicit_mesh():
         (distla.fft.fftn(x), jnp.fft.fftn(x)),
         (distla.fft.pfft3d(x), jnp.fft.fftn(x).transpose(1, 2, 0)),
         (distla.fft.pifft3d(x), jnp.fft.ifftn(x.transpose(2, 0, 1))),
-        (distla.scipy.fft.dctn(x.real), jax.scipy.fft.dctn(x.real)),
     ]
+    try:
+        pairs.append((distla.scipy.fft.dctn(x.real), jax.scipy.fft.dctn(x.real)))
+    except Exception as err:  # jax 0.11 refuses it (jnp.roll along a split axis)
+        assert type(err).__name__ == "ShardingTypeError", err
+        ours = distla.scipy.fft.dctn(x.real)
+        np.testing.assert_allclose(ours, jax.scipy.fft.dctn(np.asarray(x.real)), atol=1e-5)
+        assert jax.typeof(ours).sharding.spec == P("x", "y", None)  # x's layout, as 0.10 gave
     for ours, theirs in pairs:
         assert jax.typeof(ours).sharding.spec == jax.typeof(theirs).sharding.spec
     with jax.set_mesh(mesh):

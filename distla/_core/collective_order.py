@@ -73,6 +73,9 @@ def groups(ins: hlo.Instruction) -> list[frozenset[int]]:
     if pairs is not None:  # a permute: every device that sends or receives
         ids = {int(i) for i in re.findall(r"\d+", pairs)}
         return [frozenset(ids)]
+    by_axes = hlo.mesh_axes_groups(ins.attrs)  # Shardy's form (jax 0.11)
+    if by_axes is not None:
+        return [frozenset(g) for g in by_axes]
     iota = re.search(r"replica_groups=(\[[\d,]+\]<=\[[\d,]+\](?:T\([\d,]+\))?)", ins.attrs)
     if iota:  # XLA's compact form: [groups,size]<=[dims]T(perm)
         return [frozenset(g) for g in _iota_groups(iota.group(1)) or []]

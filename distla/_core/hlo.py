@@ -180,3 +180,75 @@ def called(ins: Instruction) -> list[tuple[str, str]]:
         for name in re.findall(r"%?([\w.\-]+)", v.strip("{}")):
             out.append(("branch", name))
     return out
+
+
+# Replica groups named by mesh axes, as XLA prints them for programs Shardy partitioned
+# (jax 0.11.2: ``replica_groups=mesh['x'=2,'y'=4] {'y'}``): a sub-axis as ``'x':(1)2``
+# (Shardy's ``(pre-size)size``: the part of x of size 2 below the major factor 1, so of
+# stride ``|x| / 2``), a device order other than iota as ``, device_ids=(...)`` before
+# the braces; each group holds the devices that differ only along the axes in braces.
+_MESH_AXES_GROUPS = re.compile(
+    r"(?:^|[\s,])replica_groups=mesh\[([^\]]*)\](?:, device_ids=\((.*?)\))? \{([^{}]*)\}"
+)
+
+
+def _device_ids(text: str) -> list[int] | None:
+    """``device_ids``' devices: a list, or XLA's iota ``[dims]T(perm)`` (iota(prod dims)
+    reshaped to dims, transposed by perm, flattened); None when absent."""
+    iota = re.fullmatch(r"\[([\d,]+)\](?:T\(([\d,]+)\))?", text.strip())
+    if not iota:
+        return [int(i) for i in re.findall(r"\d+", text)] or None
+    dims = [int(d) for d in iota.group(1).split(",")]
+    perm = [int(p) for p in iota.group(2).split(",")] if iota.group(2) else list(range(len(dims)))
+    strides = [math.prod(dims[k + 1 :]) for k in range(len(dims))]
+    shape = [dims[p] for p in perm]
+    out = []
+    for flat in range(math.prod(dims)):
+        idx, rem = [], flat
+        for d in reversed(shape):
+            idx.append(rem % d)
+            rem //= d
+        idx.reverse()
+        out.append(sum(i * strides[p] for i, p in zip(idx, perm)))
+    return out
+
+
+def mesh_axes_groups(attrs: str) -> list[tuple[int, ...]] | None:
+    """The device groups of mesh-axes replica groups in ``attrs``, or None if absent.
+
+    Devices are numbered row-major over the mesh's axes (or by ``device_ids``); a group
+    is the devices whose coordinates differ only in the digits of the named (sub-)axes.
+    """
+    m = _MESH_AXES_GROUPS.search(attrs)
+    if not m:
+        return None
+    names, sizes = [], []
+    for part in m.group(1).split(","):
+        name, _, size = part.rpartition("=")
+        names.append(name.strip().strip("'\""))
+        sizes.append(int(size))
+    # per axis: the (stride, size) digits of its coordinate that the groups range over
+    digits: dict[str, list[tuple[int, int]]] = {name: [] for name in names}
+    for ref in filter(None, (r.strip() for r in m.group(3).split(","))):
+        name, _, sub = ref.partition(":")
+        name = name.strip("'\"")
+        whole = sizes[names.index(name)]
+        if sub:  # "(pre)size": size `size` below the major factor `pre`
+            pre, size = (int(v) for v in re.fullmatch(r"\((\d+)\)(\d+)", sub).groups())
+            digits[name].append((whole // (pre * size), size))
+        else:
+            digits[name].append((1, whole))
+    ids = _device_ids(m.group(2) or "")
+    groups: dict[tuple[int, ...], list[int]] = {}
+    for flat in range(math.prod(sizes)):
+        coords, rem = [], flat
+        for size in reversed(sizes):
+            coords.append(rem % size)
+            rem //= size
+        coords.reverse()
+        key = tuple(
+            c - sum((c // stride) % size * stride for stride, size in digits[name])
+            for name, c in zip(names, coords)
+        )
+        groups.setdefault(key, []).append(ids[flat] if ids else flat)
+    return [tuple(g) for g in groups.values()]

@@ -295,7 +295,10 @@ def _unsharded(x, *, axes, lengths, s, shape_in, in_dtype, local, public_name):
     if getattr(sharding, "mesh", None) is not None and is_explicit(sharding.mesh):
         # a one-device Explicit mesh: the layout jax's own function gives there
         inverse = dict(local)["inverse"]
-        y = jax.sharding.reshard(y, result_types(_reference(inverse, s, axes), (x,)).sharding)
+        layout = result_types(_reference(inverse, s, axes), (x,)).sharding
+        # jax 0.11 refuses the sharded operand (jnp.roll along a split axis, even of size
+        # 1): there the result keeps x's layout, as jax 0.10 gave it
+        y = jax.sharding.reshard(y, sharding if layout is None else layout)
     return y
 
 

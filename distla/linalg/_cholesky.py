@@ -31,7 +31,16 @@ from .._core.block_cyclic import from_cyclic, solve_layouts, to_cyclic
 from .._core.buckets import on_bucket
 from .._core.checks import as_array, empty_or_one_device, result_dtype, rhs_core, square
 from .._core.matmul import matvec, product
-from .._core.matrix import HIGHEST, ct_on, hermitian_from, like, once, pad_identity, tril_mask
+from .._core.matrix import (
+    HIGHEST,
+    ct_on,
+    diag_mask,
+    hermitian_from,
+    like,
+    once,
+    pad_identity,
+    tril_mask,
+)
 from .._core.mesh import Grid, constrain, fitting_spec, run_on_mesh, shard_map, tangent_on_mesh
 from .._core.plan import Plan, check_block_size
 from .._core.stacked import stack
@@ -212,8 +221,27 @@ def _factor_2d(plan: Plan, a, **flags):
     return l
 
 
+@functools.cache
+def _jax_reads_the_lower_tangent() -> bool:
+    """Whether the installed jax's Cholesky JVP reads only the tangent's lower triangle.
+
+    The factor reads only A's lower triangle, and since jax 0.11 its JVP reads only the
+    tangent's too (the Hermitian matrix of that triangle): the derivative of
+    ``cho_factor`` then lies in the triangle it reads. jax 0.10 used the whole tangent.
+    Probed once: an upper-only tangent moves the factor only where the whole is used.
+    """
+    with jax.ensure_compile_time_eval():
+        a = jnp.array([[4.0, 2.0], [2.0, 5.0]], jnp.float32)
+        upper_only = jnp.array([[0.0, 1.0], [0.0, 0.0]], jnp.float32)
+        _, dl = jax.jvp(
+            lambda a: lax.linalg.cholesky(a, symmetrize_input=False), (a,), (upper_only,)
+        )
+        return not bool(jnp.any(dl != 0))
+
+
 def _factor_jvp(fn, plan: Plan, primals, tangents, *, upper, symmetrize, read_upper):
-    """jax's Cholesky rule ``dL = L Φ(L⁻¹ dA L⁻ᴴ)``, its solves and products distributed."""
+    """jax's Cholesky rule ``dL = L Φ(L⁻¹ dA L⁻ᴴ)``, its solves and products distributed
+    (the tangent read as the installed jax reads it, `_jax_reads_the_lower_tangent`)."""
     (a,), (da,) = primals, tangents
     mesh = plan.mesh
     out = fn(a)
@@ -223,6 +251,10 @@ def _factor_jvp(fn, plan: Plan, primals, tangents, *, upper, symmetrize, read_up
         da = ct_on(da, mesh=mesh)
     if symmetrize:
         da = (da + ct_on(da, mesh=mesh)) / 2
+    elif _jax_reads_the_lower_tangent():  # the Hermitian matrix of da's lower triangle
+        strict = jnp.where(tril_mask(da, -1), da, jnp.zeros((), da.dtype))
+        diagonal = jnp.where(diag_mask(da), jnp.real(da), 0).astype(da.dtype)
+        da = strict + ct_on(strict, mesh=mesh) + diagonal
     tri = dict(lower=True, unit_diagonal=False, call=plan)
     # tangents: the linear solves (transposable in the right-hand side)
     y = solve_linear(low, da, trans=0, **tri)  # L^-1 dA
