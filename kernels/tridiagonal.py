@@ -42,7 +42,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from ._axes import after, axis_index, axis_size, highest_precision
+from ._axes import axis_index, axis_size, highest_precision
 
 
 class Local(NamedTuple):
@@ -97,30 +97,7 @@ def rank_2k_update(a_blk, left1, right1, left2, right2, at: Local) -> jax.Array:
     # one product of rank 2nb: two products held two blocks beside a_blk and the result
     # (the reduction's first phase was eigh's peak)
     rows, cols = jnp.concatenate(rows, axis=1), jnp.concatenate(cols, axis=1)
-    return minus_product(a_blk, rows, jnp.conj(cols.T))
-
-
-#: Row chunks of :func:`minus_product`.
-UPDATE_CHUNKS = 4
-
-
-def minus_product(x: jax.Array, left: jax.Array, right: jax.Array) -> jax.Array:
-    """``x − left @ right`` (``left``: ``rows x k``, ``right``: ``k x cols``, small ``k``)
-    written over ``x`` a row chunk at a time: the whole product and the difference
-    were two blocks beside ``x`` (the generalized eigh's peak, its Cholesky factor held
-    beside the reduction). Each chunk's rows of ``left`` are read at a start that XLA
-    can compute only once the previous chunk is written (``after``), so that it does
-    not make every chunk's product first."""
-    rows = x.shape[0]
-    chunks = max(1, min(UPDATE_CHUNKS, rows // 32))
-    edges = [rows * c // chunks for c in range(chunks + 1)]
-    zero = jnp.int32(0)
-    for lo, hi in zip(edges[:-1], edges[1:]):
-        start = jnp.int32(lo) if lo == 0 else after(lo, x).astype(jnp.int32)
-        part = lax.dynamic_slice(x, (start, zero), (hi - lo, x.shape[1]))
-        lhs = lax.dynamic_slice(left, (start, zero), (hi - lo, left.shape[1]))
-        x = lax.dynamic_update_slice(x, part - lhs @ right, (start, zero))
-    return x
+    return a_blk - rows @ jnp.conj(cols.T)
 
 
 def reflector(a_j: jax.Array, j: jax.Array, idx: jax.Array):
@@ -298,7 +275,7 @@ def times_reflectors(q_blk, v_all, taus, at: Local, col_axis: str | None) -> jax
     qv = q_blk @ v_loc
     if col_axis is not None:
         qv = lax.psum(qv, col_axis)
-    return minus_product(q_blk, qv @ block_reflector(v_all, taus), jnp.conj(v_loc.T))
+    return q_blk - (qv @ block_reflector(v_all, taus)) @ jnp.conj(v_loc.T)
 
 
 def sturm_count(d: jax.Array, e2: jax.Array, pivmin: jax.Array, x: jax.Array) -> jax.Array:
