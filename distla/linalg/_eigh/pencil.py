@@ -7,7 +7,10 @@ With ``B = L Lᴴ`` (the distributed Cholesky) each pencil becomes a standard pr
     type 2   A B x = λ x    C = Lᴴ A L      x = L⁻ᴴ y    (xᴴ B x = I)
     type 3   B A x = λ x    C = Lᴴ A L      x = L y      (xᴴ B⁻¹ x = I)
 
-the inverses by the distributed triangular solves, the products by SUMMA.
+the inverses by the distributed triangular solves, the products by SUMMA. On a mesh,
+types 1 and 2 with eigenvectors apply ``L⁻ᴴ`` to the standard problem's ``Q``
+(``C = Q T Qᴴ``) before ``T``'s eigenvectors ``Z`` exist, ``x = (L⁻ᴴ Q) Z``, with
+``L`` factored again from ``B`` for it: no factor is held through the reduction.
 
 A subset (by index or by value) of a concrete matrix of padded order
 ``PARTIAL_MIN`` or more is computed by the blocked divide and conquer of

@@ -14,7 +14,8 @@ computes ``T``'s eigenvectors by inverse iteration, each device a range of
 them (``kernels/tridiagonal_vectors.py``), checks and if need be repairs
 their orthogonality across devices, and multiplies ``Q Z`` by SUMMA. An
 eager call compiles the repair as a second program, only when a matrix needs
-it (`eigh_2d`).
+it (`eigh_2d`). `reduced_2d` and `eigh_from_reduced` are its two halves, for a
+caller that transforms ``Q`` between them (the generalized eigh's ``L⁻ᴴ Q``).
 
 ``svdvals`` reduces to real bidiagonal form instead (LAPACK's ``xGEBRD``,
 ``kernels/bidiagonal.py``) and bisects the Golub–Kahan tridiagonal, whose
