@@ -194,7 +194,12 @@ def orthonormal_rows(x: jax.Array) -> jax.Array:
     place (the solve of all of ``x`` would be a second ``x``)."""
     width, n = x.shape
     gram = jnp.dot(x, x.T, precision=lax.Precision.HIGHEST)
-    gram = gram + width * jnp.finfo(x.dtype).eps * jnp.eye(width, dtype=x.dtype)
+    # δ on the diagonal by a mask XLA can make only once x exists: jnp.eye was a constant
+    # hoisted out of every loop, held from the program's start (and packed among the
+    # generalized eigh's large buffers)
+    i = lax.broadcasted_iota(jnp.int32, (width, width), 0)
+    j = lax.broadcasted_iota(jnp.int32, (width, width), 1) + after(0, x).astype(jnp.int32)
+    gram = gram + jnp.where(i == j, width * jnp.finfo(x.dtype).eps, 0).astype(x.dtype)
     low = jnp.linalg.cholesky(gram)
     chunks = max(1, min(CHUNKS // 4, n // 32))
     edges = [n * c // chunks for c in range(chunks + 1)]

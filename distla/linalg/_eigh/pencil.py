@@ -7,7 +7,10 @@ With ``B = L Lᴴ`` (the distributed Cholesky) each pencil becomes a standard pr
     type 2   A B x = λ x    C = Lᴴ A L      x = L⁻ᴴ y    (xᴴ B x = I)
     type 3   B A x = λ x    C = Lᴴ A L      x = L y      (xᴴ B⁻¹ x = I)
 
-the inverses by the distributed triangular solves, the products by SUMMA.
+the inverses by the distributed triangular solves, the products by SUMMA. On a mesh,
+types 1 and 2 with eigenvectors apply ``L⁻ᴴ`` to the standard problem's ``Q``
+(``C = Q T Qᴴ``) before ``T``'s eigenvectors ``Z`` exist, ``x = (L⁻ᴴ Q) Z``, with
+``L`` factored again from ``B`` for it: no factor is held through the reduction.
 
 A subset (by index or by value) of a concrete matrix of padded order
 ``PARTIAL_MIN`` or more is computed by the blocked divide and conquer of
@@ -34,14 +37,14 @@ from jax.sharding import PartitionSpec as P
 from ..._core import route
 from ..._core.checks import is_traced
 from ..._core.matmul import auto_product
-from ..._core.matrix import block_spec, hermitian_from, round_up
+from ..._core.matrix import block_spec, hermitian_from, once, round_up
 from ..._core.mesh import fitting_spec, run_on_mesh
 from ..._core.one_device import block_layout
 from ..._core.plan import Plan
 from ..._core.stacked import stack
 from .._cholesky import chol_2d
 from .._triangular import solve_2d
-from . import divide, rules
+from . import divide, rules, tridiagonal
 
 _HI = lax.Precision.HIGHEST
 
@@ -57,23 +60,30 @@ def _ct(x):
 # ------------------------------------------------------------------ the reduction
 
 
-def _pencil(a, b, *, kind, sel, vectors, ops):
+def _pencil(a, b, *, kind, sel, vectors, ops, again=None):
     """``(w, x)`` (or ``w``) of the Hermitian pencil ``(a, b)`` through ``ops``.
 
     ``ops`` is ``(cholesky, trsm, mm, standard)``: the one-device (jnp) or the
     distributed implementations; ``trsm(l, y, trans)`` solves with the lower
-    triangular ``l``; ``standard(c, sel, vectors)`` solves ``C y = λ y``
-    (symmetrizing ``c``)."""
+    triangular ``l``; ``standard(c, sel, vectors, back=None)`` solves ``C y = λ y``
+    (symmetrizing ``c``) and says whether it applied ``back`` (the map ``y ↦ L⁻ᴴ y``)
+    to the eigenvectors: ``(out, done)``. ``again(q)``, when given, factors ``b`` anew
+    for ``back`` once ``q`` exists, so that no factor is held through the reduction."""
     chol, trsm, mm, standard = ops
     if b is None:
-        return standard(a, sel, vectors)
+        return standard(a, sel, vectors)[0]
     low = chol(b)
     if kind == 1:
         c = trsm(low, _ct(trsm(low, a, 0)), 0)  # L⁻¹ (L⁻¹ A)ᴴ = L⁻¹ A L⁻ᴴ
     else:
         c = mm(_ct(low), mm(a, low))  # Lᴴ A L
-    out = standard(c, sel, vectors)
-    if not vectors:
+    # x = L⁻ᴴ y = (L⁻ᴴ Q) Z: a standard problem that reduces C to T = Qᴴ C Q may form
+    # L⁻ᴴ Q right after the reduction (then L is gone before T's eigenvectors Z exist)
+    back = None
+    if kind in (1, 2) and vectors:
+        back = lambda q: trsm(low if again is None else again(q), q, 2)  # noqa: E731
+    out, done = standard(c, sel, vectors, back)
+    if not vectors or done:
         return out
     w, y = out
     if y.shape[-1] == 0:
@@ -125,12 +135,13 @@ def _selected(out, sel, vectors, what, *, mesh=None):
     return _select_index(w, v, lo, hi, mesh=mesh)
 
 
-def _dense_standard(c, sel, vectors):
+def _dense_standard(c, sel, vectors, back=None):
+    del back  # applied by the caller
     c = c / 2 + _ct(c) / 2  # halves first: c + cᴴ overflows near the dtype's largest
     what = "distla.linalg.eigh"
     if not vectors:
-        return _selected(jnp.linalg.eigvalsh(c, symmetrize_input=False), sel, False, what)
-    return _selected(tuple(jnp.linalg.eigh(c, symmetrize_input=False)), sel, True, what)
+        return _selected(jnp.linalg.eigvalsh(c, symmetrize_input=False), sel, False, what), False
+    return _selected(tuple(jnp.linalg.eigh(c, symmetrize_input=False)), sel, True, what), False
 
 
 def _dense_trsm(low, y, trans):
@@ -169,9 +180,10 @@ def _shapes(a, b=None, *, kind, symmetrize, lower, sel, vectors):
 # ------------------------------------------------------------ the distributed parts
 
 
-def _distributed_ops(plan: Plan):
+def _distributed_ops(plan: Plan, *, fused: bool = True):
     """``_pencil``'s ops on ``plan``'s mesh: the Cholesky family's factor, the triangular
-    solves, SUMMA (``distla.matmul``'s ``"auto"``) and the distributed standard problem."""
+    solves, SUMMA (``distla.matmul``'s ``"auto"``) and the distributed standard problem
+    (with ``fused``, applying ``back`` to ``Q`` between the reduction and ``Z``)."""
 
     def chol(b):
         return chol_2d(b, call=plan, upper=False, symmetrize=False, read_upper=False)
@@ -182,31 +194,49 @@ def _distributed_ops(plan: Plan):
     def mm(x, y):
         return auto_product(x, y, plan.mesh, precision=_HI)
 
-    def standard(c, sel, vectors):
-        return _standard(plan, c, sel, vectors)
+    def standard(c, sel, vectors, back=None):
+        return _standard(plan, c, sel, vectors, back if fused else None)
 
     return chol, trsm, mm, standard
 
 
-def _standard(plan: Plan, c, sel, vectors):
+def _standard(plan: Plan, c, sel, vectors, back=None):
+    """``(out, done)``: ``C y = λ y`` (selected), and whether ``back`` was applied."""
     what = "distla.linalg.eigh"
     n = c.shape[0]
     if sel is not None and not is_traced(c) and round_up(n, plan.grid.size) >= PARTIAL_MIN:
         h = rules.hermitian(plan, c, symmetrize=True, lower=True)
-        return divide.partial_eager(h, mesh=plan.mesh, sel=sel, vectors=vectors)
+        return divide.partial_eager(h, mesh=plan.mesh, sel=sel, vectors=vectors), False
     if not vectors:
         out = rules.eigvalsh_2d(plan, c, symmetrize=True, lower=True)
+    elif back is not None:
+        # the tridiagonal route in two halves, Q transformed between them: y = (back Q) Z.
+        # Derivatives take the unfused route (_route_jvp), whose eigh carries jax's rule.
+        w, q, d, e, scale = tridiagonal.reduced_2d(c, mesh=plan.mesh, symmetrize=True, lower=True)
+        out = tridiagonal.eigh_from_reduced(w, back(q), d, e, scale, mesh=plan.mesh)
     else:
         out = tuple(rules.eigh_2d(plan, c, symmetrize=True, lower=True))
-    return _selected(out, sel, vectors, what, mesh=plan.mesh)
+    return _selected(
+        tuple(out) if vectors else out, sel, vectors, what, mesh=plan.mesh
+    ), back is not None and vectors
 
 
-def _distributed(plan: Plan, a, b=None, *, kind, symmetrize, lower, vectors, sel):
-    """The distributed route: one Hermitian matrix per operand, then the reduction."""
+def _distributed(plan: Plan, a, b=None, *, kind, symmetrize, lower, vectors, sel, fused=True):
+    """The distributed route: one Hermitian matrix per operand, then the reduction (with
+    ``fused``, ``L⁻ᴴ`` applied to the reduction's ``Q``; see `_pencil`)."""
     a = rules.hermitian(plan, a, symmetrize=symmetrize, lower=lower)
+    given, again = b, None
     if b is not None:
         b = rules.hermitian(plan, b, symmetrize=symmetrize, lower=lower)
-    out = _pencil(a, b, kind=kind, sel=sel, vectors=vectors, ops=_distributed_ops(plan))
+    ops = _distributed_ops(plan, fused=fused)
+    if fused and b is not None:
+        # L again from the operand once the reduction's Q exists (n³/3 flops beside eigh's
+        # 4n³/3 and more), where L or b's Hermitian copy was held through the reduction
+        def again(q):
+            h = rules.hermitian(plan, once(given, q), symmetrize=symmetrize, lower=lower)
+            return ops[0](h)
+
+    out = _pencil(a, b, kind=kind, sel=sel, vectors=vectors, ops=ops, again=again)
     return tuple(out) if vectors else out
 
 
@@ -229,8 +259,10 @@ def _members(plan: Plan, *xs, sel, vectors, **flags):
 
 
 def _route_jvp(fn, plan: Plan, primals, tangents, **options):
-    # the derivatives are the route's own (jax differentiates its steps)
-    return jax.jvp(functools.partial(_distributed, plan, **options), primals, tangents)
+    # the derivatives are the route's own (jax differentiates its steps; eigh's carries
+    # jax's rule, so the back-transformation is not fused into it)
+    fn = functools.partial(_distributed, plan, fused=False, **options)
+    return jax.jvp(fn, primals, tangents)
 
 
 def _static(sel=None, **options):

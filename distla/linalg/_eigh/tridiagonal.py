@@ -14,7 +14,8 @@ computes ``T``'s eigenvectors by inverse iteration, each device a range of
 them (``kernels/tridiagonal_vectors.py``), checks and if need be repairs
 their orthogonality across devices, and multiplies ``Q Z`` by SUMMA. An
 eager call compiles the repair as a second program, only when a matrix needs
-it (`eigh_2d`).
+it (`eigh_2d`). `reduced_2d` and `eigh_from_reduced` are its two halves, for a
+caller that transforms ``Q`` between them (the generalized eigh's ``L⁻ᴴ Q``).
 
 ``svdvals`` reduces to real bidiagonal form instead (LAPACK's ``xGEBRD``,
 ``kernels/bidiagonal.py``) and bisects the Golub–Kahan tridiagonal, whose
@@ -171,9 +172,10 @@ def eigvalsh_2d(a: jax.Array, *, mesh, symmetrize: bool, lower: bool) -> jax.Arr
     return run_on_mesh(body, mesh, P(), a)
 
 
-def _vectors_of_tridiagonal(d, e, w, *, grid, spec):
+def _vectors_of_tridiagonal(d, e, w, *, grid, spec, after=None):
     """The ``n x n`` eigenvectors of ``T`` (columns, ascending ``w``), laid out as ``spec``:
-    each device's range by inverse iteration (``distla.kernels.tridiagonal_vectors``)."""
+    each device's range by inverse iteration (``distla.kernels.tridiagonal_vectors``),
+    begun only once ``after`` (a matrix in ``spec``) exists, when given."""
     n = d.shape[0]
     # device ranges column-major over the grid: a grid column's devices hold its
     # columns, so the 2D layout is one all-to-all within each grid column away
@@ -183,14 +185,19 @@ def _vectors_of_tridiagonal(d, e, w, *, grid, spec):
     # whole chunks of inverse iteration (the rows past the range are never read)
     width = round_up(block + 2 * guard, CHUNKS)
 
-    def kernel(d, e, w):
+    def kernel(d, e, w, *later):
+        if later:  # d and w (the window's start) read only once the block exists: its first
+            # entry's isnan is 0 or 1, its minimum with 0 is 0 (see kernels/_axes.after)
+            zero = jnp.minimum(jnp.isnan(jnp.real(later[0][0, 0])).astype(d.dtype), 0)
+            d, w = d + zero, w + zero.astype(w.dtype)
         bounds = cuts(w, devices=grid.size, block=block, guard=guard)
         window = window_rows(d, e, w, bounds[rank_of(axes)], width=width, unit=False)
         return to_columns(window, bounds, block=block, guard=guard, axis_names=axes)
 
-    z = shard_map(kernel, in_specs=(P(), P(), P()), out_specs=P(None, axes), check_vma=False)(
-        d, e, w
-    )
+    ins, operands = (P(), P(), P()), (d, e, w)
+    if after is not None:
+        ins, operands = ins + (spec,), operands + (after,)
+    z = shard_map(kernel, in_specs=ins, out_specs=P(None, axes), check_vma=False)(*operands)
     return constrain(z[:, :n], spec)
 
 
@@ -311,13 +318,11 @@ def _repaired(z, d, e, w, *, grid, spec, needed=True):
     return lax.fori_loop(0, jnp.where(needed, 3, 0), householder_qr, z)
 
 
-def _eigenpairs_parts(h: jax.Array, *, mesh):
-    """``(w, z, q, d, e, scale, loose)`` of the Hermitian ``h`` (``n x n``) before any repair.
+def _reduction_parts(h: jax.Array, *, mesh):
+    """``(w, q, d, e, scale)`` of the Hermitian ``h`` (``n x n``): the reduction and bisection.
 
     ``Qᴴ (scale·h) Q = T`` by the reduction (``Q`` accumulated, cut to ``n x n``),
-    ``T = (d, e)``'s eigenvalues ``w`` by bisection, its eigenvectors ``z`` by
-    inverse iteration on each device's range, and whether the probe finds ``z``
-    in need of `_repaired`.
+    ``T = (d, e)``'s eigenvalues ``w`` by bisection.
     """
     grid = grid_of(mesh, what="distla.linalg.eigh")
     n = h.shape[0]
@@ -331,8 +336,24 @@ def _eigenpairs_parts(h: jax.Array, *, mesh):
     )
     d, e = d[:n], e[:n]
     w = d if n == 1 else _bisect(d, e, grid=grid, count=n)
-    z = _vectors_of_tridiagonal(d, e, w, grid=grid, spec=spec)
-    return w, z, put(q[:n, :n], spec), d, e, scale, _loose(z)
+    return w, put(q[:n, :n], spec), d, e, scale
+
+
+def _window_parts(w, d, e, *, mesh, after=None):
+    """``(z, loose)``: ``T``'s eigenvectors by inverse iteration on each device's range
+    (once ``after`` exists), and whether the probe finds them in need of `_repaired`."""
+    grid = grid_of(mesh, what="distla.linalg.eigh")
+    spec = fitting_spec((d.shape[0],) * 2, mesh, grid.block_spec)
+    z = _vectors_of_tridiagonal(d, e, w, grid=grid, spec=spec, after=after)
+    return z, _loose(z)
+
+
+def _eigenpairs_parts(h: jax.Array, *, mesh):
+    """``(w, z, q, d, e, scale, loose)`` of the Hermitian ``h`` (``n x n``) before any repair:
+    `_reduction_parts`, then `_window_parts`."""
+    w, q, d, e, scale = _reduction_parts(h, mesh=mesh)
+    z, loose = _window_parts(w, d, e, mesh=mesh)
+    return w, z, q, d, e, scale, loose
 
 
 def _eigenpairs_finish(w, z, q, d, e, scale, *, spec):
@@ -415,6 +436,70 @@ def eigh_2d(a: jax.Array, *, mesh, symmetrize: bool, lower: bool):
     if is_traced(a):
         return _eigh_program(a, mesh=mesh, symmetrize=symmetrize, lower=lower)
     pair, loose, parts = _eigh_unrepaired(a, mesh=mesh, symmetrize=symmetrize, lower=lower)
+    if bool(loose):
+        return _eigh_repair(*parts, mesh=mesh)
+    return pair
+
+
+@functools.partial(jax.jit, static_argnames=("mesh", "symmetrize", "lower"))
+def reduced_2d(a: jax.Array, *, mesh, symmetrize: bool, lower: bool):
+    """`eigh_2d`'s first half: ``(w, q, d, e, scale)``, the reduction ``Qᴴ (scale·a) Q = T``
+    (``q`` in the 2D block layout that fits) and ``T``'s eigenvalues ``w``, for
+    `eigh_from_reduced`.
+
+    Between the two a caller may transform ``q`` (the generalized eigh's ``L⁻ᴴ Q``,
+    so that ``L`` is gone before inverse iteration's window exists): the
+    eigenvectors come back as ``q Z``.
+    """
+    n = a.shape[0]
+    spec = _pair_specs(mesh, n)[1]
+
+    def body(a):
+        h = hermitian_from(a, symmetrize=symmetrize, lower=lower)
+        return _reduction_parts(h, mesh=mesh)
+
+    return run_on_mesh(body, mesh, (P(), spec, P(), P(), P()), a)
+
+
+@functools.partial(jax.jit, static_argnames=("mesh",))
+def _from_reduced_program(w, q, d, e, scale, *, mesh):
+    """`eigh_from_reduced` as one program (traced operands)."""
+    grid = grid_of(mesh, what="distla.linalg.eigh")
+    pair = _pair_specs(mesh, q.shape[0])
+
+    def body(w, q, d, e, scale):
+        # the window once the caller's q exists: XLA's scheduler otherwise made it beside
+        # what makes q (the generalized eigh's L and L⁻ᴴ Q's solve)
+        z, loose = _window_parts(w, d, e, mesh=mesh, after=q)
+        z = _repaired(z, d, e, w, grid=grid, spec=pair[1], needed=loose)
+        return _eigenpairs_finish(w, z, q, d, e, scale, spec=pair[1])
+
+    return run_on_mesh(body, mesh, pair, w, q, d, e, scale)
+
+
+@functools.partial(jax.jit, static_argnames=("mesh",))
+def _from_reduced_unrepaired(w, q, d, e, scale, *, mesh):
+    """The eager `eigh_from_reduced`'s first program, as `_eigh_unrepaired`'s."""
+    pair = _pair_specs(mesh, q.shape[0])
+    spec = pair[1]
+
+    def body(w, q, d, e, scale):
+        # the window once the caller's q exists: XLA's scheduler otherwise made it beside
+        # what makes q (the generalized eigh's L and L⁻ᴴ Q's solve)
+        z, loose = _window_parts(w, d, e, mesh=mesh, after=q)
+        return _eigenpairs_finish(w, z, q, d, e, scale, spec=spec), loose, (w, z, q, d, e, scale)
+
+    out = (pair, P(), (P(), spec, spec, P(), P(), P()))
+    return run_on_mesh(body, mesh, out, w, q, d, e, scale)
+
+
+def eigh_from_reduced(w, q, d, e, scale, *, mesh):
+    """`eigh_2d`'s second half: ``(w, q Z)`` from `reduced_2d`'s parts (``q`` as the caller
+    left it): inverse iteration, the repair when the probe fires (for a concrete
+    ``q`` a second program, run only then, as `eigh_2d`'s), the product by SUMMA."""
+    if is_traced(w, q, d, e, scale):
+        return _from_reduced_program(w, q, d, e, scale, mesh=mesh)
+    pair, loose, parts = _from_reduced_unrepaired(w, q, d, e, scale, mesh=mesh)
     if bool(loose):
         return _eigh_repair(*parts, mesh=mesh)
     return pair
