@@ -73,6 +73,21 @@ def test_hard_cases(kind):
     check_svd(a, u, s, vh)
 
 
+@pytest.mark.parametrize("kind", ["orthogonal", "three-clusters"])
+def test_clusters_wider_than_the_guard(kind):
+    # n = 136: 17 values a device, the guard 2 (block/8): clusters of 45 and 136 values
+    # straddle the cuts, and the completion's QR pairs their halves again
+    n = 136
+    assert _bidiagonal.guard_of(-(-n // 8)) == 2
+    rng = np.random.default_rng(21)
+    counts = [n] if kind == "orthogonal" else [45, 45, n - 90]
+    values = np.repeat([1.0, 3.0, 1e-3][: len(counts)], counts)
+    a = _with_values(rng, n, values)
+    mesh = build_mesh((2, 4), "explicit")
+    u, s, vh = linalg.svd(place(a, mesh), full_matrices=False, plan="distributed")
+    check_svd(a, u, s, vh)
+
+
 def test_every_mesh(mesh):
     a = random_matrix(np.random.default_rng(22), (50, 31), np.float32)
     u, s, vh = linalg.svd(place(a, mesh), plan="distributed")

@@ -163,6 +163,15 @@ def vector_columns(grid) -> P:
     return P(None, tuple(name for name in (grid.col, grid.row) if name is not None))
 
 
+def guard_of(block: int) -> int:
+    """How far a device's range of ``TGK``'s eigenvalues may move to a wider gap:
+    ``block/8`` (``block/4`` below 8). The inverse iteration's window holds
+    ``block + 2·guard`` vectors of length ``2k``, 2.5 shares (3 with ``block/4``), and
+    sets svd's peak beside the reflectors (docs/memory.md); a cluster wider than the
+    guard that straddles a cut is repaired by the completion's QR (`_complete_both`)."""
+    return block // 8 or block // 4
+
+
 def _tgk_vectors(d, e, s, *, grid):
     """``TGK``'s unit eigenvectors (``2k x round_up(k, p)``, columns for ``s`` ascending;
     those past ``k`` are not read) in `vector_columns`: as `_vectors_of_b` reads them (a round trip
@@ -171,7 +180,7 @@ def _tgk_vectors(d, e, s, *, grid):
     cols = vector_columns(grid)
     block = -(-k // grid.size)
     kernel = functools.partial(
-        golub_kahan_vectors, block=block, guard=block // 4, axis_names=cols[1]
+        golub_kahan_vectors, block=block, guard=guard_of(block), axis_names=cols[1]
     )
     return shard_map(kernel, in_specs=(P(), P(), P()), out_specs=cols, check_vma=False)(d, e, s)
 
@@ -256,14 +265,17 @@ def _complete_both(u_b, v_b, keep, when=None):
 
     A loop, not a ``lax.cond`` and not a stack of the two: the loop updates ``u_b``
     and ``v_b`` in place, where a cond's results and a stack would each be more
-    matrices of their size beside them (docs/memory.md)."""
+    matrices of their size beside them (docs/memory.md). Each step completes the
+    carry's first half and moves it behind the other, so two steps leave both in
+    their places (choosing the half by the index, ``where(i == 0, u, v)``, and writing
+    it back the same way held two more matrices of their size in the step)."""
 
     def one(i, halves):
-        u, v = halves
+        this, other = halves
         # the filler differs by half (salt): made from the loop's index, XLA cannot
         # hoist it out of the loop and hold it from the program's start
-        done = completed(jnp.where(i == 0, u, v), keep, salt=i * u.shape[0])
-        return jnp.where(i == 0, done, u), jnp.where(i == 1, done, v)
+        done = completed(this, keep, salt=i * this.shape[0])
+        return other, done  # after two steps (u done, v done), in their places
 
     steps = 2 if when is None else jnp.where(when, 2, 0)
     return lax.fori_loop(0, steps, one, (u_b, v_b))

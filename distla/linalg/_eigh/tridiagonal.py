@@ -208,7 +208,8 @@ def _loose(z):
     eps = jnp.finfo(z.dtype).eps
     probe = start_vectors(jnp.zeros((1,), jnp.int32), n, z.dtype)[0]
     zr = jnp.matmul(z, probe, precision=HIGHEST)
-    off = jnp.matmul(jnp.conj(z.T), zr, precision=HIGHEST) - probe
+    # zᴴ(z r) as the row (z r)ᴴ z: a transposed z was one more matrix (svd held two)
+    off = jnp.conj(jnp.matmul(jnp.conj(zr), z, precision=HIGHEST)) - probe
     return jnp.linalg.norm(off) > 10 * jnp.sqrt(float(n)) * eps * jnp.linalg.norm(probe)
 
 
