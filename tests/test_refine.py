@@ -9,13 +9,19 @@
 """
 
 import functools
+import os
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 import threadpoolctl
-from conftest import build_mesh
+from conftest import CACHE_SETTINGS, build_mesh
 from helpers import THRESHOLD, place, solve_ratio
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
@@ -334,3 +340,96 @@ def test_cho_solve_refines_a_float32_factor_against_a(x64):
     x = distla.linalg.cho_solve(c, b, a=a)
     assert x.dtype == np.float64 and x.shape == (n,)
     assert solve_ratio(a_np, x, b_np) <= THRESHOLD
+
+
+# ------------------------------------- no batched LAPACK call: every device at once hangs
+
+
+def _batched_lapack_calls(text: str) -> list[str]:
+    """The LAPACK custom calls of compiled HLO text whose operand is a batch of matrices.
+
+    jaxlib 0.10.2's CPU kernels (``ParallelBatchMap``) split a large enough batch over
+    XLA's intra-op thread pool and block until the parts are done. Each device runs the
+    call on a pool thread: when every device reaches it at once, all the pool's threads
+    wait on parts queued behind them, and the program never finishes.
+    """
+    calls = []
+    for line in text.splitlines():
+        target = re.search(r'custom_call_target="(lapack_\w+)"', line)
+        operands = re.search(r"operand_layout_constraints=\{(.*?)\}\}", line)
+        if not (target and operands):
+            continue
+        for dims in re.findall(r"\w+\[([\d,]*)\]", operands.group(1)):
+            sizes = [int(d) for d in dims.split(",") if d]
+            if len(sizes) > 2 and np.prod(sizes[:-2]) > 1:
+                calls.append(f"{target.group(1)} [{dims}]")
+    return calls
+
+
+# GMRES's least squares as it was: one SVD per column, all columns in one call
+_BATCHED_SVD = (
+    "  %custom-call.10 = (f64[131,13,12]{1,2,0}, f64[131,12]{1,0}) custom-call(%t), "
+    'custom_call_target="lapack_dgesdd_ffi", operand_layout_constraints={f64[131,13,12]{1,2,0}}, '
+    'api_version=API_VERSION_TYPED_FFI, frontend_attributes={num_batch_dims="1"}'
+)
+
+
+def test_refinement_holds_no_batched_lapack_call(x64):
+    # GMRES's least squares, one small Hessenberg matrix per column, was a batched SVD
+    # (f64[131,13,12] on every device with 131 right-hand sides); now Givens rotations
+    assert _batched_lapack_calls(_BATCHED_SVD) == ["lapack_dgesdd_ffi [131,13,12]"]
+    mesh = build_mesh((2, 4), "auto")
+    n, k = 48, 131
+    rng = np.random.default_rng(9)
+    g = rng.standard_normal((n, n))
+    a = place(g @ g.T + n * np.eye(n), mesh)
+    b = place(rng.standard_normal((n, k)), mesh)
+    c = distla.linalg.cho_factor(a.astype(jnp.float32), lower=True)
+    with jax.set_mesh(mesh):
+        f = jax.jit(lambda c, b, a: distla.linalg.cho_solve((c, True), b, a=a))
+        text = f.lower(c[0], b, a).compile().as_text()
+    assert "lapack_dtrsm" in text  # the block solves: one matrix each
+    assert _batched_lapack_calls(text) == []
+
+
+_MANY_RHS = """
+import numpy as np
+import jax, jax.numpy as jnp
+import distla
+
+jax.config.update("jax_enable_x64", True)
+n = 96
+rng = np.random.default_rng(1)
+g = rng.standard_normal((n, n))
+a_np = g @ g.T / n + 0.01 * np.eye(n)
+for shape, kind in (((2, 4), "Auto"), ((4, 2), "Explicit")):
+    kinds = (getattr(jax.sharding.AxisType, kind),) * 2
+    mesh = jax.make_mesh(shape, ("x", "y"), axis_types=kinds)
+    a = distla.shard(a_np, mesh)
+    c = distla.linalg.cho_factor(a.astype(jnp.float32), lower=True)
+    for k in (131, n):
+        b_np = rng.standard_normal((n, k))
+        b = distla.shard(b_np, mesh)
+        with jax.set_mesh(mesh):
+            for _ in range(3):
+                x = np.asarray(distla.linalg.cho_solve(c, b, a=a))
+                assert np.abs(a_np @ x - b_np).max() < 1e-9 * np.abs(b_np).max(), (shape, k)
+print("finished", flush=True)
+"""
+
+
+def test_mixed_cho_solve_with_many_right_hand_sides_finishes():
+    # The refinement with more than 128 right-hand sides runs GMRES's least squares on
+    # every device at once; with the batched SVD it hung (3 runs of 3 on 2x4 Auto with
+    # cho_solve's one-program sweeps, 1 of 2 before them): a process that does not
+    # finish in time fails, it does not hang the suite.
+    env = {**os.environ, "DISTLA_PLAN_BUDGET": "0"}
+    env.update({k.upper(): str(v) for k, v in CACHE_SETTINGS.items()})  # the run's cache
+    run = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(_MANY_RHS)],
+        cwd=Path(__file__).parent, env=env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert run.returncode == 0, (
+        f"status {run.returncode}\n{run.stdout[-3000:]}\n{run.stderr[-6000:]}"
+    )
+    assert "finished" in run.stdout
