@@ -10,7 +10,6 @@
 
 import functools
 import os
-import re
 import subprocess
 import sys
 import textwrap
@@ -342,54 +341,7 @@ def test_cho_solve_refines_a_float32_factor_against_a(x64):
     assert solve_ratio(a_np, x, b_np) <= THRESHOLD
 
 
-# ------------------------------------- no batched LAPACK call: every device at once hangs
-
-
-def _batched_lapack_calls(text: str) -> list[str]:
-    """The LAPACK custom calls of compiled HLO text whose operand is a batch of matrices.
-
-    jaxlib 0.10.2's CPU kernels (``ParallelBatchMap``) split a large enough batch over
-    XLA's intra-op thread pool and block until the parts are done. Each device runs the
-    call on a pool thread: when every device reaches it at once, all the pool's threads
-    wait on parts queued behind them, and the program never finishes.
-    """
-    calls = []
-    for line in text.splitlines():
-        target = re.search(r'custom_call_target="(lapack_\w+)"', line)
-        operands = re.search(r"operand_layout_constraints=\{(.*?)\}\}", line)
-        if not (target and operands):
-            continue
-        for dims in re.findall(r"\w+\[([\d,]*)\]", operands.group(1)):
-            sizes = [int(d) for d in dims.split(",") if d]
-            if len(sizes) > 2 and np.prod(sizes[:-2]) > 1:
-                calls.append(f"{target.group(1)} [{dims}]")
-    return calls
-
-
-# GMRES's least squares as it was: one SVD per column, all columns in one call
-_BATCHED_SVD = (
-    "  %custom-call.10 = (f64[131,13,12]{1,2,0}, f64[131,12]{1,0}) custom-call(%t), "
-    'custom_call_target="lapack_dgesdd_ffi", operand_layout_constraints={f64[131,13,12]{1,2,0}}, '
-    'api_version=API_VERSION_TYPED_FFI, frontend_attributes={num_batch_dims="1"}'
-)
-
-
-def test_refinement_holds_no_batched_lapack_call(x64):
-    # GMRES's least squares, one small Hessenberg matrix per column, was a batched SVD
-    # (f64[131,13,12] on every device with 131 right-hand sides); now Givens rotations
-    assert _batched_lapack_calls(_BATCHED_SVD) == ["lapack_dgesdd_ffi [131,13,12]"]
-    mesh = build_mesh((2, 4), "auto")
-    n, k = 48, 131
-    rng = np.random.default_rng(9)
-    g = rng.standard_normal((n, n))
-    a = place(g @ g.T + n * np.eye(n), mesh)
-    b = place(rng.standard_normal((n, k)), mesh)
-    c = distla.linalg.cho_factor(a.astype(jnp.float32), lower=True)
-    with jax.set_mesh(mesh):
-        f = jax.jit(lambda c, b, a: distla.linalg.cho_solve((c, True), b, a=a))
-        text = f.lower(c[0], b, a).compile().as_text()
-    assert "lapack_dtrsm" in text  # the block solves: one matrix each
-    assert _batched_lapack_calls(text) == []
+# ------------------------- many right-hand sides refined on every device at once
 
 
 _MANY_RHS = """
@@ -433,3 +385,25 @@ def test_mixed_cho_solve_with_many_right_hand_sides_finishes():
         f"status {run.returncode}\n{run.stdout[-3000:]}\n{run.stderr[-6000:]}"
     )
     assert "finished" in run.stdout
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128])
+def test_gmres_least_squares_by_givens_rotations(x64, dtype):
+    # min ||beta e1 - H y|| per column, against numpy's lstsq: full rank, a breakdown
+    # (H's columns zero from the 6th on: y's entries there 0), and all zero (classical)
+    rng = np.random.default_rng(10)
+    m, cols = _refine_loop.GMRES_BASIS, 5
+    h = rng.standard_normal((cols, m + 1, m))
+    if dtype == np.complex128:
+        h = h + 1j * rng.standard_normal((cols, m + 1, m))
+    h = np.triu(h, -1).astype(dtype)
+    h[-1, :, 5:] = 0
+    h[-1, 6, 4] = 0
+    beta = rng.uniform(1, 2, cols).astype(dtype)
+    y = np.asarray(_refine_loop._least_squares(jnp.asarray(np.moveaxis(h, 0, -1)), beta, m=m))
+    for c in range(cols):
+        want = np.linalg.lstsq(h[c], np.eye(m + 1, 1)[:, 0] * beta[c], rcond=None)[0]
+        tol = 1e-15 * np.linalg.cond(h[c][:, : (5 if c == cols - 1 else m)]) * np.abs(want).max()
+        np.testing.assert_allclose(y[:, c], want, rtol=0, atol=tol)
+    zero = _refine_loop._least_squares(jnp.zeros((m + 1, m, 2), dtype), jnp.zeros(2, dtype), m=m)
+    np.testing.assert_array_equal(np.asarray(zero), 0)
