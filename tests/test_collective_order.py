@@ -125,6 +125,11 @@ def _cases(n: int):
         "lu_factor": (lambda a: L.lu_factor(a, block_size=8), (a,)),
         "inv": (lambda a: L.inv(a), (a,)),
         "cho_solve": (lambda s, b: L.solve(s, b, assume_a="pos"), (spd, b)),
+        # more than 128 right-hand sides: both sweeps in one program
+        "cho_solve_many": (
+            lambda s, b: L.cho_solve(L.cho_factor(s, lower=True), b),
+            (spd, rng.standard_normal((n, 130)).astype(np.float32)),
+        ),
         "solve_triangular": (lambda a, b: L.solve_triangular(a, b, lower=True), (a, b)),
         "qr": (lambda a: L.qr(a), (a,)),
         "qr_tall": (lambda t: L.qr(t), (tall,)),

@@ -122,3 +122,20 @@ def test_chunked_results_are_numpys(kind):
     s = a_np + np.swapaxes(a_np, -1, -2)
     w = distla.linalg.eigvalsh(distla.shard(s.astype(np.float32), mesh, spec))
     np.testing.assert_allclose(w, np.linalg.eigvalsh(s), rtol=tol, atol=tol * 10)
+
+
+def test_refinement_calls_lapack_one_matrix_at_a_time(x64):
+    """GMRES-IR's least squares, one small Hessenberg matrix a right-hand side, was one
+    batched SVD on every device (``f64[131,13,12]`` for 131 right-hand sides): it hung
+    ``cho_solve`` with ``a=`` on 2x4 (every intra-op thread inside ``gesdd``, 5 runs of
+    6). It is Givens rotations now; the block solves are one matrix each."""
+    mesh = build_mesh((2, 4), "auto")
+    n, k = 48, 131
+    rng = np.random.default_rng(9)
+    g = rng.standard_normal((n, n))
+    a = distla.shard(g @ g.T + n * np.eye(n), mesh)
+    b = distla.shard(rng.standard_normal((n, k)), mesh)
+    c, _ = distla.linalg.cho_factor(a.astype(np.float32), lower=True)
+    with jax.set_mesh(mesh):
+        calls = lapack_calls(lambda c, b, a: distla.linalg.cho_solve((c, True), b, a=a), c, b, a)
+    assert calls and all(members == 1 for _, members, _ in calls), calls

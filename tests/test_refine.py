@@ -9,13 +9,18 @@
 """
 
 import functools
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 import threadpoolctl
-from conftest import build_mesh
+from conftest import CACHE_SETTINGS, build_mesh
 from helpers import THRESHOLD, place, solve_ratio
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
@@ -334,3 +339,71 @@ def test_cho_solve_refines_a_float32_factor_against_a(x64):
     x = distla.linalg.cho_solve(c, b, a=a)
     assert x.dtype == np.float64 and x.shape == (n,)
     assert solve_ratio(a_np, x, b_np) <= THRESHOLD
+
+
+# ------------------------- many right-hand sides refined on every device at once
+
+
+_MANY_RHS = """
+import numpy as np
+import jax, jax.numpy as jnp
+import distla
+
+jax.config.update("jax_enable_x64", True)
+n = 96
+rng = np.random.default_rng(1)
+g = rng.standard_normal((n, n))
+a_np = g @ g.T / n + 0.01 * np.eye(n)
+for shape, kind in (((2, 4), "Auto"), ((4, 2), "Explicit")):
+    kinds = (getattr(jax.sharding.AxisType, kind),) * 2
+    mesh = jax.make_mesh(shape, ("x", "y"), axis_types=kinds)
+    a = distla.shard(a_np, mesh)
+    c = distla.linalg.cho_factor(a.astype(jnp.float32), lower=True)
+    for k in (131, n):
+        b_np = rng.standard_normal((n, k))
+        b = distla.shard(b_np, mesh)
+        with jax.set_mesh(mesh):
+            for _ in range(3):
+                x = np.asarray(distla.linalg.cho_solve(c, b, a=a))
+                assert np.abs(a_np @ x - b_np).max() < 1e-9 * np.abs(b_np).max(), (shape, k)
+print("finished", flush=True)
+"""
+
+
+def test_mixed_cho_solve_with_many_right_hand_sides_finishes():
+    # The refinement with more than 128 right-hand sides runs GMRES's least squares on
+    # every device at once; with the batched SVD it hung (3 runs of 3 on 2x4 Auto with
+    # cho_solve's one-program sweeps, 1 of 2 before them): a process that does not
+    # finish in time fails, it does not hang the suite.
+    env = {**os.environ, "DISTLA_PLAN_BUDGET": "0"}
+    env.update({k.upper(): str(v) for k, v in CACHE_SETTINGS.items()})  # the run's cache
+    run = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(_MANY_RHS)],
+        cwd=Path(__file__).parent, env=env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert run.returncode == 0, (
+        f"status {run.returncode}\n{run.stdout[-3000:]}\n{run.stderr[-6000:]}"
+    )
+    assert "finished" in run.stdout
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128])
+def test_gmres_least_squares_by_givens_rotations(x64, dtype):
+    # min ||beta e1 - H y|| per column, against numpy's lstsq: full rank, a breakdown
+    # (H's columns zero from the 6th on: y's entries there 0), and all zero (classical)
+    rng = np.random.default_rng(10)
+    m, cols = _refine_loop.GMRES_BASIS, 5
+    h = rng.standard_normal((cols, m + 1, m))
+    if dtype == np.complex128:
+        h = h + 1j * rng.standard_normal((cols, m + 1, m))
+    h = np.triu(h, -1).astype(dtype)
+    h[-1, :, 5:] = 0
+    h[-1, 6, 4] = 0
+    beta = rng.uniform(1, 2, cols).astype(dtype)
+    y = np.asarray(_refine_loop._least_squares(jnp.asarray(np.moveaxis(h, 0, -1)), beta, m=m))
+    for c in range(cols):
+        want = np.linalg.lstsq(h[c], np.eye(m + 1, 1)[:, 0] * beta[c], rcond=None)[0]
+        tol = 1e-15 * np.linalg.cond(h[c][:, : (5 if c == cols - 1 else m)]) * np.abs(want).max()
+        np.testing.assert_allclose(y[:, c], want, rtol=0, atol=tol)
+    zero = _refine_loop._least_squares(jnp.zeros((m + 1, m, 2), dtype), jnp.zeros(2, dtype), m=m)
+    np.testing.assert_array_equal(np.asarray(zero), 0)

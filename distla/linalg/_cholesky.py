@@ -45,7 +45,7 @@ from .._core.mesh import Grid, constrain, fitting_spec, run_on_mesh, shard_map, 
 from .._core.plan import Plan, check_block_size
 from .._core.stacked import stack
 from ._refine import Factorisation, check_system, lower_precision, refine
-from ._triangular import solve_2d, solve_linear
+from ._triangular import many_rhs, solve_2d, solve_linear, sweeps_2d
 
 # Panel width the default block size aims at, and the most segments (fori_loops)
 # one factorisation compiles into (see kernels/cholesky.py). Each segment is
@@ -431,8 +431,13 @@ def cho_factor(
 
 
 def cho_solve_2d(c, b, *, lower, call: Plan):
-    tri = dict(lower=lower, unit_diagonal=False, call=call)
     first, second = (0, 2) if lower else (2, 0)  # L y = b, L^H x = y; or U^H y = b, U x = y
+    if many_rhs(call, b):
+        # both sweeps in one program, b on c's grid throughout: c, b, x and the panels
+        # (3.7 shares at n = 4096; 4.7 as the two programs below, whose once(c, y) XLA
+        # made as a copy of c, held through the second sweep)
+        return sweeps_2d(c, b, sweeps=((first, lower), (second, lower)), call=call)
+    tri = dict(lower=lower, unit_diagonal=False, call=call)
     y = solve_2d(c, b, trans=first, **tri)
     # the second sweep reads c once y exists: XLA otherwise relays c out for both
     # sweeps at the start and holds the two block-cyclic copies at once (4.3 shares,
@@ -544,7 +549,8 @@ def cho_solve(
     ``jax.scipy.linalg.cho_solve``.
 
     Two distributed triangular solves with the factor (``Lᴴ x = L⁻¹ b`` or
-    ``U x = U⁻ᴴ b``).
+    ``U x = U⁻ᴴ b``); with more than 128 right-hand sides both in one program, ``b``
+    solved where it lies on the factor's grid.
 
     Args:
       c_and_lower: ``(c, lower)`` from [`cho_factor`][distla.linalg.cho_factor].

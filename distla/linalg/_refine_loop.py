@@ -10,6 +10,7 @@ operators for one sharded matrix and for everything else; the algorithm
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -70,6 +71,52 @@ def _norm2(ops: Ops, v):
     return jnp.sqrt(jnp.real(ops.dot(v, v)))
 
 
+def _givens(a, b):
+    """``(c, s)`` of the rotation ``[c, s; -conj(s), c]`` (``c`` real) that maps ``(a, b)`` to
+    ``(ρ, 0)``, elementwise; ``(1, 0)`` where both are zero."""
+    r = jnp.sqrt(jnp.abs(a) ** 2 + jnp.abs(b) ** 2)
+    abs_a = jnp.abs(a)
+    safe_r = jnp.where(r > 0, r, 1)
+    phase = jnp.where(abs_a > 0, a / jnp.where(abs_a > 0, abs_a, 1), 1)  # a/|a| (1 for a = 0)
+    c = jnp.where(r > 0, abs_a / safe_r, 1)
+    s = jnp.where(r > 0, phase * jnp.conj(b) / safe_r, 0)
+    return c.astype(a.dtype), s
+
+
+def _least_squares(hess, beta, *, m: int):
+    """``y`` minimising ``||beta e1 - H y||`` for each column: ``H`` (``hess``) is ``(m+1, m,
+    *cols)`` upper Hessenberg, ``beta`` ``(*cols)``; ``y`` is ``(m, *cols)``.
+
+    GMRES's own least squares: Givens rotations make ``H`` upper triangular (``R``) and
+    rotate ``beta e1`` with it (``g``), then ``R y = g`` by back substitution. Plain
+    element-wise arithmetic over the columns, unrolled over the ``m`` rows. (Not LAPACK:
+    jaxlib 0.10.2's CPU kernels split a large batch over XLA's intra-op thread pool and
+    block until it is done; when every device of a mesh reaches the batched call at
+    once, each holds a pool thread waiting on work queued behind the others, and the
+    program never finishes: a batched SVD here hung ``cho_solve`` with ``a`` and 131
+    right-hand sides on 2x4.) After a breakdown (a zero Krylov vector, whose columns of
+    ``H`` are zero, or a diagonal of ``R`` under ``m·eps`` of the largest) the
+    corresponding entries of ``y`` are 0, as the SVD's cut-off left them before.
+    """
+    rows = [[hess[i, j] for j in range(m)] for i in range(m + 1)]
+    g = [beta] + [jnp.zeros_like(beta) for _ in range(m)]
+    for i in range(m):  # zero H[i+1, i], rotating rows i and i+1 of H and g
+        c, s = _givens(rows[i][i], rows[i + 1][i])
+        for j in range(i, m):
+            top, bot = rows[i][j], rows[i + 1][j]
+            rows[i][j] = c * top + s * bot
+            rows[i + 1][j] = -jnp.conj(s) * top + c * bot
+        g[i], g[i + 1] = c * g[i] + s * g[i + 1], -jnp.conj(s) * g[i]
+    diag = [jnp.abs(rows[i][i]) for i in range(m)]
+    cut = functools.reduce(jnp.maximum, diag) * m * jnp.finfo(beta.dtype).eps
+    y = [None] * m
+    for i in reversed(range(m)):  # R y = g, with y_i = 0 where R_ii is under the cut-off
+        rest = g[i] - sum((rows[i][j] * y[j] for j in range(i + 1, m)), jnp.zeros_like(beta))
+        keep = diag[i] > cut
+        y[i] = jnp.where(keep, rest / jnp.where(keep, rows[i][i], 1), 0)
+    return jnp.stack(y)
+
+
 def _correction(ops: Ops, r, steps, *, m: int):
     """``d ≈ A^-1 r``: ``M^-1 r`` (``steps == 0``, classical refinement) or GMRES.
 
@@ -83,7 +130,8 @@ def _correction(ops: Ops, r, steps, *, m: int):
     safe = lambda s: jnp.where(s > 0, s, 1).astype(dtype)  # noqa: E731 (breakdown: keep 0)
     basis = jnp.zeros((m + 1, *r.shape), dtype) + (r * 0)[None]  # r's layout, m+1 vectors
     beta = _norm2(ops, r) * 0  # per column
-    hess = jnp.zeros((m + 1, m, *beta.shape), dtype)
+    # beta's layout (on an Explicit mesh the columns may be split, as the dots give them)
+    hess = jnp.zeros((m + 1, m, *beta.shape), dtype) + jnp.zeros_like(beta, dtype)[None, None]
 
     def arnoldi(j, state):
         basis, hess, beta = state
@@ -104,15 +152,7 @@ def _correction(ops: Ops, r, steps, *, m: int):
         return basis.at[j].set(w / ops.spread(safe(hn))), hess, beta
 
     basis, hess, beta = lax.fori_loop(0, steps + 1, arnoldi, (basis, hess, beta))
-    # least squares min ||beta e1 - H y|| for each column, by the SVD (breakdown-safe)
-    h = jnp.moveaxis(hess, (0, 1), (-2, -1))  # (cols, m+1, m)
-    u, s, vh = jnp.linalg.svd(h, full_matrices=False)
-    cut = s[..., :1] * m * jnp.finfo(dtype).eps
-    coef = jnp.conj(u[..., 0, :]) * beta[..., None].astype(dtype)  # U^H (beta e1)
-    y = jnp.einsum(
-        "...ji,...j->...i", jnp.conj(vh), jnp.where(s > cut, coef / jnp.where(s > cut, s, 1), 0)
-    )  # (cols, m)
-    y = jnp.where(steps == 0, 0, jnp.moveaxis(y, -1, 0))  # (m, cols)
+    y = jnp.where(steps == 0, 0, _least_squares(hess, beta.astype(dtype), m=m))  # (m, cols)
     # d = sum_i y_i v_i (i < m); classical: d = beta v_0 = M^-1 r
     coef = jnp.concatenate([y, jnp.zeros_like(y[:1])])
     coef = coef.at[0].add(jnp.where(steps == 0, beta.astype(dtype), 0))

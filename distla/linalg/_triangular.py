@@ -9,7 +9,9 @@ transposed triangle.
 
 `SOLVE_TRIANGULAR` declares the public function for the route
 (``distla._core.route``); `solve_2d` and `solve_linear` are the
-family's solves for the others (Cholesky, expm, eigh's repair).
+family's solves for the others (Cholesky, expm, eigh's repair), and `sweeps_2d`
+several solves with one matrix in one program (``cho_solve``'s two, with many
+right-hand sides).
 """
 
 from __future__ import annotations
@@ -44,38 +46,89 @@ def _trans_code(trans, what: str) -> int:
 @functools.partial(jax.jit, static_argnames=("call", "trans", "lower", "unit_diagonal"))
 def triangular_solve(a, b, *, call: Plan, trans, lower, unit_diagonal):
     """``op(T)⁻¹ b`` for one matrix: ``T`` the ``lower``/upper triangle of ``a`` (no derivative)."""
-    grid, dtype = call.grid, call.dtype
+    if many_rhs(call, b):
+        # T's block columns move, B stays on T's grid for every trans
+        sweep = ((trans, lower),)
+        return triangular_sweeps(a, b, call=call, sweeps=sweep, unit_diagonal=unit_diagonal)
+    # few right-hand sides: they move, not T; op(T) of a block-cyclic T is the local
+    # transpose on the transposed grid
+    grid = call.grid
     nb, n_pad = blocking(grid, a.shape[0])
     blocks = grid.block_spec
-    # op(T) of a block-cyclic T is the local transpose on the transposed grid (few
-    # right-hand sides: they move, not T); with many, B stays on T's grid and each step
-    # moves one block row of T to op(T)'s block column (B on the transposed grid would
-    # be two more shares: its copy there and the solution's way back)
-    same_grid = trans != 0 and b.ndim == 2 and not rhs_of(grid, b.shape, trans).few
-    rhs = rhs_of(grid, b.shape, 0 if same_grid else trans)
-    rows, cols = (grid.row, grid.col) if trans == 0 or same_grid else (grid.col, grid.row)
+    rhs = rhs_of(grid, b.shape, trans)
+    rows, cols = (grid.row, grid.col) if trans == 0 else (grid.col, grid.row)
     tri_lower = lower if trans == 0 else not lower
     solve = dict(lower=tri_lower, unit_diagonal=unit_diagonal, row_axis=rows, col_axis=cols)
     solve |= dict(nb=nb, precision=HIGHEST)
 
     def body(a, b):
-        a = constrain(pad_identity(a.astype(dtype), n_pad), blocks)
+        a = constrain(pad_identity(a.astype(call.dtype), n_pad), blocks)
 
         def kernel(a_blk, b_blk):
             x = to_block_cyclic_2d(b_blk, row_axis=rows, col_axis=None, nb=nb)
-            if rhs.few:
-                t = to_cyclic(a_blk, grid, nb)
-                if trans:
-                    t = t.T.conj() if trans == 2 else t.T
-                x = trsm_few(t, x, **solve)
-            else:
-                # T stays in the contiguous order, its block columns moved step by step:
-                # a block-cyclic copy would be one more share beside T, B and X
-                x = trsm_many(a_blk, x, contiguous=True, op=trans, same_grid=same_grid, **solve)
+            t = to_cyclic(a_blk, grid, nb)
+            if trans:
+                t = t.T.conj() if trans == 2 else t.T
+            x = trsm_few(t, x, **solve)
             return from_block_cyclic_2d(x, row_axis=rows, col_axis=None, nb=nb)
 
         x = shard_map(kernel, in_specs=(blocks, rhs.spec), out_specs=rhs.spec, check_vma=False)(
-            a, rhs.pad(b, n_pad, dtype)
+            a, rhs.pad(b, n_pad, call.dtype)
+        )
+        return rhs.crop(x)
+
+    return run_on_mesh(body, grid.mesh, result_spec(grid, b.shape), a, b)
+
+
+def many_rhs(call: Plan, b) -> bool:
+    """Whether ``b`` is ``[n, k]`` with more than a few columns: the solves that move
+    ``T``'s block columns, ``B`` on ``T``'s grid for every ``trans`` (`triangular_sweeps`)."""
+    return b.ndim == 2 and not rhs_of(call.grid, b.shape, 0).few
+
+
+@functools.partial(jax.jit, static_argnames=("call", "sweeps", "unit_diagonal"))
+def triangular_sweeps(a, b, *, call: Plan, sweeps, unit_diagonal=False):
+    """``op_s(T_s)⁻¹ ⋯ op_1(T_s)⁻¹ b`` in one program, for many right-hand sides (no derivative).
+
+    ``sweeps`` is ``((trans, lower), ...)``, applied in order; ``T`` each time the
+    ``lower``/upper triangle of ``a``. ``b`` (``[n, k]``, ``k`` more than
+    ``FEW_RHS``) goes to block-cyclic rows once and stays on ``T``'s grid through
+    every sweep (``trsm_many``; ``trans`` 1 and 2 gather ``T``'s block rows,
+    ``same_grid``), and comes back once: between two sweeps no solution is held in
+    the 2D block layout beside its block-cyclic copy (``cho_solve``'s two sweeps:
+    ``a``, ``b``, ``x`` and the panels, where two programs held a fourth share).
+    """
+    grid = call.grid
+    nb, n_pad = blocking(grid, a.shape[0])
+    blocks = grid.block_spec
+    rhs = rhs_of(grid, b.shape, 0)  # rows over the grid's rows, columns over its columns
+    axes = dict(row_axis=grid.row, col_axis=grid.col, nb=nb, precision=HIGHEST)
+
+    def body(a, b):
+        a = constrain(pad_identity(a.astype(call.dtype), n_pad), blocks)
+
+        def kernel(a_blk, b_blk):
+            x = to_block_cyclic_2d(b_blk, row_axis=grid.row, col_axis=None, nb=nb)
+            for trans, lower in sweeps:
+                # T stays in the contiguous order, its block columns (trans 0) or block
+                # rows (1, 2: B need not go to the transposed grid and back, two more
+                # shares) moved step by step: a block-cyclic copy of T would be one more
+                # share beside T, B and X; op(T) is lower for T lower and trans 0
+                tri_lower = lower if trans == 0 else not lower
+                x = trsm_many(
+                    a_blk,
+                    x,
+                    lower=tri_lower,
+                    unit_diagonal=unit_diagonal,
+                    contiguous=True,
+                    op=trans,
+                    same_grid=trans != 0,
+                    **axes,
+                )
+            return from_block_cyclic_2d(x, row_axis=grid.row, col_axis=None, nb=nb)
+
+        x = shard_map(kernel, in_specs=(blocks, rhs.spec), out_specs=rhs.spec, check_vma=False)(
+            a, rhs.pad(b, n_pad, call.dtype)
         )
         return rhs.crop(x)
 
@@ -179,6 +232,61 @@ def solve_2d(a, b, *, trans, lower, unit_diagonal, call: Plan):
     """
     flags = dict(trans=trans, lower=lower, unit_diagonal=unit_diagonal)
     return route.distributed(_SOLVE_2D, call, a, b, **flags)
+
+
+def _sweeps_one(a, b, *, sweeps, unit_diagonal):
+    """`triangular_sweeps` with jax's solves (one device, or one member of a stack)."""
+    for trans, lower in sweeps:
+        b = jsl.solve_triangular(a, b, trans=trans, lower=lower, unit_diagonal=unit_diagonal)
+    return b
+
+
+def _stacked_sweeps(plan: Plan, a, rhs, **flags):
+    """`_sweeps_one` on each device's members (vmap of the sweeps of one matrix)."""
+    ref = functools.partial(_sweeps_one, **flags)
+    return stack(ref, (a, rhs), (2, 2), 2, mesh=plan.mesh)
+
+
+# (a, b) -> the sweeps' solution in one program, whose jax.vmap is one stacked call
+_SWEEPS = route.Op(
+    "distla.linalg.solve_triangular",
+    one_device=_sweeps_one,
+    distributed=lambda plan, a, b, **flags: triangular_sweeps(a, b, call=plan, **flags),
+    vmap=route.by_stacks(_stacked_sweeps),
+)
+
+
+def _sweeps_jvp(fn, plan: Plan, primals, tangents, *, sweeps, unit_diagonal):
+    def chain(a, b):  # the same solves one by one, each solve_linear's rules
+        for trans, lower in sweeps:
+            flags = dict(trans=trans, lower=lower, unit_diagonal=unit_diagonal)
+            b = solve_linear(a, b, call=plan, **flags)
+        return b
+
+    return route.jvp_in_live(chain, primals, tangents)
+
+
+_SWEEPS_2D = route.Op(
+    "distla.linalg.solve_triangular",
+    one_device=_sweeps_one,
+    distributed=lambda plan, a, b, **flags: like(
+        route.distributed(_SWEEPS, plan, a, b, **flags), b
+    ),
+    jvp=_sweeps_jvp,
+    symbolic_zeros=True,
+    on_mesh=False,
+)
+
+
+def sweeps_2d(a, b, *, sweeps, call: Plan, unit_diagonal: bool = False):
+    """`triangular_sweeps` (``[n, k]`` ``b``, ``k`` more than a few: `many_rhs`),
+    differentiable in ``a`` and ``b`` to any order.
+
+    The primal is one program (its ``jax.vmap`` one stacked call); the derivatives are
+    those of the same solves made one by one with `solve_linear`.
+    """
+    flags = dict(sweeps=tuple(sweeps), unit_diagonal=unit_diagonal)
+    return route.distributed(_SWEEPS_2D, call, a, b, **flags)
 
 
 def _check(what, a, b, **flags):
