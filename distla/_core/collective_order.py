@@ -47,24 +47,10 @@ def _iota_groups(spec: str) -> list[tuple[int, ...]] | None:
     m = re.fullmatch(r"\[(\d+),(\d+)\]<=\[([\d,]+)\](?:T\(([\d,]+)\))?", spec.strip())
     if not m:
         return None
-    g, s = int(m.group(1)), int(m.group(2))
-    dims = [int(d) for d in m.group(3).split(",")]
-    ids = list(range(g * s))
-    if m.group(4):  # reshape iota to dims, transpose by perm, flatten
-        perm = [int(p) for p in m.group(4).split(",")]
-        strides = [1] * len(dims)
-        for i in range(len(dims) - 2, -1, -1):
-            strides[i] = strides[i + 1] * dims[i + 1]
-        tdims = [dims[p] for p in perm]
-        ids = []
-        for flat in range(g * s):
-            idx, rem = [], flat
-            for d in reversed(tdims):
-                idx.append(rem % d)
-                rem //= d
-            idx.reverse()
-            ids.append(sum(idx[k] * strides[perm[k]] for k in range(len(perm))))
-    return [tuple(ids[i * s : (i + 1) * s]) for i in range(g)]
+    s = int(m.group(2))
+    perm = m.group(4) and [int(p) for p in m.group(4).split(",")]
+    ids = hlo.iota_device_ids([int(d) for d in m.group(3).split(",")], perm or None)
+    return [tuple(ids[i : i + s]) for i in range(0, len(ids), s)]
 
 
 def groups(ins: hlo.Instruction) -> list[frozenset[int]]:

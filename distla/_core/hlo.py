@@ -12,6 +12,8 @@ import dataclasses
 import math
 import re
 
+import numpy as np
+
 _ITEMSIZE = {
     "pred": 1,
     "s4": 1,
@@ -192,25 +194,20 @@ _MESH_AXES_GROUPS = re.compile(
 )
 
 
+def iota_device_ids(dims: list[int], perm: list[int] | None = None) -> list[int]:
+    """XLA's iota device list ``[dims]T(perm)``: iota(prod dims) reshaped to ``dims``,
+    transposed by ``perm``, flattened."""
+    order = range(len(dims)) if perm is None else perm  # (numpy's None reverses the axes)
+    return np.arange(math.prod(dims)).reshape(dims).transpose(order).ravel().tolist()
+
+
 def _device_ids(text: str) -> list[int] | None:
-    """``device_ids``' devices: a list, or XLA's iota ``[dims]T(perm)`` (iota(prod dims)
-    reshaped to dims, transposed by perm, flattened); None when absent."""
+    """``device_ids``' devices: a list or XLA's iota (`iota_device_ids`); None when absent."""
     iota = re.fullmatch(r"\[([\d,]+)\](?:T\(([\d,]+)\))?", text.strip())
     if not iota:
         return [int(i) for i in re.findall(r"\d+", text)] or None
-    dims = [int(d) for d in iota.group(1).split(",")]
-    perm = [int(p) for p in iota.group(2).split(",")] if iota.group(2) else list(range(len(dims)))
-    strides = [math.prod(dims[k + 1 :]) for k in range(len(dims))]
-    shape = [dims[p] for p in perm]
-    out = []
-    for flat in range(math.prod(dims)):
-        idx, rem = [], flat
-        for d in reversed(shape):
-            idx.append(rem % d)
-            rem //= d
-        idx.reverse()
-        out.append(sum(i * strides[p] for i, p in zip(idx, perm)))
-    return out
+    perm = iota.group(2) and [int(p) for p in iota.group(2).split(",")]
+    return iota_device_ids([int(d) for d in iota.group(1).split(",")], perm or None)
 
 
 def mesh_axes_groups(attrs: str) -> list[tuple[int, ...]] | None:
@@ -240,12 +237,7 @@ def mesh_axes_groups(attrs: str) -> list[tuple[int, ...]] | None:
             digits[name].append((1, whole))
     ids = _device_ids(m.group(2) or "")
     groups: dict[tuple[int, ...], list[int]] = {}
-    for flat in range(math.prod(sizes)):
-        coords, rem = [], flat
-        for size in reversed(sizes):
-            coords.append(rem % size)
-            rem //= size
-        coords.reverse()
+    for flat, coords in enumerate(np.ndindex(*sizes)):  # row-major over the axes
         key = tuple(
             c - sum((c // stride) % size * stride for stride, size in digits[name])
             for name, c in zip(names, coords)
