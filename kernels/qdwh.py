@@ -100,6 +100,10 @@ def qr_product(
         panels=panels,
         stages=stages,
         precision=precision,
+        t_factors=False,  # each panel's T made again in Q's formation
+        # column k of [√c X; I] is zero past row m + k·nb + nb: X's rows and the
+        # identity's (filled in above its diagonal by the reflectors) down to row k·nb + nb
+        span=mloc * pr + nb,
     )
     q = form_q(
         h, ts, nloc, row_axis=row_axis, col_axis=col_axis, nb=nb, stages=stages, precision=precision
