@@ -84,7 +84,7 @@ def larft(v: jax.Array, tau: jax.Array, *, precision) -> jax.Array:
 
 
 def t_from_v(v: jax.Array, tau: jax.Array, *, row_axis: str | None, precision) -> jax.Array:
-    """:func:`larft`'s ``T`` again, from this device row's rows of ``V`` and the ``tau``\ s.
+    """:func:`larft`'s ``T`` again, from this device row's rows of ``V`` and the taus.
 
     ``T⁻¹ = diag(1/tau) + striu(Vᴴ V)`` (the UT transform: Puglisi 1992; Joffrain,
     Low, Quintana-Ortí, van de Geijn & Van Zee 2006): ``Vᴴ V`` summed over the mesh
@@ -212,7 +212,7 @@ def qr_block_cyclic(
       stages: fori_loops the panels are split over (see the module docstring).
       precision: for every dot.
       t_factors: keep every panel's ``T`` (``panels·nb²`` elements); ``False``: only
-        the ``tau``\ s, from which :func:`form_q` makes each ``T`` again
+        the taus, from which :func:`form_q` makes each ``T`` again
         (:func:`t_from_v`).
       span: panel ``k`` is zero in the global rows from ``k·nb + span`` on, before
         and after the panels left of it are applied (QDWH's stack ``[X; I]``:
@@ -223,7 +223,7 @@ def qr_block_cyclic(
       ``(h, ts)``: the local block of the factored matrix in the same order
       (``R`` on and above the diagonal, the reflectors ``V`` below it, as
       LAPACK's ``geqrf``) and the ``(panels, nb, nb)`` compact-WY factors
-      ``T`` (``t_factors=False``: the ``(panels, nb)`` ``tau``\ s, their
+      ``T`` (``t_factors=False``: the ``(panels, nb)`` taus, their
       diagonals), the same on every device.
     """
     pr, pc = axis_size(row_axis), axis_size(col_axis)
@@ -305,7 +305,7 @@ def form_q(
 
     Args:
       h, ts: the results of :func:`qr_block_cyclic` (``K = ts.shape[0]``); ``ts``
-        either the ``T`` factors or the ``tau``\ s (``t_factors=False``), from which
+        either the ``T`` factors or the taus (``t_factors=False``), from which
         each panel's ``T`` is made again when its reflectors are applied.
       q_cols: local columns of ``Q`` (its global columns, a multiple of
         ``nb·pc``, over ``pc``), block-cyclic like ``h``'s.
