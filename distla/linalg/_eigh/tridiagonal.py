@@ -57,6 +57,7 @@ from ..._core.matrix import (
     once,
     pad_to,
     put,
+    rows_moved,
     rows_relaid,
 )
 from ..._core.mesh import constrain, fitting_spec, grid_of, run_on_mesh, shard_map
@@ -116,11 +117,18 @@ def _reduce_in_phases(x, reduce, *, grid, bounds, multiples, vectors=False):
             )
         ds.append(d)
         es.append(e)
-        if stop < bounds[-1]:  # the trailing matrix, laid out evenly again
+        if stop < bounds[-1] and not vectors:  # the trailing matrix, laid out evenly again
             x = even(x[steps:, steps:])
-            if vectors:  # after x's move, not beside it
-                done.append(q[:, :steps])
-                q = columns_moved(q, steps, x.shape[1], spec, after=x)
+        elif stop < bounds[-1]:
+            # the trailing matrix's columns cut a few rows at a time, then its rows a few
+            # columns at a time: XLA's halo exchange of the whole cut held its pieces and
+            # their concatenation beside x (the generalized eigh's peak beside A, B and Q)
+            cols = round_up(x.shape[1] - steps, multiples[1])
+            rows = round_up(max(x.shape[0] - steps, cols), multiples[0])
+            x = rows_moved(columns_moved(x, steps, cols, spec), steps, rows, spec)
+            # then Q's, after x's move, not beside it
+            done.append(q[:, :steps])
+            q = columns_moved(q, steps, x.shape[1], spec, after=x)
     d, e = jnp.concatenate(ds), jnp.concatenate(es)
     return (d, e, jnp.concatenate(done + [q], axis=1)) if vectors else (d, e)
 
