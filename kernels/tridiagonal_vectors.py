@@ -35,6 +35,7 @@ import math
 import jax
 import jax.numpy as jnp
 from jax import lax
+from jax._src.lax.linalg import cholesky_p  # potrf alone: no public form without the tril
 
 from ._axes import after, axis_index, axis_size, fori, highest_precision, solve_left
 
@@ -200,7 +201,9 @@ def orthonormal_rows(x: jax.Array) -> jax.Array:
     i = lax.broadcasted_iota(jnp.int32, (width, width), 0)
     j = lax.broadcasted_iota(jnp.int32, (width, width), 1) + after(0, x).astype(jnp.int32)
     gram = gram + jnp.where(i == j, width * jnp.finfo(x.dtype).eps, 0).astype(x.dtype)
-    low = jnp.linalg.cholesky(gram)
+    # potrf without jax's tril (its iota mask is loop-invariant: XLA hoisted it to the
+    # program's start and held it there); solve_left reads only the lower triangle
+    low = cholesky_p.bind(gram)
     chunks = max(1, min(CHUNKS // 4, n // 32))
     edges = [n * c // chunks for c in range(chunks + 1)]
     for lo, hi in zip(edges[:-1], edges[1:]):

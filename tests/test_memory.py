@@ -58,11 +58,13 @@ FAMILIES = {
     "lu_factor": (lambda a: linalg.lu_factor(a, **DISTRIBUTED), "a", 4.0),
     "cholesky": (lambda a: linalg.cholesky(a, **DISTRIBUTED), "a", 4.0),
     "qr": (linalg.qr, "a", 4.0),
-    # eigh within the 6 (docs/memory.md): 5.51, its peak the inverse iteration's
-    # window beside Q (5.62 when the window's Cholesky QR added δ·eye, a constant hoisted
-    # to the program's start; 6.26 when the repair's sweep moved Z to columns by one all-to-all;
-    # 6.9 when Q's columns moved between the reduction's phases in one piece, 8.5 when the
-    # orthogonality repair was Cholesky QR under lax.cond); polar's the QR's
+    # eigh within the 6 (docs/memory.md): 5.08, its peak the inverse iteration's
+    # window beside Q (5.51 when the reduction's trailing matrix moved between phases by
+    # XLA's halo exchange of the whole cut; 5.62 when the window's Cholesky QR added
+    # δ·eye, a constant hoisted to the program's start; 6.26 when the repair's sweep
+    # moved Z to columns by one all-to-all; 6.9 when Q's columns moved between the
+    # reduction's phases in one piece, 8.5 when the orthogonality repair was Cholesky QR
+    # under lax.cond); polar's the QR's
     # panel work beside A, U, P (the iterate and Q₁Q₂ᴴ in their buffers) and the stack
     # [√c X; I] factored in place (5.79, 5.69 at n = 8192: each panel's geqrf on the
     # m + nb rows that can be nonzero, each T made again from V in Q's formation; 6.27
@@ -73,7 +75,7 @@ FAMILIES = {
     # the guard at block/4, 9.51 when Q and P were formed and multiplied, 10.83 when the
     # columns were gathered beside the window and the vectors went through the 2D blocks
     # and back, 15.0 before that)
-    "eigh": (lambda a: linalg.eigh(a, **DISTRIBUTED), "a", 5.6),
+    "eigh": (lambda a: linalg.eigh(a, **DISTRIBUTED), "a", 5.15),
     "polar": (lambda a: linalg.polar(a, **DISTRIBUTED), "a", 5.8),
     "svd": (lambda a: linalg.svd(a, **DISTRIBUTED), "a", 7.6),
 }
@@ -132,13 +134,16 @@ FAMILIES |= {
     # the index, 9.26 when Q and P were formed, 10.76 before to_columns wrote in place)
     "lstsq": (no_budget(linalg.lstsq), "ab", 7.1),
     "pinv": (no_budget(linalg.pinv), "a", 7.1),
-    # short of the 6: eigh's repair beside A and B (the program's operands), L⁻ᴴQ
-    # and Z (6.51; 7.51 when B's Cholesky factor L was held from the start to x = L⁻ᴴ y,
-    # now made again once the reduction's Q exists and gone once L⁻ᴴQ is; 9.37 when
+    # short of the 6: inverse iteration's window (1.5) and its Gram matrix beside
+    # A and B (the program's operands) and L⁻ᴴQ (6.08, 6.26 on 4x2; 6.51 when eigh's
+    # repair formed R beside Q, A's Hermitian matrix was made before the Cholesky and
+    # the reduction's trailing matrix moved by XLA's halo exchange; 7.51 when B's
+    # Cholesky factor L was held from the start to x = L⁻ᴴ y, now made again once the
+    # reduction's Q exists and gone once L⁻ᴴQ is; 9.37 when
     # eigh's sweep moved Z by one all-to-all and Q's identity was made at the program's
     # start, 9.8 when Q's columns moved in one piece, 10.5 before eigh's repair became a
     # loop of Householder QR)
-    "eigh_generalized": (lambda a, b: linalg.eigh(a, b, **DISTRIBUTED), "aa", 6.6),
+    "eigh_generalized": (lambda a, b: linalg.eigh(a, b, **DISTRIBUTED), "aa", 6.1),
 }
 
 #: Families compiled at the larger size only (each compile takes minutes on a

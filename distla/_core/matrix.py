@@ -182,6 +182,45 @@ def columns_moved(
     return lax.with_sharding_constraint(out.reshape(rows, cols), NamedSharding(mesh, spec))
 
 
+def rows_moved(
+    x: jax.Array, start: int, rows: int, spec: P, *, pieces: int = 8, after: jax.Array | None = None
+) -> jax.Array:
+    """``x[start:, :]`` cropped or zero-padded to ``rows`` rows and laid out as ``spec``
+    (2D), a few columns of every device's block at a time: `columns_moved` with rows
+    and columns exchanged (a chunk is the same local columns on every device, its rows
+    moved by XLA's halo exchange). ``x``'s columns must divide evenly over ``spec``'s
+    column axes."""
+    mesh = jax.sharding.get_abstract_mesh()
+    names = spec[1] if isinstance(spec[1], tuple) else (spec[1],)
+    parts = math.prod(1 if name is None else mesh.shape[name] for name in names)
+    cols = x.shape[1]
+    local = cols // parts
+    chunks = math.gcd(local, pieces)
+    width = local // chunks
+    # the columns as (devices, local): a chunk is the same local columns on every device
+    view_spec = NamedSharding(mesh, P(spec[0], spec[1], None))
+    view = lax.with_sharding_constraint(x.reshape(x.shape[0], parts, local), view_spec)
+    kept = min(x.shape[0], start + rows) - start
+
+    def cut(chunk):
+        chunk = jnp.pad(chunk[start : start + kept], ((0, rows - kept), (0, 0), (0, 0)))
+        return lax.with_sharding_constraint(chunk, view_spec)
+
+    if chunks == 1:
+        out = cut(view if after is None else once(view, after))
+    else:
+        # zeros made from a scalar that exists only with x (see columns_moved)
+        zero = once(jnp.zeros((), x.dtype), x if after is None else after)
+        out = lax.with_sharding_constraint(jnp.broadcast_to(zero, (rows, parts, local)), view_spec)
+
+        def step(i, out):
+            chunk = lax.dynamic_slice_in_dim(view, i * width, width, axis=2)
+            return lax.dynamic_update_slice_in_dim(out, cut(chunk), i * width, axis=2)
+
+        out = lax.fori_loop(0, chunks, step, out)
+    return lax.with_sharding_constraint(out.reshape(rows, cols), NamedSharding(mesh, spec))
+
+
 def rows_relaid(x: jax.Array, source: P, target: P, *, pieces: int = 8) -> jax.Array:
     """``x`` (2D, laid out as ``source``) laid out as ``target``, a few rows of every
     device's block at a time. Inside a body.

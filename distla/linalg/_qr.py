@@ -137,11 +137,33 @@ def _householder(a, *, mode, call: Plan):
     nb, m_pad, n_pad = blocking(grid, m, n, call.block_size)
     panels = -(-min(m, n) // nb)
     stages = stages_for(panels)
-    want_q = mode != "r"
+    want_q, positive = mode != "r", mode == "positive"
     q_shape, r_shape = _out_shapes(m, n, mode)
     q_pad = round_up(q_shape[1], nb * grid.pc)
     blocks = grid.block_spec
     row, col = grid.row, grid.col
+
+    def _positive_q(h, ts, grow, gcol, q_cols):
+        # R's diagonal (its real part: Householder's is real) read from h before Q is
+        # formed over it; summed along the mesh column once Q exists (XLA:CPU's devices
+        # took a reduction beside form_q's loop of all-reduces in different orders)
+        part = jnp.sum(jnp.where(grow[:, None] == gcol[None, :], jnp.real(h), 0), axis=0)
+        q = form_q(
+            h,
+            ts,
+            q_cols,
+            row_axis=row,
+            col_axis=col,
+            nb=nb,
+            stages=stages,
+            precision=HIGHEST,
+            ready=part,
+        )
+        part = part + jnp.minimum(jnp.isnan(jnp.real(q[0, 0])), False).astype(part.dtype)
+        if row is not None:
+            part = lax.psum(part, row)
+        q = q * jnp.where(part < 0, -1, 1).astype(q.dtype)[None, :]
+        return from_block_cyclic_2d(q, row_axis=row, col_axis=col, nb=nb)
 
     def body(a):
         a = constrain(jnp.pad(a.astype(dtype), ((0, m_pad - m), (0, n_pad - n))), blocks)
@@ -162,6 +184,8 @@ def _householder(a, *, mode, call: Plan):
             # a mask made once h exists: inside a loop (eigh's repair) XLA hoists a
             # loop-invariant one to the program's start and holds it throughout
             gcol = gcol + jnp.minimum(jnp.isnan(h[0, 0]), False).astype(gcol.dtype)
+            if positive:
+                return (_positive_q(h, ts, grow, gcol, q_pad // grid.pc),)
             r = jnp.where(grow[:, None] <= gcol[None, :], h, jnp.zeros((), h.dtype))
             out = [from_block_cyclic_2d(r, row_axis=row, col_axis=col, nb=nb)]
             if want_q:
@@ -181,8 +205,10 @@ def _householder(a, *, mode, call: Plan):
             return tuple(out)
 
         outs = shard_map(
-            kernel, in_specs=blocks, out_specs=(blocks,) * (1 + want_q), check_vma=False
+            kernel, in_specs=blocks, out_specs=(blocks,) * (1 + want_q - positive), check_vma=False
         )(a)
+        if positive:
+            return outs[0][:m, : q_shape[1]]
         r = outs[0][: r_shape[0], :n]
         if not want_q:
             return r
@@ -190,7 +216,7 @@ def _householder(a, *, mode, call: Plan):
 
     r_spec = fitting_spec(r_shape, mesh, blocks)
     out = r_spec if not want_q else (fitting_spec(q_shape, mesh, blocks), r_spec)
-    return run_on_mesh(body, mesh, out, a)
+    return run_on_mesh(body, mesh, out[0] if positive else out, a)
 
 
 def _factor(a, *, mode, call: Plan):
@@ -308,6 +334,18 @@ def qr_2d(a, *, mode, call: Plan):
     """One matrix on a mesh: batched under ``jax.vmap``, differentiable as jnp's."""
     out = route.distributed(_QR_2D, call, a, mode=mode)
     return out if mode == "r" else QRResult(*out)
+
+
+def positive_q(a, *, call: Plan):
+    """``Q`` of the reduced QR of the tall or square ``a`` (one matrix on a mesh) whose
+    ``R`` has a non-negative real diagonal (Cholesky QR's ``Q``), by the blocked
+    Householder kernel; ``R`` itself is never formed (its diagonal's signs are read
+    from the reflectors' matrix before ``Q`` is formed over it: one matrix fewer).
+    Not differentiable, not batched (eigh's orthogonality repair)."""
+    m, n = a.shape
+    if m < n:
+        raise ValueError(f"positive_q: a must not be wide; got {a.shape}")
+    return _householder(a, mode="positive", call=call)
 
 
 # --------------------------------------------------------------------------- stacks

@@ -60,7 +60,7 @@ def _ct(x):
 # ------------------------------------------------------------------ the reduction
 
 
-def _pencil(a, b, *, kind, sel, vectors, ops, again=None):
+def _pencil(a, b, *, kind, sel, vectors, ops, again=None, read=None):
     """``(w, x)`` (or ``w``) of the Hermitian pencil ``(a, b)`` through ``ops``.
 
     ``ops`` is ``(cholesky, trsm, mm, standard)``: the one-device (jnp) or the
@@ -68,11 +68,15 @@ def _pencil(a, b, *, kind, sel, vectors, ops, again=None):
     triangular ``l``; ``standard(c, sel, vectors, back=None)`` solves ``C y = λ y``
     (symmetrizing ``c``) and says whether it applied ``back`` (the map ``y ↦ L⁻ᴴ y``)
     to the eigenvectors: ``(out, done)``. ``again(q)``, when given, factors ``b`` anew
-    for ``back`` once ``q`` exists, so that no factor is held through the reduction."""
+    for ``back`` once ``q`` exists, so that no factor is held through the reduction;
+    ``read(a, low)``, when given, makes the matrix of ``a`` that is reduced once ``L``
+    exists (it is then not held beside the Cholesky)."""
     chol, trsm, mm, standard = ops
     if b is None:
         return standard(a, sel, vectors)[0]
     low = chol(b)
+    if read is not None:
+        a = read(a, low)
     if kind == 1:
         c = trsm(low, _ct(trsm(low, a, 0)), 0)  # L⁻¹ (L⁻¹ A)ᴴ = L⁻¹ A L⁻ᴴ
     else:
@@ -224,10 +228,17 @@ def _standard(plan: Plan, c, sel, vectors, back=None):
 def _distributed(plan: Plan, a, b=None, *, kind, symmetrize, lower, vectors, sel, fused=True):
     """The distributed route: one Hermitian matrix per operand, then the reduction (with
     ``fused``, ``L⁻ᴴ`` applied to the reduction's ``Q``; see `_pencil`)."""
-    a = rules.hermitian(plan, a, symmetrize=symmetrize, lower=lower)
-    given, again = b, None
-    if b is not None:
+    given, again, read = b, None, None
+    if b is None:
+        a = rules.hermitian(plan, a, symmetrize=symmetrize, lower=lower)
+    else:
         b = rules.hermitian(plan, b, symmetrize=symmetrize, lower=lower)
+
+        # A's Hermitian matrix once L exists: XLA made it first and held it through the
+        # Cholesky
+        def read(a, low):
+            return rules.hermitian(plan, once(a, low), symmetrize=symmetrize, lower=lower)
+
     ops = _distributed_ops(plan, fused=fused)
     if fused and b is not None:
         # L again from the operand once the reduction's Q exists (n³/3 flops beside eigh's
@@ -236,7 +247,7 @@ def _distributed(plan: Plan, a, b=None, *, kind, symmetrize, lower, vectors, sel
             h = rules.hermitian(plan, once(given, q), symmetrize=symmetrize, lower=lower)
             return ops[0](h)
 
-    out = _pencil(a, b, kind=kind, sel=sel, vectors=vectors, ops=ops, again=again)
+    out = _pencil(a, b, kind=kind, sel=sel, vectors=vectors, ops=ops, again=again, read=read)
     return tuple(out) if vectors else out
 
 

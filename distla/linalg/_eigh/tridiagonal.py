@@ -32,7 +32,8 @@ import jax.numpy as jnp
 from jax import lax
 from jax.sharding import PartitionSpec as P
 
-from distla.kernels._axes import axis_index, round_up
+from distla.kernels import _axes
+from distla.kernels._axes import round_up
 from distla.kernels.bidiagonal import reduce_to_bidiagonal
 from distla.kernels.tridiagonal import bisect, reduce_columns
 from distla.kernels.tridiagonal_vectors import (
@@ -56,6 +57,7 @@ from ..._core.matrix import (
     once,
     pad_to,
     put,
+    rows_moved,
     rows_relaid,
 )
 from ..._core.mesh import constrain, fitting_spec, grid_of, run_on_mesh, shard_map
@@ -115,11 +117,18 @@ def _reduce_in_phases(x, reduce, *, grid, bounds, multiples, vectors=False):
             )
         ds.append(d)
         es.append(e)
-        if stop < bounds[-1]:  # the trailing matrix, laid out evenly again
+        if stop < bounds[-1] and not vectors:  # the trailing matrix, laid out evenly again
             x = even(x[steps:, steps:])
-            if vectors:  # after x's move, not beside it
-                done.append(q[:, :steps])
-                q = columns_moved(q, steps, x.shape[1], spec, after=x)
+        elif stop < bounds[-1]:
+            # the trailing matrix's columns cut a few rows at a time, then its rows a few
+            # columns at a time: XLA's halo exchange of the whole cut held its pieces and
+            # their concatenation beside x (the generalized eigh's peak beside A, B and Q)
+            cols = round_up(x.shape[1] - steps, multiples[1])
+            rows = round_up(max(x.shape[0] - steps, cols), multiples[0])
+            x = rows_moved(columns_moved(x, steps, cols, spec), steps, rows, spec)
+            # then Q's, after x's move, not beside it
+            done.append(q[:, :steps])
+            q = columns_moved(q, steps, x.shape[1], spec, after=x)
     d, e = jnp.concatenate(ds), jnp.concatenate(es)
     return (d, e, jnp.concatenate(done + [q], axis=1)) if vectors else (d, e)
 
@@ -186,10 +195,9 @@ def _vectors_of_tridiagonal(d, e, w, *, grid, spec, after=None):
     width = round_up(block + 2 * guard, CHUNKS)
 
     def kernel(d, e, w, *later):
-        if later:  # d and w (the window's start) read only once the block exists: its first
-            # entry's isnan is 0 or 1, its minimum with 0 is 0 (see kernels/_axes.after)
-            zero = jnp.minimum(jnp.isnan(jnp.real(later[0][0, 0])).astype(d.dtype), 0)
-            d, w = d + zero, w + zero.astype(w.dtype)
+        if later:  # d and w (the window's start) read only once the block exists
+            zero = _axes.after(0, later[0])
+            d, w = d + zero.astype(d.dtype), w + zero.astype(w.dtype)
         bounds = cuts(w, devices=grid.size, block=block, guard=guard)
         window = window_rows(d, e, w, bounds[rank_of(axes)], width=width, unit=False)
         return to_columns(window, bounds, block=block, guard=guard, axis_names=axes)
@@ -211,33 +219,6 @@ def _loose(z):
     # zᴴ(z r) as the row (z r)ᴴ z: a transposed z was one more matrix (svd held two)
     off = jnp.conj(jnp.matmul(jnp.conj(zr), z, precision=HIGHEST)) - probe
     return jnp.linalg.norm(off) > 10 * jnp.sqrt(float(n)) * eps * jnp.linalg.norm(probe)
-
-
-def _diagonal_signs(k, r, q, *, spec):
-    """``±1`` by the signs of ``R``'s diagonal (``q``'s columns' layout), summed across
-    the mesh only once ``q`` exists.
-
-    XLA's own reduction of the diagonal ran while the QR's loop that forms ``q`` still
-    ran its all-reduces over the same devices, and XLA:CPU's devices took the two in
-    different orders: a rendezvous hung (float64 on 4x2 under ``jax.jit``). Here each
-    device sums its block's part of the diagonal (a vector), and the sum across the
-    mesh waits for ``q``. The mask depends on the step (``k >= 0``), so that XLA does
-    not hoist it out of the repair's loop and hold it from the program's start.
-    """
-    rows_at, cols_at = spec[0], spec[1]
-
-    def kernel(k, r, q):
-        rows = lax.broadcasted_iota(jnp.int32, r.shape, 0) + axis_index(rows_at) * r.shape[0]
-        cols = lax.broadcasted_iota(jnp.int32, r.shape, 1) + axis_index(cols_at) * r.shape[1]
-        part = jnp.sum(jnp.where(rows == cols + jnp.minimum(k, 0), jnp.real(r), 0), axis=0)
-        part = part + jnp.minimum(jnp.isnan(jnp.real(q[0, 0])), False).astype(part.dtype)
-        if rows_at is not None:
-            part = lax.psum(part, rows_at)
-        return jnp.where(part < 0, -1, 1).astype(q.dtype)
-
-    return shard_map(kernel, in_specs=(P(), spec, spec), out_specs=P(cols_at), check_vma=False)(
-        k, r, q
-    )
 
 
 def _repaired(z, d, e, w, *, grid, spec, needed=True):
@@ -302,9 +283,9 @@ def _repaired(z, d, e, w, *, grid, spec, needed=True):
         return rows_relaid(x, columns, spec) if chunked else put(x[:, :n], spec)
 
     def householder_qr(k, z):  # z = Q R, R's diagonal positive (as Cholesky QR's): z ← Q
-        z = sweep(k, z)
-        q, r = _qr.qr_2d(z, mode="reduced", call=plan_here(z.dtype))
-        return put(q * _diagonal_signs(k, r, q, spec=spec)[None, :], spec)
+        # R is never formed: its diagonal's signs come from the reflectors (one matrix
+        # fewer in the step, the generalized eigh's peak)
+        return put(_qr.positive_q(sweep(k, z), call=plan_here(z.dtype)), spec)
 
     # a pseudo-random nudge of eps^¼ makes nearly parallel columns independent
     # (smallest singular value about eps^¼/n); the sweeps take it out again
