@@ -66,14 +66,16 @@ FAMILIES = {
     # panel work beside A, U, P (the iterate and Q₁Q₂ᴴ in their buffers) and the stack
     # [√c X; I] factored in place (6.3, 5.7 at n = 8192; was 9.5 with distla's QR of the
     # stack and SUMMA of Q₁ and Q₂ᴴ); svd's inverse iteration's window of Golub-Kahan
-    # vectors (2.5, guard block/8) beside the reduction's reflectors (1), A and the
-    # outputs, as it is made and as its columns move to the 2D blocks (7.51; 8.12 with
-    # the guard at block/4, 9.51 when Q and P were formed and multiplied, 10.83 when the
-    # columns were gathered beside the window and the vectors went through the 2D blocks
-    # and back, 15.0 before that)
+    # vectors (2.5, guard block/8) as U_B and V_B are made from it (2) beside the
+    # reduction's reflectors (1) and A (6.52, 4x2 as well, the reflectors applied in the
+    # vectors' column layout, gone before the move to the 2D blocks; 7.51 and 8.01 on 4x2
+    # when they were applied after it and held beside it; 8.12 with the guard at block/4,
+    # 9.51 when Q and P were formed and multiplied, 10.83 when the columns were gathered
+    # beside the window and the vectors went through the 2D blocks and back, 15.0 before
+    # that)
     "eigh": (lambda a: linalg.eigh(a, **DISTRIBUTED), "a", 5.6),
     "polar": (lambda a: linalg.polar(a, **DISTRIBUTED), "a", 6.5),
-    "svd": (lambda a: linalg.svd(a, **DISTRIBUTED), "a", 7.6),
+    "svd": (lambda a: linalg.svd(a, **DISTRIBUTED), "a", 6.6),
 }
 
 # the other families: limits measured at n = 4096 on 2x4, float32, rounded up
@@ -123,13 +125,16 @@ FAMILIES |= {
     # the sums' U made once the last power exists (5.27; 5.71 when made first, held
     # through the last power's product)
     "expm": (lambda a: linalg.expm(a, **DISTRIBUTED), "a", 5.35),
-    # short of the issue's 6: svd's phases, without svd's outputs (7.02 and 7.01; lstsq
-    # 7.01 at n = 8192 and in float64, where it was 7.51 while the orthonormality probe
-    # transposed U_B and V_B (6.77 at 4096 in float32, XLA's packing); 7.38 and 7.51
-    # when the window's guard was block/4 and the completion's loop chose its half by
-    # the index, 9.26 when Q and P were formed, 10.76 before to_columns wrote in place)
-    "lstsq": (no_budget(linalg.lstsq), "ab", 7.1),
-    "pinv": (no_budget(linalg.pinv), "a", 7.1),
+    # short of the issue's 6: svd's phases, without svd's outputs (6.52 and 6.51, 6.52
+    # on 4x2: svd's peak, U_B and V_B made from the window beside the reflectors; 7.02
+    # and 7.01, 7.53 on 4x2, when the reflectors were applied after the move to the 2D
+    # blocks; lstsq 7.01 at n = 8192 and in float64, where it was 7.51 while the
+    # orthonormality probe transposed U_B and V_B (6.77 at 4096 in float32, XLA's
+    # packing); 7.38 and 7.51 when the window's guard was block/4 and the completion's
+    # loop chose its half by the index, 9.26 when Q and P were formed, 10.76 before
+    # to_columns wrote in place)
+    "lstsq": (no_budget(linalg.lstsq), "ab", 6.6),
+    "pinv": (no_budget(linalg.pinv), "a", 6.6),
     # short of the issue's 6: eigh's repair beside A and B (the program's operands), L⁻ᴴQ
     # and Z (6.51; 7.51 when B's Cholesky factor L was held from the start to x = L⁻ᴴ y,
     # now made again once the reduction's Q exists and gone once L⁻ᴴQ is; 9.37 when

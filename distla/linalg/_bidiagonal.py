@@ -8,36 +8,39 @@ layout, as ``eigh`` runs ``xHETRD`` + ``xSTEIN`` (``distla/linalg/_eigh/tridiago
    part of ``x`` (LAPACK's ``xGEBRD``), never formed.
 2. **Singular values** of ``B``: the top ``k`` eigenvalues of the Golub–Kahan
    tridiagonal ``TGK`` (order ``2k``), bisected ``k/p`` per device.
-3. **Singular vectors** of ``B``: ``TGK``'s eigenvectors by inverse iteration,
-   each device a range (``kernels/bidiagonal_vectors.py``), split into
-   ``V_B`` and ``U_B`` and each column of each half normalized (mixing with
-   the partner for ``−σ`` only rescales the halves).
+3. **Singular vectors**: ``TGK``'s eigenvectors by inverse iteration, each
+   device a range (``kernels/bidiagonal_vectors.py``), split into ``V_B`` and
+   ``U_B`` and each column of each half normalized (mixing with the partner for
+   ``−σ`` only rescales the halves); then ``u = Q U_B``, ``v = P V_B`` by
+   applying the reflectors to them in place, two panels at a time (LAPACK's
+   ``xORMBR``), while they are still in their column layout (every row on each
+   device, each block of reflectors gathered whole): the reflectors are gone
+   before the vectors move to the 2D blocks (docs/memory.md; applied there, they
+   were held beside the move, and ``Q`` and ``P`` accumulated and multiplied held
+   two matrices beside inverse iteration's window).
 4. **Orthogonality, and values at the rounding level.** A probe
-   ``‖V_Bᴴ V_B r − r‖`` (and of ``U_B``) tells whether the halves are
-   orthonormal: they are to about ``eps·‖B‖/σ`` (mixing with ``−σⱼ``), and
+   ``‖vᴴ v r − r‖`` (and of ``u``) tells whether the halves are orthonormal
+   (``Q`` and ``P`` are orthogonal: as ``V_B`` and ``U_B`` are): they are to
+   about ``eps·‖B‖/σ`` (mixing with ``−σⱼ``), and
    across devices only up to clusters wider than a device's guard. Below
    ``max(m, n)·eps·σ₁`` they mean nothing, and ``B``'s own values there are
    the reduction's rounding (the
    blocked reduction's backward error on a rank-deficient matrix is about
    ``2·eps·σ₁``, as LAPACK's blocked ``xGEBRD``'s; see
-   ``kernels/bidiagonal.py``). So those columns of ``U_B`` and ``V_B`` are
+   ``kernels/bidiagonal.py``). So those columns of ``u`` and ``v`` are
    completed (an orthonormal basis of the complement of the others, by QR),
-   and their values are taken from the original matrix, ``|uᵢᴴ x vᵢ|`` with
-   ``u = Q U_B``, ``v = P V_B``: ``uᵢ`` and ``vᵢ`` lie in the null spaces up to
+   and their values are taken from the original matrix, ``|uᵢᴴ x vᵢ|``:
+   ``uᵢ`` and ``vᵢ`` lie in the null spaces up to
    the backward error over the gap to the kept values, so the quotient is of
    second order in it and what is left is the product's rounding (a rank cut at
    ``eps·σ₁``, ``lstsq(rcond=-1)``'s, counts what LAPACK's unblocked
    reduction counts). The QR orthonormalizes the kept columns in order too,
    which repairs the probe's cases: within a cluster the two halves have the
-   same Gram matrix (``u = Bv/σ``, ``B/σ`` orthogonal on the cluster), so
+   same Gram matrix (``u = x v/σ``, ``x/σ`` orthogonal on the cluster), so
    their QRs pair them again, and elsewhere a column moves by about
    ``eps·‖B‖/σ``, which costs ``eps·‖B‖`` of backward error. This runs only
    when some value is below the cut or the probe fires: ``lax.cond`` under a
    trace, a second program on concrete arrays.
-5. ``U = Q U_B``, ``V = P V_B`` by applying the reflectors to ``U_B`` and ``V_B``
-   in place, two panels at a time (LAPACK's ``xORMBR``): where ``Q`` and ``P`` were
-   accumulated and multiplied, they held two matrices beside inverse iteration's
-   window (docs/memory.md).
 
 About ``8n³/3`` (reduction) + ``8n³`` (applying the reflectors, which are not
 trimmed to their nonzero length) flops for a square matrix, against the polar +
@@ -94,7 +97,7 @@ def _reduce_storing(x, *, grid):
     diagonal ``d`` and superdiagonal ``e`` (``n`` each, padded), and the reflectors
     that make ``Q = H₀ H₁ ⋯`` and ``P = G₀ G₁ ⋯`` kept as LAPACK's ``xGEBRD`` keeps
     them: in ``r`` (``x``'s padded shape, ``x``'s buffer), their ``τ`` in ``taus``
-    (``2 x K``); `_back_transform` applies them, so ``Q`` and ``P`` are never formed.
+    (``2 x K``); `_singular_vectors` applies them, so ``Q`` and ``P`` are never formed.
 
     ``x`` is padded with zeros to multiples of the grid's both sizes (then the
     padded rows and columns stay zero and ``B`` is ``x``'s bidiagonal padded
@@ -155,7 +158,8 @@ def guard_of(block: int) -> int:
     """How far a device's range of ``TGK``'s eigenvalues may move to a wider gap:
     ``block/8`` (``block/4`` below 8). The inverse iteration's window holds
     ``block + 2·guard`` vectors of length ``2k``, 2.5 shares (3 with ``block/4``), and
-    sets svd's peak beside the reflectors (docs/memory.md); a cluster wider than the
+    sets svd's peak: ``U_B`` and ``V_B`` are made from it beside the reflectors
+    (docs/memory.md); a cluster wider than the
     guard that straddles a cut is repaired by the completion's QR (`_complete_both`)."""
     return block // 8 or block // 4
 
