@@ -292,7 +292,9 @@ def _complete_both(u_b, v_b, keep, when=None):
     matrices of their size beside them (docs/memory.md). Each step completes the
     carry's first half and moves it behind the other, so two steps leave both in
     their places (choosing the half by the index, ``where(i == 0, u, v)``, and writing
-    it back the same way held two more matrices of their size in the step)."""
+    it back the same way held two more matrices of their size in the step). A tall
+    matrix's ``u`` (``m`` rows, the reflectors applied) and ``v`` (``k``) take a loop
+    each."""
 
     def one(i, halves):
         this, other = halves
@@ -301,6 +303,12 @@ def _complete_both(u_b, v_b, keep, when=None):
         done = completed(this, keep, salt=i * this.shape[0])
         return other, done  # after two steps (u done, v done), in their places
 
+    if u_b.shape != v_b.shape:  # tall: u has m rows, v k; a loop of one step or none each
+        steps = 1 if when is None else jnp.where(when, 1, 0)
+        u_b = lax.fori_loop(0, steps, lambda i, u: completed(u, keep, salt=i), u_b)
+        salt = v_b.shape[0]
+        v_b = lax.fori_loop(0, steps, lambda i, v: completed(v, keep, salt=i + salt), v_b)
+        return u_b, v_b
     steps = 2 if when is None else jnp.where(when, 2, 0)
     return lax.fori_loop(0, steps, one, (u_b, v_b))
 
