@@ -10,7 +10,10 @@ stack is this device's rows of ``X``'s block-cyclic order above its rows of ``I`
    stack is the only ``2n x n`` matrix the step holds.
 2. **QR** in place (``qr.py``: Householder, compact WY; rows of large norm on top,
    as row-wise stability needs, Powell & Reid) and ``Q`` formed over the
-   reflectors, as LAPACK's ``orgqr`` overwrites ``A``. ``R`` is never formed.
+   reflectors, as LAPACK's ``orgqr`` overwrites ``A``. ``R`` is never formed. Only
+   the taus are kept: each panel's ``T`` is made again from ``V`` as ``Q`` is
+   formed (``qr.t_from_v``), and each panel's ``geqrf`` takes the ``m + nb`` rows of
+   the stack that can be nonzero (``span``).
 3. **Product** ``C = Q₁Q₂ᴴ`` straight from the block-cyclic ``Q``, into ``X``'s block
    layout: for each block column ``K`` of ``Q`` (ScaLAPACK's PDGEMM with the ``NT``
    form), its owner mesh column broadcasts its rows along the mesh row, the mesh
@@ -100,6 +103,10 @@ def qr_product(
         panels=panels,
         stages=stages,
         precision=precision,
+        t_factors=False,  # each panel's T made again in Q's formation
+        # column k of [√c X; I] is zero past row m + k·nb + nb: X's rows and the
+        # identity's (filled in above its diagonal by the reflectors) down to row k·nb + nb
+        span=mloc * pr + nb,
     )
     q = form_q(
         h, ts, nloc, row_axis=row_axis, col_axis=col_axis, nb=nb, stages=stages, precision=precision

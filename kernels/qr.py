@@ -83,6 +83,28 @@ def larft(v: jax.Array, tau: jax.Array, *, precision) -> jax.Array:
     return lax.fori_loop(0, nb, column, jnp.zeros((nb, nb), v.dtype))
 
 
+def t_from_v(v: jax.Array, tau: jax.Array, *, row_axis: str | None, precision) -> jax.Array:
+    """:func:`larft`'s ``T`` again, from this device row's rows of ``V`` and the taus.
+
+    ``T⁻¹ = diag(1/tau) + striu(Vᴴ V)`` (the UT transform: Puglisi 1992; Joffrain,
+    Low, Quintana-Ortí, van de Geijn & Van Zee 2006): ``Vᴴ V`` summed over the mesh
+    column (one ``nb x nb`` psum) and one triangular solve, instead of keeping every
+    panel's ``T`` from the factorization to ``Q``'s formation (LAPACK's ``orgqr``
+    calls ``larft`` per panel likewise). A ``tau_j = 0`` (``H_j = I``) takes a unit
+    diagonal and no coupling in ``T⁻¹``, and a zero row and column in ``T``.
+    """
+    nb = tau.shape[0]
+    s = jnp.dot(jnp.conj(v).T, v, precision=precision)
+    if row_axis is not None:
+        s = lax.psum(s, row_axis)
+    idle = tau == 0
+    cut = idle[:, None] | idle[None, :]
+    diag = jnp.where(idle, jnp.ones_like(tau), 1 / jnp.where(idle, jnp.ones_like(tau), tau))
+    upper = jnp.triu(jnp.where(cut, jnp.zeros_like(s), s), 1) + jnp.diag(diag)
+    t = lax.linalg.triangular_solve(upper, jnp.eye(nb, dtype=v.dtype), left_side=True, lower=False)
+    return jnp.where(cut, jnp.zeros_like(t), t)
+
+
 def _gather_rows(panel: jax.Array, row_axis: str | None, pr: int, nb: int) -> jax.Array:
     """All-gather a local panel column along the mesh column, in global row order."""
     h = panel.shape[0]
@@ -99,23 +121,27 @@ def _scatter_rows(g: jax.Array, me, pr: int, nb: int) -> jax.Array:
     return mine.reshape(h, nb)
 
 
-def _factor_panel(panel, *, k, base, row_axis, pr, nb, precision):
+def _factor_panel(panel, *, k, base, span, row_axis, pr, nb, precision):
     """``geqrf`` of the panel's rows ``>= k·nb``: ``(factored local rows, local V, T)``.
 
     ``panel``: this device row's ``(h, nb)`` rows of the panel column, whose
-    global rows start at block ``base`` (= ``t0·pr``).
+    global rows start at block ``base`` (= ``t0·pr``). ``span``: the panel is zero
+    from row ``k·nb + span`` on (``None``: no such rows).
     """
     g = _gather_rows(panel, row_axis, pr, nb)  # (pr·h, nb) global rows from base·nb
     rows = g.shape[0]
+    tall = rows if span is None else min(rows, span)
     off = k * nb - base * nb  # the panel's first row within g
-    # rows >= k·nb to the top, zeros below (reflectors keep zero rows zero)
-    tail = lax.dynamic_slice_in_dim(jnp.concatenate([g, jnp.zeros_like(g)]), off, rows)
+    # rows k·nb .. k·nb + tall to the top, zeros past g's end (reflectors keep zero rows
+    # zero, and rows past the span are zero)
+    pad = jnp.zeros((tall, nb), g.dtype)
+    tail = lax.dynamic_slice_in_dim(jnp.concatenate([g, pad]), off, tall)
     hq, tau = _geqrf(tail)
-    v = _local_v(hq, jnp.arange(rows, dtype=jnp.int32), 0, nb)
+    v = _local_v(hq, jnp.arange(tall, dtype=jnp.int32), 0, nb)
     t = larft(v, tau, precision=precision)
 
-    def back(x):  # rows to their global place (rows above the panel: zeros)
-        x = lax.dynamic_update_slice_in_dim(jnp.zeros((2 * rows, nb), x.dtype), x, off, axis=0)
+    def back(x):  # rows to their global place (rows above the panel and past it: zeros)
+        x = lax.dynamic_update_slice_in_dim(jnp.zeros((rows + tall, nb), x.dtype), x, off, axis=0)
         return _scatter_rows(x[:rows], axis_index(row_axis), pr, nb)
 
     return back(hq), back(v), t
@@ -171,6 +197,8 @@ def qr_block_cyclic(
     panels: int,
     stages: int,
     precision: lax.PrecisionLike,
+    t_factors: bool = True,
+    span: int | None = None,
 ) -> tuple[jax.Array, jax.Array]:
     """Factor ``A = Q R`` in place on a block-cyclic matrix (Householder, compact WY).
 
@@ -183,19 +211,27 @@ def qr_block_cyclic(
         (later ones would only see zero padding).
       stages: fori_loops the panels are split over (see the module docstring).
       precision: for every dot.
+      t_factors: keep every panel's ``T`` (``panels·nb²`` elements); ``False``: only
+        the taus, from which :func:`form_q` makes each ``T`` again
+        (:func:`t_from_v`).
+      span: panel ``k`` is zero in the global rows from ``k·nb + span`` on, before
+        and after the panels left of it are applied (QDWH's stack ``[X; I]``:
+        ``m + nb``, ``X`` ``m x n``), so that its ``geqrf`` takes ``span`` rows;
+        ``None``: every row from ``k·nb``.
 
     Returns:
       ``(h, ts)``: the local block of the factored matrix in the same order
       (``R`` on and above the diagonal, the reflectors ``V`` below it, as
       LAPACK's ``geqrf``) and the ``(panels, nb, nb)`` compact-WY factors
-      ``T``, the same on every device.
+      ``T`` (``t_factors=False``: the ``(panels, nb)`` taus, their
+      diagonals), the same on every device.
     """
     pr, pc = axis_size(row_axis), axis_size(col_axis)
     j = axis_index(col_axis)
     mloc, nloc = a.shape
     grow = global_index(mloc, row_axis, nb)
     gcol = global_index(nloc, col_axis, nb)
-    ts = jnp.zeros((panels, nb, nb), a.dtype)
+    ts = jnp.zeros((panels, nb, nb) if t_factors else (panels, nb), a.dtype)
 
     for k0, k1 in stage_bounds(panels, stages):
         t0, c0 = k0 // pr, k0 // pc  # first local block row / column still in play
@@ -213,6 +249,7 @@ def qr_block_cyclic(
                     panel,
                     k=k,
                     base=t0 * pr,
+                    span=span,
                     row_axis=row_axis,
                     pr=pr,
                     nb=nb,
@@ -235,7 +272,7 @@ def qr_block_cyclic(
             a = _reflect(
                 a, (r0, cc0), v, t, keep=right, row_axis=row_axis, precision=precision, adjoint=True
             )
-            return a, ts.at[k].set(t)
+            return a, ts.at[k].set(t if t_factors else jnp.diagonal(t))
 
         # the stage works in place on the whole block; its trailing part starts at (r0, cc0)
         a, ts = fori(k0, k1, step, (a, ts))
@@ -267,7 +304,9 @@ def form_q(
     an identity of ``q_cols`` columns.
 
     Args:
-      h, ts: the results of :func:`qr_block_cyclic` (``K = ts.shape[0]``).
+      h, ts: the results of :func:`qr_block_cyclic` (``K = ts.shape[0]``); ``ts``
+        either the ``T`` factors or the taus (``t_factors=False``), from which
+        each panel's ``T`` is made again when its reflectors are applied.
       q_cols: local columns of ``Q`` (its global columns, a multiple of
         ``nb·pc``, over ``pc``), block-cyclic like ``h``'s.
       row_axis, col_axis, nb, stages, precision: as for :func:`qr_block_cyclic`.
@@ -316,12 +355,17 @@ def form_q(
                 cur = lax.dynamic_slice(q, at, (h.shape[0], nb))
                 q = lax.dynamic_update_slice(q, jnp.where(j == owner, ident, cur), at)
                 keep = gcol[cc0:] >= k * nb
+            t = (
+                ts[k]
+                if ts.ndim == 3
+                else t_from_v(v, ts[k], row_axis=row_axis, precision=precision)
+            )
             # Q <- (I - V T Vᴴ) Q, in place on the stage's trailing part
             return _reflect(
                 q,
                 (r0, cc0),
                 v,
-                ts[k],
+                t,
                 keep=keep,
                 row_axis=row_axis,
                 precision=precision,

@@ -46,20 +46,17 @@ def _xla_accepts(*flags: str) -> bool:
 # pages run at XLA's defaults, as readers run them (tests/test_docs.py), and so do the
 # benchmarks. Subprocesses inherit the flags.
 #
-# LLVM optimisation level 0, now opt-in (DISTLA_TESTS_FAST_COMPILE=1): on 2026-11-28
-# two fresh-clone runs in a row at level 0 lost a worker to a segmentation fault inside
-# XLA (a compile, and jaxlib's executable.serialize()), each run then hanging; the run
-# at XLA's level that followed passed, its pytest in 590 s. Level 0 halves the
-# CPU time of compiling (solve, eigh and eigh's derivative at n = 64 on 2x4: 15.7 ->
-# 7.9 CPU s); with the file order below, the whole suite in 490-690 s on fresh clones
-# (median 600 s of six; docs/benchmarks-log.md) instead of 820-1010 s. It was once off:
-# one CI run's worker died of a segmentation fault inside XLA's compile of eigh's
-# derivative at level 0 (test_spectral::test_eigh_jvp), with the fusion emitters below
-# still on. Not seen since: that test alone 12 times in fresh processes without a
-# compilation cache, and the whole suite at level 0 with the emitters off, passed
-# (docs/benchmarks-log.md, "The suite's time"). Level 0 also made a hang of jaxlib's
-# batched LAPACK calls likelier, which distla._core.lapack_batch now prevents at any
-# level.
+# LLVM optimisation level 0, on by default again (DISTLA_TESTS_FAST_COMPILE=0 keeps
+# XLA's level). It halves the CPU time of compiling (solve, eigh and eigh's derivative
+# at n = 64 on 2x4: 15.7 -> 7.9 CPU s). History: on 2026-11-28 two fresh-clone runs in
+# a row at level 0 each lost a worker to a segmentation fault inside XLA (a compile,
+# and jaxlib's executable.serialize()), and it was made opt-in. Those crashes fit the
+# exhaustion of vm.max_map_count that _release_compiled_programs (below) now prevents;
+# since then two whole-suite runs at level 0 on fresh clones, both under heavy load,
+# had no crash (2026-11-29, 3866 passed and one start deadline missed, since widened;
+# 2026-11-30, 3902 passed: docs/benchmarks-log.md, "The suite's time"). Level 0 also
+# made a hang of jaxlib's batched LAPACK calls likelier, which
+# distla._core.lapack_batch now prevents at any level.
 LLVM_LEVEL = "--xla_backend_optimization_level"
 # Fusions through XLA's older elemental emitter, not the MLIR fusion emitters (on by
 # default since 2025; DISTLA_TESTS_FUSION_EMITTERS=1 keeps them): the same programs,
@@ -75,7 +72,7 @@ if os.environ.get(_CHECKED) != "1":
     _wanted = [
         flag
         for flag, on in (
-            (f"{LLVM_LEVEL}=0", os.environ.get("DISTLA_TESTS_FAST_COMPILE") == "1"),
+            (f"{LLVM_LEVEL}=0", os.environ.get("DISTLA_TESTS_FAST_COMPILE") != "0"),
             (f"{FUSION_EMITTERS}=false", os.environ.get("DISTLA_TESTS_FUSION_EMITTERS") != "1"),
         )
         if on and flag.split("=")[0] not in _have

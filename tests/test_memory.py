@@ -64,17 +64,19 @@ FAMILIES = {
     # 6.9 when Q's columns moved between the reduction's phases in one piece, 8.5 when the
     # orthogonality repair was Cholesky QR under lax.cond); polar's the QR's
     # panel work beside A, U, P (the iterate and Q₁Q₂ᴴ in their buffers) and the stack
-    # [√c X; I] factored in place (6.3, 5.7 at n = 8192; was 9.5 with distla's QR of the
-    # stack and SUMMA of Q₁ and Q₂ᴴ); svd's inverse iteration's window of Golub-Kahan
-    # vectors (2.5, guard block/8) as U_B and V_B are made from it (2) beside the
-    # reduction's reflectors (1) and A (6.52, 4x2 as well, the reflectors applied in the
-    # vectors' column layout, gone before the move to the 2D blocks; 7.51 and 8.01 on 4x2
-    # when they were applied after it and held beside it; 8.12 with the guard at block/4,
-    # 9.51 when Q and P were formed and multiplied, 10.83 when the columns were gathered
-    # beside the window and the vectors went through the 2D blocks and back, 15.0 before
-    # that)
+    # [√c X; I] factored in place (5.79, 5.69 at n = 8192: each panel's geqrf on the
+    # m + nb rows that can be nonzero, each T made again from V in Q's formation; 6.27
+    # and 5.7 with the whole 2n x nb column factored and every T kept; 9.5 with distla's
+    # QR of the stack and SUMMA of Q₁ and Q₂ᴴ); svd's inverse iteration's window of
+    # Golub-Kahan vectors (2.5, guard block/8) as U_B and V_B are made from it (2) beside
+    # the reduction's reflectors (1) and A (6.52, 4x2 as well, the reflectors applied in
+    # the vectors' column layout, gone before the move to the 2D blocks; 7.51 and 8.01 on
+    # 4x2 when they were applied after it and held beside it; 8.12 with the guard at
+    # block/4, 9.51 when Q and P were formed and multiplied, 10.83 when the columns were
+    # gathered beside the window and the vectors went through the 2D blocks and back,
+    # 15.0 before that)
     "eigh": (lambda a: linalg.eigh(a, **DISTRIBUTED), "a", 5.6),
-    "polar": (lambda a: linalg.polar(a, **DISTRIBUTED), "a", 6.5),
+    "polar": (lambda a: linalg.polar(a, **DISTRIBUTED), "a", 5.8),
     "svd": (lambda a: linalg.svd(a, **DISTRIBUTED), "a", 6.6),
 }
 
