@@ -226,6 +226,7 @@ def apply_reflectors(
     nb: int,
     row_axis: str | None,
     col_axis: str | None,
+    whole: bool = False,
 ) -> jax.Array:
     """``Q Y`` or ``P Y`` from the reflectors that :func:`reduce_to_bidiagonal` stored
     (LAPACK's ``xORMBR``, ``Q`` and ``P`` never formed): ``Y`` updated in place, the
@@ -242,6 +243,9 @@ def apply_reflectors(
       side: ``"left"``: ``Q = H₀ H₁ ⋯`` (the reflectors in ``r_blk``'s columns);
         ``"right"``: ``P = G₀ G₁ ⋯`` (in its rows).
       nb: the reduction's panel width (``K`` is a multiple of it).
+      whole: ``y_blk`` holds every row of ``Y`` (its columns split over the devices
+        any way): each block's reflectors are gathered whole (``m x 2nb``) and
+        applied with no further collective.
 
     Returns:
       This device's block of ``Q Y`` (or ``P Y``).
@@ -253,7 +257,7 @@ def apply_reflectors(
     left = side == "left"
     tau = jnp.pad(taus[0 if left else 1], (0, blocks * width - count))
     mloc_y = y_blk.shape[0]
-    row0_y = jnp.asarray(axis_index(row_axis) * mloc_y, jnp.int32)
+    row0_y = jnp.asarray(0 if whole else axis_index(row_axis) * mloc_y, jnp.int32)
     gy = row0_y + jnp.arange(mloc_y, dtype=jnp.int32)
     zero = jnp.int32(0)
     pos = jnp.arange(width, dtype=jnp.int32)
@@ -266,7 +270,14 @@ def apply_reflectors(
             piece = lax.dynamic_slice(r_blk, (zero, s0), (at.mloc, w))
             gc = at.col0 + s0 + jnp.arange(w, dtype=jnp.int32)
             v_loc = piece @ (gc[:, None] == c0 + pos[None, :]).astype(piece.dtype)
-            if col_axis is not None:
+            if whole:  # every row: this device's rows in place, summed over the mesh
+                v_loc = lax.psum(
+                    lax.dynamic_update_slice(
+                        jnp.zeros((at.m, width), v_loc.dtype), v_loc, (at.row0, zero)
+                    ),
+                    at.every,
+                )
+            elif col_axis is not None:
                 v_loc = lax.psum(v_loc, col_axis)
             below = gy[:, None] >= c0 + pos[None, :]
         else:  # row c0 + i, every column gathered, then my rows of Y
@@ -284,7 +295,7 @@ def apply_reflectors(
         taus_b = jnp.where(real, lax.dynamic_slice(tau, (c0,), (width,)), 0)
         gram = jnp.conj(v_loc.T) @ v_loc
         vy = jnp.conj(v_loc.T) @ y_blk
-        if row_axis is not None:
+        if row_axis is not None and not whole:
             gram, vy = lax.psum((gram, vy), row_axis)
         return y_blk - v_loc @ (block_reflector_of_gram(gram, taus_b) @ vy)
 

@@ -26,7 +26,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from ._axes import axis_size, highest_precision
+from ._axes import after, axis_size, highest_precision
 from .tridiagonal_vectors import cuts, rank_of, to_columns, window_rows
 
 
@@ -71,7 +71,14 @@ def cluster_shifts(s: jax.Array) -> jax.Array:
 
 @highest_precision
 def golub_kahan_vectors(
-    d: jax.Array, e: jax.Array, s: jax.Array, *, block: int, guard: int, axis_names
+    d: jax.Array,
+    e: jax.Array,
+    s: jax.Array,
+    ready: jax.Array | None = None,
+    *,
+    block: int,
+    guard: int,
+    axis_names,
 ) -> jax.Array:
     """This device's ``2k x block`` columns of ``TGK``'s eigenvectors for ``+s``.
 
@@ -79,6 +86,9 @@ def golub_kahan_vectors(
       d, e: ``B``'s diagonal and superdiagonal (``k`` each; ``e[k − 1]`` unread),
         the same on every device.
       s: ``B``'s ``k`` singular values, ascending, the same on every device.
+      ready: an array the window waits for (``_axes.after``): XLA's scheduler
+        otherwise makes the window as soon as ``s`` exists, beside whatever else is
+        still being made (svd: the reduction's reflectors put together).
       block: columns per device, ``⌈k/p⌉``.
       guard: how far a range's bounds may move to a wider gap.
       axis_names: the mesh axes the devices are laid on.
@@ -100,5 +110,11 @@ def golub_kahan_vectors(
     s_long = jnp.concatenate([shift, jnp.broadcast_to(shift[-1:], (k,))])
     bounds = cuts(s, devices=devices, block=block, guard=guard)
     first = bounds[rank_of(axis_names)]
+    if ready is not None:
+        # an entry summed over the devices: XLA otherwise reads it, inside the window's
+        # fusions, from the array ``ready`` is copied from (an all-to-all's result) and
+        # holds that array beside the window (an optimization barrier is dropped)
+        entry = lax.psum(lax.index_in_dim(ready.reshape(-1), 0, keepdims=False), axis_names)
+        first = first + after(0, entry).astype(first.dtype)
     window = window_rows(t_diag, t_off, s_long, first, width=block + 2 * guard, unit=False)
     return to_columns(window, bounds, block=block, guard=guard, axis_names=axis_names)

@@ -8,36 +8,39 @@ layout, as ``eigh`` runs ``xHETRD`` + ``xSTEIN`` (``distla/linalg/_eigh/tridiago
    part of ``x`` (LAPACK's ``xGEBRD``), never formed.
 2. **Singular values** of ``B``: the top ``k`` eigenvalues of the Golub–Kahan
    tridiagonal ``TGK`` (order ``2k``), bisected ``k/p`` per device.
-3. **Singular vectors** of ``B``: ``TGK``'s eigenvectors by inverse iteration,
-   each device a range (``kernels/bidiagonal_vectors.py``), split into
-   ``V_B`` and ``U_B`` and each column of each half normalized (mixing with
-   the partner for ``−σ`` only rescales the halves).
+3. **Singular vectors**: ``TGK``'s eigenvectors by inverse iteration, each
+   device a range (``kernels/bidiagonal_vectors.py``), split into ``V_B`` and
+   ``U_B`` and each column of each half normalized (mixing with the partner for
+   ``−σ`` only rescales the halves); then ``u = Q U_B``, ``v = P V_B`` by
+   applying the reflectors to them in place, two panels at a time (LAPACK's
+   ``xORMBR``), while they are still in their column layout (every row on each
+   device, each block of reflectors gathered whole): the reflectors are gone
+   before the vectors move to the 2D blocks (docs/memory.md; applied there, they
+   were held beside the move, and ``Q`` and ``P`` accumulated and multiplied held
+   two matrices beside inverse iteration's window).
 4. **Orthogonality, and values at the rounding level.** A probe
-   ``‖V_Bᴴ V_B r − r‖`` (and of ``U_B``) tells whether the halves are
-   orthonormal: they are to about ``eps·‖B‖/σ`` (mixing with ``−σⱼ``), and
+   ``‖vᴴ v r − r‖`` (and of ``u``) tells whether the halves are orthonormal
+   (``Q`` and ``P`` are orthogonal: as ``V_B`` and ``U_B`` are): they are to
+   about ``eps·‖B‖/σ`` (mixing with ``−σⱼ``), and
    across devices only up to clusters wider than a device's guard. Below
    ``max(m, n)·eps·σ₁`` they mean nothing, and ``B``'s own values there are
    the reduction's rounding (the
    blocked reduction's backward error on a rank-deficient matrix is about
    ``2·eps·σ₁``, as LAPACK's blocked ``xGEBRD``'s; see
-   ``kernels/bidiagonal.py``). So those columns of ``U_B`` and ``V_B`` are
+   ``kernels/bidiagonal.py``). So those columns of ``u`` and ``v`` are
    completed (an orthonormal basis of the complement of the others, by QR),
-   and their values are taken from the original matrix, ``|uᵢᴴ x vᵢ|`` with
-   ``u = Q U_B``, ``v = P V_B``: ``uᵢ`` and ``vᵢ`` lie in the null spaces up to
+   and their values are taken from the original matrix, ``|uᵢᴴ x vᵢ|``:
+   ``uᵢ`` and ``vᵢ`` lie in the null spaces up to
    the backward error over the gap to the kept values, so the quotient is of
    second order in it and what is left is the product's rounding (a rank cut at
    ``eps·σ₁``, ``lstsq(rcond=-1)``'s, counts what LAPACK's unblocked
    reduction counts). The QR orthonormalizes the kept columns in order too,
    which repairs the probe's cases: within a cluster the two halves have the
-   same Gram matrix (``u = Bv/σ``, ``B/σ`` orthogonal on the cluster), so
+   same Gram matrix (``u = x v/σ``, ``x/σ`` orthogonal on the cluster), so
    their QRs pair them again, and elsewhere a column moves by about
    ``eps·‖B‖/σ``, which costs ``eps·‖B‖`` of backward error. This runs only
    when some value is below the cut or the probe fires: ``lax.cond`` under a
    trace, a second program on concrete arrays.
-5. ``U = Q U_B``, ``V = P V_B`` by applying the reflectors to ``U_B`` and ``V_B``
-   in place, two panels at a time (LAPACK's ``xORMBR``): where ``Q`` and ``P`` were
-   accumulated and multiplied, they held two matrices beside inverse iteration's
-   window (docs/memory.md).
 
 About ``8n³/3`` (reduction) + ``8n³`` (applying the reflectors, which are not
 trimmed to their nonzero length) flops for a square matrix, against the polar +
@@ -62,7 +65,7 @@ from distla.kernels.tridiagonal_vectors import start_vectors
 
 from .._core.checks import is_traced
 from .._core.matmul import mm
-from .._core.matrix import block_spec, ct_on, on_mesh, pad_to, put
+from .._core.matrix import block_spec, columns_moved, ct_on, on_mesh, pad_to, put
 from .._core.mesh import constrain, fitting_spec, grid_of, run_on_mesh, shard_map
 from .._core.plan import plan_here
 from . import _qr
@@ -94,7 +97,7 @@ def _reduce_storing(x, *, grid):
     diagonal ``d`` and superdiagonal ``e`` (``n`` each, padded), and the reflectors
     that make ``Q = H₀ H₁ ⋯`` and ``P = G₀ G₁ ⋯`` kept as LAPACK's ``xGEBRD`` keeps
     them: in ``r`` (``x``'s padded shape, ``x``'s buffer), their ``τ`` in ``taus``
-    (``2 x K``); `_back_transform` applies them, so ``Q`` and ``P`` are never formed.
+    (``2 x K``); `_singular_vectors` applies them, so ``Q`` and ``P`` are never formed.
 
     ``x`` is padded with zeros to multiples of the grid's both sizes (then the
     padded rows and columns stay zero and ``B`` is ``x``'s bidiagonal padded
@@ -132,28 +135,16 @@ def _reduce_storing(x, *, grid):
         taus.append(t)
         if stop < bounds[-1]:  # the trailing matrix carries on; the reflectors stay
             done.append((x, steps))
-            x = even(x[steps:, steps:])
+            # its columns first, a few rows at a time (`columns_moved`), then its rows:
+            # XLA's cut of both at once held two more copies of x beside x (4x2)
+            cols = round_up(x.shape[1] - steps, multiple)
+            x = even(columns_moved(x, steps, cols, spec)[steps:])
     r = x
     for whole, steps in reversed(done):  # the later phases' reflectors in their place
         rows, cols = whole.shape
         right = jnp.concatenate([whole[:steps, steps:], r[: rows - steps, : cols - steps]])
         r = constrain(jnp.concatenate([whole[:, :steps], right], axis=1), spec)
     return jnp.concatenate(ds), jnp.concatenate(es), r, jnp.concatenate(taus, axis=1)
-
-
-def _back_transform(r, taus, y, *, side, grid):
-    """``Q y`` (``side="left"``) or ``P y`` (``"right"``) from `_reduce_storing`'s
-    reflectors, applied to ``y`` in place (LAPACK's ``xORMBR``): ``y`` padded to ``r``'s
-    rows (``"left"``) or columns (``"right"``), returned padded."""
-    spec = grid.block_spec
-    rows = r.shape[0] if side == "left" else r.shape[1]
-    y = constrain(pad_to(y.astype(r.dtype), (rows, round_up(y.shape[1], grid.pc))), spec)
-    kernel = functools.partial(
-        apply_reflectors, side=side, nb=PANEL, row_axis=grid.row, col_axis=grid.col
-    )
-    return shard_map(kernel, in_specs=(spec, P(), spec), out_specs=spec, check_vma=False)(
-        r, taus, y
-    )
 
 
 def vector_columns(grid) -> P:
@@ -167,22 +158,27 @@ def guard_of(block: int) -> int:
     """How far a device's range of ``TGK``'s eigenvalues may move to a wider gap:
     ``block/8`` (``block/4`` below 8). The inverse iteration's window holds
     ``block + 2·guard`` vectors of length ``2k``, 2.5 shares (3 with ``block/4``), and
-    sets svd's peak beside the reflectors (docs/memory.md); a cluster wider than the
+    sets svd's peak: ``U_B`` and ``V_B`` are made from it beside the reflectors
+    (docs/memory.md); a cluster wider than the
     guard that straddles a cut is repaired by the completion's QR (`_complete_both`)."""
     return block // 8 or block // 4
 
 
-def _tgk_vectors(d, e, s, *, grid):
+def _tgk_vectors(d, e, s, r, *, grid):
     """``TGK``'s unit eigenvectors (``2k x round_up(k, p)``, columns for ``s`` ascending;
     those past ``k`` are not read) in `vector_columns`: as `_vectors_of_b` reads them (a round trip
-    through the 2D blocks held the vectors and their all-to-all's pieces twice)."""
+    through the 2D blocks held the vectors and their all-to-all's pieces twice). The
+    window waits for the reflectors ``r`` (XLA made it while the phases' reflectors
+    were still being put together: their all-to-all's pieces beside it)."""
     k = d.shape[0]
     cols = vector_columns(grid)
     block = -(-k // grid.size)
     kernel = functools.partial(
         golub_kahan_vectors, block=block, guard=guard_of(block), axis_names=cols[1]
     )
-    return shard_map(kernel, in_specs=(P(), P(), P()), out_specs=cols, check_vma=False)(d, e, s)
+    return shard_map(
+        kernel, in_specs=(P(), P(), P(), grid.block_spec), out_specs=cols, check_vma=False
+    )(d, e, s, r)
 
 
 def kept(s, rows):
@@ -230,27 +226,55 @@ def _parts(a, *, mesh):
     d, e = d[:k], e[:k]
     t_diag, t_off = golub_kahan(d, e)
     s = jnp.abs(d) if k == 1 else _bisect(t_diag, t_off, grid=grid, count=k, first=k)
-    z = _tgk_vectors(d, e, s, grid=grid)
+    z = _tgk_vectors(d, e, s, r, grid=grid)
     finite = jnp.isfinite(jnp.sum(d) + jnp.sum(e))
     return scale, r, taus, jnp.where(finite, s, jnp.nan), z
 
 
-def _vectors_of_b(z, s, rows):
-    """``(u_b, v_b, s, keep, loose)``: ``B``'s singular vectors from ``TGK``'s ``z``
-    (each column of each half normalized), columns and ``s`` descending; ``keep``
-    (`kept`); ``loose``: whether the probe finds either half further from
-    orthonormal than about ``√k·eps``."""
+def _vectors_of_b(z, s, r, taus, rows):
+    """``(u, v, s, keep, loose)``: ``u = Q U_B``, ``v = P V_B`` from ``TGK``'s ``z``
+    (`_singular_vectors`), columns and ``s`` descending; ``keep`` (`kept`); ``loose``:
+    whether the probe finds either further from orthonormal than about ``√k·eps``."""
     k = s.shape[0]
+    m = rows
     mesh = jax.sharding.get_abstract_mesh()
     grid = grid_of(mesh, what="distla.linalg.svd")
-    spec = fitting_spec((k, k), mesh, grid.block_spec)
     cols = vector_columns(grid)
     z = constrain(pad_to(z, (2 * k, round_up(k, grid.size))), cols)
-    split = shard_map(halves, in_specs=cols, out_specs=cols)(z)[:, :k]
-    v_b, u_b = (_unit_columns(put(jnp.flip(h, axis=1), spec)) for h in (split[:k], split[k:]))
+    u, v = _singular_vectors(r, taus, z, grid=grid)
+    u, v = (
+        put(jnp.flip(h[:rows, :k], axis=1), fitting_spec((rows, k), mesh, grid.block_spec))
+        for h, rows in ((u, m), (v, k))
+    )
     s = jnp.flip(s)
-    keep = kept(s, rows)
-    return u_b, v_b, s, keep, _loose(u_b) | _loose(v_b)
+    keep = kept(s, m)
+    return u, v, s, keep, _loose(u) | _loose(v)
+
+
+def _singular_vectors(r, taus, z, *, grid):
+    """``(Q U_B, P V_B)`` in `vector_columns` (every row on each device, padded to
+    ``r``'s rows and columns): ``TGK``'s ``z`` split into its halves (`halves`), each
+    column made unit, and the reflectors applied to them in this layout
+    (``apply_reflectors(whole=True)``: each block of reflectors gathered whole), so
+    that the reflectors die before the vectors move to the 2D blocks (docs/memory.md)."""
+    cols = vector_columns(grid)
+    k = z.shape[0] // 2
+    rows, columns = r.shape
+
+    def kernel(r, taus, z):
+        split = halves(z)
+        apply = functools.partial(
+            apply_reflectors, nb=PANEL, row_axis=grid.row, col_axis=grid.col, whole=True
+        )
+        u, v = (
+            pad_to(_unit_columns(h).astype(r.dtype), (n, z.shape[1]))
+            for h, n in ((split[k:], rows), (split[:k], columns))
+        )
+        return apply(r, taus, u, side="left"), apply(r, taus, v, side="right")
+
+    return shard_map(
+        kernel, in_specs=(grid.block_spec, P(), cols), out_specs=(cols, cols), check_vma=False
+    )(r, taus, z)
 
 
 def _unit_columns(x):
@@ -268,7 +292,9 @@ def _complete_both(u_b, v_b, keep, when=None):
     matrices of their size beside them (docs/memory.md). Each step completes the
     carry's first half and moves it behind the other, so two steps leave both in
     their places (choosing the half by the index, ``where(i == 0, u, v)``, and writing
-    it back the same way held two more matrices of their size in the step)."""
+    it back the same way held two more matrices of their size in the step). A tall
+    matrix's ``u`` (``m`` rows, the reflectors applied) and ``v`` (``k``) take a loop
+    each."""
 
     def one(i, halves):
         this, other = halves
@@ -277,28 +303,24 @@ def _complete_both(u_b, v_b, keep, when=None):
         done = completed(this, keep, salt=i * this.shape[0])
         return other, done  # after two steps (u done, v done), in their places
 
+    if u_b.shape != v_b.shape:  # tall: u has m rows, v k; a loop of one step or none each
+        steps = 1 if when is None else jnp.where(when, 1, 0)
+        u_b = lax.fori_loop(0, steps, lambda i, u: completed(u, keep, salt=i), u_b)
+        salt = v_b.shape[0]
+        v_b = lax.fori_loop(0, steps, lambda i, v: completed(v, keep, salt=i + salt), v_b)
+        return u_b, v_b
     steps = 2 if when is None else jnp.where(when, 2, 0)
     return lax.fori_loop(0, steps, one, (u_b, v_b))
 
 
-def _products(x, scale, r, taus, u_b, v_b, s, keep, *, quotients):
-    """``(u, s, v)``: ``u = Q U_B``, ``v = P V_B`` (`_back_transform`, in place on
-    ``U_B`` and ``V_B``) and, where ``quotients`` (``True``, ``False`` or a traced flag),
+def _products(x, scale, u, v, s, keep, *, quotients):
+    """``(u, s, v)`` with, where ``quotients`` (``True``, ``False`` or a traced flag),
     the values not kept replaced by ``|uᵢᴴ x vᵢ|`` (sorted descending among themselves;
     they stay below the kept ones). ``x``: the tall matrix, unscaled."""
     m = x.shape[0]
     k = s.shape[0]
     mesh = jax.sharding.get_abstract_mesh()
-    grid = grid_of(mesh, what="distla.linalg.svd")
     spec = block_spec(mesh)
-    u = put(
-        _back_transform(r, taus, u_b, side="left", grid=grid)[:m, :k],
-        fitting_spec((m, k), mesh, spec),
-    )
-    v = put(
-        _back_transform(r, taus, v_b, side="right", grid=grid)[:k, :k],
-        fitting_spec((k, k), mesh, spec),
-    )
 
     def with_quotients(s):
         xv = mm(x, v, fitting_spec((m, k), mesh, spec))
@@ -350,10 +372,10 @@ def _svd_program(a, *, full_matrices, mesh):
     def body(a):
         x = jnp.conj(a.T) if wide else a
         scale, r, taus, s, z = _parts(x, mesh=mesh)
-        u_b, v_b, s, keep, loose_halves = _vectors_of_b(z, s, x.shape[0])
+        u, v, s, keep, loose_halves = _vectors_of_b(z, s, r, taus, x.shape[0])
         incomplete = ~jnp.all(keep)
-        u_b, v_b = _complete_both(u_b, v_b, keep, when=incomplete | loose_halves)
-        u, s, v = _products(x, scale, r, taus, u_b, v_b, s, keep, quotients=incomplete)
+        u, v = _complete_both(u, v, keep, when=incomplete | loose_halves)
+        u, s, v = _products(x, scale, u, v, s, keep, quotients=incomplete)
         return assemble(u, s, v, wide=wide, full_matrices=full_matrices)
 
     return run_on_mesh(body, mesh, out_specs(mesh, a.shape, full_matrices), a)
@@ -363,8 +385,8 @@ def _common(a, *, mesh, full_matrices, wide):
     """Eager first program: the answer if nothing needs repair or completion, the flags
     that say whether something does, and the parts the other programs start from."""
     scale, r, taus, s, z = _parts(a, mesh=mesh)
-    u_b, v_b, s_desc, keep, loose = _vectors_of_b(z, s, a.shape[0])
-    u, s_out, v = _products(a, scale, r, taus, u_b, v_b, s_desc, keep, quotients=False)
+    u, v, s_desc, keep, loose = _vectors_of_b(z, s, r, taus, a.shape[0])
+    u, s_out, v = _products(a, scale, u, v, s_desc, keep, quotients=False)
     out = assemble(u, s_out, v, wide=wide, full_matrices=full_matrices)
     return out, ~jnp.all(keep) | loose, (a, scale, r, taus, s, z)
 
@@ -373,9 +395,9 @@ def _rest(x, scale, r, taus, s, z, *, full_matrices, wide):
     """Eager second program, for a matrix that needs it: the completion of ``U_B`` and
     ``V_B`` (`_complete_both`) and the values below the cut from the original
     matrix."""
-    u_b, v_b, s, keep, _ = _vectors_of_b(z, s, x.shape[0])
-    u_b, v_b = _complete_both(u_b, v_b, keep)
-    u, s, v = _products(x, scale, r, taus, u_b, v_b, s, keep, quotients=~jnp.all(keep))
+    u, v, s, keep, _ = _vectors_of_b(z, s, r, taus, x.shape[0])
+    u, v = _complete_both(u, v, keep)
+    u, s, v = _products(x, scale, u, v, s, keep, quotients=~jnp.all(keep))
     return assemble(u, s, v, wide=wide, full_matrices=full_matrices)
 
 
