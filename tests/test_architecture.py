@@ -26,6 +26,12 @@ PRIVATE = re.compile(
 )
 # Modules that import jax._src, and why (jax offers no public equivalent).
 JAX_SRC_ALLOWED = {
+    # cholesky_p: LAPACK's potrf alone. jax's public cholesky (lax.linalg and jnp.linalg)
+    # masks the factor with tril, whose iota mask is loop-invariant: inside inverse
+    # iteration's loop XLA hoists it to the program's start and holds it there
+    # (docs/memory.md, the generalized eigh), and the solve that follows reads only the
+    # lower triangle. Present in every jax distla accepts (0.10.2 to 0.11.x).
+    "kernels/tridiagonal_vectors.py",
     # get_axis_env: the mesh axes a surrounding vmap(spmd_axis_name=...) took on
     # an Explicit mesh; shard_map reads the same field and jax has no public query.
     # trace_state_clean: whether a trace runs while the operands at hand are

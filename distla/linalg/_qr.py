@@ -130,6 +130,31 @@ def _tsqr(a, *, mode, call: Plan):
     return run_on_mesh(body, mesh, out, a)
 
 
+def _positive_q(h, ts, grow, gcol, q_cols, *, row, col, nb, stages):
+    """Inside the kernel: ``Q`` over the reflectors in ``h`` with ``R``'s diagonal made
+    non-negative (its columns' signs), in the 2D block layout; ``R`` never formed."""
+    # R's diagonal (its real part: Householder's is real) read from h before Q is
+    # formed over it; summed along the mesh column once Q exists (XLA:CPU's devices
+    # took a reduction beside form_q's loop of all-reduces in different orders)
+    part = jnp.sum(jnp.where(grow[:, None] == gcol[None, :], jnp.real(h), 0), axis=0)
+    q = form_q(
+        h,
+        ts,
+        q_cols,
+        row_axis=row,
+        col_axis=col,
+        nb=nb,
+        stages=stages,
+        precision=HIGHEST,
+        ready=part,
+    )
+    part = part + jnp.minimum(jnp.isnan(jnp.real(q[0, 0])), False).astype(part.dtype)
+    if row is not None:
+        part = lax.psum(part, row)
+    q = q * jnp.where(part < 0, -1, 1).astype(q.dtype)[None, :]
+    return from_block_cyclic_2d(q, row_axis=row, col_axis=col, nb=nb)
+
+
 @functools.partial(jax.jit, static_argnames=("mode", "call"))
 def _householder(a, *, mode, call: Plan):
     mesh, grid, dtype = call.mesh, call.grid, call.dtype
@@ -142,28 +167,6 @@ def _householder(a, *, mode, call: Plan):
     q_pad = round_up(q_shape[1], nb * grid.pc)
     blocks = grid.block_spec
     row, col = grid.row, grid.col
-
-    def _positive_q(h, ts, grow, gcol, q_cols):
-        # R's diagonal (its real part: Householder's is real) read from h before Q is
-        # formed over it; summed along the mesh column once Q exists (XLA:CPU's devices
-        # took a reduction beside form_q's loop of all-reduces in different orders)
-        part = jnp.sum(jnp.where(grow[:, None] == gcol[None, :], jnp.real(h), 0), axis=0)
-        q = form_q(
-            h,
-            ts,
-            q_cols,
-            row_axis=row,
-            col_axis=col,
-            nb=nb,
-            stages=stages,
-            precision=HIGHEST,
-            ready=part,
-        )
-        part = part + jnp.minimum(jnp.isnan(jnp.real(q[0, 0])), False).astype(part.dtype)
-        if row is not None:
-            part = lax.psum(part, row)
-        q = q * jnp.where(part < 0, -1, 1).astype(q.dtype)[None, :]
-        return from_block_cyclic_2d(q, row_axis=row, col_axis=col, nb=nb)
 
     def body(a):
         a = constrain(jnp.pad(a.astype(dtype), ((0, m_pad - m), (0, n_pad - n))), blocks)
@@ -185,7 +188,10 @@ def _householder(a, *, mode, call: Plan):
             # loop-invariant one to the program's start and holds it throughout
             gcol = gcol + jnp.minimum(jnp.isnan(h[0, 0]), False).astype(gcol.dtype)
             if positive:
-                return (_positive_q(h, ts, grow, gcol, q_pad // grid.pc),)
+                q_cols = q_pad // grid.pc
+                return (
+                    _positive_q(h, ts, grow, gcol, q_cols, row=row, col=col, nb=nb, stages=stages),
+                )
             r = jnp.where(grow[:, None] <= gcol[None, :], h, jnp.zeros((), h.dtype))
             out = [from_block_cyclic_2d(r, row_axis=row, col_axis=col, nb=nb)]
             if want_q:
