@@ -150,36 +150,7 @@ def columns_moved(
     ``spec``'s row axes. With ``after``, the move starts once ``after`` exists
     (`once`: two moves one after the other, not side by side).
     """
-    mesh = jax.sharding.get_abstract_mesh()
-    names = spec[0] if isinstance(spec[0], tuple) else (spec[0],)
-    parts = math.prod(1 if name is None else mesh.shape[name] for name in names)
-    rows = x.shape[0]
-    local = rows // parts
-    chunks = math.gcd(local, pieces)
-    height = local // chunks
-    # the rows as (devices, local): a chunk is the same local rows on every device
-    view_spec = NamedSharding(mesh, P(spec[0], None, spec[1]))
-    view = lax.with_sharding_constraint(x.reshape(parts, local, x.shape[1]), view_spec)
-    kept = min(x.shape[1], start + cols) - start
-
-    def cut(chunk):
-        chunk = jnp.pad(chunk[:, :, start : start + kept], ((0, 0), (0, 0), (0, cols - kept)))
-        return lax.with_sharding_constraint(chunk, view_spec)
-
-    if chunks == 1:
-        out = cut(view if after is None else once(view, after))
-    else:
-        # zeros made from a scalar that exists only with x (and after): XLA makes a
-        # broadcast of a constant at the program's start and holds it until the loop
-        zero = once(jnp.zeros((), x.dtype), x if after is None else after)
-        out = lax.with_sharding_constraint(jnp.broadcast_to(zero, (parts, local, cols)), view_spec)
-
-        def step(i, out):
-            chunk = lax.dynamic_slice_in_dim(view, i * height, height, axis=1)
-            return lax.dynamic_update_slice_in_dim(out, cut(chunk), i * height, axis=1)
-
-        out = lax.fori_loop(0, chunks, step, out)
-    return lax.with_sharding_constraint(out.reshape(rows, cols), NamedSharding(mesh, spec))
+    return _cut_moved(x, start, cols, spec, axis=1, pieces=pieces, after=after)
 
 
 def rows_moved(
@@ -190,35 +161,55 @@ def rows_moved(
     and columns exchanged (a chunk is the same local columns on every device, its rows
     moved by XLA's halo exchange). ``x``'s columns must divide evenly over ``spec``'s
     column axes."""
+    return _cut_moved(x, start, rows, spec, axis=0, pieces=pieces, after=after)
+
+
+def _cut_moved(x, start, size, spec, *, axis, pieces, after):
+    """`columns_moved` (``axis=1``) and `rows_moved` (``axis=0``): ``x`` from ``start``
+    along ``axis``, to ``size``, a chunk of the other dimension's local part at a time."""
     mesh = jax.sharding.get_abstract_mesh()
-    names = spec[1] if isinstance(spec[1], tuple) else (spec[1],)
+    other = 1 - axis
+    names = spec[other] if isinstance(spec[other], tuple) else (spec[other],)
     parts = math.prod(1 if name is None else mesh.shape[name] for name in names)
-    cols = x.shape[1]
-    local = cols // parts
+    local = x.shape[other] // parts
     chunks = math.gcd(local, pieces)
-    width = local // chunks
-    # the columns as (devices, local): a chunk is the same local columns on every device
-    view_spec = NamedSharding(mesh, P(spec[0], spec[1], None))
-    view = lax.with_sharding_constraint(x.reshape(x.shape[0], parts, local), view_spec)
-    kept = min(x.shape[0], start + rows) - start
+    height = local // chunks
+    # the other dimension as (devices, local): a chunk is the same local rows (columns)
+    # on every device; in this view x's cut dimension is `cut`, the chunks' `along`
+    if other == 0:
+        view_shape, view_spec = (parts, local, x.shape[1]), P(spec[0], None, spec[1])
+        cut_at, along = 2, 1
+    else:
+        view_shape, view_spec = (x.shape[0], parts, local), P(spec[0], spec[1], None)
+        cut_at, along = 0, 2
+    view_spec = NamedSharding(mesh, view_spec)
+    view = lax.with_sharding_constraint(x.reshape(view_shape), view_spec)
+    kept = min(x.shape[axis], start + size) - start
+    widths = [(0, 0)] * 3
+    widths[cut_at] = (0, size - kept)
 
     def cut(chunk):
-        chunk = jnp.pad(chunk[start : start + kept], ((0, rows - kept), (0, 0), (0, 0)))
-        return lax.with_sharding_constraint(chunk, view_spec)
+        if (start, kept) != (0, chunk.shape[cut_at]):
+            chunk = lax.slice_in_dim(chunk, start, start + kept, axis=cut_at)
+        return lax.with_sharding_constraint(jnp.pad(chunk, widths), view_spec)
 
     if chunks == 1:
         out = cut(view if after is None else once(view, after))
     else:
-        # zeros made from a scalar that exists only with x (see columns_moved)
+        # zeros made from a scalar that exists only with x (and after): XLA makes a
+        # broadcast of a constant at the program's start and holds it until the loop
         zero = once(jnp.zeros((), x.dtype), x if after is None else after)
-        out = lax.with_sharding_constraint(jnp.broadcast_to(zero, (rows, parts, local)), view_spec)
+        out_shape = list(view_shape)
+        out_shape[cut_at] = size
+        out = lax.with_sharding_constraint(jnp.broadcast_to(zero, out_shape), view_spec)
 
         def step(i, out):
-            chunk = lax.dynamic_slice_in_dim(view, i * width, width, axis=2)
-            return lax.dynamic_update_slice_in_dim(out, cut(chunk), i * width, axis=2)
+            chunk = lax.dynamic_slice_in_dim(view, i * height, height, axis=along)
+            return lax.dynamic_update_slice_in_dim(out, cut(chunk), i * height, axis=along)
 
         out = lax.fori_loop(0, chunks, step, out)
-    return lax.with_sharding_constraint(out.reshape(rows, cols), NamedSharding(mesh, spec))
+    shape = (x.shape[0], size) if axis == 1 else (size, x.shape[1])
+    return lax.with_sharding_constraint(out.reshape(shape), NamedSharding(mesh, spec))
 
 
 def rows_relaid(x: jax.Array, source: P, target: P, *, pieces: int = 8) -> jax.Array:
