@@ -58,9 +58,11 @@ FAMILIES = {
     "lu_factor": (lambda a: linalg.lu_factor(a, **DISTRIBUTED), "a", 4.0),
     "cholesky": (lambda a: linalg.cholesky(a, **DISTRIBUTED), "a", 4.0),
     "qr": (linalg.qr, "a", 4.0),
-    # eigh within the 6 (docs/memory.md): 5.08, its peak the inverse iteration's
-    # window beside Q (5.51 when the reduction's trailing matrix moved between phases by
-    # XLA's halo exchange of the whole cut; 5.62 when the window's Cholesky QR added
+    # eigh within the 6 (docs/memory.md): 4.89, its peak the reduction's phase
+    # boundary since inverse iteration's window beside Q is 1.25 shares (guard block/8;
+    # 5.08 with the guard at block/4, the window 1.5 shares, the peak; 5.51 when the
+    # reduction's trailing matrix moved between phases by XLA's halo exchange of the
+    # whole cut; 5.62 when the window's Cholesky QR added
     # δ·eye, a constant hoisted to the program's start; 6.26 when the repair's sweep
     # moved Z to columns by one all-to-all; 6.9 when Q's columns moved between the
     # reduction's phases in one piece, 8.5 when the orthogonality repair was Cholesky QR
@@ -77,7 +79,7 @@ FAMILIES = {
     # block/4, 9.51 when Q and P were formed and multiplied, 10.83 when the columns were
     # gathered beside the window and the vectors went through the 2D blocks and back,
     # 15.0 before that)
-    "eigh": (lambda a: linalg.eigh(a, **DISTRIBUTED), "a", 5.15),
+    "eigh": (lambda a: linalg.eigh(a, **DISTRIBUTED), "a", 4.9),
     "polar": (lambda a: linalg.polar(a, **DISTRIBUTED), "a", 5.8),
     "svd": (lambda a: linalg.svd(a, **DISTRIBUTED), "a", 6.6),
 }
@@ -139,8 +141,10 @@ FAMILIES |= {
     # to_columns wrote in place)
     "lstsq": (no_budget(linalg.lstsq), "ab", 6.6),
     "pinv": (no_budget(linalg.pinv), "a", 6.6),
-    # short of the 6: inverse iteration's window (1.5) and its Gram matrix beside
-    # A and B (the program's operands) and L⁻ᴴQ (6.08, 6.26 on 4x2; 6.51 when eigh's
+    # short of the 6: the second Cholesky's trailing update (the segment's
+    # transpose, kernels/cholesky.py) beside A and B (the program's operands), Q and L
+    # (6.02, 6.08 on 4x2; 6.08 and 6.26 when the window's guard was block/4: the window
+    # (1.5) and its Gram matrix beside L⁻ᴴQ, the peak on 2x4; 6.51 when eigh's
     # repair formed R beside Q, A's Hermitian matrix was made before the Cholesky and
     # the reduction's trailing matrix moved by XLA's halo exchange; 7.51 when B's
     # Cholesky factor L was held from the start to x = L⁻ᴴ y, now made again once the
@@ -148,7 +152,7 @@ FAMILIES |= {
     # eigh's sweep moved Z by one all-to-all and Q's identity was made at the program's
     # start, 9.8 when Q's columns moved in one piece, 10.5 before eigh's repair became a
     # loop of Householder QR)
-    "eigh_generalized": (lambda a, b: linalg.eigh(a, b, **DISTRIBUTED), "aa", 6.1),
+    "eigh_generalized": (lambda a, b: linalg.eigh(a, b, **DISTRIBUTED), "aa", 6.05),
 }
 
 #: Families compiled at the larger size only (each compile takes minutes on a

@@ -61,7 +61,7 @@ from jax.sharding import PartitionSpec as P
 from distla.kernels._axes import round_up
 from distla.kernels.bidiagonal import apply_reflectors, reduce_to_bidiagonal
 from distla.kernels.bidiagonal_vectors import golub_kahan, golub_kahan_vectors, halves
-from distla.kernels.tridiagonal_vectors import start_vectors
+from distla.kernels.tridiagonal_vectors import guard_of, start_vectors
 
 from .._core.checks import is_traced
 from .._core.matmul import mm
@@ -152,16 +152,6 @@ def vector_columns(grid) -> P:
     column-major over the grid (device ranges as eigh's), so that splitting the rows into
     ``V_B`` and ``U_B`` is local."""
     return P(None, tuple(name for name in (grid.col, grid.row) if name is not None))
-
-
-def guard_of(block: int) -> int:
-    """How far a device's range of ``TGK``'s eigenvalues may move to a wider gap:
-    ``block/8`` (``block/4`` below 8). The inverse iteration's window holds
-    ``block + 2·guard`` vectors of length ``2k``, 2.5 shares (3 with ``block/4``), and
-    sets svd's peak: ``U_B`` and ``V_B`` are made from it beside the reflectors
-    (docs/memory.md); a cluster wider than the
-    guard that straddles a cut is repaired by the completion's QR (`_complete_both`)."""
-    return block // 8 or block // 4
 
 
 def _tgk_vectors(d, e, s, r, *, grid):
