@@ -30,10 +30,14 @@ runs over its panels ``k``:
 
 After the segment, one **trailing update** ``A22 -= L_seg L_segᴴ`` of rank
 ``W`` (the segment's rows are already on every device of their mesh row;
-their transposes go along mesh columns in one psum), restricted to the lower
-triangle: the local rows are cut into chunks and each chunk's GEMM ends at the
-last local column that can be on or below the diagonal on any device (one
-chunk's operands and product at a time, a fraction of the local block).
+their transposes go along mesh columns, psums as in step 4), restricted to the
+lower triangle and cut into chunks along the longer local dimension (one
+chunk's operands and product at a time, a fraction of the local block). On a
+grid with ``pr < pc`` the local rows are cut, the transposes for all the
+trailing columns are made in one psum, and each chunk's GEMM ends at the last
+local column that can be on or below the diagonal on any device; otherwise the
+local columns are cut, each chunk makes the transposes for its own columns, and
+its GEMM starts at the first local row that can be on or below the diagonal.
 
 The program grows with the number of segments (at most ``max_segments``),
 not with ``n``: the loop over panels is a ``fori_loop``.
@@ -90,11 +94,22 @@ def transpose_rows(
       ``(C, w)``: the panel rows for the columns, the same on every device of
       a mesh column.
     """
+    src, mine = _sources(cols_g, first_block=first_block, row_axis=row_axis, nb=nb)
+    return _send_rows(x, src, mine, row_axis)
+
+
+def _sources(cols_g: jax.Array, *, first_block: int, row_axis: str | None, nb: int):
+    """``transpose_rows``' local row of ``x`` for each column, and whether this device sends it."""
     pr = axis_size(row_axis)
     i = axis_index(row_axis)
     within = jnp.arange(cols_g.shape[0], dtype=jnp.int32) % nb
     src = (cols_g // pr - first_block // pr) * nb + within
     mine = (cols_g % pr == i) & (cols_g >= first_block)
+    return src, mine
+
+
+def _send_rows(x: jax.Array, src: jax.Array, mine: jax.Array, row_axis: str | None) -> jax.Array:
+    """``transpose_rows`` from its ``_sources``: rows ``src`` of ``x`` where ``mine``, summed."""
     rows = jnp.take(x, jnp.clip(src, 0, x.shape[0] - 1), axis=0)
     rows = jnp.where(mine[:, None], rows, jnp.zeros_like(rows))
     # psum along the mesh column -> (C, w): each row from its diagonal device
@@ -120,6 +135,24 @@ def _row_chunks(r1: int, c1: int, mloc: int, nloc: int, *, nb: int, pr: int, pc:
         if end > c1:
             out.append((u0 * nb, u1 * nb, end))
     return out
+
+
+def _column_chunks(r1: int, c1: int, mloc: int, nloc: int, *, nb: int, pr: int, pc: int):
+    """Column chunks ``[lo, hi)`` of the local trailing columns, each with its first row.
+
+    The trailing rows of a chunk start at the first local row that can be on or
+    below the diagonal for one of its columns on some device (device ``(pr-1, 0)``
+    has the most: its rows ``u·pr + pr - 1`` reach block column ``v·pc`` from
+    ``u = ⌊v·pc/pr⌋`` on): the GEMM of the chunk skips the rows wholly above it.
+    """
+    blocks = (nloc - c1) // nb
+    if blocks <= 0 or r1 >= mloc:
+        return []
+    count = min(MAX_CHUNKS, blocks)
+    edges = [c1 // nb + (blocks * t) // count for t in range(count + 1)]
+    return [
+        (max(r1, (v0 * pc // pr) * nb), v0 * nb, v1 * nb) for v0, v1 in zip(edges[:-1], edges[1:])
+    ]
 
 
 class _Grid(NamedTuple):
@@ -207,20 +240,45 @@ def _panel_step(t, carry, *, g: _Grid, seg: _Segment):
 
 
 def _trailing_update(a, lseg, col_g, *, k1: int, seg: _Segment, g: _Grid):
-    """``A22 -= L_seg L_segᴴ`` (rank ``W``) on the lower triangle from block ``k1`` on."""
+    """``A22 -= L_seg L_segᴴ`` (rank ``W``) on the lower triangle from block ``k1`` on.
+
+    In chunks along the longer local dimension, so that the operand each chunk
+    slices (a copy XLA makes for the GEMM) is the shorter one. By row chunks
+    (``pr < pc``: the local block is taller than wide) the segment's transpose for
+    all the trailing columns is made first, in one psum, and each chunk reads a
+    prefix of it; by column chunks each chunk makes the transpose for its own
+    columns and reads its rows of ``L_seg`` from its first one on. On a 4x2 mesh
+    the transpose of all the trailing columns, the select each device fills and
+    the psum's result, was 1.5 shares at once (cholesky's peak there, 4.07 shares
+    at n = 4096; 3.50 by column chunks); on 2x4 the column chunks' rows of
+    ``L_seg`` would be as large (3.9 shares at n = 2048 by row chunks, 4.1 by
+    column chunks).
+    """
     mloc, nloc = a.shape
     nb = g.nb
     r1, c1 = (k1 // g.pr) * nb, (k1 // g.pc) * nb
-    # L_seg^H for the trailing columns: one psum along mesh columns -> (nloc - c1, W)
-    lt = transpose_rows(lseg, col_g[c1:], first_block=seg.k0, row_axis=g.row_axis, nb=nb)
-    for lo, hi, end in _row_chunks(r1, c1, mloc, nloc, nb=nb, pr=g.pr, pc=g.pc):
-        # the chunk's rows of L_seg and the L_seg^H of its columns, read once the
-        # previous chunk is written (else XLA slices every chunk's operands first,
-        # and holds them all)
-        rows = lax.dynamic_slice_in_dim(lseg, after(lo - seg.r0, a), hi - lo, axis=0)
-        cols = lax.dynamic_slice_in_dim(lt, after(0, a), end - c1, axis=0)
-        upd = jnp.dot(rows, cols.conj().T, precision=g.precision)
-        a = add_block(a, (lo, c1), -upd)
+    if g.pr < g.pc:
+        # L_seg^H for the trailing columns: one psum along mesh columns -> (nloc - c1, W)
+        lt = transpose_rows(lseg, col_g[c1:], first_block=seg.k0, row_axis=g.row_axis, nb=nb)
+        for lo, hi, end in _row_chunks(r1, c1, mloc, nloc, nb=nb, pr=g.pr, pc=g.pc):
+            # the chunk's rows of L_seg and the L_seg^H of its columns, read once the
+            # previous chunk is written (else XLA slices every chunk's operands first,
+            # and holds them all)
+            rows = lax.dynamic_slice_in_dim(lseg, after(lo - seg.r0, a), hi - lo, axis=0)
+            cols = lax.dynamic_slice_in_dim(lt, after(0, a), end - c1, axis=0)
+            upd = jnp.dot(rows, cols.conj().T, precision=g.precision)
+            a = add_block(a, (lo, c1), -upd)
+        return a
+    src, mine = _sources(col_g[c1:], first_block=seg.k0, row_axis=g.row_axis, nb=nb)
+    for start, lo, hi in _column_chunks(r1, c1, mloc, nloc, nb=nb, pr=g.pr, pc=g.pc):
+        # the L_seg^H of the chunk's columns (one psum along mesh columns -> (hi - lo, W))
+        # and its rows of L_seg, made once the previous chunk is written (as above)
+        now = after(0, a)
+        cut = slice(lo - c1, hi - c1)
+        lt = _send_rows(lseg, src[cut] + now, mine[cut], g.row_axis)
+        rows = lax.dynamic_slice_in_dim(lseg, now + start - seg.r0, mloc - start, axis=0)
+        upd = jnp.dot(rows, lt.conj().T, precision=g.precision)
+        a = add_block(a, (start, lo), -upd)
     return a
 
 

@@ -141,10 +141,12 @@ FAMILIES |= {
     # to_columns wrote in place)
     "lstsq": (no_budget(linalg.lstsq), "ab", 6.6),
     "pinv": (no_budget(linalg.pinv), "a", 6.6),
-    # short of the issue's 6: the second Cholesky's trailing update (the segment's
-    # transpose, kernels/cholesky.py) beside A and B (the program's operands), Q and L
-    # (6.02, 6.08 on 4x2; 6.08 and 6.26 when the window's guard was block/4: the window
-    # (1.5) and its Gram matrix beside L⁻ᴴQ, the peak on 2x4; 6.51 when eigh's
+    # short of the issue's 6: on 2x4 the second Cholesky's trailing update (the
+    # segment's transpose, kernels/cholesky.py, pr < pc) beside A and B (the program's
+    # operands), Q and L; on 4x2 XLA's packing of the temporaries (6.02 on both since
+    # r49: the window's guard at block/8 and, on 4x2, the Cholesky's trailing update by
+    # column chunks; 6.08, 6.26 on 4x2, with the guard at block/4: the window (1.5) and
+    # its Gram matrix beside L⁻ᴴQ, the peak on 2x4; 6.51 when eigh's
     # repair formed R beside Q, A's Hermitian matrix was made before the Cholesky and
     # the reduction's trailing matrix moved by XLA's halo exchange; 7.51 when B's
     # Cholesky factor L was held from the start to x = L⁻ᴴ y, now made again once the
@@ -186,6 +188,19 @@ def test_peak_memory_is_a_few_shares_and_does_not_grow(name):
     if name not in ONE_SIZE:
         small = shares(fn, operands, mesh, SIZES[0])
         assert large <= small + GROWTH, f"{name} grows with n: {small:.2f} -> {large:.2f} shares"
+
+
+def test_cholesky_peak_on_4x2():
+    """cholesky where the local blocks are wider than tall (4x2): 3.50 shares at n = 4096
+    (and at 8192, float32 and float64), the trailing update by column chunks, each making
+    the segment's transpose for its own columns (4.07 when the transpose for all the
+    trailing columns was made at once, the select each device fills beside the psum's
+    result, and the local rows were cut)."""
+    fn, operands, _ = FAMILIES["cholesky"]
+    mesh = build_mesh((4, 2), "explicit")
+    small, large = (shares(fn, operands, mesh, n) for n in SIZES)
+    assert large <= 3.6, f"cholesky on 4x2: {large:.2f} shares at n = {SIZES[1]} (limit 3.6)"
+    assert large <= small + GROWTH, f"cholesky on 4x2 grows with n: {small:.2f} -> {large:.2f}"
 
 
 def test_expm_float64_peak_does_not_grow(x64):
