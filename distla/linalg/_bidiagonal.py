@@ -76,7 +76,7 @@ from distla.kernels.tridiagonal_vectors import start_vectors
 
 from .._core.checks import is_traced
 from .._core.matmul import mm
-from .._core.matrix import block_spec, columns_moved, ct_on, on_mesh, pad_to, put
+from .._core.matrix import block_spec, columns_moved, ct_on, on_mesh, once, pad_to, put
 from .._core.mesh import constrain, fitting_spec, grid_of, run_on_mesh, shard_map
 from .._core.plan import plan_here
 from . import _qr
@@ -267,10 +267,14 @@ def _vectors_of_b(z, s, r, taus, rows):
     mesh = jax.sharding.get_abstract_mesh()
     grid = grid_of(mesh, what="distla.linalg.svd")
     u, v = _singular_vectors(r, taus, z, grid=grid, square=m == k)
-    u, v = (
-        put(jnp.flip(h[:rows, :k], axis=1), fitting_spec((rows, k), mesh, grid.block_spec))
-        for h, rows in ((u, m), (v, k))
-    )
+
+    def moved(h, rows):
+        return put(jnp.flip(h[:rows, :k], axis=1), fitting_spec((rows, k), mesh, grid.block_spec))
+
+    # v moves once u has (once): XLA cut both into their all-to-alls' pieces at once
+    # (lstsq's peak at n = 4096, docs/memory.md)
+    u = moved(u, m)
+    v = moved(once(v, u), k)
     s = jnp.flip(s)
     keep = kept(s, m)
     return u, v, s, keep, _loose(u) | _loose(v)
