@@ -49,7 +49,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from ._axes import axis_index, highest_precision
+from ._axes import axis_index, fori, highest_precision
 from .tridiagonal import (
     Local,
     block_reflector_of_gram,
@@ -60,6 +60,7 @@ from .tridiagonal import (
     row_piece,
     spread,
 )
+from .tridiagonal_vectors import _rows_per_chunk
 
 
 @highest_precision
@@ -216,6 +217,58 @@ def _stored(a_blk, u_all, v_all, k0, at: Local):
     return lax.dynamic_update_slice(a_blk, jnp.where(mine, v_part, slab), (r0, zero))
 
 
+def _reflector_blocks(r_blk, taus, *, side, nb, row_axis, col_axis, whole, rows, row0):
+    """``(blocks, block_of)`` for the reflectors :func:`reduce_to_bidiagonal` stored:
+    how many blocks of ``2·nb`` there are, and ``block_of(t) = (v, τ)`` for block ``t``
+    counted from the last: ``v`` (``rows x 2nb``) the rows ``[row0, row0 + rows)`` of
+    its vectors (every row gathered with ``whole``), masked to the reflectors' nonzero
+    part, ``τ`` its ``2nb`` factors (0 past ``K``: the identity). ``side``: ``"left"``
+    (``Q``'s, in ``r_blk``'s columns) or ``"right"`` (``P``'s, in its rows)."""
+    at = local(r_blk, row_axis, col_axis)
+    count = taus.shape[1]
+    width = 2 * nb
+    blocks = -(-count // width)
+    left = side == "left"
+    tau = jnp.pad(taus[0 if left else 1], (0, blocks * width - count))
+    gy = row0 + jnp.arange(rows, dtype=jnp.int32)
+    zero = jnp.int32(0)
+    pos = jnp.arange(width, dtype=jnp.int32)
+
+    def block_of(t):
+        c0 = ((blocks - 1 - t) * width).astype(jnp.int32)
+        real = c0 + pos < count  # reflectors past K: the identity
+        if left:  # column c0 + i, my rows: a psum over the column axis
+            s0, w = _window(c0 - at.col0, at.nloc, width)
+            piece = lax.dynamic_slice(r_blk, (zero, s0), (at.mloc, w))
+            gc = at.col0 + s0 + jnp.arange(w, dtype=jnp.int32)
+            v_loc = piece @ (gc[:, None] == c0 + pos[None, :]).astype(piece.dtype)
+            if whole:  # every row: this device's rows in place, summed over the mesh
+                v_loc = lax.psum(
+                    lax.dynamic_update_slice(
+                        jnp.zeros((at.m, width), v_loc.dtype), v_loc, (at.row0, zero)
+                    ),
+                    at.every,
+                )[:rows]
+            elif col_axis is not None:
+                v_loc = lax.psum(v_loc, col_axis)
+            below = gy[:, None] >= c0 + pos[None, :]
+        else:  # row c0 + i, every column gathered, then my rows of Y
+            s0, w = _window(c0 - at.row0, at.mloc, width)
+            piece = lax.dynamic_slice(r_blk, (s0, zero), (w, at.nloc))
+            gr = at.row0 + s0 + jnp.arange(w, dtype=jnp.int32)
+            cols = piece.T @ (gr[:, None] == c0 + pos[None, :]).astype(piece.dtype)
+            full = lax.dynamic_update_slice(
+                jnp.zeros((at.n, width), piece.dtype), cols, (at.col0, zero)
+            )
+            full = lax.psum(full, at.every)
+            v_loc = lax.dynamic_slice(full, (row0, zero), (rows, width))
+            below = gy[:, None] > c0 + pos[None, :]
+        v_loc = jnp.where(below & real[None, :], v_loc, 0)
+        return v_loc, jnp.where(real, lax.dynamic_slice(tau, (c0,), (width,)), 0)
+
+    return blocks, block_of
+
+
 @highest_precision
 def apply_reflectors(
     r_blk: jax.Array,
@@ -250,49 +303,22 @@ def apply_reflectors(
     Returns:
       This device's block of ``Q Y`` (or ``P Y``).
     """
-    at = local(r_blk, row_axis, col_axis)
-    count = taus.shape[1]
-    width = 2 * nb
-    blocks = -(-count // width)
-    left = side == "left"
-    tau = jnp.pad(taus[0 if left else 1], (0, blocks * width - count))
     mloc_y = y_blk.shape[0]
     row0_y = jnp.asarray(0 if whole else axis_index(row_axis) * mloc_y, jnp.int32)
-    gy = row0_y + jnp.arange(mloc_y, dtype=jnp.int32)
-    zero = jnp.int32(0)
-    pos = jnp.arange(width, dtype=jnp.int32)
+    blocks, block_of = _reflector_blocks(
+        r_blk,
+        taus,
+        side=side,
+        nb=nb,
+        row_axis=row_axis,
+        col_axis=col_axis,
+        whole=whole,
+        rows=mloc_y,
+        row0=row0_y,
+    )
 
     def block(t, y_blk):
-        c0 = ((blocks - 1 - t) * width).astype(jnp.int32)
-        real = c0 + pos < count  # reflectors past K: the identity
-        if left:  # column c0 + i, my rows: a psum over the column axis
-            s0, w = _window(c0 - at.col0, at.nloc, width)
-            piece = lax.dynamic_slice(r_blk, (zero, s0), (at.mloc, w))
-            gc = at.col0 + s0 + jnp.arange(w, dtype=jnp.int32)
-            v_loc = piece @ (gc[:, None] == c0 + pos[None, :]).astype(piece.dtype)
-            if whole:  # every row: this device's rows in place, summed over the mesh
-                v_loc = lax.psum(
-                    lax.dynamic_update_slice(
-                        jnp.zeros((at.m, width), v_loc.dtype), v_loc, (at.row0, zero)
-                    ),
-                    at.every,
-                )
-            elif col_axis is not None:
-                v_loc = lax.psum(v_loc, col_axis)
-            below = gy[:, None] >= c0 + pos[None, :]
-        else:  # row c0 + i, every column gathered, then my rows of Y
-            s0, w = _window(c0 - at.row0, at.mloc, width)
-            piece = lax.dynamic_slice(r_blk, (s0, zero), (w, at.nloc))
-            gr = at.row0 + s0 + jnp.arange(w, dtype=jnp.int32)
-            cols = piece.T @ (gr[:, None] == c0 + pos[None, :]).astype(piece.dtype)
-            full = lax.dynamic_update_slice(
-                jnp.zeros((at.n, width), piece.dtype), cols, (at.col0, zero)
-            )
-            full = lax.psum(full, at.every)
-            v_loc = lax.dynamic_slice(full, (row0_y, zero), (mloc_y, width))
-            below = gy[:, None] > c0 + pos[None, :]
-        v_loc = jnp.where(below & real[None, :], v_loc, 0)
-        taus_b = jnp.where(real, lax.dynamic_slice(tau, (c0,), (width,)), 0)
+        v_loc, taus_b = block_of(t)
         gram = jnp.conj(v_loc.T) @ v_loc
         vy = jnp.conj(v_loc.T) @ y_blk
         if row_axis is not None and not whole:
@@ -300,3 +326,75 @@ def apply_reflectors(
         return y_blk - v_loc @ (block_reflector_of_gram(gram, taus_b) @ vy)
 
     return lax.fori_loop(0, blocks, block, y_blk)
+
+
+@highest_precision
+def apply_reflectors_to_rows(
+    r_blk: jax.Array,
+    taus: jax.Array,
+    x: jax.Array,
+    *,
+    count: int,
+    nb: int,
+    row_axis: str | None,
+    col_axis: str | None,
+) -> jax.Array:
+    """``Q U_B`` and ``P V_B`` of a square ``B`` written in place over ``U_B`` and
+    ``V_B`` where ``TGK``'s eigenvectors hold them (rows, not columns), each half made
+    unit first: as ``apply_reflectors(whole=True)`` on both sides, the vectors never
+    copied out of ``x``.
+
+    Args:
+      r_blk, taus: as :func:`apply_reflectors` (``m = k``: ``Q`` and ``P`` act on
+        ``k`` entries; the matrix's real dtype, as ``x``'s).
+      x: ``W x 2k`` (inverse iteration's window,
+        ``bidiagonal_vectors.golub_kahan_vectors(whole=True)``): its first ``count``
+        rows each a vector ``(v₀, u₀, v₁, u₁, …)``.
+      count: how many of ``x``'s rows hold vectors.
+      nb: the reduction's panel width.
+
+    Returns:
+      ``x`` with each of its first ``count`` rows ``(v, u)`` made ``(P v/‖v‖,
+      Q u/‖u‖)`` (zero halves stay zero), interleaved as before; the rest as it was.
+      Each block of reflectors is gathered whole and applied to a chunk of rows at a
+      time (``tridiagonal_vectors._rows_per_chunk``): the halves made out of ``x``
+      beside it were two shares more, svd's peak (docs/memory.md).
+    """
+    k = x.shape[1] // 2
+    sides = {
+        side: _reflector_blocks(
+            r_blk,
+            taus,
+            side=side,
+            nb=nb,
+            row_axis=row_axis,
+            col_axis=col_axis,
+            whole=True,
+            rows=k,
+            row0=jnp.int32(0),
+        )
+        for side in ("left", "right")
+    }
+    blocks = sides["left"][0]
+    height = _rows_per_chunk(count)
+
+    def block(t, x):
+        made = []
+        for side in ("right", "left"):  # v, then u: the order the rows interleave them
+            v_loc, taus_b = sides[side][1](t)
+            made.append((v_loc, block_reflector_of_gram(jnp.conj(v_loc.T) @ v_loc, taus_b)))
+
+        def rows(c, x):
+            part = lax.dynamic_slice_in_dim(x, c * height, height).reshape(height, k, 2)
+            halves = []
+            for h, (v_loc, tmat) in enumerate(made):
+                y = part[:, :, h].T  # k x height: the half's vectors as columns
+                norm = jnp.linalg.norm(y, axis=0)
+                y = y / jnp.where((t == 0) & (norm > 0), norm, 1).astype(y.dtype)[None, :]
+                halves.append((y - v_loc @ (tmat @ (jnp.conj(v_loc.T) @ y))).T)
+            part = jnp.stack(halves, axis=2).reshape(height, 2 * k)
+            return lax.dynamic_update_slice_in_dim(x, part, c * height, axis=0)
+
+        return fori(0, count // height, rows, x)
+
+    return fori(0, blocks, block, x)

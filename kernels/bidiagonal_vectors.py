@@ -26,8 +26,15 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from ._axes import after, axis_size, highest_precision
-from .tridiagonal_vectors import cuts, rank_of, to_columns, window_rows
+from . import tridiagonal_vectors
+from ._axes import after, axis_size, fori, highest_precision, zeros_after
+from .tridiagonal_vectors import _rows_per_chunk, cuts, rank_of, to_columns, window_rows
+
+#: Inverse iteration solves ``TGK``'s window in this many chunks of rows: twice
+#: eigh's, since its rows are ``2k`` long (each of the five copies of a chunk that
+#: LAPACK's batched ``gtsv`` takes is ``2·rows/block`` shares beside the window's 2.5,
+#: svd's peak at n = 4096 with eigh's chunks: docs/memory.md).
+CHUNKS = 2 * tridiagonal_vectors.CHUNKS
 
 
 def golub_kahan(d: jax.Array, e: jax.Array) -> tuple[jax.Array, jax.Array]:
@@ -44,6 +51,29 @@ def halves(z: jax.Array) -> jax.Array:
     two_k, width = z.shape
     split = z.reshape(two_k // 2, 2, width).transpose(1, 0, 2).reshape(two_k, width)
     return split * jnp.sqrt(jnp.asarray(2, z.dtype))
+
+
+def halves_of_rows(x: jax.Array, count: int, sizes: tuple[int, int]) -> tuple[jax.Array, jax.Array]:
+    """``(u, v)`` (``sizes[0] x count`` and ``sizes[1] x count``, zero past ``k`` rows)
+    from ``x``'s first ``count`` rows, each a vector ``(v₀, u₀, v₁, u₁, …)`` of length
+    ``2k``: its halves as columns, copied out a chunk of rows at a time.
+
+    A loop, so that ``u`` and ``v`` exist as arrays and ``x`` dies with the loop: a
+    plain read is fused into whatever moves ``u`` and ``v`` next (an all-to-all to the
+    2D blocks), whose pieces XLA then holds beside all of ``x``.
+    """
+    k = x.shape[1] // 2
+    height = _rows_per_chunk(count)
+    out = tuple(zeros_after((size, count), x.dtype, x) for size in sizes)
+
+    def rows(c, out):
+        part = lax.dynamic_slice_in_dim(x, c * height, height).reshape(height, k, 2)
+        return tuple(
+            lax.dynamic_update_slice(o, part[:, :, h].T, (0, c * height))
+            for o, h in zip(out, (1, 0))
+        )
+
+    return fori(0, count // height, rows, out)
 
 
 def cluster_shifts(s: jax.Array) -> jax.Array:
@@ -79,6 +109,7 @@ def golub_kahan_vectors(
     block: int,
     guard: int,
     axis_names,
+    whole: bool = False,
 ) -> jax.Array:
     """This device's ``2k x block`` columns of ``TGK``'s eigenvectors for ``+s``.
 
@@ -92,6 +123,10 @@ def golub_kahan_vectors(
       block: columns per device, ``⌈k/p⌉``.
       guard: how far a range's bounds may move to a wider gap.
       axis_names: the mesh axes the devices are laid on.
+      whole: return inverse iteration's whole window (``block + 2·guard`` rows of
+        length ``2k``), the vectors as its first ``block`` rows (``to_columns(whole=True)``),
+        for a caller that works on them in place
+        (:func:`~distla.kernels.bidiagonal.apply_reflectors_to_rows`).
 
     Returns:
       ``[2k, block]``: unit eigenvectors of ``TGK`` (rows interleaved
@@ -116,5 +151,6 @@ def golub_kahan_vectors(
         # holds that array beside the window (an optimization barrier is dropped)
         entry = lax.psum(lax.index_in_dim(ready.reshape(-1), 0, keepdims=False), axis_names)
         first = first + after(0, entry).astype(first.dtype)
-    window = window_rows(t_diag, t_off, s_long, first, width=block + 2 * guard, unit=False)
-    return to_columns(window, bounds, block=block, guard=guard, axis_names=axis_names)
+    width = block + 2 * guard
+    window = window_rows(t_diag, t_off, s_long, first, width=width, unit=False, chunks=CHUNKS)
+    return to_columns(window, bounds, block=block, guard=guard, axis_names=axis_names, whole=whole)

@@ -114,10 +114,10 @@ def start_vectors(index: jax.Array, n: int, dtype) -> jax.Array:
     return (h >> 8).astype(dtype) / (1 << 24) - 0.5
 
 
-def _rows_per_chunk(k: int) -> int:
+def _rows_per_chunk(k: int, chunks: int = CHUNKS) -> int:
     """Rows a chunk of :func:`inverse_iteration` solves at once: a divisor of ``k``
-    near ``k/CHUNKS`` (at least 32), or all ``k`` when none is."""
-    target = max(32, -(-k // CHUNKS))
+    near ``k/chunks`` (at least ``32·CHUNKS/chunks``), or all ``k`` when none is."""
+    target = max(32 * CHUNKS // chunks, -(-k // chunks))
     if k <= target:
         return k
     best = max(c for c in range(1, target + 1) if k % c == 0)
@@ -125,13 +125,15 @@ def _rows_per_chunk(k: int) -> int:
 
 
 @highest_precision
-def inverse_iteration(d, e, shift, x, *, columns: bool = False, apply=True) -> jax.Array:
+def inverse_iteration(
+    d, e, shift, x, *, columns: bool = False, apply=True, chunks: int = CHUNKS
+) -> jax.Array:
     """Rows ``xᵢ ← (T − σᵢ I)⁻¹ xᵢ`` normalized (``σᵢ`` a few ulps of ``‖T‖`` below
     ``shift[i]``, so that ``T − σᵢ I`` is never exactly singular, ``T = λI`` included).
 
     LAPACK's batched ``gtsv`` overwrites a copy of ``T``'s three diagonals for
-    every row it solves, four ``n``-vectors a row: the rows go ``CHUNKS`` at a
-    time (a loop), each chunk written back in place, so that a device holds one
+    every row it solves, four ``n``-vectors a row: the rows go in ``chunks``
+    chunks (a loop), each chunk written back in place, so that a device holds one
     chunk's copies, not four more windows. With ``columns`` the vectors are
     ``x``'s columns (``n x k``; a chunk is transposed, never the whole ``x``).
     Where the traced ``apply`` is false ``x`` comes back unchanged (the chunks are
@@ -143,7 +145,7 @@ def inverse_iteration(d, e, shift, x, *, columns: bool = False, apply=True) -> j
     off = jnp.where(jnp.arange(n) < n - 1, e, 0)
     t_norm = jnp.max(jnp.abs(d)) + 2 * jnp.max(jnp.abs(off))
     sigma = shift - 4 * jnp.finfo(d.dtype).eps * jnp.where(t_norm > 0, t_norm, 1)
-    rows = _rows_per_chunk(k)
+    rows = _rows_per_chunk(k, chunks)
 
     def solve(t, x):
         at = t * rows
@@ -176,17 +178,20 @@ def window_vectors(d, e, w, first, *, width: int) -> jax.Array:
 
 
 @highest_precision
-def window_rows(d, e, w, first, *, width: int, unit: bool = True) -> jax.Array:
+def window_rows(
+    d, e, w, first, *, width: int, unit: bool = True, chunks: int = CHUNKS
+) -> jax.Array:
     """:func:`window_vectors` as rows, ``width x n``: the vectors as inverse iteration
     makes them (their transpose would be one more window on the device); with ``unit``
     false, not yet scaled to unit norm (about ``1/√(1 + width·eps)`` each), for
-    :func:`to_columns`, which scales the rows it places."""
+    :func:`to_columns`, which scales the rows it places. ``chunks``: as
+    :func:`inverse_iteration`'s."""
     n = d.shape[0]
     index = first + jnp.arange(width, dtype=jnp.int32)
     shift = w[jnp.minimum(index, n - 1)]
 
     def sweep(_, x):
-        return orthonormal_rows(inverse_iteration(d, e, shift, x))
+        return orthonormal_rows(inverse_iteration(d, e, shift, x, chunks=chunks))
 
     x = orthonormal_rows(lax.fori_loop(0, SWEEPS, sweep, start_vectors(index, n, d.dtype)))
     # the shift leaves each row's norm² about 1/(1 + δ): unit rows again (or by the caller,
@@ -222,8 +227,12 @@ def orthonormal_rows(x: jax.Array) -> jax.Array:
     return x
 
 
-def to_columns(rows, bounds, *, block: int, guard: int, axis_names: tuple[str, ...]) -> jax.Array:
-    """This device's ``n x block`` columns ``[r·block, (r+1)·block)`` of the basis.
+def to_columns(
+    rows, bounds, *, block: int, guard: int, axis_names: tuple[str, ...], whole: bool = False
+) -> jax.Array:
+    """This device's ``n x block`` columns ``[r·block, (r+1)·block)`` of the basis
+    (``whole``: the window itself, those columns transposed in its first ``block`` rows,
+    for a caller that works on them in place).
 
     ``rows`` (``W x n``, ``W = block + 2·guard``; :func:`window_rows`) holds the
     vectors ``[bounds[r], bounds[r+1])`` from its first row on. A bound moves at
@@ -241,6 +250,11 @@ def to_columns(rows, bounds, *, block: int, guard: int, axis_names: tuple[str, .
     r = rank_of(axis_names)
     lo, hi = bounds[r], bounds[r + 1]
     g = max(1, min(guard, width))
+    # left's rows go over the window's last g rows, which the placement never reads (it
+    # reads rows up to block + g), before the rows for the left neighbour are cut and
+    # sent: one piece fewer beside the window (svd's peak at n = 4096 was the window, a
+    # piece received and one being sent)
+    spare = width - g if devices > 1 and width - g >= block + g else None
     if devices > 1:
         names, lin = ppermute_index(axis_names)
         # for the right neighbour: its columns from (r+1)·block that this range holds
@@ -248,6 +262,8 @@ def to_columns(rows, bounds, *, block: int, guard: int, axis_names: tuple[str, .
         for_right = lax.dynamic_slice_in_dim(rows, start, g)
         # collective-permute to the right -> the left neighbour's vectors from r·block
         left = lax.ppermute(for_right, names, [(lin[s], lin[s + 1]) for s in range(devices - 1)])
+        if spare is not None:
+            rows = lax.dynamic_update_slice_in_dim(rows, left, spare, axis=0)
         # collective-permute to the left -> the right neighbour's first vectors (from hi)
         right = lax.ppermute(rows[:g], names, [(lin[s + 1], lin[s]) for s in range(devices - 1)])
     else:
@@ -255,6 +271,9 @@ def to_columns(rows, bounds, *, block: int, guard: int, axis_names: tuple[str, .
 
     def pick(x, at):
         return jnp.take(x, jnp.clip(at, 0, x.shape[0] - 1), axis=0)
+
+    def from_left(x, i):
+        return pick(left, i) if spare is None else pick(x, spare + i)
 
     # the columns are written over the window's first block rows a chunk at a time, in
     # place (a gather of all block x n beside the window was two more shares): row i
@@ -275,7 +294,7 @@ def to_columns(rows, bounds, *, block: int, guard: int, axis_names: tuple[str, .
         )
         part = jnp.where(
             (at < lo)[:, None],
-            pick(left, i),
+            from_left(x, i),
             jnp.where((at >= hi)[:, None], pick(right, at - hi), pick(x, i + shift)),
         )
         part = part / jnp.linalg.norm(part, axis=1, keepdims=True)  # unit rows
@@ -283,4 +302,4 @@ def to_columns(rows, bounds, *, block: int, guard: int, axis_names: tuple[str, .
         return lax.dynamic_update_slice_in_dim(x, part, c * height, axis=0)
 
     rows = fori(0, chunks, place, rows)
-    return rows[:block].T
+    return rows if whole else rows[:block].T

@@ -62,11 +62,15 @@ CASES = [
     # out as columns in place, a loop of row chunks (one, in eigh and svd; the gather of
     # the block beside it was two shares)
     pytest.param("eigh", 44, id="eigh"),
-    # svd 29: between the reduction's phases the trailing matrix's columns move in a loop
+    # svd 30: between the reduction's phases the trailing matrix's columns move in a loop
     # of row chunks (one; XLA's cut of rows and columns at once held two more shares on
-    # 4x2, docs/memory.md); the reflectors are applied to the vectors in their column
-    # layout (the same two loops)
-    pytest.param("svd", 29, id="svd"),
+    # 4x2, docs/memory.md); the reflectors are applied to the vectors where inverse
+    # iteration's window holds them, a loop of block reflectors around a loop of the
+    # window's row chunks (a loop of block reflectors a side before), and U_B and V_B are
+    # copied out of the window in a loop of row chunks (one more: read plainly, XLA
+    # fused the copy into the move to the 2D blocks and held its pieces beside the
+    # window, docs/memory.md)
+    pytest.param("svd", 30, id="svd"),
 ]
 # (jax major, minor) -> operations at n = 4096 on 2x4; a newer release uses the last row
 OPERATIONS = {

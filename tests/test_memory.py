@@ -72,8 +72,11 @@ FAMILIES = {
     # m + nb rows that can be nonzero, each T made again from V in Q's formation; 6.27
     # and 5.7 with the whole 2n x nb column factored and every T kept; 9.5 with distla's
     # QR of the stack and SUMMA of Q₁ and Q₂ᴴ); svd's inverse iteration's window of
-    # Golub-Kahan vectors (2.5, guard block/8) as U_B and V_B are made from it (2) beside
-    # the reduction's reflectors (1) and A (6.52, 4x2 as well, the reflectors applied in
+    # Golub-Kahan vectors (2.5, guard block/8) in its Cholesky QR beside the reduction's
+    # reflectors (1) and A (5.91, 4x2, float64 and 5.90 at n = 8192 as well: the
+    # reflectors applied to U_B and V_B where the window's rows hold them, the halves
+    # copied out once the reflectors are gone; 6.52 when the halves were made beside the
+    # window and the reflectors, 4x2 as well, the reflectors applied in
     # the vectors' column layout, gone before the move to the 2D blocks; 7.51 and 8.01 on
     # 4x2 when they were applied after it and held beside it; 8.12 with the guard at
     # block/4, 9.51 when Q and P were formed and multiplied, 10.83 when the columns were
@@ -81,7 +84,7 @@ FAMILIES = {
     # 15.0 before that)
     "eigh": (lambda a: linalg.eigh(a, **DISTRIBUTED), "a", 4.9),
     "polar": (lambda a: linalg.polar(a, **DISTRIBUTED), "a", 5.8),
-    "svd": (lambda a: linalg.svd(a, **DISTRIBUTED), "a", 6.6),
+    "svd": (lambda a: linalg.svd(a, **DISTRIBUTED), "a", 5.95),
 }
 
 # the other families: limits measured at n = 4096 on 2x4, float32, rounded up
@@ -131,7 +134,10 @@ FAMILIES |= {
     # the sums' U made once the last power exists (5.27; 5.71 when made first, held
     # through the last power's product)
     "expm": (lambda a: linalg.expm(a, **DISTRIBUTED), "a", 5.35),
-    # short of the issue's 6: svd's phases, without svd's outputs (6.52 and 6.51, 6.52
+    # within the issue's 6: svd's phases, without svd's outputs (lstsq 5.83, 5.87 on 4x2,
+    # 5.80 and 5.85 at n = 8192: the reduction's phase boundary; pinv 5.91, 5.90 at 8192:
+    # the window's Cholesky QR, as svd's; 6.52 and 6.51, lstsq 6.01 until V_B moved to
+    # the 2D blocks once U_B had; 6.52
     # on 4x2: svd's peak, U_B and V_B made from the window beside the reflectors; 7.02
     # and 7.01, 7.53 on 4x2, when the reflectors were applied after the move to the 2D
     # blocks; lstsq 7.01 at n = 8192 and in float64, where it was 7.51 while the
@@ -139,8 +145,8 @@ FAMILIES |= {
     # packing); 7.38 and 7.51 when the window's guard was block/4 and the completion's
     # loop chose its half by the index, 9.26 when Q and P were formed, 10.76 before
     # to_columns wrote in place)
-    "lstsq": (no_budget(linalg.lstsq), "ab", 6.6),
-    "pinv": (no_budget(linalg.pinv), "a", 6.6),
+    "lstsq": (no_budget(linalg.lstsq), "ab", 5.9),
+    "pinv": (no_budget(linalg.pinv), "a", 5.95),
     # short of the issue's 6: on 2x4 the second Cholesky's trailing update (the
     # segment's transpose, kernels/cholesky.py, pr < pc) beside A and B (the program's
     # operands), Q and L; on 4x2 XLA's packing of the temporaries (6.02 on both since

@@ -13,11 +13,13 @@ layout, as ``eigh`` runs ``xHETRD`` + ``xSTEIN`` (``distla/linalg/_eigh/tridiago
    ``U_B`` and each column of each half normalized (mixing with the partner for
    ``−σ`` only rescales the halves); then ``u = Q U_B``, ``v = P V_B`` by
    applying the reflectors to them in place, two panels at a time (LAPACK's
-   ``xORMBR``), while they are still in their column layout (every row on each
-   device, each block of reflectors gathered whole): the reflectors are gone
-   before the vectors move to the 2D blocks (docs/memory.md; applied there, they
-   were held beside the move, and ``Q`` and ``P`` accumulated and multiplied held
-   two matrices beside inverse iteration's window).
+   ``xORMBR``), before they move to the 2D blocks (every entry of a vector on
+   its device, each block of reflectors gathered whole): the reflectors are gone
+   before the move (docs/memory.md; applied there, they were held beside the
+   move, and ``Q`` and ``P`` accumulated and multiplied held two matrices beside
+   inverse iteration's window). For a square real matrix the halves are
+   normalized and the reflectors applied where inverse iteration's window holds
+   them (its rows), and ``u`` and ``v`` are read out of it only then.
 4. **Orthogonality, and values at the rounding level.** A probe
    ``‖vᴴ v r − r‖`` (and of ``u``) tells whether the halves are orthonormal
    (``Q`` and ``P`` are orthogonal: as ``V_B`` and ``U_B`` are): they are to
@@ -59,13 +61,22 @@ from jax.sharding import AbstractMesh
 from jax.sharding import PartitionSpec as P
 
 from distla.kernels._axes import round_up
-from distla.kernels.bidiagonal import apply_reflectors, reduce_to_bidiagonal
-from distla.kernels.bidiagonal_vectors import golub_kahan, golub_kahan_vectors, halves
+from distla.kernels.bidiagonal import (
+    apply_reflectors,
+    apply_reflectors_to_rows,
+    reduce_to_bidiagonal,
+)
+from distla.kernels.bidiagonal_vectors import (
+    golub_kahan,
+    golub_kahan_vectors,
+    halves,
+    halves_of_rows,
+)
 from distla.kernels.tridiagonal_vectors import guard_of, start_vectors
 
 from .._core.checks import is_traced
 from .._core.matmul import mm
-from .._core.matrix import block_spec, columns_moved, ct_on, on_mesh, pad_to, put
+from .._core.matrix import block_spec, columns_moved, ct_on, on_mesh, once, pad_to, put
 from .._core.mesh import constrain, fitting_spec, grid_of, run_on_mesh, shard_map
 from .._core.plan import plan_here
 from . import _qr
@@ -154,20 +165,35 @@ def vector_columns(grid) -> P:
     return P(None, tuple(name for name in (grid.col, grid.row) if name is not None))
 
 
+def window_spec(grid) -> P:
+    """The layout of inverse iteration's windows (`_tgk_vectors`): each device's rows
+    (its range of ``TGK``'s eigenvectors, one a row, and the guards), the devices in
+    `vector_columns`' order."""
+    return P(vector_columns(grid)[1], None)
+
+
 def _tgk_vectors(d, e, s, r, *, grid):
-    """``TGK``'s unit eigenvectors (``2k x round_up(k, p)``, columns for ``s`` ascending;
-    those past ``k`` are not read) in `vector_columns`: as `_vectors_of_b` reads them (a round trip
-    through the 2D blocks held the vectors and their all-to-all's pieces twice). The
-    window waits for the reflectors ``r`` (XLA made it while the phases' reflectors
-    were still being put together: their all-to-all's pieces beside it)."""
+    """Inverse iteration's window of ``TGK``'s unit eigenvectors on each device
+    (`window_spec`; ``golub_kahan_vectors(whole=True)``: its first ``block`` rows the
+    device's vectors, for ``s`` ascending; those past ``k`` are not read), which
+    `_singular_vectors` turns into ``Q U_B`` and ``P V_B``. The window waits for the
+    reflectors ``r`` (XLA made it while the phases' reflectors were still being put
+    together: their all-to-all's pieces beside it)."""
     k = d.shape[0]
     cols = vector_columns(grid)
     block = -(-k // grid.size)
     kernel = functools.partial(
-        golub_kahan_vectors, block=block, guard=guard_of(block), axis_names=cols[1]
+        golub_kahan_vectors,
+        block=block,
+        guard=guard_of(block),
+        axis_names=cols[1],
+        whole=True,
     )
     return shard_map(
-        kernel, in_specs=(P(), P(), P(), grid.block_spec), out_specs=cols, check_vma=False
+        kernel,
+        in_specs=(P(), P(), P(), grid.block_spec),
+        out_specs=window_spec(grid),
+        check_vma=False,
     )(d, e, s, r)
 
 
@@ -222,48 +248,68 @@ def _parts(a, *, mesh):
 
 
 def _vectors_of_b(z, s, r, taus, rows):
-    """``(u, v, s, keep, loose)``: ``u = Q U_B``, ``v = P V_B`` from ``TGK``'s ``z``
-    (`_singular_vectors`), columns and ``s`` descending; ``keep`` (`kept`); ``loose``:
-    whether the probe finds either further from orthonormal than about ``√k·eps``."""
+    """``(u, v, s, keep, loose)``: ``u = Q U_B``, ``v = P V_B`` from ``TGK``'s
+    eigenvectors in inverse iteration's windows ``z`` (`_singular_vectors`), columns
+    and ``s`` descending; ``keep`` (`kept`); ``loose``: whether the probe finds either
+    further from orthonormal than about ``√k·eps``."""
     k = s.shape[0]
     m = rows
     mesh = jax.sharding.get_abstract_mesh()
     grid = grid_of(mesh, what="distla.linalg.svd")
-    cols = vector_columns(grid)
-    z = constrain(pad_to(z, (2 * k, round_up(k, grid.size))), cols)
-    u, v = _singular_vectors(r, taus, z, grid=grid)
-    u, v = (
-        put(jnp.flip(h[:rows, :k], axis=1), fitting_spec((rows, k), mesh, grid.block_spec))
-        for h, rows in ((u, m), (v, k))
-    )
+    u, v = _singular_vectors(r, taus, z, grid=grid, square=m == k)
+
+    def moved(h, rows):
+        return put(jnp.flip(h[:rows, :k], axis=1), fitting_spec((rows, k), mesh, grid.block_spec))
+
+    # v moves once u has (once): XLA cut both into their all-to-alls' pieces at once
+    # (lstsq's peak at n = 4096, docs/memory.md)
+    u = moved(u, m)
+    v = moved(once(v, u), k)
     s = jnp.flip(s)
     keep = kept(s, m)
     return u, v, s, keep, _loose(u) | _loose(v)
 
 
-def _singular_vectors(r, taus, z, *, grid):
+def _singular_vectors(r, taus, z, *, grid, square):
     """``(Q U_B, P V_B)`` in `vector_columns` (every row on each device, padded to
-    ``r``'s rows and columns): ``TGK``'s ``z`` split into its halves (`halves`), each
-    column made unit, and the reflectors applied to them in this layout
-    (``apply_reflectors(whole=True)``: each block of reflectors gathered whole), so
-    that the reflectors die before the vectors move to the 2D blocks (docs/memory.md)."""
+    ``r``'s rows and columns) from inverse iteration's windows ``z`` (`window_spec`),
+    the reflectors applied in this layout (each block of reflectors gathered whole),
+    so that they die before the vectors move to the 2D blocks (docs/memory.md).
+
+    For a square real ``B`` (``square``: ``U_B`` as long as ``V_B``) the reflectors
+    are applied to the halves where the window holds them, in place
+    (``apply_reflectors_to_rows``), and the results are read out of the window once
+    the reflectors are gone: the halves made beside the window (2.5 shares) and the
+    reflectors were svd's peak. Otherwise ``TGK``'s vectors are split into their
+    halves (`halves`), each column made unit, and the reflectors applied to them
+    (``apply_reflectors(whole=True)``)."""
     cols = vector_columns(grid)
-    k = z.shape[0] // 2
+    k = z.shape[1] // 2
+    block = -(-k // grid.size)
     rows, columns = r.shape
+    kw = {"nb": PANEL, "row_axis": grid.row, "col_axis": grid.col}
 
-    def kernel(r, taus, z):
-        split = halves(z)
-        apply = functools.partial(
-            apply_reflectors, nb=PANEL, row_axis=grid.row, col_axis=grid.col, whole=True
-        )
+    def in_place(r, taus, z):
+        z = apply_reflectors_to_rows(r, taus, z, count=block, **kw)
+        return halves_of_rows(z, block, (rows, columns))
+
+    def split(r, taus, z):
+        both = halves(z[:block].T)
         u, v = (
-            pad_to(_unit_columns(h).astype(r.dtype), (n, z.shape[1]))
-            for h, n in ((split[k:], rows), (split[:k], columns))
+            pad_to(_unit_columns(h).astype(r.dtype), (n, block))
+            for h, n in ((both[k:], rows), (both[:k], columns))
         )
-        return apply(r, taus, u, side="left"), apply(r, taus, v, side="right")
+        return (
+            apply_reflectors(r, taus, u, side="left", whole=True, **kw),
+            apply_reflectors(r, taus, v, side="right", whole=True, **kw),
+        )
 
+    kernel = in_place if square and not jnp.iscomplexobj(r) else split
     return shard_map(
-        kernel, in_specs=(grid.block_spec, P(), cols), out_specs=(cols, cols), check_vma=False
+        kernel,
+        in_specs=(grid.block_spec, P(), window_spec(grid)),
+        out_specs=(cols, cols),
+        check_vma=False,
     )(r, taus, z)
 
 
@@ -413,7 +459,7 @@ def svd_2d(a: jax.Array, *, full_matrices: bool, mesh: AbstractMesh):
         grid_spec,
         P(),
         P(),
-        vector_columns(grid_of(mesh, what="distla.linalg.svd")),
+        window_spec(grid_of(mesh, what="distla.linalg.svd")),
     )
     static = (("full_matrices", full_matrices), ("wide", wide))
     common = on_mesh(_common, mesh, (specs, P(), part_specs), static + (("mesh", mesh),))
