@@ -75,6 +75,15 @@ def ppermute_index(axis_names: tuple[str, ...]) -> tuple[tuple[str, ...], list[i
     return mesh_order, out
 
 
+def guard_of(block: int) -> int:
+    """How far a device's range of eigenvalues may move to a wider gap (:func:`cuts`):
+    ``block/8`` (``block/4`` below 8). The window holds ``block + 2·guard`` vectors,
+    1.25 blocks (1.5 with ``block/4``), at the top of eigh's and svd's memory
+    (docs/memory.md); a cluster wider than the guard that straddles a cut is left to
+    the caller's repair (eigh's `_repaired`, svd's `_complete_both`)."""
+    return block // 8 or block // 4
+
+
 def cuts(w: jax.Array, *, devices: int, block: int, guard: int) -> jax.Array:
     """``devices + 1`` ascending range bounds over the ``n`` ascending eigenvalues ``w``.
 

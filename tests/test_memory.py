@@ -58,9 +58,11 @@ FAMILIES = {
     "lu_factor": (lambda a: linalg.lu_factor(a, **DISTRIBUTED), "a", 4.0),
     "cholesky": (lambda a: linalg.cholesky(a, **DISTRIBUTED), "a", 4.0),
     "qr": (linalg.qr, "a", 4.0),
-    # eigh within the 6 (docs/memory.md): 5.08, its peak the inverse iteration's
-    # window beside Q (5.51 when the reduction's trailing matrix moved between phases by
-    # XLA's halo exchange of the whole cut; 5.62 when the window's Cholesky QR added
+    # eigh within the 6 (docs/memory.md): 4.89, its peak the reduction's phase
+    # boundary since inverse iteration's window beside Q is 1.25 shares (guard block/8;
+    # 5.08 with the guard at block/4, the window 1.5 shares, the peak; 5.51 when the
+    # reduction's trailing matrix moved between phases by XLA's halo exchange of the
+    # whole cut; 5.62 when the window's Cholesky QR added
     # δ·eye, a constant hoisted to the program's start; 6.26 when the repair's sweep
     # moved Z to columns by one all-to-all; 6.9 when Q's columns moved between the
     # reduction's phases in one piece, 8.5 when the orthogonality repair was Cholesky QR
@@ -80,7 +82,7 @@ FAMILIES = {
     # block/4, 9.51 when Q and P were formed and multiplied, 10.83 when the columns were
     # gathered beside the window and the vectors went through the 2D blocks and back,
     # 15.0 before that)
-    "eigh": (lambda a: linalg.eigh(a, **DISTRIBUTED), "a", 5.15),
+    "eigh": (lambda a: linalg.eigh(a, **DISTRIBUTED), "a", 4.9),
     "polar": (lambda a: linalg.polar(a, **DISTRIBUTED), "a", 5.8),
     "svd": (lambda a: linalg.svd(a, **DISTRIBUTED), "a", 5.95),
 }
@@ -145,9 +147,12 @@ FAMILIES |= {
     # to_columns wrote in place)
     "lstsq": (no_budget(linalg.lstsq), "ab", 5.9),
     "pinv": (no_budget(linalg.pinv), "a", 5.95),
-    # short of the 6: inverse iteration's window (1.5) and its Gram matrix beside
-    # A and B (the program's operands) and L⁻ᴴQ (6.08, 6.26 on 4x2, where since r49 the
-    # second Cholesky's trailing update is below the window and Z's move; 6.51 when eigh's
+    # short of the 6: on 2x4 the second Cholesky's trailing update (the
+    # segment's transpose, kernels/cholesky.py, pr < pc) beside A and B (the program's
+    # operands), Q and L; on 4x2 XLA's packing of the temporaries (6.02 on both since
+    # r49: the window's guard at block/8 and, on 4x2, the Cholesky's trailing update by
+    # column chunks; 6.08, 6.26 on 4x2, with the guard at block/4: the window (1.5) and
+    # its Gram matrix beside L⁻ᴴQ, the peak on 2x4; 6.51 when eigh's
     # repair formed R beside Q, A's Hermitian matrix was made before the Cholesky and
     # the reduction's trailing matrix moved by XLA's halo exchange; 7.51 when B's
     # Cholesky factor L was held from the start to x = L⁻ᴴ y, now made again once the
@@ -155,7 +160,7 @@ FAMILIES |= {
     # eigh's sweep moved Z by one all-to-all and Q's identity was made at the program's
     # start, 9.8 when Q's columns moved in one piece, 10.5 before eigh's repair became a
     # loop of Householder QR)
-    "eigh_generalized": (lambda a, b: linalg.eigh(a, b, **DISTRIBUTED), "aa", 6.1),
+    "eigh_generalized": (lambda a, b: linalg.eigh(a, b, **DISTRIBUTED), "aa", 6.05),
 }
 
 #: Families compiled at the larger size only (each compile takes minutes on a

@@ -186,6 +186,43 @@ def test_eigh_hard_spectra(kind, dtype):
     check_eigh(a, w, v)
 
 
+@pytest.mark.parametrize(
+    "spread, dtype, jit",
+    [
+        (1e-6, np.float32, False),
+        (0.0, np.float32, False),
+        (1e-6, np.complex64, False),
+        (0.0, np.complex64, False),
+        (1e-6, np.float32, True),
+    ],
+)
+def test_eigh_clusters_wider_than_the_guard(spread, dtype, jit, monkeypatch):
+    # n = 136: 17 values a device, the guard 2 (block/8; 4 with block/4): a cluster of 7
+    # values (tight, or repeated) at every nominal cut leaves no gap within the guard,
+    # so each straddles a cut, the probe fires and the repair orthonormalizes them (with
+    # the guard at block/4 the cuts moved to the clusters' edges and the probe did not)
+    from distla.kernels import tridiagonal_vectors as tv
+
+    n, block = 136, 17
+    assert tv.guard_of(block) == 2
+    lam = np.linspace(-1.0, 1.0, n)
+    for cut in range(block, n, block):
+        lam[cut - 3 : cut + 4] = lam[cut] + spread * np.arange(-3, 4)
+    rng = np.random.default_rng(17)
+    q, _ = np.linalg.qr(random_matrix(rng, (n, n), dtype))
+    a = (q * lam) @ q.conj().T
+    a = ((a + a.conj().T) / 2).astype(dtype)
+    repairs = []
+    repair = _tridiagonal._eigh_repair
+    monkeypatch.setattr(
+        _tridiagonal, "_eigh_repair", lambda *a, **k: repairs.append(1) or repair(*a, **k)
+    )
+    eigh = functools.partial(linalg.eigh, plan="distributed")
+    w, v = (jax.jit(eigh) if jit else eigh)(place(a, build_mesh((2, 4), "explicit")))
+    assert jit or repairs, "the probe did not fire"  # under jit: the repair's loop
+    check_eigh(a, w, v)
+
+
 # Each mesh shape once at n = 300, the axis types alternating so that both run: every
 # (shape, axis type) pair runs this eigh at n = 37 (test_spectral_dropin.py's
 # test_eigh_every_mesh), and each pair compiles its own programs here (seconds each).
@@ -225,8 +262,8 @@ def test_eigh_float64_two_phases_identity_and_zero(x64):
 def test_eigh_moves_no_matrix():
     # n = 1024 on 2x4: the largest collective is the layout change of the vectors
     # (a grid column's ranges, two local blocks), nothing gathers the matrix; peak
-    # memory per device is a fixed number of local blocks (windows of n x 1.5n/p,
-    # their neighbours', the inverse iteration's n x 1.5n/p operands)
+    # memory per device is a fixed number of local blocks (windows of n x 1.25n/p,
+    # their neighbours', the inverse iteration's n x 1.25n/p operands)
     c, block = _cost_on_2x4(_tridiagonal.eigh_2d, 1024)
     assert 0 < c.largest() <= 2 * block, (c.largest(), block)
     assert c.peak_memory_bytes <= 20 * block, c.peak_memory_bytes

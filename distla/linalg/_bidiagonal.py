@@ -72,7 +72,7 @@ from distla.kernels.bidiagonal_vectors import (
     halves,
     halves_of_rows,
 )
-from distla.kernels.tridiagonal_vectors import start_vectors
+from distla.kernels.tridiagonal_vectors import guard_of, start_vectors
 
 from .._core.checks import is_traced
 from .._core.matmul import mm
@@ -163,16 +163,6 @@ def vector_columns(grid) -> P:
     column-major over the grid (device ranges as eigh's), so that splitting the rows into
     ``V_B`` and ``U_B`` is local."""
     return P(None, tuple(name for name in (grid.col, grid.row) if name is not None))
-
-
-def guard_of(block: int) -> int:
-    """How far a device's range of ``TGK``'s eigenvalues may move to a wider gap:
-    ``block/8`` (``block/4`` below 8). The inverse iteration's window holds
-    ``block + 2·guard`` vectors of length ``2k``, 2.5 shares (3 with ``block/4``), and
-    sets svd's peak: inverse iteration and the exchange of its guard pieces beside
-    the reflectors (docs/memory.md); a cluster wider than the
-    guard that straddles a cut is repaired by the completion's QR (`_complete_both`)."""
-    return block // 8 or block // 4
 
 
 def window_spec(grid) -> P:

@@ -39,6 +39,7 @@ from distla.kernels.tridiagonal import bisect, reduce_columns
 from distla.kernels.tridiagonal_vectors import (
     CHUNKS,
     cuts,
+    guard_of,
     inverse_iteration,
     rank_of,
     start_vectors,
@@ -190,7 +191,7 @@ def _vectors_of_tridiagonal(d, e, w, *, grid, spec, after=None):
     # columns, so the 2D layout is one all-to-all within each grid column away
     axes = tuple(name for name in (grid.col, grid.row) if name is not None)
     block = -(-n // grid.size)
-    guard = block // 4
+    guard = guard_of(block)  # clusters wider than it straddling a cut: `_repaired`
     # whole chunks of inverse iteration (the rows past the range are never read)
     width = round_up(block + 2 * guard, CHUNKS)
 
