@@ -33,9 +33,11 @@ After the segment, one **trailing update** ``A22 -= L_seg L_segᴴ`` of rank
 their transposes go along mesh columns, psums as in step 4), restricted to the
 lower triangle and cut into chunks along the longer local dimension (one
 chunk's operands and product at a time, a fraction of the local block). On a
-grid with ``pr < pc`` the local rows are cut, the transposes for all the
-trailing columns are made in one psum, and each chunk's GEMM ends at the last
-local column that can be on or below the diagonal on any device; otherwise the
+grid with ``pr < pc`` the local rows are cut, the transposes for the trailing
+columns are made in a few pieces (a psum each, as the first chunk that reads a
+piece starts), and each chunk's GEMMs, one per piece made so far, end at the
+last local column that can be on or below the diagonal on any device (or its
+last piece's); otherwise the
 local columns are cut, each chunk makes the transposes for its own columns, and
 its GEMM starts at the first local row that can be on or below the diagonal.
 
@@ -57,6 +59,9 @@ from .cyclic import global_blocks
 
 # The trailing update of a segment is cut into at most this many row chunks.
 MAX_CHUNKS = 8
+# Where the row chunks are cut (pr < pc), the segment's transpose is made in at most this
+# many pieces, each chunk multiplying by the pieces made so far (a GEMM each).
+MAX_PIECES = 4
 
 
 def _psum(x, axis_name):
@@ -245,31 +250,47 @@ def _trailing_update(a, lseg, col_g, *, k1: int, seg: _Segment, g: _Grid):
     In chunks along the longer local dimension, so that the operand each chunk
     slices (a copy XLA makes for the GEMM) is the shorter one. By row chunks
     (``pr < pc``: the local block is taller than wide) the segment's transpose for
-    all the trailing columns is made first, in one psum, and each chunk reads a
-    prefix of it; by column chunks each chunk makes the transpose for its own
-    columns and reads its rows of ``L_seg`` from its first one on. On a 4x2 mesh
-    the transpose of all the trailing columns, the select each device fills and
-    the psum's result, was 1.5 shares at once (cholesky's peak there, 4.07 shares
-    at n = 4096; 3.50 by column chunks); on 2x4 the column chunks' rows of
-    ``L_seg`` would be as large (3.9 shares at n = 2048 by row chunks, 4.1 by
-    column chunks).
+    the trailing columns is made in up to ``MAX_PIECES`` pieces, each as the first
+    chunk that reads it starts, and each chunk multiplies its rows of ``L_seg`` by
+    every piece made so far (a GEMM each, written in place); by column chunks each
+    chunk makes the transpose for its own columns and reads its rows of ``L_seg``
+    from its first one on. On a 4x2 mesh the transpose of all the trailing columns,
+    the select each device fills and the psum's result, was 1.5 shares at once
+    (cholesky's peak there, 4.07 shares at n = 4096; 3.50 by column chunks); on 2x4
+    the column chunks' rows of ``L_seg`` would be as large (3.9 shares at n = 2048
+    by row chunks, 4.1 by column chunks). On 2x4 the transpose made in one psum,
+    its select beside the result, and the prefix of it that each chunk read (a
+    copy, as large at the last chunk) were 3.89 shares at n = 4096 (3.52 in pieces).
     """
     mloc, nloc = a.shape
     nb = g.nb
     r1, c1 = (k1 // g.pr) * nb, (k1 // g.pc) * nb
-    if g.pr < g.pc:
-        # L_seg^H for the trailing columns: one psum along mesh columns -> (nloc - c1, W)
-        lt = transpose_rows(lseg, col_g[c1:], first_block=seg.k0, row_axis=g.row_axis, nb=nb)
-        for lo, hi, end in _row_chunks(r1, c1, mloc, nloc, nb=nb, pr=g.pr, pc=g.pc):
-            # the chunk's rows of L_seg and the L_seg^H of its columns, read once the
-            # previous chunk is written (else XLA slices every chunk's operands first,
-            # and holds them all)
-            rows = lax.dynamic_slice_in_dim(lseg, after(lo - seg.r0, a), hi - lo, axis=0)
-            cols = lax.dynamic_slice_in_dim(lt, after(0, a), end - c1, axis=0)
-            upd = jnp.dot(rows, cols.conj().T, precision=g.precision)
-            a = add_block(a, (lo, c1), -upd)
-        return a
     src, mine = _sources(col_g[c1:], first_block=seg.k0, row_axis=g.row_axis, nb=nb)
+    if g.pr < g.pc:
+        chunks = _row_chunks(r1, c1, mloc, nloc, nb=nb, pr=g.pr, pc=g.pc)
+        groups = min(MAX_PIECES, len(chunks))
+        # the chunks of each piece: its columns end where its last chunk's do
+        edges = [len(chunks) * p // groups for p in range(groups + 1)]
+        pieces = []  # (first column from c1, L_seg^H of the columns to the next piece)
+        for t, (lo, hi, _) in enumerate(chunks):
+            # the piece a group of chunks reads last, made as its first chunk starts (one
+            # psum along mesh columns -> (its columns, W)) once the previous chunk is
+            # written: XLA otherwise slices and sends every chunk's operands first
+            last = a
+            made = pieces[-1][0] + pieces[-1][1].shape[0] if pieces else 0
+            end = chunks[edges[edges.index(t) + 1] - 1][2] - c1 if t in edges[:-1] else made
+            if end > made:
+                last = _send_rows(lseg, src[made:end] + after(0, a), mine[made:end], g.row_axis)
+                pieces.append((made, last))
+            # the chunk's rows of L_seg, read once the new piece exists: every GEMM of
+            # the chunk (so its writes into A) then waits for the piece's select, which
+            # reads A (else XLA copies A). A piece's columns past the chunk's last one
+            # are above the diagonal (garbage) on every device.
+            rows = lax.dynamic_slice_in_dim(lseg, after(lo - seg.r0, last), hi - lo, axis=0)
+            for start, lt in pieces:
+                upd = jnp.dot(rows, lt.conj().T, precision=g.precision)
+                a = add_block(a, (lo, c1 + start), -upd)
+        return a
     for start, lo, hi in _column_chunks(r1, c1, mloc, nloc, nb=nb, pr=g.pr, pc=g.pc):
         # the L_seg^H of the chunk's columns (one psum along mesh columns -> (hi - lo, W))
         # and its rows of L_seg, made once the previous chunk is written (as above)
