@@ -152,9 +152,11 @@ FAMILIES |= {
     "pinv": (no_budget(linalg.pinv), "a", 5.95),
     # short of the 6: on 2x4 the second Cholesky's trailing update (the
     # segment's transpose, kernels/cholesky.py, pr < pc) beside A and B (the program's
-    # operands), Q and L; on 4x2 XLA's packing of the temporaries (6.02 on both since
-    # r49: the window's guard at block/8 and, on 4x2, the Cholesky's trailing update by
-    # column chunks; 6.08, 6.26 on 4x2, with the guard at block/4: the window (1.5) and
+    # operands), Q and L; on 4x2 Z's move from inverse iteration's window to the 2D
+    # blocks beside L⁻ᴴQ (6.013 since r50, 6.006 at n = 8192: B's second Hermitian
+    # matrix with its transpose a chunk at a time, _core.matrix.ct_moved; 6.02 on both
+    # since r49: the window's guard at block/8 and, on 4x2, the Cholesky's trailing
+    # update by column chunks; 6.08, 6.26 on 4x2, with the guard at block/4: the window (1.5) and
     # its Gram matrix beside L⁻ᴴQ, the peak on 2x4; 6.51 when eigh's
     # repair formed R beside Q, A's Hermitian matrix was made before the Cholesky and
     # the reduction's trailing matrix moved by XLA's halo exchange; 7.51 when B's

@@ -264,6 +264,50 @@ def ct(x: jax.Array, spec: P) -> jax.Array:
     return put(jnp.conj(x.T), spec)
 
 
+def ct_moved(x: jax.Array, spec: P, *, pieces: int = 8) -> jax.Array:
+    """``xᴴ`` of the 2D ``x`` (laid out as ``spec``, ``P(r, c)``) laid out as ``spec``, a
+    few columns of every device's block at a time. Inside a body.
+
+    XLA's distributed transpose (`ct`) is one all-to-all of the whole matrix: it holds
+    the source's pieces and the exchanged pieces beside the result (1.75 shares on 4x2).
+    Here a loop moves ``pieces`` chunks (the same local columns of every one of
+    ``lcm(r, c)`` column blocks, each a row chunk of the result), each transposed and
+    written in place into the result: the source, the result and one chunk's exchange
+    (as `rows_relaid` moves a relayout). Falls back to `ct` where the blocks do not divide.
+    """
+    mesh = jax.sharding.get_abstract_mesh()
+
+    def count(name):
+        names = name if isinstance(name, tuple) else (name,)
+        return math.prod(1 if n is None else mesh.shape[n] for n in names)
+
+    rows, cols = x.shape
+    parts = math.lcm(count(spec[0]), count(spec[1]))
+    local = cols // parts
+    chunks = math.gcd(local, pieces) if cols % parts == 0 else 1
+    if chunks == 1:
+        return ct(x, spec)
+    height = local // chunks
+    # x's columns as (column blocks, local), free in spec; the result's rows the same
+    held = NamedSharding(mesh, P(spec[0], spec[1], None))
+    into = NamedSharding(mesh, P(spec[0], None, spec[1]))
+    view = lax.with_sharding_constraint(x.reshape(rows, parts, local), held)
+    # zeros made from a scalar that exists only with x (see columns_moved)
+    zero = once(jnp.zeros((), x.dtype), x)
+    out = lax.with_sharding_constraint(jnp.broadcast_to(zero, (parts, local, rows)), into)
+
+    def step(i, out):
+        # the slice in the source's layout, then its transpose's exchange
+        chunk = lax.with_sharding_constraint(
+            lax.dynamic_slice_in_dim(view, i * height, height, axis=2), held
+        )
+        chunk = lax.with_sharding_constraint(jnp.conj(jnp.transpose(chunk, (1, 2, 0))), into)
+        return lax.dynamic_update_slice_in_dim(out, chunk, i * height, axis=1)
+
+    out = lax.fori_loop(0, chunks, step, out)
+    return lax.with_sharding_constraint(out.reshape(cols, rows), NamedSharding(mesh, spec))
+
+
 def _conj_t(x: jax.Array) -> jax.Array:
     return jnp.conj(x.T)
 
@@ -315,12 +359,18 @@ def triu(x: jax.Array, k: int = 0) -> jax.Array:
     return jnp.where(triu_mask(x, k), x, jnp.zeros((), x.dtype))
 
 
-def hermitian_from(a: jax.Array, *, symmetrize: bool, lower: bool) -> jax.Array:
-    """The Hermitian matrix ``eigh`` reads: ``(a + aᴴ)/2``, or one triangle of ``a`` mirrored."""
+def hermitian_from(
+    a: jax.Array, *, symmetrize: bool, lower: bool, transpose: Callable | None = None
+) -> jax.Array:
+    """The Hermitian matrix ``eigh`` reads: ``(a + aᴴ)/2``, or one triangle of ``a`` mirrored.
+
+    ``transpose`` makes the conjugate transpose (jnp's, by default; `ct_moved` on a mesh
+    moves it a chunk at a time)."""
+    flip = _conj_t if transpose is None else transpose
     if symmetrize:  # halves first: a + aᴴ overflows for entries beyond half the largest
-        return a / 2 + jnp.conj(a.T) / 2
+        return a / 2 + flip(a) / 2
     tri = tril(a, -1) if lower else triu(a, 1)
-    return tri + jnp.conj(tri.T) + jnp.where(diag_mask(a), jnp.real(a), 0).astype(a.dtype)
+    return tri + flip(tri) + jnp.where(diag_mask(a), jnp.real(a), 0).astype(a.dtype)
 
 
 def eye(n: int, m: int, dtype: Any, spec: P) -> jax.Array:

@@ -242,9 +242,12 @@ def _distributed(plan: Plan, a, b=None, *, kind, symmetrize, lower, vectors, sel
     ops = _distributed_ops(plan, fused=fused)
     if fused and b is not None:
         # L again from the operand once the reduction's Q exists (n³/3 flops beside eigh's
-        # 4n³/3 and more), where L or b's Hermitian copy was held through the reduction
+        # 4n³/3 and more), where L or b's Hermitian copy was held through the reduction;
+        # its transpose a chunk at a time (XLA's whole all-to-all sat beside Q's copy)
         def again(q):
-            h = rules.hermitian(plan, once(given, q), symmetrize=symmetrize, lower=lower)
+            h = rules.hermitian(
+                plan, once(given, q), symmetrize=symmetrize, lower=lower, chunked=True
+            )
             return ops[0](h)
 
     out = _pencil(a, b, kind=kind, sel=sel, vectors=vectors, ops=ops, again=again, read=read)

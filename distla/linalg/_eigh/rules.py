@@ -17,7 +17,7 @@ from jax.sharding import PartitionSpec as P
 
 from ..._core import route
 from ..._core.matmul import product_here
-from ..._core.matrix import block_spec, diag_mask, diagonal, hermitian_from
+from ..._core.matrix import block_spec, ct_moved, diag_mask, diagonal, hermitian_from
 from ..._core.mesh import fitting_spec, run_on_mesh, tangent_on_mesh
 from ..._core.plan import Plan
 from ..._core.stacked import stack
@@ -45,20 +45,22 @@ def _eigh_tangent(w, v, da, *, mesh):
     return run_on_mesh(body, mesh, out, w, v, da)
 
 
-@functools.partial(jax.jit, static_argnames=("symmetrize", "lower", "mesh"))
-def _hermitian(a, *, symmetrize, lower, mesh):
+@functools.partial(jax.jit, static_argnames=("symmetrize", "lower", "mesh", "chunked"))
+def _hermitian(a, *, symmetrize, lower, mesh, chunked=False):
     spec = fitting_spec(a.shape, mesh, block_spec(mesh))
+    transpose = functools.partial(ct_moved, spec=spec) if chunked else None
 
     def body(a):
-        return hermitian_from(a, symmetrize=symmetrize, lower=lower)
+        return hermitian_from(a, symmetrize=symmetrize, lower=lower, transpose=transpose)
 
     return run_on_mesh(body, mesh, spec, a)
 
 
-def hermitian(plan: Plan, a, *, symmetrize: bool, lower: bool):
+def hermitian(plan: Plan, a, *, symmetrize: bool, lower: bool, chunked: bool = False):
     """The Hermitian matrix eigh reads from ``a`` on ``plan``'s mesh (``(a + aᴴ)/2``, or
-    one triangle mirrored), in the largest even 2D block layout."""
-    return _hermitian(a, symmetrize=symmetrize, lower=lower, mesh=plan.mesh)
+    one triangle mirrored), in the largest even 2D block layout; with ``chunked`` its
+    transpose is moved a chunk at a time (`ct_moved`: no whole all-to-all in flight)."""
+    return _hermitian(a, symmetrize=symmetrize, lower=lower, mesh=plan.mesh, chunked=chunked)
 
 
 def eigh_stack(plan: Plan, a, *, uplo, symmetrize):
