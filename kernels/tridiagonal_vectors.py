@@ -77,13 +77,14 @@ def ppermute_index(axis_names: tuple[str, ...]) -> tuple[tuple[str, ...], list[i
 
 def guard_of(block: int) -> int:
     """How far a device's range of eigenvalues may move to a wider gap (:func:`cuts`):
-    ``block/16``, but at least 16 and at most ``block/8`` (``block/4`` below 8). The
-    window holds ``block + 2·guard`` vectors, 1.125 blocks from ``block = 256`` on
+    ``block/16``, but at least 32 and at most ``block/8`` (``block/4`` below 8). The
+    window holds ``block + 2·guard`` vectors, 1.125 blocks from ``block = 512`` on
     (1.25 with ``block/8``, 1.5 with ``block/4``), at the top of eigh's and svd's memory
     (docs/memory.md); a cluster wider than the guard that straddles a cut is left to
     the caller's repair (eigh's `_repaired`, svd's `_complete_both`)."""
-    # 16 vectors: a cluster that small never waits for the repair, whatever n
-    return min(block // 8, max(block // 16, 16)) or block // 4
+    # 32 vectors: a cluster that small never waits for the repair, whatever n (and at
+    # n = 2048 on 8 devices the narrower window's program peaked higher: docs/memory.md)
+    return min(block // 8, max(block // 16, 32)) or block // 4
 
 
 def cuts(w: jax.Array, *, devices: int, block: int, guard: int) -> jax.Array:

@@ -62,8 +62,9 @@ FAMILIES = {
     "cholesky": (lambda a: linalg.cholesky(a, **DISTRIBUTED), "a", 3.6),
     "qr": (linalg.qr, "a", 4.0),
     # eigh within the 6 (docs/memory.md): 4.89, its peak the reduction's phase
-    # boundary since inverse iteration's window beside Q is 1.125 shares from n = 2048 on
-    # (guard block/16, 4.89 on 4x2 as well: 5.02 there with block/8, the window 1.25;
+    # boundary since inverse iteration's window beside Q is 1.125 shares from n = 4096 on
+    # (guard block/16, at least 32: block/8 at n = 2048, 5.06; 4.89 on 4x2 as well: 5.02
+    # there with block/8, the window 1.25;
     # 5.08 with the guard at block/4, the window 1.5 shares, the peak; 5.51 when the
     # reduction's trailing matrix moved between phases by XLA's halo exchange of the
     # whole cut; 5.62 when the window's Cholesky QR added

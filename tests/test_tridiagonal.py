@@ -223,26 +223,27 @@ def test_eigh_clusters_wider_than_the_guard(spread, dtype, jit, monkeypatch):
     check_eigh(a, w, v)
 
 
-def test_guard_is_block_over_16_at_least_16_and_at_most_block_over_8():
+def test_guard_is_block_over_16_at_least_32_and_at_most_block_over_8():
     from distla.kernels import tridiagonal_vectors as tv
 
-    # (block, guard): block/4 below 8, block/8 up to 128, 16, then block/16 from 256
-    table = [(3, 0), (4, 1), (7, 1), (8, 1), (17, 2), (127, 15), (128, 16), (200, 16)]
-    table += [(256, 16), (512, 32), (1024, 64)]
+    # (block, guard): block/4 below 8, block/8 up to 256, 32, then block/16 from 512
+    table = [(3, 0), (4, 1), (7, 1), (8, 1), (17, 2), (128, 16), (256, 32), (300, 32)]
+    table += [(512, 32), (1024, 64)]
     assert [(block, tv.guard_of(block)) for block, _ in table] == table
 
 
 def test_eigh_cluster_wider_than_a_sixteenth_guard(monkeypatch):
-    # n = 2048 on 2x4: 256 values a device, the guard 16 (block/16; 32 with block/8):
-    # a cluster of 40 tight values about the first cut leaves no gap within the guard, so
-    # it straddles the cut, the probe fires and the repair orthonormalizes (with the
-    # guard at block/8 the cut moved to the cluster's edge, 20 values away)
+    # n = 2048 on 2x2: 512 values a device, the guard 32 (block/16; 64 with block/8):
+    # a cluster of 72 values 1e-5 apart about the first cut leaves no gap within the
+    # guard, so it straddles the cut, the probe fires and the repair orthonormalizes
+    # (with the guard at block/8 the cut moved to the cluster's edge, 36 values away,
+    # and the probe did not fire; 1e-6 apart it fired either way)
     from distla.kernels import tridiagonal_vectors as tv
 
-    n, block = 2048, 256
-    assert tv.guard_of(block) == 16
+    n, block = 2048, 512
+    assert tv.guard_of(block) == 32
     lam = np.linspace(-1.0, 1.0, n)
-    lam[block - 20 : block + 20] = lam[block] + 1e-6 * np.arange(-20, 20)
+    lam[block - 36 : block + 36] = lam[block] + 1e-5 * np.arange(-36, 36)
     rng = np.random.default_rng(18)
     q, _ = np.linalg.qr(random_matrix(rng, (n, n), np.float32))
     a = ((q * lam) @ q.T).astype(np.float32)
@@ -252,7 +253,7 @@ def test_eigh_cluster_wider_than_a_sixteenth_guard(monkeypatch):
     monkeypatch.setattr(
         _tridiagonal, "_eigh_repair", lambda *a, **k: repairs.append(1) or repair(*a, **k)
     )
-    w, v = linalg.eigh(place(a, build_mesh((2, 4), "explicit")), plan="distributed")
+    w, v = linalg.eigh(place(a, build_mesh((2, 2), "explicit")), plan="distributed")
     assert repairs, "the probe did not fire"
     check_eigh(a, w, v)
 
