@@ -69,6 +69,15 @@ def after(index: int, x: jax.Array) -> jax.Array:
     return index + jax.numpy.minimum(jax.numpy.isnan(first).astype(int), 0)
 
 
+def zero_after(x: jax.Array, dtype) -> jax.Array:
+    """A zero of ``dtype`` that XLA can make only once ``x`` exists (see :func:`after`):
+    ``min(isnan(x₀), 0)`` of ``x``'s first entry. Added to a value, it makes that value's
+    consumers wait for ``x`` (a mask or a sign that XLA would otherwise hoist to the
+    program's start and hold throughout)."""
+    first = x[(0,) * x.ndim]
+    return jax.numpy.minimum(jax.numpy.isnan(first), False).astype(dtype)
+
+
 def zeros_after(shape: tuple[int, ...], dtype, x: jax.Array) -> jax.Array:
     """``jnp.zeros(shape, dtype)`` made only once ``x`` exists (see :func:`after`).
 

@@ -42,7 +42,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from ._axes import axis_index, axis_size, highest_precision
+from ._axes import axis_index, axis_size, highest_precision, zero_after
 
 
 class Local(NamedTuple):
@@ -173,11 +173,6 @@ def times_two_panels(acc, v_all, taus, *, k, last, at: Local, axis: str | None):
     return blk, v_two, t_two
 
 
-def _zero_of(x: jax.Array) -> jax.Array:
-    """A zero of ``x``'s dtype that XLA can make only once ``x`` exists."""
-    return jnp.minimum(jnp.isnan(x[0, 0]), False).astype(x.dtype)
-
-
 def _reduce_panel(k, carry, *, nb, panels, at: Local, idx, real, col_axis):
     """Panel ``k``: its ``nb`` columns reflected, then the deferred rank-``2nb`` update."""
     a_blk, q, d, e = carry
@@ -241,7 +236,11 @@ def reduce_columns(
         if q_blk is None
         # zeros made from a_blk's value: XLA makes a broadcast of a constant at the
         # program's start and holds it through every earlier phase (eigh's peak)
-        else (q_blk, jnp.full((m, 2 * nb), _zero_of(a_blk)), jnp.zeros((2 * nb,), dtype))
+        else (
+            q_blk,
+            jnp.full((m, 2 * nb), zero_after(a_blk, a_blk.dtype)),
+            jnp.zeros((2 * nb,), dtype),
+        )
     )
     a_blk, q, d, e = lax.fori_loop(0, panels, panel, (a_blk, q, d, e))
     return (a_blk, d, e) if q is None else (a_blk, q[0], d, e)

@@ -27,6 +27,7 @@ import numpy as np
 from jax import lax
 from jax.sharding import PartitionSpec as P
 
+from distla.kernels._axes import zero_after
 from distla.kernels.cyclic import from_block_cyclic_2d, relayout_fraction, to_block_cyclic_2d
 from distla.kernels.qr import form_q, global_index, qr_block_cyclic, stage_bounds
 from distla.kernels.tsqr import tsqr_local
@@ -148,7 +149,7 @@ def _positive_q(h, ts, grow, gcol, q_cols, *, row, col, nb, stages):
         precision=HIGHEST,
         ready=part,
     )
-    part = part + jnp.minimum(jnp.isnan(jnp.real(q[0, 0])), False).astype(part.dtype)
+    part = part + zero_after(q, part.dtype)
     if row is not None:
         part = lax.psum(part, row)
     q = q * jnp.where(part < 0, -1, 1).astype(q.dtype)[None, :]
@@ -186,7 +187,7 @@ def _householder(a, *, mode, call: Plan):
             gcol = global_index(h.shape[1], col, nb)
             # a mask made once h exists: inside a loop (eigh's repair) XLA hoists a
             # loop-invariant one to the program's start and holds it throughout
-            gcol = gcol + jnp.minimum(jnp.isnan(h[0, 0]), False).astype(gcol.dtype)
+            gcol = gcol + zero_after(h, gcol.dtype)
             if positive:
                 q_cols = q_pad // grid.pc
                 return (
