@@ -60,7 +60,7 @@ from .tridiagonal import (
     row_piece,
     spread,
 )
-from .tridiagonal_vectors import _rows_per_chunk
+from .tridiagonal_vectors import rows_per_chunk
 
 
 @highest_precision
@@ -357,7 +357,7 @@ def apply_reflectors_to_rows(
       ``x`` with each of its first ``count`` rows ``(v, u)`` made ``(P v/‖v‖,
       Q u/‖u‖)`` (zero halves stay zero), interleaved as before; the rest as it was.
       Each block of reflectors is gathered whole and applied to a chunk of rows at a
-      time (``tridiagonal_vectors._rows_per_chunk``): the halves made out of ``x``
+      time (``tridiagonal_vectors.rows_per_chunk``): the halves made out of ``x``
       beside it were two shares more, svd's peak (docs/memory.md).
     """
     k = x.shape[1] // 2
@@ -376,7 +376,7 @@ def apply_reflectors_to_rows(
         for side in ("left", "right")
     }
     blocks = sides["left"][0]
-    height = _rows_per_chunk(count)
+    height = rows_per_chunk(count)
 
     def block(t, x):
         made = []

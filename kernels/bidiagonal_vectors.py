@@ -28,7 +28,7 @@ from jax import lax
 
 from . import tridiagonal_vectors
 from ._axes import after, axis_size, fori, highest_precision, zeros_after
-from .tridiagonal_vectors import _rows_per_chunk, cuts, rank_of, to_columns, window_rows
+from .tridiagonal_vectors import cuts, rank_of, rows_per_chunk, to_columns, window_rows
 
 #: Inverse iteration solves ``TGK``'s window in this many chunks of rows: twice
 #: eigh's, since its rows are ``2k`` long (each of the five copies of a chunk that
@@ -63,7 +63,7 @@ def halves_of_rows(x: jax.Array, count: int, sizes: tuple[int, int]) -> tuple[ja
     2D blocks), whose pieces XLA then holds beside all of ``x``.
     """
     k = x.shape[1] // 2
-    height = _rows_per_chunk(count)
+    height = rows_per_chunk(count)
     out = tuple(zeros_after((size, count), x.dtype, x) for size in sizes)
 
     def rows(c, out):

@@ -117,7 +117,7 @@ def start_vectors(index: jax.Array, n: int, dtype) -> jax.Array:
     return (h >> 8).astype(dtype) / (1 << 24) - 0.5
 
 
-def _rows_per_chunk(k: int, chunks: int = CHUNKS) -> int:
+def rows_per_chunk(k: int, chunks: int = CHUNKS) -> int:
     """Rows a chunk of :func:`inverse_iteration` solves at once: a divisor of ``k``
     near ``k/chunks`` (at least ``32·CHUNKS/chunks``), or all ``k`` when none is."""
     target = max(32 * CHUNKS // chunks, -(-k // chunks))
@@ -148,7 +148,7 @@ def inverse_iteration(
     off = jnp.where(jnp.arange(n) < n - 1, e, 0)
     t_norm = jnp.max(jnp.abs(d)) + 2 * jnp.max(jnp.abs(off))
     sigma = shift - 4 * jnp.finfo(d.dtype).eps * jnp.where(t_norm > 0, t_norm, 1)
-    rows = _rows_per_chunk(k, chunks)
+    rows = rows_per_chunk(k, chunks)
 
     def solve(t, x):
         at = t * rows
@@ -285,7 +285,7 @@ def to_columns(
     # rows move forward (shift >= 0) and back to front otherwise, so that no chunk reads
     # a row an earlier chunk wrote.
     shift = r * block - lo
-    height = _rows_per_chunk(block)
+    height = rows_per_chunk(block)
     chunks = block // height
 
     def place(t, x):
